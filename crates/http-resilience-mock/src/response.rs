@@ -1,0 +1,378 @@
+//! Scripted responses: what the server sends back, when, and how it misbehaves.
+
+use std::error::Error;
+use std::fmt;
+use std::time::Duration;
+
+use bytes::Bytes;
+use http::header::{HeaderName, HeaderValue, CONNECTION};
+use http::HeaderMap;
+
+/// The body that the head-only faults announce in their `Content-Length` and never send.
+const PROMISED_BODY: &[u8] = b"body that is never sent";
+
+/// The body of the response sent when no response was queued.
+const UNSCRIPTED_BODY: &[u8] = b"no response was queued on the mock server\n";
+
+/// How the server delivers (or fails to deliver) a [`MockResponse`].
+///
+/// Every behaviour applies after the request head and body have been read in full, so the
+/// request is always recorded. Behaviours that end the connection (closing, resetting, or
+/// never answering) mean that connection serves no further request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Behaviour {
+    /// Writes the head and the whole body, then keeps the connection alive for the next
+    /// request (unless the client or the scripted headers asked for `Connection: close`).
+    Respond,
+    /// Never answers. The socket stays open and idle until the client closes it or the
+    /// server is dropped.
+    NoResponse,
+    /// Writes the head, whose `Content-Length` promises the body, then never writes the
+    /// body. The socket stays open until the client closes it or the server is dropped.
+    StallAfterHead,
+    /// Writes the head, then the body `chunk` bytes at a time, waiting `pause` before each
+    /// piece; the connection is then kept alive as with [`Behaviour::Respond`].
+    ///
+    /// A `chunk` of zero is treated as one.
+    Drip {
+        /// The number of body bytes written per piece.
+        chunk: usize,
+        /// The wait before each piece.
+        pause: Duration,
+    },
+    /// Closes the connection cleanly (FIN) without writing anything.
+    CloseBeforeResponse,
+    /// Resets the connection (RST) without writing anything.
+    ResetBeforeResponse,
+    /// Writes the head, whose `Content-Length` promises the body, then closes the
+    /// connection cleanly (FIN) without writing the body.
+    CloseAfterHead,
+    /// Writes the head, whose `Content-Length` announces the whole body, then the first
+    /// `sent` bytes of the body (all of it if `sent` exceeds its length), then resets the
+    /// connection (RST).
+    ResetMidBody {
+        /// The number of body bytes written before the reset.
+        sent: usize,
+    },
+}
+
+/// A response scripted on a [`MockServer`](crate::MockServer).
+///
+/// A response has a status code, header fields, a body, an optional delay before the head
+/// is written, and a [`Behaviour`] that decides how (or whether) it reaches the client.
+///
+/// On the wire, the status line is `HTTP/1.1`, the code, and the code's canonical reason
+/// phrase (empty for codes without one). Header fields are written in the order they were
+/// added, with lowercase names. A `Content-Length` field announcing the body length is
+/// added automatically unless the scripted headers already carry `Content-Length` or
+/// `Transfer-Encoding`, in which case they are written as given (which allows scripting a
+/// lying length or a pre-encoded chunked body).
+///
+/// # Examples
+///
+/// ```
+/// use std::time::Duration;
+/// use http_resilience_mock::{Behaviour, MockResponse};
+///
+/// let slow = MockResponse::ok("done")
+///     .with_header("content-type", "text/plain")
+///     .with_head_delay(Duration::from_millis(50));
+/// assert_eq!(slow.status(), 200);
+/// assert_eq!(slow.behaviour(), Behaviour::Respond);
+///
+/// let unavailable = MockResponse::new(503).with_header("retry-after", "1");
+/// assert_eq!(unavailable.headers()["retry-after"], "1");
+/// assert!(unavailable.body().is_empty());
+/// ```
+#[derive(Debug, Clone)]
+pub struct MockResponse {
+    status: u16,
+    headers: HeaderMap,
+    body: Bytes,
+    head_delay: Duration,
+    behaviour: Behaviour,
+}
+
+impl MockResponse {
+    /// Creates a response with the given status code and an empty body.
+    ///
+    /// The code is written as given; a value outside `100..=999` produces a malformed status
+    /// line, which can serve to test a client's handling of unparsable responses.
+    pub fn new(status: u16) -> Self {
+        Self {
+            status,
+            headers: HeaderMap::new(),
+            body: Bytes::new(),
+            head_delay: Duration::ZERO,
+            behaviour: Behaviour::Respond,
+        }
+    }
+
+    /// Creates a `200 OK` response with the given body.
+    pub fn ok(body: impl Into<Bytes>) -> Self {
+        Self::new(200).with_body(body)
+    }
+
+    /// Creates a response that is never answered: the request is read and recorded, and the
+    /// connection then stays open and silent ([`Behaviour::NoResponse`]).
+    pub fn no_response() -> Self {
+        Self::new(200).with_behaviour(Behaviour::NoResponse)
+    }
+
+    /// Creates a response whose head is written, announcing a body that never follows
+    /// ([`Behaviour::StallAfterHead`]).
+    ///
+    /// The announced `Content-Length` is the length of the scripted body: a short
+    /// placeholder by default, replaceable with [`with_body`](Self::with_body).
+    pub fn stall_after_head(status: u16) -> Self {
+        Self::new(status)
+            .with_body(Bytes::from_static(PROMISED_BODY))
+            .with_behaviour(Behaviour::StallAfterHead)
+    }
+
+    /// Creates a `200 OK` response whose body is written `chunk` bytes at a time, with
+    /// `pause` before each piece ([`Behaviour::Drip`]).
+    pub fn drip(body: impl Into<Bytes>, chunk: usize, pause: Duration) -> Self {
+        Self::ok(body).with_behaviour(Behaviour::Drip { chunk, pause })
+    }
+
+    /// Creates a response that closes the connection cleanly (FIN) once the request has
+    /// been read, without answering ([`Behaviour::CloseBeforeResponse`]).
+    pub fn close_before_response() -> Self {
+        Self::new(200).with_behaviour(Behaviour::CloseBeforeResponse)
+    }
+
+    /// Creates a response that resets the connection (RST) once the request has been read,
+    /// without answering ([`Behaviour::ResetBeforeResponse`]).
+    pub fn reset_before_response() -> Self {
+        Self::new(200).with_behaviour(Behaviour::ResetBeforeResponse)
+    }
+
+    /// Creates a response whose head is written, announcing a body, after which the
+    /// connection is closed cleanly (FIN) ([`Behaviour::CloseAfterHead`]).
+    ///
+    /// The announced `Content-Length` is the length of the scripted body: a short
+    /// placeholder by default, replaceable with [`with_body`](Self::with_body).
+    pub fn close_after_head(status: u16) -> Self {
+        Self::new(status)
+            .with_body(Bytes::from_static(PROMISED_BODY))
+            .with_behaviour(Behaviour::CloseAfterHead)
+    }
+
+    /// Creates a `200 OK` response announcing the whole `body`, of which only the first
+    /// `sent` bytes are written before the connection is reset ([`Behaviour::ResetMidBody`]).
+    pub fn reset_mid_body(body: impl Into<Bytes>, sent: usize) -> Self {
+        Self::ok(body).with_behaviour(Behaviour::ResetMidBody { sent })
+    }
+
+    /// Adds a header field, keeping any field of the same name already added.
+    ///
+    /// # Panics
+    ///
+    /// Panics if `name` is not a valid header name or `value` is not a valid header value.
+    /// Both are written by the test author, so an invalid one is a programming error;
+    /// [`try_with_header`](Self::try_with_header) reports it as an error instead.
+    #[track_caller]
+    pub fn with_header(self, name: &str, value: &str) -> Self {
+        match self.try_with_header(name, value) {
+            Ok(response) => response,
+            Err(error) => panic!("MockResponse::with_header: {error}"),
+        }
+    }
+
+    /// Adds a header field, keeping any field of the same name already added.
+    ///
+    /// # Errors
+    ///
+    /// Returns [`InvalidHeader`] if `name` is not a valid header name (as parsed by
+    /// [`HeaderName`]) or `value` is not a valid header value (as parsed by [`HeaderValue`]).
+    pub fn try_with_header(mut self, name: &str, value: &str) -> Result<Self, InvalidHeader> {
+        let header_name = HeaderName::from_bytes(name.as_bytes())
+            .map_err(|_| InvalidHeader::new(name, HeaderPart::Name))?;
+        let header_value = HeaderValue::from_str(value)
+            .map_err(|_| InvalidHeader::new(name, HeaderPart::Value))?;
+        self.headers.append(header_name, header_value);
+        Ok(self)
+    }
+
+    /// Replaces the body.
+    pub fn with_body(mut self, body: impl Into<Bytes>) -> Self {
+        self.body = body.into();
+        self
+    }
+
+    /// Sets how long the server waits before writing the head.
+    ///
+    /// For [`Behaviour::CloseBeforeResponse`] and [`Behaviour::ResetBeforeResponse`], which
+    /// write no head, the server waits this long before closing or resetting. It has no
+    /// effect on [`Behaviour::NoResponse`].
+    pub fn with_head_delay(mut self, delay: Duration) -> Self {
+        self.head_delay = delay;
+        self
+    }
+
+    /// Sets how the response is delivered.
+    pub fn with_behaviour(mut self, behaviour: Behaviour) -> Self {
+        self.behaviour = behaviour;
+        self
+    }
+
+    /// Returns the status code.
+    pub fn status(&self) -> u16 {
+        self.status
+    }
+
+    /// Returns the scripted header fields.
+    pub fn headers(&self) -> &HeaderMap {
+        &self.headers
+    }
+
+    /// Returns the body.
+    pub fn body(&self) -> &Bytes {
+        &self.body
+    }
+
+    /// Returns the delay before the head is written.
+    pub fn head_delay(&self) -> Duration {
+        self.head_delay
+    }
+
+    /// Returns how the response is delivered.
+    pub fn behaviour(&self) -> Behaviour {
+        self.behaviour
+    }
+
+    /// Returns the response sent when the queue is empty: `500` with `x-mock: unscripted`
+    /// and a body saying that no response was queued.
+    pub(crate) fn unscripted() -> Self {
+        let mut response = Self::new(500).with_body(Bytes::from_static(UNSCRIPTED_BODY));
+        response.headers.insert(
+            HeaderName::from_static("x-mock"),
+            HeaderValue::from_static("unscripted"),
+        );
+        response
+    }
+
+    /// Reports whether the scripted headers ask for the connection to be closed.
+    pub(crate) fn closes_connection(&self) -> bool {
+        has_token(&self.headers, &CONNECTION, "close")
+    }
+}
+
+/// Reports whether a comma-separated header field carries `token` (case-insensitively).
+pub(crate) fn has_token(headers: &HeaderMap, name: &HeaderName, token: &str) -> bool {
+    headers
+        .get_all(name)
+        .iter()
+        .filter_map(|value| value.to_str().ok())
+        .flat_map(|value| value.split(','))
+        .any(|item| item.trim().eq_ignore_ascii_case(token))
+}
+
+/// The error returned by [`MockResponse::try_with_header`] for an invalid header field.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct InvalidHeader {
+    name: String,
+    part: HeaderPart,
+}
+
+/// Which part of a header field was rejected.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum HeaderPart {
+    Name,
+    Value,
+}
+
+impl InvalidHeader {
+    fn new(name: &str, part: HeaderPart) -> Self {
+        Self {
+            name: name.to_owned(),
+            part,
+        }
+    }
+
+    /// Returns the header name as it was given.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Reports whether the name (rather than the value) was rejected.
+    pub fn is_invalid_name(&self) -> bool {
+        self.part == HeaderPart::Name
+    }
+}
+
+impl fmt::Display for InvalidHeader {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.part {
+            HeaderPart::Name => write!(f, "invalid header name {:?}", self.name),
+            HeaderPart::Value => write!(f, "invalid value for header {:?}", self.name),
+        }
+    }
+}
+
+impl Error for InvalidHeader {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn headers_accumulate_in_order() {
+        let response = MockResponse::new(200)
+            .with_header("set-cookie", "a=1")
+            .with_header("Set-Cookie", "b=2");
+        let values: Vec<_> = response.headers().get_all("set-cookie").iter().collect();
+        assert_eq!(values, ["a=1", "b=2"]);
+    }
+
+    #[test]
+    fn invalid_header_name_is_reported() {
+        let error = MockResponse::new(200)
+            .try_with_header("bad name", "v")
+            .unwrap_err();
+        assert!(error.is_invalid_name());
+        assert_eq!(error.name(), "bad name");
+        assert_eq!(error.to_string(), "invalid header name \"bad name\"");
+    }
+
+    #[test]
+    fn invalid_header_value_is_reported() {
+        let error = MockResponse::new(200)
+            .try_with_header("x-ok", "line\nbreak")
+            .unwrap_err();
+        assert!(!error.is_invalid_name());
+        assert_eq!(error.to_string(), "invalid value for header \"x-ok\"");
+    }
+
+    #[test]
+    #[should_panic(expected = "invalid header name")]
+    fn with_header_panics_on_invalid_name() {
+        let _ = MockResponse::new(200).with_header("", "v");
+    }
+
+    #[test]
+    fn head_only_faults_promise_a_body() {
+        assert!(!MockResponse::stall_after_head(200).body().is_empty());
+        assert!(!MockResponse::close_after_head(200).body().is_empty());
+    }
+
+    #[test]
+    fn connection_close_token_is_detected() {
+        assert!(MockResponse::new(200)
+            .with_header("connection", "upgrade, Close")
+            .closes_connection());
+        assert!(!MockResponse::new(200)
+            .with_header("connection", "keep-alive")
+            .closes_connection());
+    }
+
+    #[test]
+    fn unscripted_response_is_marked() {
+        let response = MockResponse::unscripted();
+        assert_eq!(response.status(), 500);
+        assert_eq!(response.headers()["x-mock"], "unscripted");
+        assert!(!response.body().is_empty());
+    }
+}

@@ -1,0 +1,483 @@
+//! The scripted server: accept loop, connection tasks and response writing.
+
+use std::collections::VecDeque;
+use std::io;
+use std::net::{Ipv4Addr, SocketAddr};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::Duration;
+
+use http::header::{CONNECTION, CONTENT_LENGTH, TRANSFER_ENCODING};
+use http::{Method, StatusCode};
+use tokio::io::AsyncWriteExt;
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::watch;
+use tokio::task::{AbortHandle, JoinSet};
+
+use crate::request::{RecordedRequest, RequestReader};
+use crate::response::{Behaviour, MockResponse};
+
+/// The interim response sent to a client that waits for `100 Continue`.
+const CONTINUE: &[u8] = b"HTTP/1.1 100 Continue\r\n\r\n";
+
+/// How long the accept loop backs off after a failed accept (e.g. too many open files).
+const ACCEPT_BACKOFF: Duration = Duration::from_millis(10);
+
+/// A scripted HTTP/1.1 server on a loopback port.
+///
+/// Responses are queued with [`enqueue`](Self::enqueue) and consumed one per request, in
+/// order, whichever connection the request arrives on. When the queue is empty, a request
+/// is answered with `500 Internal Server Error`, the header `x-mock: unscripted` and a short
+/// body saying that no response was queued.
+///
+/// Connections are kept alive between requests (the client may pool them) unless the client
+/// sends `Connection: close` (or speaks HTTP/1.0 without `Connection: keep-alive`), or the
+/// scripted response carries `Connection: close`. A malformed request, a head over 64 KiB or
+/// a body over 64 MiB closes the connection without a response and without being recorded.
+///
+/// Every wait (head delays, drip pauses) uses [`tokio::time::sleep`], so it follows tokio's
+/// clock, including paused time.
+///
+/// Dropping the server stops accepting and aborts every connection task, which closes every
+/// connection; dropping does not need a runtime context.
+#[derive(Debug)]
+pub struct MockServer {
+    addr: SocketAddr,
+    state: Arc<State>,
+    connections: Arc<Mutex<Option<JoinSet<()>>>>,
+    accept: AbortHandle,
+}
+
+impl MockServer {
+    /// Starts a server on `127.0.0.1` with a port chosen by the system.
+    ///
+    /// Must be called within a tokio runtime, which runs the accept loop and the connection
+    /// tasks.
+    ///
+    /// # Errors
+    ///
+    /// Fails if the loopback listener cannot be bound.
+    pub async fn start() -> io::Result<Self> {
+        let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).await?;
+        let addr = listener.local_addr()?;
+        let state = Arc::new(State::default());
+        let connections = Arc::new(Mutex::new(Some(JoinSet::new())));
+        let accept = tokio::spawn(accept_loop(
+            listener,
+            Arc::clone(&state),
+            Arc::clone(&connections),
+        ))
+        .abort_handle();
+        Ok(Self {
+            addr,
+            state,
+            connections,
+            accept,
+        })
+    }
+
+    /// Returns the address the server listens on.
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// Returns an `http://127.0.0.1:PORT` URI for the given path and query.
+    ///
+    /// A missing leading `/` is added.
+    ///
+    /// # Panics
+    ///
+    /// Panics if `path_and_query` is not a valid URI path and query, a programming error in
+    /// the test that calls it.
+    #[track_caller]
+    pub fn uri(&self, path_and_query: &str) -> http::Uri {
+        crate::loopback_uri(self.addr, path_and_query)
+    }
+
+    /// Queues a response; each request consumes the oldest queued response.
+    pub fn enqueue(&self, response: MockResponse) {
+        lock(&self.state.queue).push_back(response);
+    }
+
+    /// Returns how many requests have been received in full (head and body).
+    pub fn request_count(&self) -> usize {
+        self.state.requests.borrow().len()
+    }
+
+    /// Returns the requests received in full so far, in arrival order.
+    pub fn requests(&self) -> Vec<RecordedRequest> {
+        self.state.requests.borrow().clone()
+    }
+
+    /// Returns how many connections have been accepted so far.
+    pub fn connection_count(&self) -> usize {
+        self.state.accepted.load(Ordering::SeqCst)
+    }
+
+    /// Returns how many accepted connections are still open.
+    ///
+    /// A connection stays open until the server closes or resets it (by a scripted behaviour,
+    /// a malformed request or `Connection: close`), until the client closes it, or until the
+    /// server is dropped.
+    pub fn open_connections(&self) -> usize {
+        self.state.open.load(Ordering::SeqCst)
+    }
+
+    /// Waits until at least `n` requests have been received in full, for at most `within`.
+    ///
+    /// Returns whether the count was reached in time.
+    pub async fn wait_for_requests(&self, n: usize, within: Duration) -> bool {
+        let mut updates = self.state.requests.subscribe();
+        let reached = tokio::time::timeout(within, updates.wait_for(|all| all.len() >= n)).await;
+        matches!(reached, Ok(Ok(_)))
+    }
+}
+
+impl Drop for MockServer {
+    fn drop(&mut self) {
+        self.accept.abort();
+        // Taking the set under the lock stops the accept loop from spawning into it, should
+        // it still be running; dropping the set aborts every connection task.
+        let connections = lock(&self.connections).take();
+        drop(connections);
+    }
+}
+
+/// The state shared by the server handle, the accept loop and the connection tasks.
+#[derive(Debug)]
+struct State {
+    queue: Mutex<VecDeque<MockResponse>>,
+    requests: watch::Sender<Vec<RecordedRequest>>,
+    accepted: AtomicUsize,
+    open: AtomicUsize,
+}
+
+impl Default for State {
+    fn default() -> Self {
+        Self {
+            queue: Mutex::default(),
+            requests: watch::Sender::new(Vec::new()),
+            accepted: AtomicUsize::new(0),
+            open: AtomicUsize::new(0),
+        }
+    }
+}
+
+impl State {
+    fn record(&self, request: RecordedRequest) {
+        self.requests.send_modify(|all| all.push(request));
+    }
+
+    fn next_response(&self) -> MockResponse {
+        lock(&self.queue)
+            .pop_front()
+            .unwrap_or_else(MockResponse::unscripted)
+    }
+}
+
+/// Counts a connection as open for as long as it lives, including when its task is aborted.
+#[derive(Debug)]
+struct OpenConnection(Arc<State>);
+
+impl OpenConnection {
+    fn new(state: Arc<State>) -> Self {
+        state.open.fetch_add(1, Ordering::SeqCst);
+        Self(state)
+    }
+}
+
+impl Drop for OpenConnection {
+    fn drop(&mut self) {
+        self.0.open.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+/// What happens to a connection once a response has been dealt with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum After {
+    /// Serve the next request.
+    KeepAlive,
+    /// Close cleanly (FIN).
+    Close,
+    /// Drop the socket as it is (after a reset was armed).
+    Abandon,
+    /// Stay open without writing until the client closes.
+    Idle,
+}
+
+/// Locks a mutex, ignoring poisoning: every critical section leaves its data consistent.
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+async fn accept_loop(
+    listener: TcpListener,
+    state: Arc<State>,
+    connections: Arc<Mutex<Option<JoinSet<()>>>>,
+) {
+    loop {
+        let stream = match listener.accept().await {
+            Ok((stream, _peer)) => stream,
+            Err(_) => {
+                tokio::time::sleep(ACCEPT_BACKOFF).await;
+                continue;
+            }
+        };
+        state.accepted.fetch_add(1, Ordering::SeqCst);
+        let open = OpenConnection::new(Arc::clone(&state));
+        let mut slot = lock(&connections);
+        let Some(set) = slot.as_mut() else {
+            return;
+        };
+        while set.try_join_next().is_some() {}
+        set.spawn(serve(stream, Arc::clone(&state), open));
+    }
+}
+
+/// Serves one connection until it ends; any I/O error or malformed request ends it.
+async fn serve(stream: TcpStream, state: Arc<State>, _open: OpenConnection) {
+    // Without Nagle's algorithm, drip pieces and split writes leave immediately.
+    let _ = stream.set_nodelay(true);
+    let mut reader = RequestReader::new(stream);
+    match serve_requests(&mut reader, &state).await {
+        Ok(After::Close) => {
+            let _ = reader.get_mut().shutdown().await;
+        }
+        Ok(After::Idle) => reader.discard_until_closed().await,
+        Ok(After::KeepAlive | After::Abandon) | Err(_) => {}
+    }
+}
+
+/// Reads requests and applies scripted responses until one ends the connection.
+async fn serve_requests(
+    reader: &mut RequestReader<TcpStream>,
+    state: &State,
+) -> io::Result<After> {
+    while let Some(head) = reader.read_head().await? {
+        if head.expects_continue() {
+            reader.get_mut().write_all(CONTINUE).await?;
+        }
+        let body = reader.read_body(&head).await?;
+        let keep_alive = head.keep_alive();
+        let head_only = head.method() == Method::HEAD;
+        state.record(head.into_recorded(body));
+        let response = state.next_response();
+        let after = respond(reader.get_mut(), &response, head_only, keep_alive).await?;
+        if after != After::KeepAlive {
+            return Ok(after);
+        }
+    }
+    Ok(After::KeepAlive)
+}
+
+/// Applies a scripted response to the connection.
+async fn respond(
+    stream: &mut TcpStream,
+    response: &MockResponse,
+    head_only: bool,
+    client_keep_alive: bool,
+) -> io::Result<After> {
+    let keep_alive = client_keep_alive && !response.closes_connection();
+    let body: &[u8] = if head_only { &[] } else { response.body() };
+    let behaviour = response.behaviour();
+    if behaviour != Behaviour::NoResponse && !response.head_delay().is_zero() {
+        tokio::time::sleep(response.head_delay()).await;
+    }
+    let after_body = if keep_alive {
+        After::KeepAlive
+    } else {
+        After::Close
+    };
+    match behaviour {
+        Behaviour::Respond => {
+            let mut message = encode_head(response, !keep_alive);
+            message.extend_from_slice(body);
+            stream.write_all(&message).await?;
+            Ok(after_body)
+        }
+        Behaviour::NoResponse => Ok(After::Idle),
+        Behaviour::StallAfterHead => {
+            stream.write_all(&encode_head(response, false)).await?;
+            Ok(After::Idle)
+        }
+        Behaviour::Drip { chunk, pause } => {
+            stream
+                .write_all(&encode_head(response, !keep_alive))
+                .await?;
+            for piece in body.chunks(chunk.max(1)) {
+                tokio::time::sleep(pause).await;
+                stream.write_all(piece).await?;
+            }
+            Ok(after_body)
+        }
+        Behaviour::CloseBeforeResponse => Ok(After::Close),
+        Behaviour::ResetBeforeResponse => {
+            arm_reset(stream)?;
+            Ok(After::Abandon)
+        }
+        Behaviour::CloseAfterHead => {
+            stream.write_all(&encode_head(response, false)).await?;
+            Ok(After::Close)
+        }
+        Behaviour::ResetMidBody { sent } => {
+            let mut message = encode_head(response, false);
+            message.extend_from_slice(&body[..sent.min(body.len())]);
+            stream.write_all(&message).await?;
+            arm_reset(stream)?;
+            Ok(After::Abandon)
+        }
+    }
+}
+
+/// Makes closing the socket reset the connection (RST) instead of finishing it (FIN).
+fn arm_reset(stream: &TcpStream) -> io::Result<()> {
+    // NOTE: `set_linger` is deprecated because a non-zero linger makes closing the socket
+    // block the thread until unsent data is delivered. A zero linger never blocks: closing
+    // discards unsent data and sends RST at once, which is exactly the fault simulated here.
+    // (`TcpStream::set_zero_linger` says the same, but is newer than the workspace's minimum
+    // tokio version.)
+    #[allow(deprecated)]
+    stream.set_linger(Some(Duration::ZERO))
+}
+
+/// Encodes the status line and header fields, adding `Content-Length` unless the scripted
+/// headers frame the body themselves, and `Connection: close` when `announce_close` is set
+/// and the scripted headers do not mention `Connection`.
+fn encode_head(response: &MockResponse, announce_close: bool) -> Vec<u8> {
+    let status = response.status();
+    let reason = StatusCode::from_u16(status)
+        .ok()
+        .and_then(|code| code.canonical_reason())
+        .unwrap_or("");
+    let headers = response.headers();
+    let mut head = format!("HTTP/1.1 {status} {reason}\r\n").into_bytes();
+    for (name, value) in headers {
+        head.extend_from_slice(name.as_str().as_bytes());
+        head.extend_from_slice(b": ");
+        head.extend_from_slice(value.as_bytes());
+        head.extend_from_slice(b"\r\n");
+    }
+    if !headers.contains_key(CONTENT_LENGTH) && !headers.contains_key(TRANSFER_ENCODING) {
+        let len = response.body().len();
+        head.extend_from_slice(format!("content-length: {len}\r\n").as_bytes());
+    }
+    if announce_close && !headers.contains_key(CONNECTION) {
+        head.extend_from_slice(b"connection: close\r\n");
+    }
+    head.extend_from_slice(b"\r\n");
+    head
+}
+
+#[cfg(test)]
+mod tests {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    use tokio::time::timeout;
+
+    use super::*;
+
+    const LIMIT: Duration = Duration::from_secs(5);
+
+    #[test]
+    fn head_lists_scripted_headers_and_content_length() {
+        let response = MockResponse::new(404)
+            .with_header("X-A", "1")
+            .with_header("x-a", "2")
+            .with_body("nope");
+        let head = String::from_utf8(encode_head(&response, false)).unwrap();
+        assert_eq!(
+            head,
+            "HTTP/1.1 404 Not Found\r\nx-a: 1\r\nx-a: 2\r\ncontent-length: 4\r\n\r\n"
+        );
+    }
+
+    #[test]
+    fn head_keeps_scripted_framing_and_announces_close() {
+        let response = MockResponse::new(299)
+            .with_header("content-length", "10")
+            .with_body("short");
+        let head = String::from_utf8(encode_head(&response, true)).unwrap();
+        assert_eq!(
+            head,
+            "HTTP/1.1 299 \r\ncontent-length: 10\r\nconnection: close\r\n\r\n"
+        );
+    }
+
+    #[test]
+    fn empty_body_announces_zero_length() {
+        let head = String::from_utf8(encode_head(&MockResponse::new(204), false)).unwrap();
+        assert!(head.contains("\r\ncontent-length: 0\r\n"), "{head}");
+    }
+
+    #[tokio::test]
+    async fn dropping_the_server_ends_every_task_and_connection() {
+        let server = MockServer::start().await.unwrap();
+        server.enqueue(MockResponse::no_response());
+        let mut idle = TcpStream::connect(server.addr()).await.unwrap();
+        let mut waiting = TcpStream::connect(server.addr()).await.unwrap();
+        waiting.write_all(b"GET / HTTP/1.1\r\n\r\n").await.unwrap();
+        assert!(server.wait_for_requests(1, LIMIT).await);
+        // Let the accept loop take the idle connection too.
+        timeout(LIMIT, async {
+            while server.open_connections() < 2 {
+                tokio::time::sleep(Duration::from_millis(5)).await;
+            }
+        })
+        .await
+        .unwrap();
+
+        let state = Arc::clone(&server.state);
+        let runtime = tokio::runtime::Handle::current();
+        drop(server);
+
+        for client in [&mut idle, &mut waiting] {
+            let mut buf = [0; 16];
+            let read = timeout(LIMIT, client.read(&mut buf)).await.unwrap();
+            assert!(matches!(read, Ok(0)) || read.is_err(), "{read:?}");
+        }
+        timeout(LIMIT, async {
+            while state.open.load(Ordering::SeqCst) != 0 || runtime.metrics().num_alive_tasks() != 0
+            {
+                tokio::time::sleep(Duration::from_millis(5)).await;
+            }
+        })
+        .await
+        .unwrap();
+    }
+
+    #[test]
+    fn dropping_the_server_outside_the_runtime_aborts_its_tasks() {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let server = runtime.block_on(MockServer::start()).unwrap();
+        let state = Arc::clone(&server.state);
+        // The client stays connected, so only the abort can end the connection task.
+        let _client = runtime.block_on(async {
+            let client = TcpStream::connect(server.addr()).await.unwrap();
+            timeout(LIMIT, async {
+                while state.open.load(Ordering::SeqCst) == 0 {
+                    tokio::time::sleep(Duration::from_millis(5)).await;
+                }
+            })
+            .await
+            .unwrap();
+            client
+        });
+        drop(server);
+        runtime.block_on(async {
+            timeout(LIMIT, async {
+                while state.open.load(Ordering::SeqCst) != 0
+                    || tokio::runtime::Handle::current()
+                        .metrics()
+                        .num_alive_tasks()
+                        != 0
+                {
+                    tokio::time::sleep(Duration::from_millis(5)).await;
+                }
+            })
+            .await
+            .unwrap();
+        });
+    }
+}

@@ -1,0 +1,135 @@
+//! Bound every attempt with its own time limit.
+//!
+//! [`AttemptTimeout`] fails a call of the inner service that has not produced a
+//! response head within the limit, with an [`AttemptTimedOut`] error. Placed
+//! *inside* [`StatusRetry`](crate::retry::StatusRetry), every attempt gets a
+//! fresh limit: a slow attempt is cut, and the retry policy decides whether to
+//! try again.
+//!
+//! # Example
+//!
+//! ```
+//! use http::{Request, Response};
+//! use http_resilience::attempt_timeout::{error::AttemptTimedOut, AttemptTimeoutLayer};
+//! use std::{convert::Infallible, time::Duration};
+//! use tower::{ServiceBuilder, ServiceExt};
+//!
+//! # #[tokio::main(flavor = "current_thread", start_paused = true)]
+//! # async fn main() {
+//! let svc = ServiceBuilder::new()
+//!     .layer(AttemptTimeoutLayer::new(Duration::from_millis(500)))
+//!     .service_fn(|_: Request<()>| async {
+//!         // An upstream that needs a whole second.
+//!         tokio::time::sleep(Duration::from_secs(1)).await;
+//!         Ok::<_, Infallible>(Response::new("late"))
+//!     });
+//!
+//! let err = svc.oneshot(Request::new(())).await.unwrap_err();
+//! let timed_out = err.downcast_ref::<AttemptTimedOut>().unwrap();
+//! assert_eq!(timed_out.duration(), Duration::from_millis(500));
+//! # }
+//! ```
+//!
+//! # What the limit covers
+//!
+//! The limit runs from [`call`](tower_service::Service::call) to the response
+//! *head*. Reading the body is not bounded here: once the head is returned the
+//! call is committed (a retry layer makes no further attempt), so a second
+//! timer on the body would only repeat the call's deadline. The body is bounded
+//! by [`Deadline`](crate::deadline::Deadline) as a whole and, at the transport,
+//! by the read timeout between frames.
+//!
+//! # Ties
+//!
+//! The inner future is polled before the timer. A response that is ready in the
+//! same poll in which the limit expires counts as a success: the work is done,
+//! and throwing it away would only cause a retry. This matches
+//! `tower::timeout::Timeout` (and not tower-http's `Timeout`, which polls the
+//! timer first).
+//!
+//! # Deadlines
+//!
+//! When the request carries a [`RequestDeadline`](crate::RequestDeadline)
+//! (set by [`DeadlineLayer`](crate::deadline::DeadlineLayer) further out) that
+//! comes before the attempt's own limit, the attempt ends at the deadline and
+//! the error is [`DeadlineExceeded`](crate::deadline::error::DeadlineExceeded),
+//! not [`AttemptTimedOut`]: the caller learns which budget ran out. A request
+//! whose deadline has already passed is not sent at all.
+//!
+//! # Differences from `tower::timeout`
+//!
+//! - the error is a distinct type carrying the limit, so an attempt timeout is
+//!   never confused with the deadline or a transport timeout;
+//! - the request deadline caps the limit, as above.
+//!
+//! [`AttemptTimedOut`]: error::AttemptTimedOut
+
+pub mod error;
+pub mod future;
+mod layer;
+
+pub use self::layer::AttemptTimeoutLayer;
+
+use self::future::{Expiry, ResponseFuture};
+use crate::{extensions::saturating_after, BoxError, RequestDeadline};
+use std::{
+    task::{Context, Poll},
+    time::Duration,
+};
+use tokio::time::Instant;
+use tower_service::Service;
+
+/// Fails an attempt that produces no response head within a time limit.
+///
+/// See the [module docs](self) for an example.
+#[derive(Debug, Clone, Copy)]
+pub struct AttemptTimeout<S> {
+    inner: S,
+    limit: Duration,
+}
+
+// ===== impl AttemptTimeout =====
+
+impl<S> AttemptTimeout<S> {
+    /// Wraps `inner`, bounding each call by `limit`.
+    pub const fn new(inner: S, limit: Duration) -> Self {
+        Self { inner, limit }
+    }
+
+    /// The limit of each attempt.
+    pub const fn limit(&self) -> Duration {
+        self.limit
+    }
+
+    define_inner_service_accessors!();
+}
+
+impl<S, B, T> Service<http::Request<B>> for AttemptTimeout<S>
+where
+    S: Service<http::Request<B>, Response = http::Response<T>>,
+    S::Error: Into<BoxError>,
+{
+    type Response = S::Response;
+    type Error = BoxError;
+    type Future = ResponseFuture<S::Future>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+        self.inner.poll_ready(cx).map_err(Into::into)
+    }
+
+    fn call(&mut self, request: http::Request<B>) -> Self::Future {
+        let now = Instant::now();
+        let own_end = saturating_after(now, self.limit);
+        let (end, expiry) = match RequestDeadline::of(&request) {
+            Some(deadline) if deadline.instant() <= now => {
+                return ResponseFuture::expired(deadline.budget());
+            }
+            Some(deadline) if deadline.instant() < own_end => {
+                (deadline.instant(), Expiry::Deadline(deadline.budget()))
+            }
+            _ => (own_end, Expiry::Attempt(self.limit)),
+        };
+        let response = self.inner.call(request);
+        ResponseFuture::new(response, tokio::time::sleep_until(end), expiry)
+    }
+}

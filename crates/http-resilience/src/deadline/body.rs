@@ -1,0 +1,110 @@
+//! The response body bounded by the call's deadline.
+
+use super::error::DeadlineExceeded;
+use crate::{BoxError, RequestDeadline};
+use http_body::{Body, Frame, SizeHint};
+use pin_project_lite::pin_project;
+use std::{
+    fmt,
+    future::Future,
+    pin::Pin,
+    task::{Context, Poll},
+};
+use tokio::time::Sleep;
+
+pin_project! {
+    /// A response body that fails with [`DeadlineExceeded`] when it is still
+    /// being read at the call's deadline.
+    ///
+    /// [`Deadline`](super::Deadline) wraps every response body in it, so the one
+    /// budget covers the head and the body alike.
+    ///
+    /// The deadline is checked *before* each frame: a body whose frames are
+    /// always ready (an in-memory or very fast stream) still stops at the
+    /// deadline. After the error the body reports its end.
+    pub struct DeadlineBody<B> {
+        #[pin]
+        inner: B,
+        #[pin]
+        sleep: Sleep,
+        budget: std::time::Duration,
+        expired: bool,
+    }
+}
+
+// ===== impl DeadlineBody =====
+
+impl<B> DeadlineBody<B> {
+    /// Wraps `inner`, bounding its reading by `deadline`.
+    pub fn new(inner: B, deadline: RequestDeadline) -> Self {
+        Self {
+            inner,
+            sleep: tokio::time::sleep_until(deadline.instant()),
+            budget: deadline.budget(),
+            expired: false,
+        }
+    }
+
+    /// Returns a reference to the inner body.
+    pub fn get_ref(&self) -> &B {
+        &self.inner
+    }
+
+    /// Returns a mutable reference to the inner body.
+    pub fn get_mut(&mut self) -> &mut B {
+        &mut self.inner
+    }
+
+    /// Consumes `self`, returning the inner body (no longer bounded).
+    pub fn into_inner(self) -> B {
+        self.inner
+    }
+}
+
+impl<B> Body for DeadlineBody<B>
+where
+    B: Body,
+    B::Error: Into<BoxError>,
+{
+    type Data = B::Data;
+    type Error = BoxError;
+
+    fn poll_frame(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Self::Data>, Self::Error>>> {
+        let this = self.project();
+        if *this.expired {
+            return Poll::Ready(None);
+        }
+        if this.sleep.poll(cx).is_ready() {
+            *this.expired = true;
+            return Poll::Ready(Some(Err(DeadlineExceeded::new(*this.budget).into())));
+        }
+        this.inner
+            .poll_frame(cx)
+            .map(|frame| frame.map(|result| result.map_err(Into::into)))
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.expired || self.inner.is_end_stream()
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        if self.expired {
+            SizeHint::with_exact(0)
+        } else {
+            self.inner.size_hint()
+        }
+    }
+}
+
+impl<B: fmt::Debug> fmt::Debug for DeadlineBody<B> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("DeadlineBody")
+            .field("inner", &self.inner)
+            .field("budget", &self.budget)
+            .field("expired", &self.expired)
+            .finish_non_exhaustive()
+    }
+}

@@ -1,0 +1,107 @@
+//! Future types
+
+use super::{body::DeadlineBody, error::DeadlineExceeded};
+use crate::{BoxError, RequestDeadline};
+use pin_project_lite::pin_project;
+use std::{
+    fmt,
+    future::Future,
+    pin::Pin,
+    task::{ready, Context, Poll},
+};
+use tokio::time::Sleep;
+
+pin_project! {
+    /// Response future of [`Deadline`](super::Deadline).
+    pub struct ResponseFuture<F> {
+        #[pin]
+        state: State<F>,
+        deadline: RequestDeadline,
+    }
+}
+
+pin_project! {
+    #[project = StateProj]
+    enum State<F> {
+        // The call is running against the deadline.
+        Running {
+            #[pin]
+            response: F,
+            #[pin]
+            sleep: Sleep,
+        },
+        // The deadline had passed before the call: the inner service was not called.
+        Expired,
+        // The output has been returned.
+        Done,
+    }
+}
+
+// ===== impl ResponseFuture =====
+
+impl<F> ResponseFuture<F> {
+    pub(crate) fn new(response: F, deadline: RequestDeadline) -> Self {
+        Self {
+            state: State::Running {
+                response,
+                sleep: tokio::time::sleep_until(deadline.instant()),
+            },
+            deadline,
+        }
+    }
+
+    pub(crate) fn expired(deadline: RequestDeadline) -> Self {
+        Self {
+            state: State::Expired,
+            deadline,
+        }
+    }
+}
+
+impl<F, B, E> Future for ResponseFuture<F>
+where
+    F: Future<Output = Result<http::Response<B>, E>>,
+    E: Into<BoxError>,
+{
+    type Output = Result<http::Response<DeadlineBody<B>>, BoxError>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let this = self.project();
+        let deadline = *this.deadline;
+        let mut state = this.state;
+        let output = match state.as_mut().project() {
+            StateProj::Running { response, sleep } => {
+                // NOTE: the response is polled first: a head that is ready in the
+                // same poll as the deadline is returned, and its body then reports
+                // the deadline on the first read.
+                if let Poll::Ready(result) = response.poll(cx) {
+                    result
+                        .map(|response| response.map(|body| DeadlineBody::new(body, deadline)))
+                        .map_err(Into::into)
+                } else {
+                    ready!(sleep.poll(cx));
+                    Err(DeadlineExceeded::new(deadline.budget()).into())
+                }
+            }
+            StateProj::Expired => Err(DeadlineExceeded::new(deadline.budget()).into()),
+            StateProj::Done => panic!("ResponseFuture polled after completion"),
+        };
+        // Drops the inner future and the timer as soon as there is an outcome.
+        state.set(State::Done);
+        Poll::Ready(output)
+    }
+}
+
+impl<F> fmt::Debug for ResponseFuture<F> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let state = match &self.state {
+            State::Running { .. } => "running",
+            State::Expired => "deadline already passed",
+            State::Done => "done",
+        };
+        f.debug_struct("ResponseFuture")
+            .field("state", &state)
+            .field("deadline", &self.deadline)
+            .finish_non_exhaustive()
+    }
+}

@@ -1,0 +1,124 @@
+//! One budget for a whole call: every attempt, every wait between attempts,
+//! and the reading of the response body.
+//!
+//! [`Deadline`] turns its budget into an instant when the call starts, records
+//! it in the request extensions as a [`RequestDeadline`], and fails the call
+//! with [`DeadlineExceeded`] when the instant passes. The response body is
+//! wrapped in a [`DeadlineBody`], so reading it past the same instant fails with
+//! the same error.
+//!
+//! Placed *outside* [`StatusRetry`](crate::retry::StatusRetry), the deadline
+//! covers all attempts and the backoff between them: a wait that would end
+//! after the deadline is cut short by it.
+//!
+//! # Example
+//!
+//! ```
+//! use http::{Request, Response};
+//! use http_resilience::deadline::{error::DeadlineExceeded, DeadlineLayer};
+//! use http_body_util::BodyExt;
+//! use std::{convert::Infallible, time::Duration};
+//! use tower::{ServiceBuilder, ServiceExt};
+//!
+//! # #[tokio::main(flavor = "current_thread", start_paused = true)]
+//! # async fn main() {
+//! let svc = ServiceBuilder::new()
+//!     .layer(DeadlineLayer::new(Duration::from_secs(2)))
+//!     .service_fn(|_: Request<()>| async {
+//!         tokio::time::sleep(Duration::from_secs(3)).await;
+//!         Ok::<_, Infallible>(Response::new(http_body_util::Full::new(&b"late"[..])))
+//!     });
+//!
+//! let err = svc.oneshot(Request::new(())).await.unwrap_err();
+//! assert!(err.is::<DeadlineExceeded>());
+//! # }
+//! ```
+//!
+//! # Inherited deadlines
+//!
+//! When the request already carries a [`RequestDeadline`] (for example one
+//! derived from an inbound request that this call serves), the earlier of the
+//! two wins, and that is the one recorded. A deadline that has already passed
+//! fails the call at once, without calling the inner service.
+//!
+//! # Ties
+//!
+//! The inner future is polled before the timer, so a response head ready in the
+//! same poll as the deadline is returned. Its body checks the deadline before
+//! every frame, so reading it then fails with [`DeadlineExceeded`].
+//!
+//! # Differences from `tower::timeout`
+//!
+//! `tower::timeout::Timeout` bounds the future that yields the head; the body a
+//! caller reads afterwards is not bounded. `Deadline` bounds both, and shares
+//! its instant with the layers inside it.
+//!
+//! [`DeadlineExceeded`]: error::DeadlineExceeded
+//! [`DeadlineBody`]: body::DeadlineBody
+
+pub mod body;
+pub mod error;
+pub mod future;
+mod layer;
+
+pub use self::layer::DeadlineLayer;
+
+use self::future::ResponseFuture;
+use crate::{BoxError, RequestDeadline};
+use std::{
+    task::{Context, Poll},
+    time::Duration,
+};
+use tower_service::Service;
+
+/// Bounds a whole call, and the reading of its response body, by one budget.
+///
+/// See the [module docs](self) for an example.
+#[derive(Debug, Clone, Copy)]
+pub struct Deadline<S> {
+    inner: S,
+    budget: Duration,
+}
+
+// ===== impl Deadline =====
+
+impl<S> Deadline<S> {
+    /// Wraps `inner`, giving every call `budget` in all.
+    pub const fn new(inner: S, budget: Duration) -> Self {
+        Self { inner, budget }
+    }
+
+    /// The budget of every call.
+    pub const fn budget(&self) -> Duration {
+        self.budget
+    }
+
+    define_inner_service_accessors!();
+}
+
+impl<S, B, T> Service<http::Request<B>> for Deadline<S>
+where
+    S: Service<http::Request<B>, Response = http::Response<T>>,
+    S::Error: Into<BoxError>,
+{
+    type Response = http::Response<body::DeadlineBody<T>>;
+    type Error = BoxError;
+    type Future = ResponseFuture<S::Future>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+        self.inner.poll_ready(cx).map_err(Into::into)
+    }
+
+    fn call(&mut self, mut request: http::Request<B>) -> Self::Future {
+        let own = RequestDeadline::after(self.budget);
+        let deadline = match RequestDeadline::of(&request) {
+            Some(inherited) => inherited.min(own),
+            None => own,
+        };
+        if deadline.is_expired() {
+            return ResponseFuture::expired(deadline);
+        }
+        request.extensions_mut().insert(deadline);
+        ResponseFuture::new(self.inner.call(request), deadline)
+    }
+}

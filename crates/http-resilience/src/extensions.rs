@@ -1,0 +1,141 @@
+//! Request and response extensions shared by the layers.
+
+use std::time::Duration;
+use tokio::time::Instant;
+
+/// `now + duration`, clamped to about thirty years ahead when the sum does not
+/// fit an `Instant`: no call outlives that horizon.
+pub(crate) fn saturating_after(now: Instant, duration: Duration) -> Instant {
+    const FAR_FUTURE: Duration = Duration::from_secs(86_400 * 365 * 30);
+    now.checked_add(duration)
+        .unwrap_or_else(|| now + FAR_FUTURE)
+}
+
+/// The instant by which a whole call must be complete, stored in the request
+/// extensions.
+///
+/// [`DeadlineLayer`](crate::deadline::DeadlineLayer) inserts it; an earlier
+/// `RequestDeadline` already present (for example one inherited from an inbound
+/// request) is kept. Inner layers read it to learn the remaining budget:
+/// [`AttemptTimeout`](crate::attempt_timeout::AttemptTimeout) never lets an
+/// attempt outlive it.
+///
+/// The instant is tokio's, so it follows `tokio::time::pause()`.
+///
+/// # Example
+///
+/// ```
+/// use http_resilience::RequestDeadline;
+/// use std::time::Duration;
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() {
+/// let mut request = http::Request::new(());
+/// let deadline = RequestDeadline::after(Duration::from_secs(2));
+/// request.extensions_mut().insert(deadline);
+///
+/// let found = RequestDeadline::of(&request).expect("set above");
+/// assert!(found.remaining() <= Duration::from_secs(2));
+/// # }
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct RequestDeadline {
+    instant: Instant,
+    budget: Duration,
+}
+
+// ===== impl RequestDeadline =====
+
+impl RequestDeadline {
+    /// A deadline at `instant`; its budget is the time left until then.
+    pub fn at(instant: Instant) -> Self {
+        Self {
+            instant,
+            budget: instant.saturating_duration_since(Instant::now()),
+        }
+    }
+
+    /// A deadline `budget` from now (tokio's clock).
+    ///
+    /// A budget too large to represent as an instant is clamped to about
+    /// thirty years, which no call outlives.
+    pub fn after(budget: Duration) -> Self {
+        Self {
+            instant: saturating_after(Instant::now(), budget),
+            budget,
+        }
+    }
+
+    /// The instant itself.
+    pub const fn instant(&self) -> Instant {
+        self.instant
+    }
+
+    /// The whole budget this deadline was created with; it is what
+    /// [`DeadlineExceeded`](crate::deadline::error::DeadlineExceeded) reports.
+    pub const fn budget(&self) -> Duration {
+        self.budget
+    }
+
+    /// The time left before the deadline, zero once it has passed.
+    pub fn remaining(&self) -> Duration {
+        self.instant.saturating_duration_since(Instant::now())
+    }
+
+    /// Whether the deadline has passed.
+    pub fn is_expired(&self) -> bool {
+        Instant::now() >= self.instant
+    }
+
+    /// The earlier of two deadlines.
+    #[must_use]
+    pub fn min(self, other: Self) -> Self {
+        if other.instant < self.instant {
+            other
+        } else {
+            self
+        }
+    }
+
+    /// The deadline carried by `request`, if any.
+    pub fn of<B>(request: &http::Request<B>) -> Option<Self> {
+        request.extensions().get::<Self>().copied()
+    }
+}
+
+/// How many attempts produced a response, stored in the response extensions by
+/// [`StatusRetry`](crate::retry::StatusRetry).
+///
+/// The count includes the attempt that produced the response: `1` when the first
+/// attempt was accepted, `3` when the seed policy's two retries were used.
+///
+/// # Example
+///
+/// ```
+/// use http_resilience::Attempts;
+///
+/// let mut response = http::Response::new(());
+/// response.extensions_mut().insert(Attempts::new(3));
+/// assert_eq!(Attempts::of(&response), Some(3));
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Attempts(u32);
+
+// ===== impl Attempts =====
+
+impl Attempts {
+    /// A count of `n` attempts.
+    pub const fn new(n: u32) -> Self {
+        Self(n)
+    }
+
+    /// The number of attempts.
+    pub const fn get(&self) -> u32 {
+        self.0
+    }
+
+    /// The attempt count recorded on `response`, if a retry layer saw it.
+    pub fn of<B>(response: &http::Response<B>) -> Option<u32> {
+        response.extensions().get::<Self>().map(Self::get)
+    }
+}

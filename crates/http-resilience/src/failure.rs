@@ -1,0 +1,257 @@
+//! Tell failures apart: one helper that classifies any error coming out of the
+//! stack by walking its `source()` chain.
+//!
+//! Errors are matched by type (`downcast_ref`), never by their text. The chain
+//! is walked from the outermost error inwards; an `io::Error` is looked through
+//! to the error it wraps.
+//!
+//! # Example
+//!
+//! ```
+//! use http_resilience::{attempt_timeout::error::AttemptTimedOut, BoxError, FailureKind};
+//! use std::time::Duration;
+//!
+//! let err: BoxError = AttemptTimedOut::new(Duration::from_secs(3)).into();
+//! assert_eq!(FailureKind::of(&*err), FailureKind::AttemptTimeout);
+//!
+//! let refused: BoxError = std::io::Error::from(std::io::ErrorKind::ConnectionRefused).into();
+//! assert_eq!(FailureKind::of(&*refused), FailureKind::ConnectRefused);
+//! assert!(FailureKind::AttemptTimeout.is_timeout());
+//! ```
+
+use crate::{
+    attempt_timeout::error::AttemptTimedOut, deadline::error::DeadlineExceeded,
+    read_timeout::error::ReadTimedOut,
+};
+use std::{error::Error, fmt, io};
+
+/// What kind of failure an error is.
+///
+/// Built by [`FailureKind::of`]. More kinds may be added: match with a
+/// wildcard arm.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum FailureKind {
+    /// The call's deadline passed
+    /// ([`DeadlineExceeded`](crate::deadline::error::DeadlineExceeded)).
+    Deadline,
+    /// One attempt took longer than its limit
+    /// ([`AttemptTimedOut`](crate::attempt_timeout::error::AttemptTimedOut)).
+    AttemptTimeout,
+    /// No data arrived from the upstream within the read timeout
+    /// ([`ReadTimedOut`](crate::read_timeout::error::ReadTimedOut)).
+    ReadTimeout,
+    /// Setting up the TCP connection took longer than the connect timeout.
+    ConnectTimeout,
+    /// The upstream refused the connection.
+    ConnectRefused,
+    /// Connecting failed in another way (name resolution, for example). The
+    /// request was never sent.
+    Connect,
+    /// Another transport failure: the connection was closed or reset, or the
+    /// upstream broke the protocol.
+    Transport,
+    /// Not a failure of the transport or of these layers (an error of the
+    /// caller's own service, for example).
+    Other,
+}
+
+// ===== impl FailureKind =====
+
+impl FailureKind {
+    /// Classifies `error` by walking its `source()` chain.
+    ///
+    /// The first error in the chain that is one of this crate's timeout types
+    /// decides. Otherwise an `io::Error` of kind `ConnectionRefused` is
+    /// [`ConnectRefused`](Self::ConnectRefused), and one of kind `TimedOut`
+    /// below a connect error of hyper-util's client is
+    /// [`ConnectTimeout`](Self::ConnectTimeout). Any other connect error is
+    /// [`Connect`](Self::Connect), and any other error of hyper, hyper-util or
+    /// `std::io` is [`Transport`](Self::Transport).
+    pub fn of(error: &(dyn Error + 'static)) -> Self {
+        let mut connecting = false;
+        let mut transport = false;
+        for err in chain(error) {
+            if err.is::<DeadlineExceeded>() {
+                return FailureKind::Deadline;
+            }
+            if err.is::<AttemptTimedOut>() {
+                return FailureKind::AttemptTimeout;
+            }
+            if err.is::<ReadTimedOut>() {
+                return FailureKind::ReadTimeout;
+            }
+            let (is_client, is_connect) = client_error(err);
+            transport |= is_client;
+            connecting |= is_connect;
+            if let Some(io) = err.downcast_ref::<io::Error>() {
+                transport = true;
+                match io.kind() {
+                    io::ErrorKind::ConnectionRefused => return FailureKind::ConnectRefused,
+                    io::ErrorKind::TimedOut if connecting => return FailureKind::ConnectTimeout,
+                    _ => {}
+                }
+            }
+        }
+        if connecting {
+            FailureKind::Connect
+        } else if transport {
+            FailureKind::Transport
+        } else {
+            FailureKind::Other
+        }
+    }
+
+    /// Whether this kind is one of the timeouts (deadline, attempt, read or
+    /// connect).
+    pub const fn is_timeout(&self) -> bool {
+        matches!(
+            self,
+            FailureKind::Deadline
+                | FailureKind::AttemptTimeout
+                | FailureKind::ReadTimeout
+                | FailureKind::ConnectTimeout
+        )
+    }
+
+    /// Whether the failure happened before the request was sent (connecting
+    /// failed), so the upstream cannot have acted on it.
+    pub const fn is_before_send(&self) -> bool {
+        matches!(
+            self,
+            FailureKind::ConnectTimeout | FailureKind::ConnectRefused | FailureKind::Connect
+        )
+    }
+}
+
+impl fmt::Display for FailureKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.pad(match self {
+            FailureKind::Deadline => "deadline exceeded",
+            FailureKind::AttemptTimeout => "attempt timeout",
+            FailureKind::ReadTimeout => "read timeout",
+            FailureKind::ConnectTimeout => "connect timeout",
+            FailureKind::ConnectRefused => "connection refused",
+            FailureKind::Connect => "connect error",
+            FailureKind::Transport => "transport error",
+            FailureKind::Other => "other error",
+        })
+    }
+}
+
+/// Whether `err` is an error of hyper or hyper-util's client, and whether it is
+/// a connect error.
+#[cfg(feature = "transport")]
+fn client_error(err: &(dyn Error + 'static)) -> (bool, bool) {
+    if let Some(client) = err.downcast_ref::<hyper_util::client::legacy::Error>() {
+        return (true, client.is_connect());
+    }
+    (err.is::<hyper::Error>(), false)
+}
+
+/// Without the `transport` feature no hyper error can be named.
+#[cfg(not(feature = "transport"))]
+fn client_error(_: &(dyn Error + 'static)) -> (bool, bool) {
+    (false, false)
+}
+
+/// The error and its causes, outermost first.
+///
+/// Unlike a plain walk of `source()`, an `io::Error` that wraps another error is
+/// followed into that error (`io::Error::source` skips it).
+pub fn chain<'a>(error: &'a (dyn Error + 'static)) -> impl Iterator<Item = &'a (dyn Error + 'static)> {
+    std::iter::successors(Some(error), |&err: &&'a (dyn Error + 'static)| match err.downcast_ref::<io::Error>() {
+        Some(io) => io.get_ref().map(|inner| inner as &(dyn Error + 'static)),
+        None => err.source(),
+    })
+}
+
+/// The first error of type `E` in the chain of `error`, if any.
+///
+/// ```
+/// use http_resilience::{deadline::error::DeadlineExceeded, failure, BoxError};
+/// use std::time::Duration;
+///
+/// let err: BoxError = std::io::Error::other(DeadlineExceeded::new(Duration::from_secs(8))).into();
+/// let found = failure::find::<DeadlineExceeded>(&*err).unwrap();
+/// assert_eq!(found.duration(), Duration::from_secs(8));
+/// ```
+pub fn find<'a, E: Error + 'static>(error: &'a (dyn Error + 'static)) -> Option<&'a E> {
+    chain(error).find_map(|err| err.downcast_ref::<E>())
+}
+
+/// Whether an error of type `E` is in the chain of `error`.
+pub fn is_caused_by<E: Error + 'static>(error: &(dyn Error + 'static)) -> bool {
+    find::<E>(error).is_some()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{read_timeout::error::Phase, BoxError};
+    use std::time::Duration;
+
+    #[derive(Debug)]
+    struct Wrapper(BoxError);
+
+    impl fmt::Display for Wrapper {
+        fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.pad("wrapper")
+        }
+    }
+
+    impl Error for Wrapper {
+        fn source(&self) -> Option<&(dyn Error + 'static)> {
+            Some(&*self.0)
+        }
+    }
+
+    fn kind(err: impl Into<BoxError>) -> FailureKind {
+        let err: BoxError = Wrapper(err.into()).into();
+        FailureKind::of(&*err)
+    }
+
+    #[test]
+    fn finds_the_layer_errors_below_wrappers() {
+        let second = Duration::from_secs(1);
+        assert_eq!(kind(DeadlineExceeded::new(second)), FailureKind::Deadline);
+        assert_eq!(kind(AttemptTimedOut::new(second)), FailureKind::AttemptTimeout);
+        assert_eq!(
+            kind(ReadTimedOut::new(second, Phase::Head)),
+            FailureKind::ReadTimeout
+        );
+    }
+
+    #[test]
+    fn looks_inside_io_errors() {
+        let wrapped = io::Error::other(AttemptTimedOut::new(Duration::from_secs(1)));
+        assert_eq!(kind(wrapped), FailureKind::AttemptTimeout);
+    }
+
+    #[test]
+    fn io_kinds_map_to_transport_kinds() {
+        assert_eq!(
+            kind(io::Error::from(io::ErrorKind::ConnectionRefused)),
+            FailureKind::ConnectRefused
+        );
+        // A timeout of the socket outside a connect is not a connect timeout.
+        assert_eq!(kind(io::Error::from(io::ErrorKind::TimedOut)), FailureKind::Transport);
+        assert_eq!(
+            kind(io::Error::from(io::ErrorKind::ConnectionReset)),
+            FailureKind::Transport
+        );
+    }
+
+    #[test]
+    fn unknown_errors_are_other() {
+        assert_eq!(kind("something else"), FailureKind::Other);
+    }
+
+    #[test]
+    fn kinds_display_as_phrases() {
+        assert_eq!(FailureKind::ConnectTimeout.to_string(), "connect timeout");
+        assert_eq!(format!("{:>8}", FailureKind::Other), "other error");
+        assert!(FailureKind::ConnectRefused.is_before_send());
+        assert!(!FailureKind::ReadTimeout.is_before_send());
+    }
+}

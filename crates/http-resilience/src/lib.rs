@@ -1,0 +1,154 @@
+//! Tower layers for resilient outbound HTTP: one deadline over the whole call,
+//! Feign-style retries, and a fresh timeout for every attempt.
+//!
+//! # Overview
+//!
+//! Three separate layers make an outbound call resilient. Each is a plain
+//! [`tower_layer::Layer`], usable on its own around any
+//! `Service<http::Request<B>, Response = http::Response<T>>`:
+//!
+//! - [`DeadlineLayer`](deadline::DeadlineLayer): one budget for the whole call,
+//!   the waits between attempts and the reading of the response body included;
+//! - [`StatusRetryLayer`](retry::StatusRetryLayer): a policy in two parts, a
+//!   [`Decoder`](retry::Decoder) that says whether an outcome is worth another
+//!   attempt and a [`Retryer`](retry::Retryer) that says whether one is made and
+//!   when (OpenFeign's `ErrorDecoder` and `Retryer`);
+//! - [`AttemptTimeoutLayer`](attempt_timeout::AttemptTimeoutLayer): a fresh limit
+//!   for every attempt.
+//!
+//! Beneath them, [`transport::Builder`] (feature `transport`) builds a hyper-util
+//! client with a connect timeout, a [read timeout](read_timeout) between reads
+//! and no hidden retry, and [`FailureKind::of`] tells every failure apart by
+//! walking its `source()` chain.
+//!
+//! # Example
+//!
+//! The policy of seed 000 (Reactor WebClient): attempts of at most 3 s, 8 s in
+//! all, only 503 retried, at most twice, 10 ms apart.
+//!
+//! ```no_run
+//! use bytes::Bytes;
+//! use http_body_util::{BodyExt, Full};
+//! use http_resilience::{
+//!     attempt_timeout::AttemptTimeoutLayer,
+//!     deadline::DeadlineLayer,
+//!     retry::{FixedDelay, RetryPolicy, StatusDecoder, StatusRetryLayer},
+//!     transport, Attempts, BoxError, FailureKind,
+//! };
+//! use std::time::Duration;
+//! use tower::{ServiceBuilder, ServiceExt};
+//!
+//! # #[tokio::main]
+//! # async fn main() -> Result<(), BoxError> {
+//! let client = transport::Builder::new()
+//!     .connect_timeout(Duration::from_millis(1000))
+//!     .read_timeout(Duration::from_secs(5))
+//!     .build_http::<Full<Bytes>>()?;
+//!
+//! let policy = RetryPolicy::new(
+//!     StatusDecoder::new([503]),
+//!     FixedDelay::new(Duration::from_millis(10), 2),
+//! );
+//! let svc = ServiceBuilder::new()
+//!     .layer(DeadlineLayer::new(Duration::from_secs(8)))
+//!     .layer(StatusRetryLayer::new(policy))
+//!     .layer(AttemptTimeoutLayer::new(Duration::from_secs(3)))
+//!     .service(client);
+//!
+//! let request = http::Request::get("http://127.0.0.1:8080/value").body(Full::default())?;
+//! match svc.oneshot(request).await {
+//!     Ok(response) => {
+//!         // A 200, or the last 503 itself once the retries are used up.
+//!         let attempts = Attempts::of(&response);
+//!         let status = response.status();
+//!         let body = response.into_body().collect().await?.to_bytes();
+//!         println!("{status} after {attempts:?} attempts: {body:?}");
+//!     }
+//!     Err(err) => println!("failed: {} ({err})", FailureKind::of(&*err)),
+//! }
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! # Order
+//!
+//! The order of the layers is the semantics. The canonical stack, outermost
+//! first:
+//!
+//! ```text
+//! DeadlineLayer  ->  StatusRetryLayer  ->  AttemptTimeoutLayer  ->  client
+//! ```
+//!
+//! - the deadline is **outside** the retry, so it covers every attempt and every
+//!   wait between them, and its instant is recorded in the request for the
+//!   layers inside ([`RequestDeadline`]);
+//! - the attempt timeout is **inside** the retry, so each attempt gets a fresh
+//!   limit and a timed-out attempt is an outcome the policy can judge.
+//!
+//! Stacked in another order, the same parts mean something else:
+//!
+//! - an attempt timeout **outside** the retry is one timer for all attempts
+//!   together: it never restarts, and it cuts the retries and their waits short
+//!   like a deadline (one that does not cover the body);
+//! - a deadline **inside** the retry restarts with every attempt: it becomes a
+//!   per-attempt limit, and nothing bounds the call as a whole.
+//!
+//! Both are tested in `tests/order.rs`.
+//!
+//! # Feature flags
+//!
+//! The three layers, the read timeout and [`FailureKind`] are always built; they
+//! need only `http`, `http-body`, `tower-layer`, `tower-service` and tokio's
+//! timer. Features add what needs more:
+//!
+//! - `transport`: [`transport::Builder`], a hyper-util client with connect and
+//!   read timeouts; also lets [`FailureKind`] recognise hyper's errors.
+//! - `full`: every feature.
+//!
+//! ```toml
+//! [dependencies]
+//! http-resilience = { version = "0.1", features = ["full"] }
+//! ```
+//!
+//! # Minimum supported Rust version
+//!
+//! Rust 1.85, the minimum of hyper-util and tokio. Raising it is not a breaking
+//! change, and is done only when a dependency requires it.
+
+#![cfg_attr(docsrs, feature(doc_auto_cfg))]
+
+#[macro_use]
+mod macros;
+
+pub mod attempt_timeout;
+pub mod deadline;
+mod extensions;
+pub mod failure;
+pub mod read_timeout;
+pub mod retry;
+#[cfg(feature = "transport")]
+pub mod transport;
+
+pub use self::{
+    extensions::{Attempts, RequestDeadline},
+    failure::FailureKind,
+};
+
+/// The boxed error that the layers which create failures return, as in tower.
+pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
+
+#[cfg(test)]
+mod tests {
+    /// The TOML snippets in the docs name the current version.
+    #[test]
+    fn doc_snippets_name_the_current_version() {
+        let version = env!("CARGO_PKG_VERSION");
+        let minor = version.rsplit_once('.').map_or(version, |(head, _)| head);
+        let snippet = format!("http-resilience = {{ version = \"{minor}\"");
+        assert!(include_str!("lib.rs").contains(&snippet), "lib.rs should contain {snippet}");
+        assert!(
+            include_str!("../../../README.md").contains(&snippet),
+            "README.md should contain {snippet}"
+        );
+    }
+}

@@ -1,0 +1,100 @@
+//! The response body with a limit on every wait for a frame.
+
+use super::{
+    error::{Phase, ReadTimedOut},
+    gap::Gap,
+};
+use crate::BoxError;
+use http_body::{Body, Frame, SizeHint};
+use pin_project_lite::pin_project;
+use std::{
+    fmt,
+    pin::Pin,
+    task::{Context, Poll},
+    time::Duration,
+};
+
+pin_project! {
+    /// A response body that fails with [`ReadTimedOut`] when a wait for its next
+    /// frame lasts longer than the limit.
+    ///
+    /// Only waits count: the clock starts when a read finds no frame ready and
+    /// stops when one arrives. A body that keeps delivering frames may take any
+    /// time in all; bound the whole call with
+    /// [`Deadline`](crate::deadline::Deadline).
+    pub struct ReadTimeoutBody<B> {
+        #[pin]
+        inner: B,
+        #[pin]
+        gap: Gap,
+    }
+}
+
+// ===== impl ReadTimeoutBody =====
+
+impl<B> ReadTimeoutBody<B> {
+    /// Wraps `inner`, allowing waits of at most `limit` for each frame.
+    pub fn new(inner: B, limit: Duration) -> Self {
+        Self {
+            inner,
+            gap: Gap::new(limit),
+        }
+    }
+
+    /// Returns a reference to the inner body.
+    pub fn get_ref(&self) -> &B {
+        &self.inner
+    }
+
+    /// Returns a mutable reference to the inner body.
+    pub fn get_mut(&mut self) -> &mut B {
+        &mut self.inner
+    }
+
+    /// Consumes `self`, returning the inner body (no longer bounded).
+    pub fn into_inner(self) -> B {
+        self.inner
+    }
+}
+
+impl<B> Body for ReadTimeoutBody<B>
+where
+    B: Body,
+    B::Error: Into<BoxError>,
+{
+    type Data = B::Data;
+    type Error = BoxError;
+
+    fn poll_frame(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Self::Data>, Self::Error>>> {
+        let this = self.project();
+        if let Poll::Ready(frame) = this.inner.poll_frame(cx) {
+            this.gap.disarm();
+            return Poll::Ready(frame.map(|result| result.map_err(Into::into)));
+        }
+        let limit = this.gap.limit();
+        match this.gap.poll_expired(cx) {
+            Poll::Ready(()) => Poll::Ready(Some(Err(ReadTimedOut::new(limit, Phase::Body).into()))),
+            Poll::Pending => Poll::Pending,
+        }
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.inner.is_end_stream()
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        self.inner.size_hint()
+    }
+}
+
+impl<B: fmt::Debug> fmt::Debug for ReadTimeoutBody<B> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ReadTimeoutBody")
+            .field("inner", &self.inner)
+            .field("limit", &self.gap.limit())
+            .finish()
+    }
+}

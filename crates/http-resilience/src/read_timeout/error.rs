@@ -1,0 +1,82 @@
+//! Error types
+
+use std::{error::Error, fmt, time::Duration};
+
+/// Nothing was read from the upstream for longer than the read timeout: no
+/// response head, or no next body frame.
+///
+/// [`ReadTimeout`](super::ReadTimeout) returns it boxed, and its body yields it
+/// as a frame error. It is a transport fault, distinct from
+/// [`AttemptTimedOut`](crate::attempt_timeout::error::AttemptTimedOut) (a limit
+/// on the whole attempt) and
+/// [`DeadlineExceeded`](crate::deadline::error::DeadlineExceeded) (a limit on
+/// the whole call).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ReadTimedOut {
+    limit: Duration,
+    phase: Phase,
+}
+
+/// What was awaited when a [`ReadTimedOut`] happened.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Phase {
+    /// The response head.
+    Head,
+    /// The next frame of the response body.
+    Body,
+}
+
+// ===== impl ReadTimedOut =====
+
+impl ReadTimedOut {
+    /// An error for a wait longer than `limit` while awaiting `phase`.
+    ///
+    /// Public so that tests and mocks can produce the same error the layer does.
+    pub const fn new(limit: Duration, phase: Phase) -> Self {
+        Self { limit, phase }
+    }
+
+    /// The longest wait allowed.
+    pub const fn duration(&self) -> Duration {
+        self.limit
+    }
+
+    /// What was awaited.
+    pub const fn phase(&self) -> Phase {
+        self.phase
+    }
+}
+
+impl fmt::Display for ReadTimedOut {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let awaited = match self.phase {
+            Phase::Head => "the response head",
+            Phase::Body => "the next body frame",
+        };
+        write!(f, "read timed out: no data for {:?} while awaiting {awaited}", self.limit)
+    }
+}
+
+impl Error for ReadTimedOut {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn messages_name_the_limit_and_phase() {
+        let head = ReadTimedOut::new(Duration::from_millis(250), Phase::Head);
+        assert_eq!(
+            head.to_string(),
+            "read timed out: no data for 250ms while awaiting the response head"
+        );
+        let body = ReadTimedOut::new(Duration::from_secs(5), Phase::Body);
+        assert_eq!(
+            body.to_string(),
+            "read timed out: no data for 5s while awaiting the next body frame"
+        );
+        assert_eq!(body.duration(), Duration::from_secs(5));
+        assert_eq!(body.phase(), Phase::Body);
+    }
+}

@@ -1,0 +1,110 @@
+//! Bound every wait for data from the upstream: the wait for the response
+//! head, and each wait between body frames.
+//!
+//! This is the transport's *read timeout*, what Reactor Netty calls
+//! `responseTimeout`: the longest gap between reads while a response is
+//! received, not a limit on the whole body. A response that keeps delivering
+//! data may take longer in all; [`Deadline`](crate::deadline::Deadline) bounds
+//! the whole.
+//!
+//! # What a read is
+//!
+//! hyper and hyper-util have no read timeout of their own, so this layer wraps
+//! the client service (as [`transport::Builder`] does) and measures at the
+//! level of HTTP messages:
+//!
+//! - **the head**: from `call` until the response head is ready. This wait
+//!   includes sending the request, and setting up a connection when the pool
+//!   has none (the connect timeout bounds that part separately);
+//! - **each body frame**: from the moment a read of the body finds no frame
+//!   ready until the next frame arrives. Time spent by the reader between two
+//!   reads is not a gap.
+//!
+//! A timeout fails with [`ReadTimedOut`], which tells which of the two was
+//! awaited. Unlike a limit on every socket read at the connector (the approach
+//! of the `hyper-timeout` crate), an idle pooled connection is never closed by
+//! this timer, and the error is typed rather than an `io::Error`.
+//!
+//! # Example
+//!
+//! ```
+//! use http::{Request, Response};
+//! use http_resilience::read_timeout::{error::ReadTimedOut, ReadTimeoutLayer};
+//! use std::{convert::Infallible, time::Duration};
+//! use tower::{ServiceBuilder, ServiceExt};
+//!
+//! # #[tokio::main(flavor = "current_thread", start_paused = true)]
+//! # async fn main() {
+//! let svc = ServiceBuilder::new()
+//!     .layer(ReadTimeoutLayer::new(Duration::from_millis(250)))
+//!     .service_fn(|_: Request<()>| async {
+//!         // An upstream that accepts the request and never answers.
+//!         std::future::pending::<Result<Response<String>, Infallible>>().await
+//!     });
+//!
+//! let err = svc.oneshot(Request::new(())).await.unwrap_err();
+//! assert!(err.is::<ReadTimedOut>());
+//! # }
+//! ```
+//!
+//! [`transport::Builder`]: crate::transport::Builder
+//! [`ReadTimedOut`]: error::ReadTimedOut
+
+pub mod body;
+pub mod error;
+pub mod future;
+mod gap;
+mod layer;
+
+pub use self::layer::ReadTimeoutLayer;
+
+use self::{future::ResponseFuture, gap::Gap};
+use crate::BoxError;
+use std::{
+    task::{Context, Poll},
+    time::Duration,
+};
+use tower_service::Service;
+
+/// Bounds every wait for data from the upstream.
+///
+/// See the [module docs](self) for an example.
+#[derive(Debug, Clone, Copy)]
+pub struct ReadTimeout<S> {
+    inner: S,
+    limit: Duration,
+}
+
+// ===== impl ReadTimeout =====
+
+impl<S> ReadTimeout<S> {
+    /// Wraps `inner`, allowing waits of at most `limit` for data.
+    pub const fn new(inner: S, limit: Duration) -> Self {
+        Self { inner, limit }
+    }
+
+    /// The longest wait allowed.
+    pub const fn limit(&self) -> Duration {
+        self.limit
+    }
+
+    define_inner_service_accessors!();
+}
+
+impl<S, B, T> Service<http::Request<B>> for ReadTimeout<S>
+where
+    S: Service<http::Request<B>, Response = http::Response<T>>,
+    S::Error: Into<BoxError>,
+{
+    type Response = http::Response<body::ReadTimeoutBody<T>>;
+    type Error = BoxError;
+    type Future = ResponseFuture<S::Future>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+        self.inner.poll_ready(cx).map_err(Into::into)
+    }
+
+    fn call(&mut self, request: http::Request<B>) -> Self::Future {
+        ResponseFuture::new(self.inner.call(request), Gap::new(self.limit))
+    }
+}

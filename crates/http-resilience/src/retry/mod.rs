@@ -1,0 +1,187 @@
+//! Retry by a Feign-style policy: a decoder says whether an outcome is worth
+//! another attempt, a retryer says whether one is made and when.
+//!
+//! [`StatusRetry`] calls the inner service, hands the outcome (response head or
+//! error) to the policy's [`Decoder`], and on a [`Verdict::Retry`] asks the
+//! request's own [`Retryer`] for a wait. When the retryer says stop, or the
+//! decoder accepts, the caller gets **that outcome unchanged**: the last 503 with
+//! its headers and body, or the last error. The number of attempts is recorded
+//! on the response as an [`Attempts`](crate::Attempts) extension.
+//!
+//! # Example
+//!
+//! The policy of seed 000: only 503 is retried, at most twice, 10 ms apart.
+//!
+//! ```
+//! use http::{Request, Response, StatusCode};
+//! use http_resilience::{
+//!     retry::{FixedDelay, RetryPolicy, StatusDecoder, StatusRetryLayer},
+//!     Attempts,
+//! };
+//! use std::{
+//!     convert::Infallible,
+//!     sync::{atomic::{AtomicU32, Ordering}, Arc},
+//!     time::Duration,
+//! };
+//! use tower::{ServiceBuilder, ServiceExt};
+//!
+//! # #[tokio::main(flavor = "current_thread", start_paused = true)]
+//! # async fn main() {
+//! let policy = RetryPolicy::new(
+//!     StatusDecoder::new([503]),
+//!     FixedDelay::new(Duration::from_millis(10), 2),
+//! );
+//! let calls = Arc::new(AtomicU32::new(0));
+//! let counter = calls.clone();
+//! let svc = ServiceBuilder::new()
+//!     .layer(StatusRetryLayer::new(policy))
+//!     .service_fn(move |_: Request<String>| {
+//!         // A stand-in for the network: always unavailable.
+//!         counter.fetch_add(1, Ordering::SeqCst);
+//!         async { Ok::<_, Infallible>(Response::builder().status(503).body(()).unwrap()) }
+//!     });
+//!
+//! let response = svc.oneshot(Request::new(String::new())).await.unwrap();
+//! assert_eq!(response.status(), StatusCode::SERVICE_UNAVAILABLE);
+//! assert_eq!(Attempts::of(&response), Some(3));
+//! assert_eq!(calls.load(Ordering::SeqCst), 3);
+//! # }
+//! ```
+//!
+//! # The committed point
+//!
+//! The decision is made on the response *head*. Once a head is returned to the
+//! caller, the call is committed: no further attempt is made, whatever happens
+//! while the body is read. A retryable response that is discarded is dropped
+//! (with its unread body) before the next attempt starts.
+//!
+//! # Request bodies
+//!
+//! Every attempt needs the request again. A body that implements
+//! [`TryCloneBody`] with a copy (the in-memory bodies: `Full`, `Empty`,
+//! `String`, `Bytes`, ...) is replayed. A body that cannot be copied (a stream
+//! such as hyper's `Incoming`) is sent once: its first outcome is returned,
+//! whatever the verdict.
+//!
+//! # Readiness
+//!
+//! The first attempt is sent on the service that reported ready to the caller;
+//! a clone takes its place in the `StatusRetry`. Every later attempt waits for
+//! the clone's `poll_ready` first. No attempt is ever sent on a clone that has
+//! not reported ready.
+//!
+//! # Timers
+//!
+//! The wait between attempts is a tokio timer, so `tokio::time::pause()`
+//! applies; a zero wait does not touch the timer at all. Dropping the response
+//! future drops the wait and any attempt in flight: nothing more is sent.
+
+pub mod body;
+pub mod decoder;
+pub mod future;
+mod layer;
+mod policy;
+pub mod retryer;
+
+pub use self::{
+    body::TryCloneBody,
+    decoder::{Decoder, InvalidStatus, StatusDecoder, Verdict},
+    layer::StatusRetryLayer,
+    policy::RetryPolicy,
+    retryer::{FixedDelay, Retryer},
+};
+
+use self::{body::try_clone_request, future::ResponseFuture};
+use std::{
+    fmt,
+    sync::Arc,
+    task::{Context, Poll},
+};
+use tower_service::Service;
+
+/// Retries calls of the inner service as a [`RetryPolicy`] says.
+///
+/// See the [module docs](self) for an example.
+///
+/// # Clone
+///
+/// Every attempt after the first is made on a clone of the inner service, so
+/// `S: Clone` is required. The policy is shared behind an `Arc`: cloning a
+/// `StatusRetry` copies no policy state. The retryer is cloned once per request
+/// (its state belongs to that request alone); the decoder is never cloned.
+pub struct StatusRetry<S, P> {
+    inner: S,
+    policy: Arc<P>,
+}
+
+// ===== impl StatusRetry =====
+
+impl<S, D, R> StatusRetry<S, RetryPolicy<D, R>> {
+    /// Wraps `inner`, retrying as `policy` says.
+    pub fn new(inner: S, policy: RetryPolicy<D, R>) -> Self {
+        Self::from_shared(inner, Arc::new(policy))
+    }
+}
+
+impl<S, P> StatusRetry<S, P> {
+    pub(crate) fn from_shared(inner: S, policy: Arc<P>) -> Self {
+        Self { inner, policy }
+    }
+
+    /// The policy.
+    pub fn policy(&self) -> &P {
+        &self.policy
+    }
+
+    define_inner_service_accessors!();
+}
+
+impl<S: Clone, P> Clone for StatusRetry<S, P> {
+    fn clone(&self) -> Self {
+        Self {
+            inner: self.inner.clone(),
+            policy: Arc::clone(&self.policy),
+        }
+    }
+}
+
+impl<S: fmt::Debug, P: fmt::Debug> fmt::Debug for StatusRetry<S, P> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("StatusRetry")
+            .field("inner", &self.inner)
+            .field("policy", &self.policy)
+            .finish()
+    }
+}
+
+impl<S, B, T, D, R> Service<http::Request<B>> for StatusRetry<S, RetryPolicy<D, R>>
+where
+    S: Service<http::Request<B>, Response = http::Response<T>> + Clone,
+    B: TryCloneBody,
+    D: Decoder<T, S::Error>,
+    R: Retryer,
+{
+    type Response = http::Response<T>;
+    type Error = S::Error;
+    type Future = ResponseFuture<S, B, D, R>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, request: http::Request<B>) -> Self::Future {
+        let copy = try_clone_request(&request);
+        // NOTE: `self.inner` reported ready, its clone did not. The ready one
+        // sends this attempt; the clone stays for the next call to ready it.
+        let clone = self.inner.clone();
+        let mut service = std::mem::replace(&mut self.inner, clone);
+        let future = service.call(request);
+        ResponseFuture::new(
+            future,
+            service,
+            copy,
+            Arc::clone(&self.policy),
+            self.policy.start(),
+        )
+    }
+}

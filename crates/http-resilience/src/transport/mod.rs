@@ -1,0 +1,248 @@
+//! A hyper-util client with the transport limits of seed 000: a connect
+//! timeout, a read timeout between reads, and no hidden retry.
+//!
+//! [`Builder`] configures hyper-util's legacy [`Client`] and wraps it in
+//! [`ReadTimeout`]:
+//!
+//! - **connect timeout** (default 1000 ms, as in the seed): the limit on setting
+//!   up one TCP connection. It does not bound name resolution or a TLS
+//!   handshake done by an outer connector. A timeout is
+//!   [`FailureKind::ConnectTimeout`](crate::FailureKind::ConnectTimeout).
+//! - **read timeout** (default 10 s, OkHttp's default): the longest wait for the
+//!   response head or for the next body frame; not a limit on the whole body.
+//!   See [`read_timeout`](crate::read_timeout) for what a read is.
+//! - **no hidden retry**: hyper-util resends a request that was canceled before
+//!   it was written to a pooled connection; that is turned off, so every
+//!   attempt the server sees is one the retry policy made, and request counts
+//!   are exact.
+//! - **pool timer**: hyper-util's pool only evicts idle connections when it
+//!   has a timer, so the builder always sets tokio's.
+//!
+//! # Example
+//!
+//! ```no_run
+//! use bytes::Bytes;
+//! use http_body_util::Full;
+//! use http_resilience::transport::Builder;
+//! use std::time::Duration;
+//! use tower::ServiceExt;
+//!
+//! # #[tokio::main]
+//! # async fn main() -> Result<(), http_resilience::BoxError> {
+//! let client = Builder::new()
+//!     .connect_timeout(Duration::from_millis(1000))
+//!     .read_timeout(Duration::from_secs(5))
+//!     .build_http::<Full<Bytes>>()?;
+//!
+//! let request = http::Request::get("http://127.0.0.1:8080/value").body(Full::default())?;
+//! let response = client.oneshot(request).await?;
+//! println!("{}", response.status());
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! [`Client`]: hyper_util::client::legacy::Client
+//! [`ReadTimeout`]: crate::read_timeout::ReadTimeout
+
+use crate::read_timeout::ReadTimeout;
+use hyper_util::{
+    client::legacy::{connect::HttpConnector, Client},
+    rt::{TokioExecutor, TokioTimer},
+};
+use std::{error::Error, fmt, time::Duration};
+
+/// The client [`Builder::build_http`] returns: hyper-util's client over plain
+/// TCP, with the read timeout around it.
+pub type HttpClient<B> = ReadTimeout<Client<HttpConnector, B>>;
+
+/// Builds a hyper-util client with the transport limits of this module.
+///
+/// See the [module docs](self) for an example.
+#[derive(Debug, Clone)]
+pub struct Builder {
+    connect_timeout: Option<Duration>,
+    read_timeout: Duration,
+    pool_idle_timeout: Option<Duration>,
+    pool_max_idle_per_host: usize,
+}
+
+// ===== impl Builder =====
+
+impl Builder {
+    /// The default connect timeout: 1000 ms, as in seed 000.
+    pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_millis(1000);
+    /// The default read timeout: 10 s, OkHttp's default.
+    pub const DEFAULT_READ_TIMEOUT: Duration = Duration::from_secs(10);
+    /// The default time an idle pooled connection is kept: 90 s, hyper-util's.
+    pub const DEFAULT_POOL_IDLE_TIMEOUT: Duration = Duration::from_secs(90);
+
+    /// A builder with the defaults above.
+    pub fn new() -> Self {
+        Self {
+            connect_timeout: Some(Self::DEFAULT_CONNECT_TIMEOUT),
+            read_timeout: Self::DEFAULT_READ_TIMEOUT,
+            pool_idle_timeout: Some(Self::DEFAULT_POOL_IDLE_TIMEOUT),
+            pool_max_idle_per_host: usize::MAX,
+        }
+    }
+
+    /// The limit on setting up one TCP connection.
+    #[must_use]
+    pub fn connect_timeout(mut self, limit: Duration) -> Self {
+        self.connect_timeout = Some(limit);
+        self
+    }
+
+    /// Lets connecting take as long as the operating system allows.
+    #[must_use]
+    pub fn no_connect_timeout(mut self) -> Self {
+        self.connect_timeout = None;
+        self
+    }
+
+    /// The longest wait for the response head or for the next body frame.
+    #[must_use]
+    pub fn read_timeout(mut self, limit: Duration) -> Self {
+        self.read_timeout = limit;
+        self
+    }
+
+    /// How long an idle pooled connection is kept; `None` keeps it until the
+    /// server closes it.
+    #[must_use]
+    pub fn pool_idle_timeout(mut self, limit: Option<Duration>) -> Self {
+        self.pool_idle_timeout = limit;
+        self
+    }
+
+    /// The most idle connections kept per host; `0` disables pooling.
+    #[must_use]
+    pub fn pool_max_idle_per_host(mut self, max: usize) -> Self {
+        self.pool_max_idle_per_host = max;
+        self
+    }
+
+    /// A plain TCP connector with the connect timeout, for use with
+    /// [`build`](Self::build) under a TLS connector.
+    ///
+    /// # Errors
+    ///
+    /// [`InvalidTransport`] if the configuration makes no sense (a zero
+    /// limit).
+    pub fn http_connector(&self) -> Result<HttpConnector, InvalidTransport> {
+        self.validate()?;
+        let mut connector = HttpConnector::new();
+        connector.set_connect_timeout(self.connect_timeout);
+        connector.set_nodelay(true);
+        Ok(connector)
+    }
+
+    /// Builds a client for plain `http://` URIs.
+    ///
+    /// # Errors
+    ///
+    /// [`InvalidTransport`] if the configuration makes no sense (a zero
+    /// limit).
+    pub fn build_http<B>(&self) -> Result<HttpClient<B>, InvalidTransport>
+    where
+        B: http_body::Body + Send + 'static,
+        B::Data: Send,
+    {
+        let connector = self.http_connector()?;
+        self.build(connector)
+    }
+
+    /// Builds a client over `connector` (a TLS connector wrapping
+    /// [`http_connector`](Self::http_connector), for example).
+    ///
+    /// # Errors
+    ///
+    /// [`InvalidTransport`] if the configuration makes no sense (a zero
+    /// limit).
+    pub fn build<C, B>(&self, connector: C) -> Result<ReadTimeout<Client<C, B>>, InvalidTransport>
+    where
+        C: hyper_util::client::legacy::connect::Connect + Clone,
+        B: http_body::Body + Send + 'static,
+        B::Data: Send,
+    {
+        self.validate()?;
+        let client = Client::builder(TokioExecutor::new())
+            .timer(TokioTimer::new())
+            .pool_timer(TokioTimer::new())
+            .pool_idle_timeout(self.pool_idle_timeout)
+            .pool_max_idle_per_host(self.pool_max_idle_per_host)
+            .retry_canceled_requests(false)
+            .build(connector);
+        Ok(ReadTimeout::new(client, self.read_timeout))
+    }
+
+    fn validate(&self) -> Result<(), InvalidTransport> {
+        let zero = |field, value: Option<Duration>| match value {
+            Some(limit) if limit.is_zero() => Err(InvalidTransport { field }),
+            _ => Ok(()),
+        };
+        zero("connect_timeout", self.connect_timeout)?;
+        zero("read_timeout", Some(self.read_timeout))?;
+        zero("pool_idle_timeout", self.pool_idle_timeout)
+    }
+}
+
+impl Default for Builder {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// A [`Builder`] setting that makes no sense.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct InvalidTransport {
+    field: &'static str,
+}
+
+// ===== impl InvalidTransport =====
+
+impl InvalidTransport {
+    /// The name of the setting.
+    pub const fn field(&self) -> &'static str {
+        self.field
+    }
+}
+
+impl fmt::Display for InvalidTransport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "transport.{} must be greater than zero, got 0s", self.field)
+    }
+}
+
+impl Error for InvalidTransport {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn zero_limits_are_rejected_by_name() {
+        let err = Builder::new()
+            .read_timeout(Duration::ZERO)
+            .http_connector()
+            .unwrap_err();
+        assert_eq!(err.field(), "read_timeout");
+        assert_eq!(err.to_string(), "transport.read_timeout must be greater than zero, got 0s");
+        let err = Builder::new()
+            .connect_timeout(Duration::ZERO)
+            .http_connector()
+            .unwrap_err();
+        assert_eq!(err.field(), "connect_timeout");
+        let err = Builder::new()
+            .pool_idle_timeout(Some(Duration::ZERO))
+            .http_connector()
+            .unwrap_err();
+        assert_eq!(err.field(), "pool_idle_timeout");
+    }
+
+    #[test]
+    fn defaults_are_valid() {
+        assert!(Builder::default().http_connector().is_ok());
+        assert!(Builder::new().no_connect_timeout().pool_idle_timeout(None).http_connector().is_ok());
+    }
+}
