@@ -133,3 +133,6 @@ where
         ResponseFuture::new(response, tokio::time::sleep_until(end), expiry)
     }
 }
+
+#[cfg(test)]
+mod tests;

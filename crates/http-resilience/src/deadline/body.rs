@@ -22,12 +22,15 @@ pin_project! {
     /// The deadline is checked *before* each frame: a body whose frames are
     /// always ready (an in-memory or very fast stream) still stops at the
     /// deadline. After the error the body reports its end.
+    ///
+    /// A timer is allocated only when the inner body first has to wait for a
+    /// frame; a body that is always ready costs a clock read per frame. The
+    /// wrapper is `Unpin` when the inner body is.
     pub struct DeadlineBody<B> {
         #[pin]
         inner: B,
-        #[pin]
-        sleep: Sleep,
-        budget: std::time::Duration,
+        sleep: Option<Pin<Box<Sleep>>>,
+        deadline: RequestDeadline,
         expired: bool,
     }
 }
@@ -39,8 +42,8 @@ impl<B> DeadlineBody<B> {
     pub fn new(inner: B, deadline: RequestDeadline) -> Self {
         Self {
             inner,
-            sleep: tokio::time::sleep_until(deadline.instant()),
-            budget: deadline.budget(),
+            sleep: None,
+            deadline,
             expired: false,
         }
     }
@@ -77,13 +80,20 @@ where
         if *this.expired {
             return Poll::Ready(None);
         }
-        if this.sleep.poll(cx).is_ready() {
-            *this.expired = true;
-            return Poll::Ready(Some(Err(DeadlineExceeded::new(*this.budget).into())));
+        let deadline = *this.deadline;
+        if !deadline.is_expired() {
+            if let Poll::Ready(frame) = this.inner.poll_frame(cx) {
+                return Poll::Ready(frame.map(|result| result.map_err(Into::into)));
+            }
+            let sleep = this
+                .sleep
+                .get_or_insert_with(|| Box::pin(tokio::time::sleep_until(deadline.instant())));
+            if sleep.as_mut().poll(cx).is_pending() {
+                return Poll::Pending;
+            }
         }
-        this.inner
-            .poll_frame(cx)
-            .map(|frame| frame.map(|result| result.map_err(Into::into)))
+        *this.expired = true;
+        Poll::Ready(Some(Err(DeadlineExceeded::new(deadline.budget()).into())))
     }
 
     fn is_end_stream(&self) -> bool {
@@ -103,7 +113,7 @@ impl<B: fmt::Debug> fmt::Debug for DeadlineBody<B> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("DeadlineBody")
             .field("inner", &self.inner)
-            .field("budget", &self.budget)
+            .field("deadline", &self.deadline)
             .field("expired", &self.expired)
             .finish_non_exhaustive()
     }

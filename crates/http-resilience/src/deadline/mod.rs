@@ -122,3 +122,6 @@ where
         ResponseFuture::new(self.inner.call(request), deadline)
     }
 }
+
+#[cfg(test)]
+mod tests;

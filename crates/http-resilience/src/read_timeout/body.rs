@@ -25,7 +25,6 @@ pin_project! {
     pub struct ReadTimeoutBody<B> {
         #[pin]
         inner: B,
-        #[pin]
         gap: Gap,
     }
 }

@@ -19,7 +19,6 @@ pin_project! {
     pub struct ResponseFuture<F> {
         #[pin]
         response: F,
-        #[pin]
         gap: Gap,
     }
 }

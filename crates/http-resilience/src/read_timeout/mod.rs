@@ -108,3 +108,6 @@ where
         ResponseFuture::new(self.inner.call(request), Gap::new(self.limit))
     }
 }
+
+#[cfg(test)]
+mod tests;

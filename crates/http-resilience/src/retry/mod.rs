@@ -185,3 +185,6 @@ where
         )
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,110 @@
+use super::{error::AttemptTimedOut, AttemptTimeoutLayer};
+use crate::{deadline::error::DeadlineExceeded, RequestDeadline};
+use http::{Request, Response};
+use std::time::Duration;
+use tokio::time;
+use tokio_test::{assert_pending, assert_ready};
+use tower::{ServiceBuilder, ServiceExt};
+use tower_test::mock;
+
+type Req = Request<()>;
+type Resp = Response<&'static str>;
+
+const LIMIT: Duration = Duration::from_millis(500);
+
+#[tokio::test(flavor = "current_thread", start_paused = true)]
+async fn times_out_with_the_limit() {
+    let (mut svc, mut handle) = mock::spawn_layer::<Req, Resp, _>(AttemptTimeoutLayer::new(LIMIT));
+    handle.allow(1);
+    assert_ready!(svc.poll_ready()).unwrap();
+    let mut fut = tokio_test::task::spawn(svc.call(Request::new(())));
+    assert_pending!(fut.poll());
+    let (_req, _send) = handle.next_request().await.unwrap();
+    time::advance(LIMIT - Duration::from_millis(1)).await;
+    assert_pending!(fut.poll());
+    time::advance(Duration::from_millis(1)).await;
+    let err = assert_ready!(fut.poll()).unwrap_err();
+    assert_eq!(err.downcast_ref::<AttemptTimedOut>().unwrap().duration(), LIMIT);
+}
+
+#[tokio::test(flavor = "current_thread", start_paused = true)]
+async fn passes_a_timely_response_through() {
+    let svc = ServiceBuilder::new()
+        .layer(AttemptTimeoutLayer::new(LIMIT))
+        .service_fn(|_: Req| async {
+            time::sleep(Duration::from_millis(400)).await;
+            Ok::<_, std::convert::Infallible>(Response::new("ok"))
+        });
+    let response = svc.oneshot(Request::new(())).await.unwrap();
+    assert_eq!(*response.body(), "ok");
+}
+
+#[tokio::test(flavor = "current_thread", start_paused = true)]
+async fn a_response_ready_with_the_timer_wins() {
+    // The inner service answers at exactly the limit: both timers fire in the
+    // same tick, and the response is polled first.
+    let svc = ServiceBuilder::new()
+        .layer(AttemptTimeoutLayer::new(LIMIT))
+        .service_fn(|_: Req| async {
+            time::sleep(LIMIT).await;
+            Ok::<_, std::convert::Infallible>(Response::new("just in time"))
+        });
+    let response = svc.oneshot(Request::new(())).await.unwrap();
+    assert_eq!(*response.body(), "just in time");
+}
+
+#[tokio::test(flavor = "current_thread", start_paused = true)]
+async fn an_earlier_deadline_ends_the_attempt_with_the_deadline_error() {
+    let (mut svc, mut handle) = mock::spawn_layer::<Req, Resp, _>(AttemptTimeoutLayer::new(LIMIT));
+    handle.allow(1);
+    assert_ready!(svc.poll_ready()).unwrap();
+    let mut request = Request::new(());
+    request
+        .extensions_mut()
+        .insert(RequestDeadline::after(Duration::from_millis(200)));
+    let mut fut = tokio_test::task::spawn(svc.call(request));
+    assert_pending!(fut.poll());
+    let _pending = handle.next_request().await.unwrap();
+    time::advance(Duration::from_millis(200)).await;
+    let err = assert_ready!(fut.poll()).unwrap_err();
+    let exceeded = err.downcast_ref::<DeadlineExceeded>().expect("the deadline's error");
+    assert_eq!(exceeded.duration(), Duration::from_millis(200));
+}
+
+#[tokio::test(flavor = "current_thread", start_paused = true)]
+async fn a_later_deadline_leaves_the_attempt_limit_in_charge() {
+    let (mut svc, mut handle) = mock::spawn_layer::<Req, Resp, _>(AttemptTimeoutLayer::new(LIMIT));
+    handle.allow(1);
+    assert_ready!(svc.poll_ready()).unwrap();
+    let mut request = Request::new(());
+    request
+        .extensions_mut()
+        .insert(RequestDeadline::after(Duration::from_secs(8)));
+    let mut fut = tokio_test::task::spawn(svc.call(request));
+    assert_pending!(fut.poll());
+    let _pending = handle.next_request().await.unwrap();
+    time::advance(LIMIT).await;
+    let err = assert_ready!(fut.poll()).unwrap_err();
+    assert!(err.is::<AttemptTimedOut>(), "{err}");
+}
+
+#[tokio::test(flavor = "current_thread", start_paused = true)]
+async fn does_not_send_when_the_deadline_has_passed() {
+    let (mut svc, mut handle) = mock::spawn_layer::<Req, Resp, _>(AttemptTimeoutLayer::new(LIMIT));
+    handle.allow(1);
+    let mut request = Request::new(());
+    request
+        .extensions_mut()
+        .insert(RequestDeadline::after(Duration::from_millis(10)));
+    time::advance(Duration::from_millis(10)).await;
+    assert_ready!(svc.poll_ready()).unwrap();
+    let err = svc.call(request).await.unwrap_err();
+    assert!(err.is::<DeadlineExceeded>(), "{err}");
+    assert_pending!(handle.poll_request(), "nothing was sent");
+}
+
+#[test]
+fn futures_and_layers_print() {
+    let layer = AttemptTimeoutLayer::new(LIMIT);
+    assert_eq!(format!("{layer:?}"), "AttemptTimeoutLayer { limit: 500ms }");
+}

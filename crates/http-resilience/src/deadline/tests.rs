@@ -1,0 +1,130 @@
+use super::{error::DeadlineExceeded, Deadline, DeadlineLayer};
+use crate::RequestDeadline;
+use bytes::Bytes;
+use http::{Request, Response};
+use http_body_util::BodyExt;
+use http_resilience_mock::body::ScriptedBody;
+use std::{convert::Infallible, time::Duration};
+use tokio::time::{self, Instant};
+use tokio_test::{assert_pending, assert_ready};
+use tower::{ServiceBuilder, ServiceExt};
+use tower_test::mock;
+
+type Req = Request<()>;
+
+const BUDGET: Duration = Duration::from_secs(2);
+
+/// A service that reports the deadline it saw and answers with `body`.
+fn echo_deadline(
+    body: ScriptedBody,
+) -> impl tower::Service<Req, Response = Response<ScriptedBody>, Error = Infallible> + Clone {
+    tower::service_fn(move |request: Req| {
+        let seen = RequestDeadline::of(&request);
+        let body = body.clone();
+        async move {
+            let mut response = Response::new(body);
+            response.extensions_mut().insert(seen);
+            Ok(response)
+        }
+    })
+}
+
+#[tokio::test(flavor = "current_thread", start_paused = true)]
+async fn records_the_deadline_in_the_request() {
+    let start = Instant::now();
+    let svc = Deadline::new(echo_deadline(ScriptedBody::new()), BUDGET);
+    let response = svc.oneshot(Request::new(())).await.unwrap();
+    let seen = response.extensions().get::<Option<RequestDeadline>>().unwrap().unwrap();
+    assert_eq!(seen.instant(), start + BUDGET);
+    assert_eq!(seen.budget(), BUDGET);
+}
+
+#[tokio::test(flavor = "current_thread", start_paused = true)]
+async fn an_earlier_inherited_deadline_wins() {
+    let start = Instant::now();
+    let svc = Deadline::new(echo_deadline(ScriptedBody::new()), BUDGET);
+    let mut request = Request::new(());
+    request
+        .extensions_mut()
+        .insert(RequestDeadline::after(Duration::from_millis(700)));
+    let response = svc.clone().oneshot(request).await.unwrap();
+    let seen = response.extensions().get::<Option<RequestDeadline>>().unwrap().unwrap();
+    assert_eq!(seen.instant(), start + Duration::from_millis(700));
+
+    // A later inherited deadline loses to the layer's own.
+    let mut request = Request::new(());
+    request
+        .extensions_mut()
+        .insert(RequestDeadline::after(Duration::from_secs(60)));
+    let response = svc.oneshot(request).await.unwrap();
+    let seen = response.extensions().get::<Option<RequestDeadline>>().unwrap().unwrap();
+    assert_eq!(seen.instant(), start + BUDGET);
+}
+
+#[tokio::test(flavor = "current_thread", start_paused = true)]
+async fn fails_a_call_still_running_at_the_deadline() {
+    let (mut svc, mut handle) =
+        mock::spawn_layer::<Req, Response<ScriptedBody>, _>(DeadlineLayer::new(BUDGET));
+    handle.allow(1);
+    assert_ready!(svc.poll_ready()).unwrap();
+    let mut fut = tokio_test::task::spawn(svc.call(Request::new(())));
+    assert_pending!(fut.poll());
+    let _pending = handle.next_request().await.unwrap();
+    time::advance(BUDGET - Duration::from_millis(1)).await;
+    assert_pending!(fut.poll());
+    time::advance(Duration::from_millis(1)).await;
+    let err = assert_ready!(fut.poll()).unwrap_err();
+    assert_eq!(err.downcast_ref::<DeadlineExceeded>().unwrap().duration(), BUDGET);
+}
+
+#[tokio::test(flavor = "current_thread", start_paused = true)]
+async fn bounds_the_body_too() {
+    // The head comes at once; the body drips past the deadline.
+    let body = ScriptedBody::new()
+        .data("first ")
+        .wait(Duration::from_millis(1500))
+        .data("second ")
+        .wait(Duration::from_millis(1500))
+        .data("too late");
+    let svc = Deadline::new(echo_deadline(body), BUDGET);
+    let mut body = svc.oneshot(Request::new(())).await.unwrap().into_body();
+    let first = body.frame().await.unwrap().unwrap().into_data().unwrap();
+    assert_eq!(first, Bytes::from_static(b"first "));
+    let second = body.frame().await.unwrap().unwrap().into_data().unwrap();
+    assert_eq!(second, Bytes::from_static(b"second "));
+    let err = body.frame().await.unwrap().unwrap_err();
+    assert!(err.is::<DeadlineExceeded>(), "{err}");
+    assert!(body.frame().await.is_none(), "the body ends after the error");
+}
+
+#[tokio::test(flavor = "current_thread", start_paused = true)]
+async fn a_body_read_in_time_is_complete() {
+    let body = ScriptedBody::new()
+        .data("a")
+        .wait(Duration::from_millis(1900))
+        .data("b");
+    let svc = ServiceBuilder::new()
+        .layer(DeadlineLayer::new(BUDGET))
+        .service(echo_deadline(body));
+    let body = svc.oneshot(Request::new(())).await.unwrap().into_body();
+    assert_eq!(body.collect().await.unwrap().to_bytes(), "ab");
+}
+
+#[tokio::test(flavor = "current_thread", start_paused = true)]
+async fn an_expired_inherited_deadline_fails_without_calling() {
+    let (mut svc, mut handle) =
+        mock::spawn_layer::<Req, Response<ScriptedBody>, _>(DeadlineLayer::new(BUDGET));
+    handle.allow(1);
+    let mut request = Request::new(());
+    request
+        .extensions_mut()
+        .insert(RequestDeadline::after(Duration::from_millis(5)));
+    time::advance(Duration::from_millis(5)).await;
+    assert_ready!(svc.poll_ready()).unwrap();
+    let err = svc.call(request).await.unwrap_err();
+    assert_eq!(
+        err.downcast_ref::<DeadlineExceeded>().unwrap().duration(),
+        Duration::from_millis(5)
+    );
+    assert_pending!(handle.poll_request(), "nothing was sent");
+}

@@ -1,0 +1,249 @@
+use super::*;
+use crate::{Attempts, BoxError};
+use bytes::Bytes;
+use http::{Request, Response, StatusCode};
+use http_body_util::Full;
+use std::time::Duration;
+use tokio::time::{self, Instant};
+use tokio_test::{assert_pending, assert_ready};
+use tower_test::mock;
+
+type Req = Request<String>;
+type Resp = Response<&'static str>;
+
+fn seed_policy(delay: Duration) -> RetryPolicy<StatusDecoder, FixedDelay> {
+    RetryPolicy::new(StatusDecoder::new([503]), FixedDelay::new(delay, 2))
+}
+
+fn request(body: &'static str) -> Req {
+    Request::builder().uri("/value").body(body.to_owned()).unwrap()
+}
+
+/// The next request the mock receives, checked against what was sent.
+async fn expect(
+    handle: &mut mock::Handle<Req, Resp>,
+    body: &str,
+) -> mock::SendResponse<Resp> {
+    let (req, send) = handle.next_request().await.expect("a request");
+    assert_eq!(req.uri(), "/value");
+    assert_eq!(req.body(), body);
+    send
+}
+
+fn status(code: u16, body: &'static str) -> Resp {
+    Response::builder()
+        .status(code)
+        .header("x-attempt-body", body)
+        .body(body)
+        .unwrap()
+}
+
+type Seed = RetryPolicy<StatusDecoder, FixedDelay>;
+
+/// The retry layer over a mock upstream.
+fn spawn(policy: Seed) -> (mock::Spawn<StatusRetry<mock::Mock<Req, Resp>, Seed>>, mock::Handle<Req, Resp>) {
+    mock::spawn_layer(StatusRetryLayer::new(policy))
+}
+
+#[tokio::test(flavor = "current_thread", start_paused = true)]
+async fn retries_until_limit_and_returns_the_last_response_unchanged() {
+    let (mut svc, mut handle) = spawn(seed_policy(Duration::from_millis(10)));
+    handle.allow(3);
+    assert_ready!(svc.poll_ready()).unwrap();
+    let mut fut = tokio_test::task::spawn(svc.call(request("hello")));
+
+    for n in 1..=3 {
+        assert_pending!(fut.poll());
+        expect(&mut handle, "hello").await.send_response(status(503, ["first", "second", "third"][n - 1]));
+        if n < 3 {
+            assert_pending!(fut.poll(), "waits before attempt {}", n + 1);
+            time::advance(Duration::from_millis(10)).await;
+        }
+    }
+    let response = fut.await.unwrap();
+    assert_eq!(response.status(), StatusCode::SERVICE_UNAVAILABLE);
+    assert_eq!(response.headers()["x-attempt-body"], "third");
+    assert_eq!(*response.body(), "third");
+    assert_eq!(Attempts::of(&response), Some(3));
+}
+
+#[tokio::test(flavor = "current_thread", start_paused = true)]
+async fn succeeds_after_retries() {
+    let (mut svc, mut handle) = spawn(seed_policy(Duration::from_millis(10)));
+    handle.allow(3);
+    assert_ready!(svc.poll_ready()).unwrap();
+    let fut = svc.call(request(""));
+    let server = async move {
+        expect(&mut handle, "").await.send_response(status(503, "a"));
+        expect(&mut handle, "").await.send_response(status(503, "b"));
+        expect(&mut handle, "").await.send_response(status(200, "ok"));
+        handle
+    };
+    let (response, _handle) = tokio::join!(fut, server);
+    let response = response.unwrap();
+    assert_eq!(response.status(), StatusCode::OK);
+    assert_eq!(*response.body(), "ok");
+    assert_eq!(Attempts::of(&response), Some(2 + 1));
+}
+
+#[tokio::test(flavor = "current_thread", start_paused = true)]
+async fn accepts_statuses_outside_the_set() {
+    for code in [200, 404, 500] {
+        let (mut svc, mut handle) = spawn(seed_policy(Duration::from_millis(10)));
+        handle.allow(1);
+        assert_ready!(svc.poll_ready()).unwrap();
+        let fut = svc.call(request(""));
+        let server = async {
+            expect(&mut handle, "").await.send_response(status(code, "x"));
+        };
+        let (response, ()) = tokio::join!(fut, server);
+        let response = response.unwrap();
+        assert_eq!(response.status().as_u16(), code);
+        assert_eq!(Attempts::of(&response), Some(1));
+        assert_pending!(handle.poll_request(), "no second attempt for {code}");
+    }
+}
+
+#[tokio::test(flavor = "current_thread", start_paused = true)]
+async fn returns_the_last_error_unchanged() {
+    #[derive(Debug)]
+    struct Boom(u32);
+    impl std::fmt::Display for Boom {
+        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            write!(f, "boom {}", self.0)
+        }
+    }
+    impl std::error::Error for Boom {}
+
+    let retry_errors = |outcome: &Result<Resp, BoxError>| match outcome {
+        Err(_) => Verdict::retry(),
+        Ok(_) => Verdict::Accept,
+    };
+    let policy = RetryPolicy::new(retry_errors, FixedDelay::new(Duration::from_millis(5), 1));
+    let (mut svc, mut handle) = mock::spawn_layer::<Req, Resp, _>(StatusRetryLayer::new(policy));
+    handle.allow(2);
+    assert_ready!(svc.poll_ready()).unwrap();
+    let fut = svc.call(request(""));
+    let server = async {
+        expect(&mut handle, "").await.send_error(Boom(1));
+        expect(&mut handle, "").await.send_error(Boom(2));
+    };
+    let (result, ()) = tokio::join!(fut, server);
+    let err = result.unwrap_err();
+    assert_eq!(err.downcast_ref::<Boom>().map(|b| b.0), Some(2));
+}
+
+#[tokio::test(flavor = "current_thread", start_paused = true)]
+async fn every_retry_waits_for_readiness() {
+    let (mut svc, mut handle) = spawn(seed_policy(Duration::from_millis(10)));
+    handle.allow(1);
+    assert_ready!(svc.poll_ready()).unwrap();
+    let mut fut = tokio_test::task::spawn(svc.call(request("")));
+    assert_pending!(fut.poll());
+    expect(&mut handle, "").await.send_response(status(503, "a"));
+    assert_pending!(fut.poll());
+    time::advance(Duration::from_millis(10)).await;
+    // The delay is over, but the clone is not ready: nothing is sent.
+    assert_pending!(fut.poll());
+    assert!(fut.enter(|_, f| format!("{f:?}")).contains("readying"));
+    assert_pending!(handle.poll_request());
+    handle.allow(1);
+    assert!(fut.is_woken(), "readiness wakes the retry");
+    assert_pending!(fut.poll());
+    expect(&mut handle, "").await.send_response(status(200, "ok"));
+    assert_eq!(fut.await.unwrap().status(), StatusCode::OK);
+}
+
+#[tokio::test(flavor = "current_thread", start_paused = true)]
+async fn zero_delay_does_not_touch_the_timer() {
+    let (mut svc, mut handle) = spawn(seed_policy(Duration::ZERO));
+    handle.allow(1);
+    assert_ready!(svc.poll_ready()).unwrap();
+    let mut fut = tokio_test::task::spawn(svc.call(request("")));
+    assert_pending!(fut.poll());
+    let start = Instant::now();
+    expect(&mut handle, "").await.send_response(status(503, "a"));
+    assert_pending!(fut.poll());
+    // Straight to readiness: no backoff state, no sleep registered.
+    let state = fut.enter(|_, f| format!("{f:?}"));
+    assert!(state.contains("readying"), "{state}");
+    handle.allow(2);
+    let server = async {
+        expect(&mut handle, "").await.send_response(status(503, "b"));
+        expect(&mut handle, "").await.send_response(status(200, "ok"));
+    };
+    let (response, ()) = tokio::join!(fut, server);
+    assert_eq!(response.unwrap().status(), StatusCode::OK);
+    assert_eq!(Instant::now(), start, "no virtual time passed");
+}
+
+#[tokio::test(flavor = "current_thread", start_paused = true)]
+async fn nonzero_delay_waits_in_backoff() {
+    let (mut svc, mut handle) = spawn(seed_policy(Duration::from_millis(10)));
+    handle.allow(1);
+    assert_ready!(svc.poll_ready()).unwrap();
+    let mut fut = tokio_test::task::spawn(svc.call(request("")));
+    assert_pending!(fut.poll());
+    expect(&mut handle, "").await.send_response(status(503, "a"));
+    assert_pending!(fut.poll());
+    let state = fut.enter(|_, f| format!("{f:?}"));
+    assert!(state.contains("backoff"), "{state}");
+    time::advance(Duration::from_millis(9)).await;
+    assert_pending!(fut.poll());
+    assert!(fut.enter(|_, f| format!("{f:?}")).contains("backoff"));
+}
+
+#[tokio::test(flavor = "current_thread", start_paused = true)]
+async fn does_not_retry_a_body_that_cannot_be_replayed() {
+    use http_body_util::{combinators::UnsyncBoxBody, BodyExt};
+    type Streamed = Request<UnsyncBoxBody<Bytes, std::convert::Infallible>>;
+    let (mut svc, mut handle) = mock::spawn_layer::<Streamed, Resp, _>(StatusRetryLayer::new(
+        seed_policy(Duration::from_millis(10)),
+    ));
+    handle.allow(3);
+    assert_ready!(svc.poll_ready()).unwrap();
+    let body = Full::new(Bytes::from_static(b"stream"))
+        .map_err(|never| match never {})
+        .boxed_unsync();
+    let fut = svc.call(Request::new(body));
+    let server = async {
+        let (_, send) = handle.next_request().await.unwrap();
+        send.send_response(status(503, "only"));
+    };
+    let (response, ()) = tokio::join!(fut, server);
+    let response = response.unwrap();
+    assert_eq!(response.status(), StatusCode::SERVICE_UNAVAILABLE);
+    assert_eq!(Attempts::of(&response), Some(1));
+    assert_pending!(handle.poll_request());
+}
+
+#[tokio::test(flavor = "current_thread", start_paused = true)]
+async fn dropping_the_future_during_backoff_stops_the_call() {
+    let (mut svc, mut handle) = spawn(seed_policy(Duration::from_millis(10)));
+    handle.allow(3);
+    assert_ready!(svc.poll_ready()).unwrap();
+    let mut fut = tokio_test::task::spawn(svc.call(request("")));
+    assert_pending!(fut.poll());
+    expect(&mut handle, "").await.send_response(status(503, "a"));
+    assert_pending!(fut.poll());
+    drop(fut);
+    time::advance(Duration::from_secs(1)).await;
+    assert_pending!(handle.poll_request(), "no attempt after the drop");
+}
+
+#[tokio::test(flavor = "current_thread", start_paused = true)]
+async fn every_request_gets_a_fresh_retryer() {
+    let (mut svc, mut handle) = spawn(seed_policy(Duration::ZERO));
+    handle.allow(6);
+    for _ in 0..2 {
+        assert_ready!(svc.poll_ready()).unwrap();
+        let fut = svc.call(request(""));
+        let server = async {
+            for _ in 0..3 {
+                expect(&mut handle, "").await.send_response(status(503, "x"));
+            }
+        };
+        let (response, ()) = tokio::join!(fut, server);
+        assert_eq!(Attempts::of(&response.unwrap()), Some(3));
+    }
+}
