@@ -45,6 +45,7 @@
 //! # }
 //! ```
 
+pub mod body;
 mod request;
 mod response;
 mod server;

@@ -253,8 +253,7 @@ fn parse_head(buf: &[u8]) -> io::Result<Option<(RequestHead, usize)>> {
     if len > MAX_HEAD_LEN {
         return Err(invalid("request head too large"));
     }
-    let (Some(method), Some(target), Some(minor)) =
-        (request.method, request.path, request.version)
+    let (Some(method), Some(target), Some(minor)) = (request.method, request.path, request.version)
     else {
         return Err(invalid("incomplete request line"));
     };
@@ -286,14 +285,12 @@ fn parse_head(buf: &[u8]) -> io::Result<Option<(RequestHead, usize)>> {
 /// coding must then be chunked), otherwise by `Content-Length`, otherwise empty.
 fn framing(headers: &HeaderMap) -> io::Result<Framing> {
     if headers.contains_key(TRANSFER_ENCODING) {
-        let last_coding = headers
-            .get_all(TRANSFER_ENCODING)
-            .iter()
-            .filter_map(|value| value.to_str().ok())
-            .flat_map(|value| value.split(','))
-            .map(str::trim)
-            .filter(|coding| !coding.is_empty())
-            .last();
+        let mut last_coding = None;
+        for value in headers.get_all(TRANSFER_ENCODING).iter() {
+            let text = value.to_str().map_err(invalid)?;
+            let coding = text.split(',').map(str::trim).rfind(|c| !c.is_empty());
+            last_coding = coding.or(last_coding);
+        }
         return match last_coding {
             Some(coding) if coding.eq_ignore_ascii_case("chunked") => Ok(Framing::Chunked),
             _ => Err(invalid("request body is not chunked")),
@@ -335,7 +332,8 @@ fn parse_chunk_size(line: &[u8]) -> io::Result<usize> {
         .iter()
         .try_fold(0usize, |size, &digit| {
             let value = char::from(digit).to_digit(16)?;
-            size.checked_mul(16)?.checked_add(usize::try_from(value).ok()?)
+            size.checked_mul(16)?
+                .checked_add(usize::try_from(value).ok()?)
         })
         .ok_or_else(|| invalid("chunk size overflows"))
 }
@@ -412,8 +410,7 @@ mod tests {
     #[tokio::test]
     async fn rejects_invalid_chunk_sizes() {
         for size in ["", "+5", "zz", "fffffffffffffffffffff"] {
-            let input =
-                format!("POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n{size}\r\n");
+            let input = format!("POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n{size}\r\n");
             let error = read_one(input.as_bytes()).await.unwrap_err();
             assert_eq!(error.kind(), io::ErrorKind::InvalidData, "size {size:?}");
         }
@@ -429,6 +426,19 @@ mod tests {
     async fn rejects_non_chunked_transfer_encoding() {
         let input = b"POST / HTTP/1.1\r\nTransfer-Encoding: gzip\r\n\r\n";
         assert!(read_one(input).await.is_err());
+    }
+
+    #[test]
+    fn only_a_final_chunked_coding_frames_the_body() {
+        let framing_of = |raw: &[u8]| parse_head(raw).map(|head| head.map(|(h, _)| h.framing));
+        let chunked =
+            b"POST / HTTP/1.1\r\nTransfer-Encoding: gzip\r\nTransfer-Encoding: chunked\r\n\r\n";
+        assert_eq!(framing_of(chunked).unwrap(), Some(Framing::Chunked));
+        assert!(
+            framing_of(b"POST / HTTP/1.1\r\nTransfer-Encoding: chunked, gzip\r\n\r\n").is_err()
+        );
+        let both = b"POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\nContent-Length: 3\r\n\r\n";
+        assert_eq!(framing_of(both).unwrap(), Some(Framing::Chunked));
     }
 
     #[tokio::test]

@@ -249,10 +249,7 @@ async fn serve(stream: TcpStream, state: Arc<State>, _open: OpenConnection) {
 }
 
 /// Reads requests and applies scripted responses until one ends the connection.
-async fn serve_requests(
-    reader: &mut RequestReader<TcpStream>,
-    state: &State,
-) -> io::Result<After> {
+async fn serve_requests(reader: &mut RequestReader<TcpStream>, state: &State) -> io::Result<After> {
     while let Some(head) = reader.read_head().await? {
         if head.expects_continue() {
             reader.get_mut().write_all(CONTINUE).await?;
