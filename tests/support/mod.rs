@@ -1,0 +1,85 @@
+//! Shared parts of the cross-crate tests: the seed's stack over a real client.
+#![allow(dead_code, unreachable_pub)]
+
+use bytes::Bytes;
+use http::{Request, Response};
+use http_body_util::{BodyExt, Full};
+use http_resilience::{
+    attempt_timeout::AttemptTimeoutLayer,
+    deadline::{body::DeadlineBody, DeadlineLayer},
+    read_timeout::body::ReadTimeoutBody,
+    retry::{FixedDelay, RetryPolicy, StatusDecoder, StatusRetryLayer},
+    transport, BoxError,
+};
+use hyper::body::Incoming;
+use std::{future::Future, time::Duration};
+use tower::{Service, ServiceBuilder};
+
+/// The guard on every await that could hang: far above every limit under test.
+pub const GUARD: Duration = Duration::from_secs(20);
+
+/// The limits of seed 000's policy.
+#[derive(Debug, Clone, Copy)]
+pub struct Seed {
+    pub attempt: Duration,
+    pub total: Duration,
+    pub delay: Duration,
+    pub read: Duration,
+    pub connect: Duration,
+}
+
+impl Default for Seed {
+    fn default() -> Self {
+        Self {
+            attempt: Duration::from_secs(3),
+            total: Duration::from_secs(8),
+            delay: Duration::from_millis(10),
+            read: Duration::from_secs(5),
+            connect: Duration::from_millis(1000),
+        }
+    }
+}
+
+pub type Body = DeadlineBody<ReadTimeoutBody<Incoming>>;
+
+/// The seed's stack over a real hyper-util client: deadline, then retry of 503
+/// only (two retries, fixed delay), then the attempt timeout.
+pub fn seed_stack(
+    seed: Seed,
+) -> impl Service<Request<Full<Bytes>>, Response = Response<Body>, Error = BoxError, Future: Send>
+       + Clone
+       + Send {
+    let client = transport::Builder::new()
+        .connect_timeout(seed.connect)
+        .read_timeout(seed.read)
+        .build_http::<Full<Bytes>>()
+        .expect("valid transport");
+    let policy = RetryPolicy::new(StatusDecoder::new([503]), FixedDelay::new(seed.delay, 2));
+    ServiceBuilder::new()
+        .layer(DeadlineLayer::new(seed.total))
+        .layer(StatusRetryLayer::new(policy))
+        .layer(AttemptTimeoutLayer::new(seed.attempt))
+        .service(client)
+}
+
+/// A GET of `uri` with an empty body.
+pub fn get(uri: http::Uri) -> Request<Full<Bytes>> {
+    Request::get(uri).body(Full::default()).unwrap()
+}
+
+/// Awaits `future` under [`GUARD`], failing the test if it hangs.
+pub async fn guarded<F: Future>(future: F) -> F::Output {
+    tokio::time::timeout(GUARD, future)
+        .await
+        .expect("the call hung past the test guard")
+}
+
+/// The whole body as text.
+pub async fn text<B>(body: B) -> Result<String, BoxError>
+where
+    B: http_body::Body,
+    B::Error: Into<BoxError>,
+{
+    let bytes = body.collect().await.map_err(Into::into)?.to_bytes();
+    Ok(String::from_utf8(bytes.to_vec())?)
+}
