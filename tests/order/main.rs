@@ -75,7 +75,11 @@ async fn attempt_timeout_outside_the_retry_never_restarts() {
     // One timer for everything: it fires during the first wait.
     assert!(err.is::<AttemptTimedOut>(), "{err}");
     assert_eq!(start.elapsed(), ATTEMPT);
-    assert_eq!(server.await.unwrap().len(), 1, "the retry never got to try again");
+    assert_eq!(
+        server.await.unwrap().len(),
+        1,
+        "the retry never got to try again"
+    );
 }
 
 #[tokio::test(flavor = "current_thread", start_paused = true)]
@@ -92,7 +96,9 @@ async fn deadline_outside_the_retry_bounds_the_whole_call() {
     assert_eq!(start.elapsed(), ATTEMPT);
     let attempts = server.await.unwrap();
     assert_eq!(attempts.len(), 1);
-    let deadline = attempts[0].1.expect("the deadline is recorded for inner layers");
+    let deadline = attempts[0]
+        .1
+        .expect("the deadline is recorded for inner layers");
     assert_eq!(deadline.instant(), start + ATTEMPT);
 }
 

@@ -54,7 +54,10 @@ async fn two_503_then_success_uses_three_requests() {
     assert_eq!(Attempts::of(&response), Some(3));
     assert_eq!(guarded(text(response.into_body())).await.unwrap(), "ok");
     assert_eq!(server.request_count(), 3);
-    assert!(server.requests().iter().all(|r| r.method == "GET" && r.uri == "/value"));
+    assert!(server
+        .requests()
+        .iter()
+        .all(|r| r.method == "GET" && r.uri == "/value"));
 }
 
 #[tokio::test]
@@ -75,7 +78,10 @@ async fn exhausted_503_returns_the_last_response_unwrapped_after_three_requests(
     assert_eq!(response.status(), StatusCode::SERVICE_UNAVAILABLE);
     assert_eq!(response.headers()["x-attempt"], "3");
     assert_eq!(Attempts::of(&response), Some(3));
-    assert_eq!(guarded(text(response.into_body())).await.unwrap(), "unavailable 3");
+    assert_eq!(
+        guarded(text(response.into_body())).await.unwrap(),
+        "unavailable 3"
+    );
     assert_eq!(server.request_count(), 3);
 }
 
@@ -176,10 +182,21 @@ async fn total_budget_includes_the_retry_delay() {
         attempts
     });
     let err = svc.oneshot(Request::new(String::new())).await.unwrap_err();
-    assert_eq!(err.downcast_ref::<DeadlineExceeded>().unwrap().duration(), Duration::from_millis(1500));
-    assert_eq!(start.elapsed(), Duration::from_millis(1500), "cut at the deadline, mid-delay");
+    assert_eq!(
+        err.downcast_ref::<DeadlineExceeded>().unwrap().duration(),
+        Duration::from_millis(1500)
+    );
+    assert_eq!(
+        start.elapsed(),
+        Duration::from_millis(1500),
+        "cut at the deadline, mid-delay"
+    );
     let attempts = server.await.unwrap();
-    assert_eq!(attempts, [Duration::ZERO, Duration::from_secs(1)], "no third attempt");
+    assert_eq!(
+        attempts,
+        [Duration::ZERO, Duration::from_secs(1)],
+        "no third attempt"
+    );
 }
 
 #[tokio::test(flavor = "current_thread", start_paused = true)]
@@ -206,7 +223,11 @@ async fn attempt_budget_restarts_after_a_retry() {
             let begun = start.elapsed();
             tokio::time::sleep(Duration::from_millis(400)).await;
             attempts.push((begun, start.elapsed()));
-            send.send_response(if n == 1 { reply(503, "") } else { reply(200, "ok") });
+            send.send_response(if n == 1 {
+                reply(503, "")
+            } else {
+                reply(200, "ok")
+            });
         }
         attempts
     });
@@ -214,11 +235,18 @@ async fn attempt_budget_restarts_after_a_retry() {
     assert_eq!(response.status(), StatusCode::OK);
     assert_eq!(Attempts::of(&response), Some(2));
     assert_eq!(support::text(response.into_body()).await.unwrap(), "ok");
-    assert_eq!(start.elapsed(), Duration::from_secs(1), "success after 1 s of virtual time");
+    assert_eq!(
+        start.elapsed(),
+        Duration::from_secs(1),
+        "success after 1 s of virtual time"
+    );
     let attempts = server.await.unwrap();
     let ms = Duration::from_millis;
     assert_eq!(attempts, [(ms(0), ms(400)), (ms(600), ms(1000))]);
     for (begun, ended) in attempts {
-        assert!(ended - begun < ms(500), "each attempt within its own 500 ms");
+        assert!(
+            ended - begun < ms(500),
+            "each attempt within its own 500 ms"
+        );
     }
 }

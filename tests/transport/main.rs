@@ -49,7 +49,11 @@ async fn refused_connection_is_its_own_kind() {
     let err = guarded(seed_stack(Seed::default()).oneshot(get(uri)))
         .await
         .unwrap_err();
-    assert_eq!(FailureKind::of(&*err), FailureKind::ConnectRefused, "{err:?}");
+    assert_eq!(
+        FailureKind::of(&*err),
+        FailureKind::ConnectRefused,
+        "{err:?}"
+    );
 }
 
 #[tokio::test]
@@ -66,7 +70,10 @@ async fn a_body_slower_than_the_read_limit_fails_between_frames() {
     assert_eq!(response.status(), StatusCode::OK);
     let err = guarded(text(response.into_body())).await.unwrap_err();
     assert_eq!(FailureKind::of(&*err), FailureKind::ReadTimeout, "{err}");
-    assert_eq!(failure::find::<ReadTimedOut>(&*err).unwrap().phase(), Phase::Body);
+    assert_eq!(
+        failure::find::<ReadTimedOut>(&*err).unwrap().phase(),
+        Phase::Body
+    );
     assert_eq!(server.request_count(), 1);
 }
 
@@ -74,7 +81,11 @@ async fn a_body_slower_than_the_read_limit_fails_between_frames() {
 async fn a_steady_body_may_outlast_the_read_limit_in_all() {
     let server = MockServer::start().await.unwrap();
     // 16 frames 40 ms apart: 640 ms in all, gaps far below the 500 ms limit.
-    server.enqueue(MockResponse::drip("0123456789abcdef", 1, Duration::from_millis(40)));
+    server.enqueue(MockResponse::drip(
+        "0123456789abcdef",
+        1,
+        Duration::from_millis(40),
+    ));
     let seed = Seed {
         read: Duration::from_millis(500),
         ..Seed::default()
@@ -83,8 +94,14 @@ async fn a_steady_body_may_outlast_the_read_limit_in_all() {
         .await
         .unwrap();
     let started = tokio::time::Instant::now();
-    assert_eq!(guarded(text(response.into_body())).await.unwrap(), "0123456789abcdef");
-    assert!(started.elapsed() > Duration::from_millis(500), "longer than the read limit");
+    assert_eq!(
+        guarded(text(response.into_body())).await.unwrap(),
+        "0123456789abcdef"
+    );
+    assert!(
+        started.elapsed() > Duration::from_millis(500),
+        "longer than the read limit"
+    );
 }
 
 #[tokio::test]
@@ -99,14 +116,21 @@ async fn a_stall_after_the_head_is_a_body_read_timeout() {
         .await
         .unwrap();
     let err = guarded(response.into_body().collect()).await.unwrap_err();
-    assert_eq!(failure::find::<ReadTimedOut>(&*err).unwrap().phase(), Phase::Body);
+    assert_eq!(
+        failure::find::<ReadTimedOut>(&*err).unwrap().phase(),
+        Phase::Body
+    );
 }
 
 #[tokio::test]
 async fn the_deadline_bounds_the_body_over_the_network() {
     let server = MockServer::start().await.unwrap();
     // 20 frames 200 ms apart (4 s), against a deadline of 1 s.
-    server.enqueue(MockResponse::drip("abcdefghijklmnopqrst", 1, Duration::from_millis(200)));
+    server.enqueue(MockResponse::drip(
+        "abcdefghijklmnopqrst",
+        1,
+        Duration::from_millis(200),
+    ));
     let seed = Seed {
         total: Duration::from_secs(1),
         ..Seed::default()
@@ -145,7 +169,9 @@ async fn idle_pooled_connections_are_evicted_by_the_pool_timer() {
         .pool_idle_timeout(Some(Duration::from_millis(100)))
         .build_http::<http_body_util::Full<bytes::Bytes>>()
         .unwrap();
-    let response = guarded(client.oneshot(get(server.uri("/value")))).await.unwrap();
+    let response = guarded(client.oneshot(get(server.uri("/value"))))
+        .await
+        .unwrap();
     assert_eq!(guarded(text(response.into_body())).await.unwrap(), "ok");
     assert_eq!(server.open_connections(), 1, "kept in the pool");
     // Without a pool timer hyper-util never evicts; with it, the connection

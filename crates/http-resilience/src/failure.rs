@@ -33,13 +33,13 @@ use std::{error::Error, fmt, io};
 #[non_exhaustive]
 pub enum FailureKind {
     /// The call's deadline passed
-    /// ([`DeadlineExceeded`](crate::deadline::error::DeadlineExceeded)).
+    /// ([`DeadlineExceeded`]).
     Deadline,
     /// One attempt took longer than its limit
-    /// ([`AttemptTimedOut`](crate::attempt_timeout::error::AttemptTimedOut)).
+    /// ([`AttemptTimedOut`]).
     AttemptTimeout,
     /// No data arrived from the upstream within the read timeout
-    /// ([`ReadTimedOut`](crate::read_timeout::error::ReadTimedOut)).
+    /// ([`ReadTimedOut`]).
     ReadTimeout,
     /// Setting up the TCP connection took longer than the connect timeout.
     ConnectTimeout,
@@ -159,8 +159,12 @@ fn client_error(_: &(dyn Error + 'static)) -> (bool, bool) {
 ///
 /// Unlike a plain walk of `source()`, an `io::Error` that wraps another error is
 /// followed into that error (`io::Error::source` skips it).
-pub fn chain<'a>(error: &'a (dyn Error + 'static)) -> impl Iterator<Item = &'a (dyn Error + 'static)> {
-    std::iter::successors(Some(error), |&err: &&'a (dyn Error + 'static)| match err.downcast_ref::<io::Error>() {
+pub fn chain<'a>(
+    error: &'a (dyn Error + 'static),
+) -> impl Iterator<Item = &'a (dyn Error + 'static)> {
+    std::iter::successors(Some(error), |&err: &&'a (dyn Error + 'static)| match err
+        .downcast_ref::<io::Error>()
+    {
         Some(io) => io.get_ref().map(|inner| inner as &(dyn Error + 'static)),
         None => err.source(),
     })
@@ -215,7 +219,10 @@ mod tests {
     fn finds_the_layer_errors_below_wrappers() {
         let second = Duration::from_secs(1);
         assert_eq!(kind(DeadlineExceeded::new(second)), FailureKind::Deadline);
-        assert_eq!(kind(AttemptTimedOut::new(second)), FailureKind::AttemptTimeout);
+        assert_eq!(
+            kind(AttemptTimedOut::new(second)),
+            FailureKind::AttemptTimeout
+        );
         assert_eq!(
             kind(ReadTimedOut::new(second, Phase::Head)),
             FailureKind::ReadTimeout
@@ -235,7 +242,10 @@ mod tests {
             FailureKind::ConnectRefused
         );
         // A timeout of the socket outside a connect is not a connect timeout.
-        assert_eq!(kind(io::Error::from(io::ErrorKind::TimedOut)), FailureKind::Transport);
+        assert_eq!(
+            kind(io::Error::from(io::ErrorKind::TimedOut)),
+            FailureKind::Transport
+        );
         assert_eq!(
             kind(io::Error::from(io::ErrorKind::ConnectionReset)),
             FailureKind::Transport

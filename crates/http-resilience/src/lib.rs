@@ -115,7 +115,7 @@
 //! Rust 1.85, the minimum of hyper-util and tokio. Raising it is not a breaking
 //! change, and is done only when a dependency requires it.
 
-#![cfg_attr(docsrs, feature(doc_auto_cfg))]
+#![cfg_attr(docsrs, feature(doc_cfg))]
 
 #[macro_use]
 mod macros;
@@ -145,7 +145,10 @@ mod tests {
         let version = env!("CARGO_PKG_VERSION");
         let minor = version.rsplit_once('.').map_or(version, |(head, _)| head);
         let snippet = format!("http-resilience = {{ version = \"{minor}\"");
-        assert!(include_str!("lib.rs").contains(&snippet), "lib.rs should contain {snippet}");
+        assert!(
+            include_str!("lib.rs").contains(&snippet),
+            "lib.rs should contain {snippet}"
+        );
         assert!(
             include_str!("../../../README.md").contains(&snippet),
             "README.md should contain {snippet}"

@@ -49,7 +49,7 @@
 //!
 //! # Deadlines
 //!
-//! When the request carries a [`RequestDeadline`](crate::RequestDeadline)
+//! When the request carries a [`RequestDeadline`]
 //! (set by [`DeadlineLayer`](crate::deadline::DeadlineLayer) further out) that
 //! comes before the attempt's own limit, the attempt ends at the deadline and
 //! the error is [`DeadlineExceeded`](crate::deadline::error::DeadlineExceeded),

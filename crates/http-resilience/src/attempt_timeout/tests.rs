@@ -24,7 +24,10 @@ async fn times_out_with_the_limit() {
     assert_pending!(fut.poll());
     time::advance(Duration::from_millis(1)).await;
     let err = assert_ready!(fut.poll()).unwrap_err();
-    assert_eq!(err.downcast_ref::<AttemptTimedOut>().unwrap().duration(), LIMIT);
+    assert_eq!(
+        err.downcast_ref::<AttemptTimedOut>().unwrap().duration(),
+        LIMIT
+    );
 }
 
 #[tokio::test(flavor = "current_thread", start_paused = true)]
@@ -67,7 +70,9 @@ async fn an_earlier_deadline_ends_the_attempt_with_the_deadline_error() {
     let _pending = handle.next_request().await.unwrap();
     time::advance(Duration::from_millis(200)).await;
     let err = assert_ready!(fut.poll()).unwrap_err();
-    let exceeded = err.downcast_ref::<DeadlineExceeded>().expect("the deadline's error");
+    let exceeded = err
+        .downcast_ref::<DeadlineExceeded>()
+        .expect("the deadline's error");
     assert_eq!(exceeded.duration(), Duration::from_millis(200));
 }
 

@@ -34,7 +34,11 @@ async fn records_the_deadline_in_the_request() {
     let start = Instant::now();
     let svc = Deadline::new(echo_deadline(ScriptedBody::new()), BUDGET);
     let response = svc.oneshot(Request::new(())).await.unwrap();
-    let seen = response.extensions().get::<Option<RequestDeadline>>().unwrap().unwrap();
+    let seen = response
+        .extensions()
+        .get::<Option<RequestDeadline>>()
+        .unwrap()
+        .unwrap();
     assert_eq!(seen.instant(), start + BUDGET);
     assert_eq!(seen.budget(), BUDGET);
 }
@@ -48,7 +52,11 @@ async fn an_earlier_inherited_deadline_wins() {
         .extensions_mut()
         .insert(RequestDeadline::after(Duration::from_millis(700)));
     let response = svc.clone().oneshot(request).await.unwrap();
-    let seen = response.extensions().get::<Option<RequestDeadline>>().unwrap().unwrap();
+    let seen = response
+        .extensions()
+        .get::<Option<RequestDeadline>>()
+        .unwrap()
+        .unwrap();
     assert_eq!(seen.instant(), start + Duration::from_millis(700));
 
     // A later inherited deadline loses to the layer's own.
@@ -57,7 +65,11 @@ async fn an_earlier_inherited_deadline_wins() {
         .extensions_mut()
         .insert(RequestDeadline::after(Duration::from_secs(60)));
     let response = svc.oneshot(request).await.unwrap();
-    let seen = response.extensions().get::<Option<RequestDeadline>>().unwrap().unwrap();
+    let seen = response
+        .extensions()
+        .get::<Option<RequestDeadline>>()
+        .unwrap()
+        .unwrap();
     assert_eq!(seen.instant(), start + BUDGET);
 }
 
@@ -74,7 +86,10 @@ async fn fails_a_call_still_running_at_the_deadline() {
     assert_pending!(fut.poll());
     time::advance(Duration::from_millis(1)).await;
     let err = assert_ready!(fut.poll()).unwrap_err();
-    assert_eq!(err.downcast_ref::<DeadlineExceeded>().unwrap().duration(), BUDGET);
+    assert_eq!(
+        err.downcast_ref::<DeadlineExceeded>().unwrap().duration(),
+        BUDGET
+    );
 }
 
 #[tokio::test(flavor = "current_thread", start_paused = true)]
@@ -94,7 +109,10 @@ async fn bounds_the_body_too() {
     assert_eq!(second, Bytes::from_static(b"second "));
     let err = body.frame().await.unwrap().unwrap_err();
     assert!(err.is::<DeadlineExceeded>(), "{err}");
-    assert!(body.frame().await.is_none(), "the body ends after the error");
+    assert!(
+        body.frame().await.is_none(),
+        "the body ends after the error"
+    );
 }
 
 #[tokio::test(flavor = "current_thread", start_paused = true)]

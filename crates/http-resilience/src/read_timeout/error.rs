@@ -54,7 +54,11 @@ impl fmt::Display for ReadTimedOut {
             Phase::Head => "the response head",
             Phase::Body => "the next body frame",
         };
-        write!(f, "read timed out: no data for {:?} while awaiting {awaited}", self.limit)
+        write!(
+            f,
+            "read timed out: no data for {:?} while awaiting {awaited}",
+            self.limit
+        )
     }
 }
 

@@ -30,7 +30,9 @@ async fn call(
 
 #[tokio::test(flavor = "current_thread", start_paused = true)]
 async fn a_late_head_is_a_head_read_timeout() {
-    let err = call(Duration::from_secs(5), ScriptedBody::new()).await.unwrap_err();
+    let err = call(Duration::from_secs(5), ScriptedBody::new())
+        .await
+        .unwrap_err();
     let timed_out = err.downcast_ref::<ReadTimedOut>().unwrap();
     assert_eq!(timed_out.phase(), Phase::Head);
     assert_eq!(timed_out.duration(), LIMIT);
@@ -38,11 +40,17 @@ async fn a_late_head_is_a_head_read_timeout() {
 
 #[tokio::test(flavor = "current_thread", start_paused = true)]
 async fn a_gap_between_frames_is_a_body_read_timeout() {
-    let body = ScriptedBody::new().data("a").wait(Duration::from_millis(300)).data("b");
+    let body = ScriptedBody::new()
+        .data("a")
+        .wait(Duration::from_millis(300))
+        .data("b");
     let mut body = call(Duration::ZERO, body).await.unwrap().into_body();
     assert!(body.frame().await.unwrap().is_ok());
     let err = body.frame().await.unwrap().unwrap_err();
-    assert_eq!(err.downcast_ref::<ReadTimedOut>().unwrap().phase(), Phase::Body);
+    assert_eq!(
+        err.downcast_ref::<ReadTimedOut>().unwrap().phase(),
+        Phase::Body
+    );
 }
 
 #[tokio::test(flavor = "current_thread", start_paused = true)]
@@ -55,7 +63,10 @@ async fn a_steady_body_may_take_longer_than_the_limit_in_all() {
     let response = call(Duration::from_millis(200), body).await.unwrap();
     let bytes = response.into_body().collect().await.unwrap().to_bytes();
     assert_eq!(bytes, "xxxxxxxxxx");
-    assert!(start.elapsed() >= Duration::from_secs(2), "8x the limit in all");
+    assert!(
+        start.elapsed() >= Duration::from_secs(2),
+        "8x the limit in all"
+    );
 }
 
 #[tokio::test(flavor = "current_thread", start_paused = true)]

@@ -129,8 +129,9 @@ mod tests {
         let body = Full::new(Bytes::from_static(b"x"))
             .map_err(|never| match never {})
             .boxed_unsync();
-        let request: http::Request<http_body_util::combinators::UnsyncBoxBody<Bytes, std::io::Error>> =
-            http::Request::new(body);
+        let request: http::Request<
+            http_body_util::combinators::UnsyncBoxBody<Bytes, std::io::Error>,
+        > = http::Request::new(body);
         assert!(try_clone_request(&request).is_none());
     }
 }

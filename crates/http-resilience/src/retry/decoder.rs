@@ -210,14 +210,21 @@ mod tests {
         assert_eq!(decoder.decode(&response(503)), Verdict::retry());
         assert_eq!(decoder.decode(&response(429)), Verdict::retry());
         for status in [100, 200, 404, 500, 502, 504, 599] {
-            assert_eq!(decoder.decode(&response(status)), Verdict::Accept, "{status}");
+            assert_eq!(
+                decoder.decode(&response(status)),
+                Verdict::Accept,
+                "{status}"
+            );
         }
     }
 
     #[test]
     fn accepts_errors() {
         let decoder = StatusDecoder::new([503]);
-        assert_eq!(decoder.decode(&Err::<http::Response<()>, _>(())), Verdict::Accept);
+        assert_eq!(
+            decoder.decode(&Err::<http::Response<()>, _>(())),
+            Verdict::Accept
+        );
     }
 
     #[test]

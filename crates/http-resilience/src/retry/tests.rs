@@ -16,14 +16,14 @@ fn seed_policy(delay: Duration) -> RetryPolicy<StatusDecoder, FixedDelay> {
 }
 
 fn request(body: &'static str) -> Req {
-    Request::builder().uri("/value").body(body.to_owned()).unwrap()
+    Request::builder()
+        .uri("/value")
+        .body(body.to_owned())
+        .unwrap()
 }
 
 /// The next request the mock receives, checked against what was sent.
-async fn expect(
-    handle: &mut mock::Handle<Req, Resp>,
-    body: &str,
-) -> mock::SendResponse<Resp> {
+async fn expect(handle: &mut mock::Handle<Req, Resp>, body: &str) -> mock::SendResponse<Resp> {
     let (req, send) = handle.next_request().await.expect("a request");
     assert_eq!(req.uri(), "/value");
     assert_eq!(req.body(), body);
@@ -40,8 +40,15 @@ fn status(code: u16, body: &'static str) -> Resp {
 
 type Seed = RetryPolicy<StatusDecoder, FixedDelay>;
 
+type Upstream = mock::Mock<Req, Resp>;
+
 /// The retry layer over a mock upstream.
-fn spawn(policy: Seed) -> (mock::Spawn<StatusRetry<mock::Mock<Req, Resp>, Seed>>, mock::Handle<Req, Resp>) {
+fn spawn(
+    policy: Seed,
+) -> (
+    mock::Spawn<StatusRetry<Upstream, Seed>>,
+    mock::Handle<Req, Resp>,
+) {
     mock::spawn_layer(StatusRetryLayer::new(policy))
 }
 
@@ -54,7 +61,9 @@ async fn retries_until_limit_and_returns_the_last_response_unchanged() {
 
     for n in 1..=3 {
         assert_pending!(fut.poll());
-        expect(&mut handle, "hello").await.send_response(status(503, ["first", "second", "third"][n - 1]));
+        expect(&mut handle, "hello")
+            .await
+            .send_response(status(503, ["first", "second", "third"][n - 1]));
         if n < 3 {
             assert_pending!(fut.poll(), "waits before attempt {}", n + 1);
             time::advance(Duration::from_millis(10)).await;
@@ -74,9 +83,15 @@ async fn succeeds_after_retries() {
     assert_ready!(svc.poll_ready()).unwrap();
     let fut = svc.call(request(""));
     let server = async move {
-        expect(&mut handle, "").await.send_response(status(503, "a"));
-        expect(&mut handle, "").await.send_response(status(503, "b"));
-        expect(&mut handle, "").await.send_response(status(200, "ok"));
+        expect(&mut handle, "")
+            .await
+            .send_response(status(503, "a"));
+        expect(&mut handle, "")
+            .await
+            .send_response(status(503, "b"));
+        expect(&mut handle, "")
+            .await
+            .send_response(status(200, "ok"));
         handle
     };
     let (response, _handle) = tokio::join!(fut, server);
@@ -94,7 +109,9 @@ async fn accepts_statuses_outside_the_set() {
         assert_ready!(svc.poll_ready()).unwrap();
         let fut = svc.call(request(""));
         let server = async {
-            expect(&mut handle, "").await.send_response(status(code, "x"));
+            expect(&mut handle, "")
+                .await
+                .send_response(status(code, "x"));
         };
         let (response, ()) = tokio::join!(fut, server);
         let response = response.unwrap();
@@ -140,7 +157,9 @@ async fn every_retry_waits_for_readiness() {
     assert_ready!(svc.poll_ready()).unwrap();
     let mut fut = tokio_test::task::spawn(svc.call(request("")));
     assert_pending!(fut.poll());
-    expect(&mut handle, "").await.send_response(status(503, "a"));
+    expect(&mut handle, "")
+        .await
+        .send_response(status(503, "a"));
     assert_pending!(fut.poll());
     time::advance(Duration::from_millis(10)).await;
     // The delay is over, but the clone is not ready: nothing is sent.
@@ -150,7 +169,9 @@ async fn every_retry_waits_for_readiness() {
     handle.allow(1);
     assert!(fut.is_woken(), "readiness wakes the retry");
     assert_pending!(fut.poll());
-    expect(&mut handle, "").await.send_response(status(200, "ok"));
+    expect(&mut handle, "")
+        .await
+        .send_response(status(200, "ok"));
     assert_eq!(fut.await.unwrap().status(), StatusCode::OK);
 }
 
@@ -162,15 +183,21 @@ async fn zero_delay_does_not_touch_the_timer() {
     let mut fut = tokio_test::task::spawn(svc.call(request("")));
     assert_pending!(fut.poll());
     let start = Instant::now();
-    expect(&mut handle, "").await.send_response(status(503, "a"));
+    expect(&mut handle, "")
+        .await
+        .send_response(status(503, "a"));
     assert_pending!(fut.poll());
     // Straight to readiness: no backoff state, no sleep registered.
     let state = fut.enter(|_, f| format!("{f:?}"));
     assert!(state.contains("readying"), "{state}");
     handle.allow(2);
     let server = async {
-        expect(&mut handle, "").await.send_response(status(503, "b"));
-        expect(&mut handle, "").await.send_response(status(200, "ok"));
+        expect(&mut handle, "")
+            .await
+            .send_response(status(503, "b"));
+        expect(&mut handle, "")
+            .await
+            .send_response(status(200, "ok"));
     };
     let (response, ()) = tokio::join!(fut, server);
     assert_eq!(response.unwrap().status(), StatusCode::OK);
@@ -184,7 +211,9 @@ async fn nonzero_delay_waits_in_backoff() {
     assert_ready!(svc.poll_ready()).unwrap();
     let mut fut = tokio_test::task::spawn(svc.call(request("")));
     assert_pending!(fut.poll());
-    expect(&mut handle, "").await.send_response(status(503, "a"));
+    expect(&mut handle, "")
+        .await
+        .send_response(status(503, "a"));
     assert_pending!(fut.poll());
     let state = fut.enter(|_, f| format!("{f:?}"));
     assert!(state.contains("backoff"), "{state}");
@@ -224,7 +253,9 @@ async fn dropping_the_future_during_backoff_stops_the_call() {
     assert_ready!(svc.poll_ready()).unwrap();
     let mut fut = tokio_test::task::spawn(svc.call(request("")));
     assert_pending!(fut.poll());
-    expect(&mut handle, "").await.send_response(status(503, "a"));
+    expect(&mut handle, "")
+        .await
+        .send_response(status(503, "a"));
     assert_pending!(fut.poll());
     drop(fut);
     time::advance(Duration::from_secs(1)).await;
@@ -240,7 +271,9 @@ async fn every_request_gets_a_fresh_retryer() {
         let fut = svc.call(request(""));
         let server = async {
             for _ in 0..3 {
-                expect(&mut handle, "").await.send_response(status(503, "x"));
+                expect(&mut handle, "")
+                    .await
+                    .send_response(status(503, "x"));
             }
         };
         let (response, ()) = tokio::join!(fut, server);

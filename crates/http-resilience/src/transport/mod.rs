@@ -20,23 +20,29 @@
 //!
 //! # Example
 //!
-//! ```no_run
+//! ```
 //! use bytes::Bytes;
-//! use http_body_util::Full;
-//! use http_resilience::transport::Builder;
+//! use http_body_util::{BodyExt, Full};
+//! use http_resilience::{transport::Builder, FailureKind};
+//! use http_resilience_mock::{MockResponse, MockServer};
 //! use std::time::Duration;
 //! use tower::ServiceExt;
 //!
 //! # #[tokio::main]
 //! # async fn main() -> Result<(), http_resilience::BoxError> {
+//! // A loopback upstream that accepts the request and never answers.
+//! let upstream = MockServer::start().await?;
+//! upstream.enqueue(MockResponse::no_response());
+//!
 //! let client = Builder::new()
 //!     .connect_timeout(Duration::from_millis(1000))
-//!     .read_timeout(Duration::from_secs(5))
+//!     .read_timeout(Duration::from_millis(100))
 //!     .build_http::<Full<Bytes>>()?;
 //!
-//! let request = http::Request::get("http://127.0.0.1:8080/value").body(Full::default())?;
-//! let response = client.oneshot(request).await?;
-//! println!("{}", response.status());
+//! let request = http::Request::get(upstream.uri("/value")).body(Full::default())?;
+//! let err = client.oneshot(request).await.unwrap_err();
+//! assert_eq!(FailureKind::of(&*err), FailureKind::ReadTimeout);
+//! assert_eq!(upstream.request_count(), 1);
 //! # Ok(())
 //! # }
 //! ```
@@ -210,7 +216,11 @@ impl InvalidTransport {
 
 impl fmt::Display for InvalidTransport {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "transport.{} must be greater than zero, got 0s", self.field)
+        write!(
+            f,
+            "transport.{} must be greater than zero, got 0s",
+            self.field
+        )
     }
 }
 
@@ -227,7 +237,10 @@ mod tests {
             .http_connector()
             .unwrap_err();
         assert_eq!(err.field(), "read_timeout");
-        assert_eq!(err.to_string(), "transport.read_timeout must be greater than zero, got 0s");
+        assert_eq!(
+            err.to_string(),
+            "transport.read_timeout must be greater than zero, got 0s"
+        );
         let err = Builder::new()
             .connect_timeout(Duration::ZERO)
             .http_connector()
@@ -243,6 +256,10 @@ mod tests {
     #[test]
     fn defaults_are_valid() {
         assert!(Builder::default().http_connector().is_ok());
-        assert!(Builder::new().no_connect_timeout().pool_idle_timeout(None).http_connector().is_ok());
+        assert!(Builder::new()
+            .no_connect_timeout()
+            .pool_idle_timeout(None)
+            .http_connector()
+            .is_ok());
     }
 }
