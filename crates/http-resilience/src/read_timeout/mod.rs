@@ -25,6 +25,13 @@
 //! of the `hyper-timeout` crate), an idle pooled connection is never closed by
 //! this timer, and the error is typed rather than an `io::Error`.
 //!
+//! # Differences from tower-http's timeouts
+//!
+//! tower-http's `ResponseBodyTimeoutLayer` is the same idle timer on the body
+//! only; it does not cover the wait for the head, and its error is
+//! tower-http's. `ReadTimeout` covers both with one error type that
+//! [`FailureKind`](crate::FailureKind) recognises.
+//!
 //! # Example
 //!
 //! ```
