@@ -1,6 +1,12 @@
 //! Request and response extensions shared by the layers.
 
-use std::time::Duration;
+use std::{
+    sync::{
+        atomic::{AtomicU32, Ordering},
+        Arc,
+    },
+    time::Duration,
+};
 use tokio::time::Instant;
 
 /// `now + duration`, clamped to about thirty years ahead when the sum does not
@@ -137,5 +143,54 @@ impl Attempts {
     /// The attempt count recorded on `response`, if a retry layer saw it.
     pub fn of<B>(response: &http::Response<B>) -> Option<u32> {
         response.extensions().get::<Self>().map(Self::get)
+    }
+}
+
+/// A counter of attempts that the caller keeps, for the outcomes that carry no
+/// [`Attempts`] extension: errors.
+///
+/// Put a clone in the request extensions before the call;
+/// [`StatusRetry`](crate::retry::StatusRetry) sets it to the number of
+/// attempts made so far as each one starts. Since the last error is returned
+/// unchanged, this is how a caller learns how many attempts led to it.
+///
+/// # Example
+///
+/// ```
+/// use http::Request;
+/// use http_resilience::AttemptCounter;
+///
+/// let counter = AttemptCounter::new();
+/// let mut request = Request::new(());
+/// request.extensions_mut().insert(counter.clone());
+/// // ... call the stack with `request`; afterwards:
+/// assert_eq!(counter.get(), 0, "no attempt was made in this example");
+/// ```
+#[derive(Debug, Clone, Default)]
+pub struct AttemptCounter(Arc<AtomicU32>);
+
+// ===== impl AttemptCounter =====
+
+impl AttemptCounter {
+    /// A counter at zero.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// The number of attempts started so far.
+    pub fn get(&self) -> u32 {
+        self.0.load(Ordering::Relaxed)
+    }
+
+    /// Records that attempt number `n` has started.
+    pub(crate) fn record(&self, n: u32) {
+        self.0.store(n, Ordering::Relaxed);
+    }
+
+    /// Records attempt `n` on the counter carried by `request`, if any.
+    pub(crate) fn record_on<B>(request: &http::Request<B>, n: u32) {
+        if let Some(counter) = request.extensions().get::<Self>() {
+            counter.record(n);
+        }
     }
 }

@@ -130,7 +130,7 @@ pub mod retry;
 pub mod transport;
 
 pub use self::{
-    extensions::{Attempts, RequestDeadline},
+    extensions::{AttemptCounter, Attempts, RequestDeadline},
     failure::FailureKind,
 };
 

@@ -1,36 +1,35 @@
 //! Request bodies that can be sent again.
 
-use bytes::Bytes;
-use http_body_util::{Empty, Full};
+use http_body::{Body, Frame, SizeHint};
+use pin_project_lite::pin_project;
+use std::{
+    pin::Pin,
+    task::{Context, Poll},
+};
 
 /// A request body that may be copied for another attempt.
 ///
 /// [`StatusRetry`](super::StatusRetry) keeps a copy of the request for a retry
-/// only when its body returns `Some` here. A body that cannot be copied (a
-/// stream, such as hyper's `Incoming`) still goes through the layer, but its
-/// request is attempted once: its outcome is returned whatever the verdict.
+/// only when its body returns `Some` here.
 ///
-/// Implemented for the in-memory bodies (`Full`, `Empty`, `String`,
-/// `Vec<u8>`, `Bytes`, `&'static str`, `&'static [u8]`, `()`), which are always
-/// copied, and for the boxed and streaming bodies of `http-body-util` and hyper,
-/// which never are. A body type of one's own implements it in a few lines;
-/// a `Clone` body simply returns `Some(self.clone())`.
+/// Every `Clone` body is replayable: `Full`, `Empty`, `String`, `Bytes`,
+/// `Vec<u8>` and any body of one's own that is `Clone` just work. A body that
+/// cannot be copied (a stream, such as hyper's `Incoming` or axum's `Body`)
+/// goes through the layer wrapped in [`SendOnce`]: its request is attempted
+/// once, and that outcome is returned whatever the verdict.
 ///
 /// # Example
 ///
 /// ```
-/// use http_resilience::retry::TryCloneBody;
+/// use bytes::Bytes;
+/// use http_body_util::Full;
+/// use http_resilience::retry::{SendOnce, TryCloneBody};
 ///
-/// #[derive(Clone)]
-/// struct Json(String);
+/// let full = Full::new(Bytes::from_static(b"payload"));
+/// assert!(full.try_clone_body().is_some());
 ///
-/// impl TryCloneBody for Json {
-///     fn try_clone_body(&self) -> Option<Self> {
-///         Some(self.clone())
-///     }
-/// }
-///
-/// assert!(Json("{}".into()).try_clone_body().is_some());
+/// let once = SendOnce::new(full);
+/// assert!(once.try_clone_body().is_none());
 /// ```
 pub trait TryCloneBody: Sized {
     /// A copy of the body that sends the same bytes, or `None` when it cannot
@@ -38,49 +37,72 @@ pub trait TryCloneBody: Sized {
     fn try_clone_body(&self) -> Option<Self>;
 }
 
-/// Implements [`TryCloneBody`] by cloning.
-macro_rules! clone_body {
-    ($($ty:ty),* $(,)?) => {
-        $(
-            impl TryCloneBody for $ty {
-                fn try_clone_body(&self) -> Option<Self> {
-                    Some(self.clone())
-                }
-            }
-        )*
-    };
-}
-
-clone_body!((), String, Vec<u8>, Bytes, &'static str, &'static [u8]);
-
-impl<D: Clone> TryCloneBody for Full<D> {
+impl<B: Clone> TryCloneBody for B {
     fn try_clone_body(&self) -> Option<Self> {
         Some(self.clone())
     }
 }
 
-impl<D> TryCloneBody for Empty<D> {
-    fn try_clone_body(&self) -> Option<Self> {
-        Some(Empty::new())
+pin_project! {
+    /// A request body that is sent at most once: a request carrying it is
+    /// never retried.
+    ///
+    /// Wraps a body that is not `Clone` (a stream) so that it can go through
+    /// [`StatusRetry`](super::StatusRetry). The body itself is passed on
+    /// untouched.
+    ///
+    /// See [`TryCloneBody`] for an example.
+    #[derive(Debug, Default)]
+    pub struct SendOnce<B> {
+        #[pin]
+        inner: B,
     }
 }
 
-impl<D, E> TryCloneBody for http_body_util::combinators::BoxBody<D, E> {
+// ===== impl SendOnce =====
+
+impl<B> SendOnce<B> {
+    /// Wraps `inner`.
+    pub const fn new(inner: B) -> Self {
+        Self { inner }
+    }
+
+    /// Returns a reference to the inner body.
+    pub fn get_ref(&self) -> &B {
+        &self.inner
+    }
+
+    /// Consumes `self`, returning the inner body.
+    pub fn into_inner(self) -> B {
+        self.inner
+    }
+}
+
+// NOTE: `SendOnce` is deliberately not `Clone`, which is what lets this impl
+// stand beside the blanket one for `Clone` bodies.
+impl<B> TryCloneBody for SendOnce<B> {
     fn try_clone_body(&self) -> Option<Self> {
         None
     }
 }
 
-impl<D, E> TryCloneBody for http_body_util::combinators::UnsyncBoxBody<D, E> {
-    fn try_clone_body(&self) -> Option<Self> {
-        None
-    }
-}
+impl<B: Body> Body for SendOnce<B> {
+    type Data = B::Data;
+    type Error = B::Error;
 
-#[cfg(feature = "transport")]
-impl TryCloneBody for hyper::body::Incoming {
-    fn try_clone_body(&self) -> Option<Self> {
-        None
+    fn poll_frame(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Self::Data>, Self::Error>>> {
+        self.project().inner.poll_frame(cx)
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.inner.is_end_stream()
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        self.inner.size_hint()
     }
 }
 
@@ -101,6 +123,8 @@ pub(crate) fn try_clone_request<B: TryCloneBody>(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use bytes::Bytes;
+    use http_body_util::Full;
 
     #[derive(Clone, Debug, PartialEq)]
     struct Marker(u8);
@@ -124,14 +148,8 @@ mod tests {
     }
 
     #[test]
-    fn boxed_bodies_are_not_replayed() {
-        use http_body_util::BodyExt;
-        let body = Full::new(Bytes::from_static(b"x"))
-            .map_err(|never| match never {})
-            .boxed_unsync();
-        let request: http::Request<
-            http_body_util::combinators::UnsyncBoxBody<Bytes, std::io::Error>,
-        > = http::Request::new(body);
+    fn send_once_bodies_are_not_replayed() {
+        let request = http::Request::new(SendOnce::new(Full::new(Bytes::from_static(b"x"))));
         assert!(try_clone_request(&request).is_none());
     }
 }

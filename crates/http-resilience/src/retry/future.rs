@@ -1,7 +1,7 @@
 //! Future types
 
 use super::{body::try_clone_request, Decoder, RetryPolicy, Retryer, TryCloneBody, Verdict};
-use crate::Attempts;
+use crate::{AttemptCounter, Attempts, RequestDeadline};
 use pin_project_lite::pin_project;
 use std::{
     fmt,
@@ -96,10 +96,13 @@ where
             match this.state.as_mut().project() {
                 StateProj::Called { future } => {
                     let outcome = ready!(future.poll(cx));
-                    let delay = match this.policy.decode(&outcome) {
+                    let delay = match (this.policy.decode(&outcome), this.request.as_ref()) {
                         // NOTE: without a replayable copy of the request no
-                        // retry is possible, so the retryer is not consulted.
-                        Verdict::Retry { after } if this.request.is_some() => {
+                        // retry is possible, and past the request's deadline
+                        // none is useful: the retryer is not consulted.
+                        (Verdict::Retry { after }, Some(request))
+                            if !RequestDeadline::of(request).is_some_and(|d| d.is_expired()) =>
+                        {
                             this.retryer.next_delay(*this.attempts, after)
                         }
                         _ => None,
@@ -142,6 +145,7 @@ where
                             .expect("Readying is entered only with a request to replay"),
                     };
                     *this.attempts += 1;
+                    AttemptCounter::record_on(&request, *this.attempts);
                     let future = this.service.call(request);
                     this.state.set(State::Called { future });
                 }

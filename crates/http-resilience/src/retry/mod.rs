@@ -6,7 +6,9 @@
 //! request's own [`Retryer`] for a wait. When the retryer says stop, or the
 //! decoder accepts, the caller gets **that outcome unchanged**: the last 503 with
 //! its headers and body, or the last error. The number of attempts is recorded
-//! on the response as an [`Attempts`](crate::Attempts) extension.
+//! on the response as an [`Attempts`](crate::Attempts) extension; for errors,
+//! a caller that wants the count puts an [`AttemptCounter`](crate::AttemptCounter)
+//! in the request.
 //!
 //! # Example
 //!
@@ -57,11 +59,11 @@
 //!
 //! # Request bodies
 //!
-//! Every attempt needs the request again. A body that implements
-//! [`TryCloneBody`] with a copy (the in-memory bodies: `Full`, `Empty`,
-//! `String`, `Bytes`, ...) is replayed. A body that cannot be copied (a stream
-//! such as hyper's `Incoming`) is sent once: its first outcome is returned,
-//! whatever the verdict.
+//! Every attempt needs the request again. A `Clone` body (the in-memory
+//! bodies: `Full`, `Empty`, `String`, `Bytes`, ...) is replayed; see
+//! [`TryCloneBody`]. A body that cannot be copied (a stream such as hyper's
+//! `Incoming`) goes through wrapped in [`SendOnce`] and is sent once: its first
+//! outcome is returned, whatever the verdict.
 //!
 //! # Readiness
 //!
@@ -69,6 +71,18 @@
 //! a clone takes its place in the `StatusRetry`. Every later attempt waits for
 //! the clone's `poll_ready` first. No attempt is ever sent on a clone that has
 //! not reported ready.
+//!
+//! # Deadlines
+//!
+//! When the request carries a [`RequestDeadline`](crate::RequestDeadline) that
+//! has passed, no further attempt is made: the outcome in hand is returned.
+//! (With a [`Deadline`](crate::deadline::Deadline) outside, the call has
+//! already ended with its error by then.)
+//!
+//! # Errors
+//!
+//! The error type is the inner service's, unchanged. An error from the inner
+//! clone's `poll_ready` before a retry ends the call with that error.
 //!
 //! # Timers
 //!
@@ -84,7 +98,7 @@ mod policy;
 pub mod retryer;
 
 pub use self::{
-    body::TryCloneBody,
+    body::{SendOnce, TryCloneBody},
     decoder::{Decoder, InvalidStatus, StatusDecoder, Verdict},
     layer::StatusRetryLayer,
     policy::RetryPolicy,
@@ -92,6 +106,7 @@ pub use self::{
 };
 
 use self::{body::try_clone_request, future::ResponseFuture};
+use crate::AttemptCounter;
 use std::{
     fmt,
     sync::Arc,
@@ -170,6 +185,7 @@ where
     }
 
     fn call(&mut self, request: http::Request<B>) -> Self::Future {
+        AttemptCounter::record_on(&request, 1);
         let copy = try_clone_request(&request);
         // NOTE: `self.inner` reported ready, its clone did not. The ready one
         // sends this attempt; the clone stays for the next call to ready it.

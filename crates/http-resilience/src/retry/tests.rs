@@ -1,10 +1,10 @@
 use super::*;
-use crate::{Attempts, BoxError};
+use crate::{AttemptCounter, Attempts, BoxError, RequestDeadline};
 use bytes::Bytes;
 use http::{Request, Response, StatusCode};
 use http_body_util::Full;
 use std::time::Duration;
-use tokio::time::{self, Instant};
+use tokio::time;
 use tokio_test::{assert_pending, assert_ready};
 use tower_test::mock;
 
@@ -140,7 +140,10 @@ async fn returns_the_last_error_unchanged() {
     let (mut svc, mut handle) = mock::spawn_layer::<Req, Resp, _>(StatusRetryLayer::new(policy));
     handle.allow(2);
     assert_ready!(svc.poll_ready()).unwrap();
-    let fut = svc.call(request(""));
+    let counter = AttemptCounter::new();
+    let mut req = request("");
+    req.extensions_mut().insert(counter.clone());
+    let fut = svc.call(req);
     let server = async {
         expect(&mut handle, "").await.send_error(Boom(1));
         expect(&mut handle, "").await.send_error(Boom(2));
@@ -148,6 +151,7 @@ async fn returns_the_last_error_unchanged() {
     let (result, ()) = tokio::join!(fut, server);
     let err = result.unwrap_err();
     assert_eq!(err.downcast_ref::<Boom>().map(|b| b.0), Some(2));
+    assert_eq!(counter.get(), 2, "the caller's counter saw both attempts");
 }
 
 #[tokio::test(flavor = "current_thread", start_paused = true)]
@@ -175,33 +179,58 @@ async fn every_retry_waits_for_readiness() {
     assert_eq!(fut.await.unwrap().status(), StatusCode::OK);
 }
 
-#[tokio::test(flavor = "current_thread", start_paused = true)]
-async fn zero_delay_does_not_touch_the_timer() {
-    let (mut svc, mut handle) = spawn(seed_policy(Duration::ZERO));
-    handle.allow(1);
-    assert_ready!(svc.poll_ready()).unwrap();
-    let mut fut = tokio_test::task::spawn(svc.call(request("")));
-    assert_pending!(fut.poll());
-    let start = Instant::now();
-    expect(&mut handle, "")
-        .await
-        .send_response(status(503, "a"));
-    assert_pending!(fut.poll());
-    // Straight to readiness: no backoff state, no sleep registered.
-    let state = fut.enter(|_, f| format!("{f:?}"));
-    assert!(state.contains("readying"), "{state}");
-    handle.allow(2);
-    let server = async {
+#[test]
+fn zero_delay_does_not_touch_the_timer() {
+    // NOTE: a runtime without a timer: creating any tokio sleep would panic.
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .unwrap();
+    runtime.block_on(async {
+        let (mut svc, mut handle) = spawn(seed_policy(Duration::ZERO));
+        handle.allow(1);
+        assert_ready!(svc.poll_ready()).unwrap();
+        let mut fut = tokio_test::task::spawn(svc.call(request("")));
+        assert_pending!(fut.poll());
         expect(&mut handle, "")
             .await
-            .send_response(status(503, "b"));
+            .send_response(status(503, "a"));
+        assert_pending!(fut.poll());
+        // Straight to readiness: no backoff state.
+        let state = fut.enter(|_, f| format!("{f:?}"));
+        assert!(state.contains("readying"), "{state}");
+        handle.allow(2);
+        let server = async {
+            expect(&mut handle, "")
+                .await
+                .send_response(status(503, "b"));
+            expect(&mut handle, "")
+                .await
+                .send_response(status(200, "ok"));
+        };
+        let (response, ()) = tokio::join!(fut, server);
+        assert_eq!(Attempts::of(&response.unwrap()), Some(3));
+    });
+}
+
+#[test]
+#[should_panic(expected = "timers are disabled")]
+fn a_nonzero_delay_needs_the_timer() {
+    // The counterpart of the test above: the same flow with a 1 ms delay does
+    // create a timer, which this runtime cannot provide.
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .unwrap();
+    runtime.block_on(async {
+        let (mut svc, mut handle) = spawn(seed_policy(Duration::from_millis(1)));
+        handle.allow(1);
+        assert_ready!(svc.poll_ready()).unwrap();
+        let mut fut = tokio_test::task::spawn(svc.call(request("")));
+        assert_pending!(fut.poll());
         expect(&mut handle, "")
             .await
-            .send_response(status(200, "ok"));
-    };
-    let (response, ()) = tokio::join!(fut, server);
-    assert_eq!(response.unwrap().status(), StatusCode::OK);
-    assert_eq!(Instant::now(), start, "no virtual time passed");
+            .send_response(status(503, "a"));
+        let _ = fut.poll();
+    });
 }
 
 #[tokio::test(flavor = "current_thread", start_paused = true)]
@@ -224,16 +253,13 @@ async fn nonzero_delay_waits_in_backoff() {
 
 #[tokio::test(flavor = "current_thread", start_paused = true)]
 async fn does_not_retry_a_body_that_cannot_be_replayed() {
-    use http_body_util::{combinators::UnsyncBoxBody, BodyExt};
-    type Streamed = Request<UnsyncBoxBody<Bytes, std::convert::Infallible>>;
+    type Streamed = Request<SendOnce<Full<Bytes>>>;
     let (mut svc, mut handle) = mock::spawn_layer::<Streamed, Resp, _>(StatusRetryLayer::new(
         seed_policy(Duration::from_millis(10)),
     ));
     handle.allow(3);
     assert_ready!(svc.poll_ready()).unwrap();
-    let body = Full::new(Bytes::from_static(b"stream"))
-        .map_err(|never| match never {})
-        .boxed_unsync();
+    let body = SendOnce::new(Full::new(Bytes::from_static(b"stream")));
     let fut = svc.call(Request::new(body));
     let server = async {
         let (_, send) = handle.next_request().await.unwrap();
@@ -279,4 +305,37 @@ async fn every_request_gets_a_fresh_retryer() {
         let (response, ()) = tokio::join!(fut, server);
         assert_eq!(Attempts::of(&response.unwrap()), Some(3));
     }
+}
+
+#[tokio::test(flavor = "current_thread", start_paused = true)]
+async fn stops_retrying_once_the_request_deadline_has_passed() {
+    // A deadline inherited by the request (no Deadline layer outside), and a
+    // retryer that would go on: no attempt is made past the deadline.
+    let policy = RetryPolicy::new(
+        StatusDecoder::new([503]),
+        FixedDelay::new(Duration::from_millis(100), 10),
+    );
+    let (mut svc, mut handle) = spawn(policy);
+    handle.allow(10);
+    assert_ready!(svc.poll_ready()).unwrap();
+    let mut req = request("");
+    req.extensions_mut()
+        .insert(RequestDeadline::after(Duration::from_millis(250)));
+    let fut = svc.call(req);
+    let server = async {
+        for _ in 0..4 {
+            expect(&mut handle, "")
+                .await
+                .send_response(status(503, "x"));
+        }
+    };
+    let (response, ()) =
+        tokio::time::timeout(Duration::from_secs(5), async { tokio::join!(fut, server) })
+            .await
+            .expect("the retries stop");
+    // Attempts at 0, 100, 200 and 300 ms (the wait was granted at 200 ms,
+    // before the deadline); the outcome at 300 ms is past it, so no fifth.
+    // NOTE: not sending the fourth at all needs deadline-aware scheduling.
+    assert_eq!(Attempts::of(&response.unwrap()), Some(4));
+    assert_pending!(handle.poll_request());
 }
