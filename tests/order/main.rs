@@ -2,6 +2,9 @@
 //! order behave as the crate docs' `# Order` section says. Paused clock,
 //! tower-test mocks.
 
+#[path = "../support/mod.rs"]
+mod support;
+
 use http::{Request, Response, StatusCode};
 use http_resilience::{
     attempt_timeout::{error::AttemptTimedOut, AttemptTimeoutLayer},
@@ -10,6 +13,7 @@ use http_resilience::{
     Attempts, RequestDeadline,
 };
 use std::time::Duration;
+use support::guarded;
 use tokio::{task::JoinHandle, time::Instant};
 use tower::{ServiceBuilder, ServiceExt};
 use tower_test::mock;
@@ -54,7 +58,9 @@ async fn attempt_timeout_inside_the_retry_restarts_for_every_attempt() {
         .layer(retry_503())
         .layer(AttemptTimeoutLayer::new(ATTEMPT))
         .service(upstream);
-    let response = svc.oneshot(Request::new(String::new())).await.unwrap();
+    let response = guarded(svc.oneshot(Request::new(String::new())))
+        .await
+        .unwrap();
     // Three attempts of 400 ms, each under its own 500 ms, and two waits.
     assert_eq!(response.status(), StatusCode::SERVICE_UNAVAILABLE);
     assert_eq!(Attempts::of(&response), Some(3));
@@ -71,7 +77,9 @@ async fn attempt_timeout_outside_the_retry_never_restarts() {
         .layer(AttemptTimeoutLayer::new(ATTEMPT))
         .layer(retry_503())
         .service(upstream);
-    let err = svc.oneshot(Request::new(String::new())).await.unwrap_err();
+    let err = guarded(svc.oneshot(Request::new(String::new())))
+        .await
+        .unwrap_err();
     // One timer for everything: it fires during the first wait.
     assert!(err.is::<AttemptTimedOut>(), "{err}");
     assert_eq!(start.elapsed(), ATTEMPT);
@@ -91,7 +99,9 @@ async fn deadline_outside_the_retry_bounds_the_whole_call() {
         .layer(DeadlineLayer::new(ATTEMPT))
         .layer(retry_503())
         .service(upstream);
-    let err = svc.oneshot(Request::new(String::new())).await.unwrap_err();
+    let err = guarded(svc.oneshot(Request::new(String::new())))
+        .await
+        .unwrap_err();
     assert!(err.is::<DeadlineExceeded>(), "{err}");
     assert_eq!(start.elapsed(), ATTEMPT);
     let attempts = server.await.unwrap();
@@ -111,7 +121,9 @@ async fn deadline_inside_the_retry_restarts_for_every_attempt() {
         .layer(retry_503())
         .layer(DeadlineLayer::new(ATTEMPT))
         .service(upstream);
-    let response = svc.oneshot(Request::new(String::new())).await.unwrap();
+    let response = guarded(svc.oneshot(Request::new(String::new())))
+        .await
+        .unwrap();
     // Each attempt gets a fresh 500 ms; nothing bounds the call as a whole,
     // which runs 1.6 s, more than three times the "deadline".
     assert_eq!(response.status(), StatusCode::SERVICE_UNAVAILABLE);

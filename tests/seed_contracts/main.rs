@@ -231,7 +231,9 @@ async fn attempt_budget_restarts_after_a_retry() {
         }
         attempts
     });
-    let response = svc.oneshot(Request::new(String::new())).await.unwrap();
+    let response = guarded(svc.oneshot(Request::new(String::new())))
+        .await
+        .unwrap();
     assert_eq!(response.status(), StatusCode::OK);
     assert_eq!(Attempts::of(&response), Some(2));
     assert_eq!(support::text(response.into_body()).await.unwrap(), "ok");

@@ -48,8 +48,13 @@ pub enum FailureKind {
     /// Connecting failed in another way (name resolution, for example). The
     /// request was never sent.
     Connect,
-    /// Another transport failure: the connection was closed or reset, or the
-    /// upstream broke the protocol.
+    /// The connection was reset (an `io::Error` of kind `ConnectionReset`,
+    /// `ConnectionAborted` or `BrokenPipe`).
+    ConnectionReset,
+    /// The connection was closed before the response was complete.
+    ConnectionClosed,
+    /// Another transport failure (the upstream broke the protocol, for
+    /// example).
     Transport,
     /// Not a failure of the transport or of these layers (an error of the
     /// caller's own service, for example).
@@ -66,11 +71,15 @@ impl FailureKind {
     /// [`ConnectRefused`](Self::ConnectRefused), and one of kind `TimedOut`
     /// below a connect error of hyper-util's client is
     /// [`ConnectTimeout`](Self::ConnectTimeout). Any other connect error is
-    /// [`Connect`](Self::Connect), and any other error of hyper, hyper-util or
-    /// `std::io` is [`Transport`](Self::Transport).
+    /// [`Connect`](Self::Connect). After the connection is up, an `io::Error`
+    /// of a reset kind is [`ConnectionReset`](Self::ConnectionReset), and
+    /// hyper's "incomplete message" or "closed" (or an unexpected end of
+    /// file) is [`ConnectionClosed`](Self::ConnectionClosed). Any other error
+    /// of hyper, hyper-util or `std::io` is [`Transport`](Self::Transport).
     pub fn of(error: &(dyn Error + 'static)) -> Self {
         let mut connecting = false;
         let mut transport = false;
+        let mut closed = false;
         for err in chain(error) {
             if err.is::<DeadlineExceeded>() {
                 return FailureKind::Deadline;
@@ -81,20 +90,31 @@ impl FailureKind {
             if err.is::<ReadTimedOut>() {
                 return FailureKind::ReadTimeout;
             }
-            let (is_client, is_connect) = client_error(err);
-            transport |= is_client;
-            connecting |= is_connect;
+            let client = client_error(err);
+            transport |= client.is_client;
+            connecting |= client.is_connect;
+            closed |= client.is_closed;
             if let Some(io) = err.downcast_ref::<io::Error>() {
                 transport = true;
                 match io.kind() {
                     io::ErrorKind::ConnectionRefused => return FailureKind::ConnectRefused,
                     io::ErrorKind::TimedOut if connecting => return FailureKind::ConnectTimeout,
+                    io::ErrorKind::ConnectionReset
+                    | io::ErrorKind::ConnectionAborted
+                    | io::ErrorKind::BrokenPipe
+                        if !connecting =>
+                    {
+                        return FailureKind::ConnectionReset
+                    }
+                    io::ErrorKind::UnexpectedEof if !connecting => closed = true,
                     _ => {}
                 }
             }
         }
         if connecting {
             FailureKind::Connect
+        } else if closed {
+            FailureKind::ConnectionClosed
         } else if transport {
             FailureKind::Transport
         } else {
@@ -133,26 +153,48 @@ impl fmt::Display for FailureKind {
             FailureKind::ConnectTimeout => "connect timeout",
             FailureKind::ConnectRefused => "connection refused",
             FailureKind::Connect => "connect error",
+            FailureKind::ConnectionReset => "connection reset",
+            FailureKind::ConnectionClosed => "connection closed",
             FailureKind::Transport => "transport error",
             FailureKind::Other => "other error",
         })
     }
 }
 
-/// Whether `err` is an error of hyper or hyper-util's client, and whether it is
-/// a connect error.
+/// What an error of hyper or hyper-util says about the failure.
+#[derive(Default)]
+struct ClientError {
+    /// An error of hyper or hyper-util's client.
+    is_client: bool,
+    /// A connect error of hyper-util's client.
+    is_connect: bool,
+    /// hyper saw the connection close before the message was complete.
+    is_closed: bool,
+}
+
 #[cfg(feature = "transport")]
-fn client_error(err: &(dyn Error + 'static)) -> (bool, bool) {
+fn client_error(err: &(dyn Error + 'static)) -> ClientError {
     if let Some(client) = err.downcast_ref::<hyper_util::client::legacy::Error>() {
-        return (true, client.is_connect());
+        return ClientError {
+            is_client: true,
+            is_connect: client.is_connect(),
+            is_closed: false,
+        };
     }
-    (err.is::<hyper::Error>(), false)
+    match err.downcast_ref::<hyper::Error>() {
+        Some(hyper) => ClientError {
+            is_client: true,
+            is_connect: false,
+            is_closed: hyper.is_incomplete_message() || hyper.is_closed(),
+        },
+        None => ClientError::default(),
+    }
 }
 
 /// Without the `transport` feature no hyper error can be named.
 #[cfg(not(feature = "transport"))]
-fn client_error(_: &(dyn Error + 'static)) -> (bool, bool) {
-    (false, false)
+fn client_error(_: &(dyn Error + 'static)) -> ClientError {
+    ClientError::default()
 }
 
 /// The error and its causes, outermost first.
@@ -248,6 +290,18 @@ mod tests {
         );
         assert_eq!(
             kind(io::Error::from(io::ErrorKind::ConnectionReset)),
+            FailureKind::ConnectionReset
+        );
+        assert_eq!(
+            kind(io::Error::from(io::ErrorKind::BrokenPipe)),
+            FailureKind::ConnectionReset
+        );
+        assert_eq!(
+            kind(io::Error::from(io::ErrorKind::UnexpectedEof)),
+            FailureKind::ConnectionClosed
+        );
+        assert_eq!(
+            kind(io::Error::from(io::ErrorKind::InvalidData)),
             FailureKind::Transport
         );
     }

@@ -93,13 +93,14 @@
 //! - a deadline **inside** the retry restarts with every attempt: it becomes a
 //!   per-attempt limit, and nothing bounds the call as a whole.
 //!
-//! Both are tested in `tests/order.rs`.
+//! Both are tested in `tests/order/main.rs`.
 //!
 //! # Feature flags
 //!
 //! The three layers, the read timeout and [`FailureKind`] are always built; they
-//! need only `http`, `http-body`, `tower-layer`, `tower-service` and tokio's
-//! timer. Features add what needs more:
+//! need only `http`, `http-body`, `bytes`, `http-body-util`, `pin-project-lite`,
+//! `tower-layer`, `tower-service` and tokio's timer. Features add what needs
+//! more:
 //!
 //! - `transport`: [`transport::Builder`], a hyper-util client with connect and
 //!   read timeouts; also lets [`FailureKind`] recognise hyper's errors.

@@ -29,7 +29,7 @@ impl AttemptTimedOut {
 
 impl fmt::Display for AttemptTimedOut {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "attempt timed out after {:?}", self.limit)
+        f.pad(&format!("attempt timed out after {:?}", self.limit))
     }
 }
 

@@ -56,6 +56,10 @@
 //! not [`AttemptTimedOut`]: the caller learns which budget ran out. A request
 //! whose deadline has already passed is not sent at all.
 //!
+//! Every attempt keeps its own limit, the last one included: the final attempt
+//! does not stretch to the whole remaining budget (linkerd drops its per-try
+//! timeout on the final attempt; here that choice is left to the policy).
+//!
 //! # Differences from `tower::timeout`
 //!
 //! - the error is a distinct type carrying the limit, so an attempt timeout is

@@ -32,7 +32,7 @@ impl DeadlineExceeded {
 
 impl fmt::Display for DeadlineExceeded {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "deadline of {:?} exceeded", self.budget)
+        f.pad(&format!("deadline of {:?} exceeded", self.budget))
     }
 }
 

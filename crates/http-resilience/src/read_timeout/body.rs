@@ -19,13 +19,14 @@ pin_project! {
     /// frame lasts longer than the limit.
     ///
     /// Only waits count: the clock starts when a read finds no frame ready and
-    /// stops when one arrives. A body that keeps delivering frames may take any
+    /// stops when one arrives. After the error the body reports its end. A body that keeps delivering frames may take any
     /// time in all; bound the whole call with
     /// [`Deadline`](crate::deadline::Deadline).
     pub struct ReadTimeoutBody<B> {
         #[pin]
         inner: B,
         gap: Gap,
+        timed_out: bool,
     }
 }
 
@@ -37,6 +38,7 @@ impl<B> ReadTimeoutBody<B> {
         Self {
             inner,
             gap: Gap::new(limit),
+            timed_out: false,
         }
     }
 
@@ -69,23 +71,33 @@ where
         cx: &mut Context<'_>,
     ) -> Poll<Option<Result<Frame<Self::Data>, Self::Error>>> {
         let this = self.project();
+        if *this.timed_out {
+            return Poll::Ready(None);
+        }
         if let Poll::Ready(frame) = this.inner.poll_frame(cx) {
             this.gap.disarm();
             return Poll::Ready(frame.map(|result| result.map_err(Into::into)));
         }
         let limit = this.gap.limit();
         match this.gap.poll_expired(cx) {
-            Poll::Ready(()) => Poll::Ready(Some(Err(ReadTimedOut::new(limit, Phase::Body).into()))),
+            Poll::Ready(()) => {
+                *this.timed_out = true;
+                Poll::Ready(Some(Err(ReadTimedOut::new(limit, Phase::Body).into())))
+            }
             Poll::Pending => Poll::Pending,
         }
     }
 
     fn is_end_stream(&self) -> bool {
-        self.inner.is_end_stream()
+        self.timed_out || self.inner.is_end_stream()
     }
 
     fn size_hint(&self) -> SizeHint {
-        self.inner.size_hint()
+        if self.timed_out {
+            SizeHint::with_exact(0)
+        } else {
+            self.inner.size_hint()
+        }
     }
 }
 
@@ -94,6 +106,7 @@ impl<B: fmt::Debug> fmt::Debug for ReadTimeoutBody<B> {
         f.debug_struct("ReadTimeoutBody")
             .field("inner", &self.inner)
             .field("limit", &self.gap.limit())
+            .field("timed_out", &self.timed_out)
             .finish()
     }
 }

@@ -54,11 +54,10 @@ impl fmt::Display for ReadTimedOut {
             Phase::Head => "the response head",
             Phase::Body => "the next body frame",
         };
-        write!(
-            f,
+        f.pad(&format!(
             "read timed out: no data for {:?} while awaiting {awaited}",
             self.limit
-        )
+        ))
     }
 }
 

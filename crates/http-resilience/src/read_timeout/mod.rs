@@ -13,9 +13,14 @@
 //! the client service (as [`transport::Builder`] does) and measures at the
 //! level of HTTP messages:
 //!
-//! - **the head**: from `call` until the response head is ready. This wait
-//!   includes sending the request, and setting up a connection when the pool
-//!   has none (the connect timeout bounds that part separately);
+//! - **the head**: from the moment the client has a connection for the
+//!   request until the response head is ready; this wait includes sending the
+//!   request. Setting up a connection is not a read: the connect timeout
+//!   bounds it, and a slow connect is reported as a connect timeout, never as
+//!   a read timeout. (This needs hyper-util's client, which reports its
+//!   connection: [`ReadTimeout::after_connect`], used by
+//!   [`transport::Builder`]. Around any other service the wait for the head
+//!   starts when the response future is first polled.)
 //! - **each body frame**: from the moment a read of the body finds no frame
 //!   ready until the next frame arrives. Time spent by the reader between two
 //!   reads is not a gap.
@@ -24,6 +29,12 @@
 //! awaited. Unlike a limit on every socket read at the connector (the approach
 //! of the `hyper-timeout` crate), an idle pooled connection is never closed by
 //! this timer, and the error is typed rather than an `io::Error`.
+//!
+//! # Ties
+//!
+//! The inner future, and the inner body, are polled before the timer: a head
+//! or a frame that is ready in the same poll in which the limit expires is
+//! taken.
 //!
 //! # Differences from tower-http's timeouts
 //!
@@ -55,9 +66,11 @@
 //! ```
 //!
 //! [`transport::Builder`]: crate::transport::Builder
+//! [`ReadTimeout::after_connect`]: ReadTimeout::after_connect
 //! [`ReadTimedOut`]: error::ReadTimedOut
 
 pub mod body;
+mod connection;
 pub mod error;
 pub mod future;
 mod gap;
@@ -65,7 +78,7 @@ mod layer;
 
 pub use self::layer::ReadTimeoutLayer;
 
-use self::{future::ResponseFuture, gap::Gap};
+use self::{connection::Connection, future::ResponseFuture, gap::Gap};
 use crate::BoxError;
 use std::{
     task::{Context, Poll},
@@ -80,6 +93,7 @@ use tower_service::Service;
 pub struct ReadTimeout<S> {
     inner: S,
     limit: Duration,
+    after_connect: bool,
 }
 
 // ===== impl ReadTimeout =====
@@ -87,7 +101,26 @@ pub struct ReadTimeout<S> {
 impl<S> ReadTimeout<S> {
     /// Wraps `inner`, allowing waits of at most `limit` for data.
     pub const fn new(inner: S, limit: Duration) -> Self {
-        Self { inner, limit }
+        Self {
+            inner,
+            limit,
+            after_connect: false,
+        }
+    }
+
+    /// Wraps hyper-util's client `inner`, allowing waits of at most `limit`
+    /// for data; the wait for the head starts only once the client has a
+    /// connection for the request, so connecting is never a read.
+    ///
+    /// Around a service that is not hyper-util's legacy client the head would
+    /// never be timed: use [`new`](Self::new) there.
+    #[cfg(feature = "transport")]
+    pub const fn after_connect(inner: S, limit: Duration) -> Self {
+        Self {
+            inner,
+            limit,
+            after_connect: true,
+        }
     }
 
     /// The longest wait allowed.
@@ -111,8 +144,9 @@ where
         self.inner.poll_ready(cx).map_err(Into::into)
     }
 
-    fn call(&mut self, request: http::Request<B>) -> Self::Future {
-        ResponseFuture::new(self.inner.call(request), Gap::new(self.limit))
+    fn call(&mut self, mut request: http::Request<B>) -> Self::Future {
+        let connection = Connection::new(self.after_connect, &mut request);
+        ResponseFuture::new(self.inner.call(request), Gap::new(self.limit), connection)
     }
 }
 

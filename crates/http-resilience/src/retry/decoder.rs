@@ -190,7 +190,7 @@ impl InvalidStatus {
 
 impl fmt::Display for InvalidStatus {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "status code must be in 100..=599, got {}", self.0)
+        f.pad(&format!("status code must be in 100..=599, got {}", self.0))
     }
 }
 

@@ -135,11 +135,19 @@ impl Builder {
     ///
     /// [`InvalidTransport`] if the configuration makes no sense (a zero
     /// limit).
+    ///
+    /// Unlike the connector of [`build_http`](Self::build_http), it accepts
+    /// `https://` URIs, since the TLS connector around it handles them.
     pub fn http_connector(&self) -> Result<HttpConnector, InvalidTransport> {
+        self.connector(false)
+    }
+
+    fn connector(&self, enforce_http: bool) -> Result<HttpConnector, InvalidTransport> {
         self.validate()?;
         let mut connector = HttpConnector::new();
         connector.set_connect_timeout(self.connect_timeout);
         connector.set_nodelay(true);
+        connector.enforce_http(enforce_http);
         Ok(connector)
     }
 
@@ -154,7 +162,7 @@ impl Builder {
         B: http_body::Body + Send + 'static,
         B::Data: Send,
     {
-        let connector = self.http_connector()?;
+        let connector = self.connector(true)?;
         self.build(connector)
     }
 
@@ -179,7 +187,7 @@ impl Builder {
             .pool_max_idle_per_host(self.pool_max_idle_per_host)
             .retry_canceled_requests(false)
             .build(connector);
-        Ok(ReadTimeout::new(client, self.read_timeout))
+        Ok(ReadTimeout::after_connect(client, self.read_timeout))
     }
 
     fn validate(&self) -> Result<(), InvalidTransport> {
@@ -216,11 +224,10 @@ impl InvalidTransport {
 
 impl fmt::Display for InvalidTransport {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
+        f.pad(&format!(
             "transport.{} must be greater than zero, got 0s",
             self.field
-        )
+        ))
     }
 }
 
