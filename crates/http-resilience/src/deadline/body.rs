@@ -1,4 +1,23 @@
 //! The response body bounded by the call's deadline.
+//!
+//! # Example
+//!
+//! ```
+//! use http_body_util::{BodyExt, Full};
+//! use http_resilience::{deadline::body::DeadlineBody, RequestDeadline};
+//! use std::time::Duration;
+//!
+//! # #[tokio::main(flavor = "current_thread", start_paused = true)]
+//! # async fn main() {
+//! let deadline = RequestDeadline::after(Duration::from_secs(1));
+//! let body = DeadlineBody::new(Full::new(&b"in time"[..]), deadline);
+//! assert_eq!(body.collect().await.unwrap().to_bytes(), "in time");
+//!
+//! let body = DeadlineBody::new(Full::new(&b"too late"[..]), deadline);
+//! tokio::time::sleep(Duration::from_secs(1)).await;
+//! assert!(body.collect().await.is_err());
+//! # }
+//! ```
 
 use super::error::DeadlineExceeded;
 use crate::{BoxError, RequestDeadline};
@@ -48,20 +67,7 @@ impl<B> DeadlineBody<B> {
         }
     }
 
-    /// Returns a reference to the inner body.
-    pub fn get_ref(&self) -> &B {
-        &self.inner
-    }
-
-    /// Returns a mutable reference to the inner body.
-    pub fn get_mut(&mut self) -> &mut B {
-        &mut self.inner
-    }
-
-    /// Consumes `self`, returning the inner body (no longer bounded).
-    pub fn into_inner(self) -> B {
-        self.inner
-    }
+    define_inner_service_accessors!(B, "body");
 }
 
 impl<B> Body for DeadlineBody<B>

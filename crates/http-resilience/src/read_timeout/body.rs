@@ -1,4 +1,24 @@
 //! The response body with a limit on every wait for a frame.
+//!
+//! # Example
+//!
+//! ```
+//! use http_body_util::BodyExt;
+//! use http_resilience::read_timeout::{body::ReadTimeoutBody, error::ReadTimedOut};
+//! use http_resilience_mock::body::ScriptedBody;
+//! use std::time::Duration;
+//!
+//! # #[tokio::main(flavor = "current_thread", start_paused = true)]
+//! # async fn main() {
+//! // A frame, then a silence of 2 s against a limit of 250 ms.
+//! let script = ScriptedBody::new().data("a").wait(Duration::from_secs(2)).data("b");
+//! let err = ReadTimeoutBody::new(script, Duration::from_millis(250))
+//!     .collect()
+//!     .await
+//!     .unwrap_err();
+//! assert!(err.is::<ReadTimedOut>());
+//! # }
+//! ```
 
 use super::{
     error::{Phase, ReadTimedOut},
@@ -42,20 +62,7 @@ impl<B> ReadTimeoutBody<B> {
         }
     }
 
-    /// Returns a reference to the inner body.
-    pub fn get_ref(&self) -> &B {
-        &self.inner
-    }
-
-    /// Returns a mutable reference to the inner body.
-    pub fn get_mut(&mut self) -> &mut B {
-        &mut self.inner
-    }
-
-    /// Consumes `self`, returning the inner body (no longer bounded).
-    pub fn into_inner(self) -> B {
-        self.inner
-    }
+    define_inner_service_accessors!(B, "body");
 }
 
 impl<B> Body for ReadTimeoutBody<B>

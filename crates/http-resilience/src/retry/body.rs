@@ -1,4 +1,16 @@
 //! Request bodies that can be sent again.
+//!
+//! # Example
+//!
+//! ```
+//! use bytes::Bytes;
+//! use http_body_util::Full;
+//! use http_resilience::retry::{SendOnce, TryCloneBody};
+//!
+//! // `Clone` bodies replay; a stream goes through `SendOnce` and does not.
+//! assert!(Full::new(Bytes::from_static(b"{}")).try_clone_body().is_some());
+//! assert!(SendOnce::new(Full::new(Bytes::new())).try_clone_body().is_none());
+//! ```
 
 use http_body::{Body, Frame, SizeHint};
 use pin_project_lite::pin_project;
@@ -67,15 +79,7 @@ impl<B> SendOnce<B> {
         Self { inner }
     }
 
-    /// Returns a reference to the inner body.
-    pub fn get_ref(&self) -> &B {
-        &self.inner
-    }
-
-    /// Consumes `self`, returning the inner body.
-    pub fn into_inner(self) -> B {
-        self.inner
-    }
+    define_inner_service_accessors!(B, "body");
 }
 
 // NOTE: `SendOnce` is deliberately not `Clone`, which is what lets this impl

@@ -1,4 +1,20 @@
 //! Decoders: what one attempt's outcome means for the call.
+//!
+//! # Example
+//!
+//! ```
+//! use http::Response;
+//! use http_resilience::retry::{Decoder, StatusDecoder, Verdict};
+//!
+//! // The seed's decoder, and a closure that also retries every error.
+//! let seed = StatusDecoder::new([503]);
+//! let with_errors = move |outcome: &Result<Response<()>, std::io::Error>| match outcome {
+//!     Err(_) => Verdict::retry(),
+//!     ok => seed.decode(ok),
+//! };
+//! let refused = std::io::Error::from(std::io::ErrorKind::ConnectionRefused);
+//! assert_eq!(with_errors.decode(&Err(refused)), Verdict::retry());
+//! ```
 
 use http::StatusCode;
 use std::{error::Error, fmt, time::Duration};

@@ -7,7 +7,7 @@
 //! decoder accepts, the caller gets **that outcome unchanged**: the last 503 with
 //! its headers and body, or the last error. The number of attempts is recorded
 //! on the response as an [`Attempts`](crate::Attempts) extension; for errors,
-//! a caller that wants the count puts an [`AttemptCounter`](crate::AttemptCounter)
+//! a caller that wants the count puts an [`AttemptCounter`]
 //! in the request.
 //!
 //! # Example

@@ -1,4 +1,17 @@
 //! Retryers: whether, and after how long, to try again.
+//!
+//! # Example
+//!
+//! ```
+//! use http_resilience::retry::{FixedDelay, Retryer};
+//! use std::time::Duration;
+//!
+//! // The seed's retryer: two retries, 10 ms apart. Each request gets a clone.
+//! let prototype = FixedDelay::new(Duration::from_millis(10), 2);
+//! let mut for_one_request = prototype.clone();
+//! let waits: Vec<_> = (1..=3).map(|n| for_one_request.next_delay(n, None)).collect();
+//! assert_eq!(waits, [Some(Duration::from_millis(10)), Some(Duration::from_millis(10)), None]);
+//! ```
 
 use std::time::Duration;
 
