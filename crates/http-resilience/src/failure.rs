@@ -197,6 +197,49 @@ fn client_error(_: &(dyn Error + 'static)) -> ClientError {
     ClientError::default()
 }
 
+/// Errors that can be looked at as a `dyn Error`, so that decoders can
+/// classify them with [`FailureKind::of`].
+///
+/// Implemented for [`BoxError`](crate::BoxError) (what the layers of this
+/// crate return), `std::io::Error`, `Infallible` and, with the `transport`
+/// feature, the errors of hyper and hyper-util's client.
+pub trait AsError {
+    /// The error as a trait object.
+    fn as_error(&self) -> &(dyn Error + 'static);
+}
+
+impl AsError for crate::BoxError {
+    fn as_error(&self) -> &(dyn Error + 'static) {
+        &**self
+    }
+}
+
+impl AsError for io::Error {
+    fn as_error(&self) -> &(dyn Error + 'static) {
+        self
+    }
+}
+
+impl AsError for std::convert::Infallible {
+    fn as_error(&self) -> &(dyn Error + 'static) {
+        match *self {}
+    }
+}
+
+#[cfg(feature = "transport")]
+impl AsError for hyper::Error {
+    fn as_error(&self) -> &(dyn Error + 'static) {
+        self
+    }
+}
+
+#[cfg(feature = "transport")]
+impl AsError for hyper_util::client::legacy::Error {
+    fn as_error(&self) -> &(dyn Error + 'static) {
+        self
+    }
+}
+
 /// The error and its causes, outermost first.
 ///
 /// Unlike a plain walk of `source()`, an `io::Error` that wraps another error is

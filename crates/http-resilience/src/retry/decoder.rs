@@ -16,44 +16,11 @@
 //! assert_eq!(with_errors.decode(&Err(refused)), Verdict::retry());
 //! ```
 
-use http::StatusCode;
-use std::{error::Error, fmt, time::Duration};
-
-/// What a [`Decoder`] makes of one attempt's outcome.
-///
-/// `Retry` only *asks* for another attempt: the policy's
-/// [`Retryer`](super::Retryer) decides whether one is made and when.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-#[non_exhaustive]
-pub enum Verdict {
-    /// Return this outcome to the caller as it is.
-    Accept,
-    /// Try again if the retryer allows it.
-    Retry {
-        /// A delay the server asked for (for example with `Retry-After`); the
-        /// retryer may honour it in place of its own backoff.
-        after: Option<Duration>,
-    },
-}
-
-// ===== impl Verdict =====
-
-impl Verdict {
-    /// Ask for another attempt after the retryer's own backoff.
-    pub const fn retry() -> Self {
-        Verdict::Retry { after: None }
-    }
-
-    /// Ask for another attempt after `delay`, a delay the server asked for.
-    pub const fn retry_after(delay: Duration) -> Self {
-        Verdict::Retry { after: Some(delay) }
-    }
-
-    /// Whether this verdict asks for another attempt.
-    pub const fn is_retry(&self) -> bool {
-        matches!(self, Verdict::Retry { .. })
-    }
-}
+use super::retry_after;
+pub use super::verdict::{Reason, Verdict};
+use crate::{failure::AsError, FailureKind};
+use http::{HeaderName, HeaderValue, StatusCode};
+use std::{error::Error, fmt, time::SystemTime};
 
 /// Decides what one attempt's outcome means: accept it, or ask for a retry.
 ///
@@ -69,13 +36,15 @@ impl Verdict {
 ///
 /// // Retry 502 and 503, and every transport error.
 /// let decoder = |outcome: &Result<Response<()>, std::io::Error>| match outcome {
-///     Ok(response) if matches!(response.status().as_u16(), 502 | 503) => Verdict::retry(),
+///     Ok(response) if matches!(response.status().as_u16(), 502 | 503) => {
+///         Verdict::retry(response.status())
+///     }
 ///     Ok(_) => Verdict::Accept,
-///     Err(_) => Verdict::retry(),
+///     Err(_) => Verdict::retry("transport error"),
 /// };
 ///
 /// let unavailable = Response::builder().status(503).body(()).unwrap();
-/// assert_eq!(decoder.decode(&Ok(unavailable)), Verdict::retry());
+/// assert!(decoder.decode(&Ok(unavailable)).is_retry());
 /// ```
 pub trait Decoder<B, E> {
     /// The verdict on one attempt's outcome.
@@ -91,12 +60,14 @@ where
     }
 }
 
-/// Retries responses whose status is in a set; accepts everything else,
-/// errors included.
+/// Retries responses whose status is in a set; every other outcome is
+/// returned: a status below 400 is accepted, any other status and every error
+/// fail.
 ///
 /// `StatusDecoder::new([503])` is the policy of seed 000: only
 /// `503 Service Unavailable` is retried; timeouts and other errors are returned
-/// at once.
+/// at once. The seed ignores `Retry-After`, and so does this decoder unless
+/// [`with_retry_after`](Self::with_retry_after) is set.
 ///
 /// # Example
 ///
@@ -108,13 +79,15 @@ where
 /// let response = |status| Response::builder().status(status).body(()).unwrap();
 ///
 /// let retry_503: &dyn Decoder<(), std::io::Error> = &decoder;
-/// assert_eq!(retry_503.decode(&Ok(response(503))), Verdict::retry());
-/// assert_eq!(retry_503.decode(&Ok(response(500))), Verdict::Accept);
+/// assert!(retry_503.decode(&Ok(response(503))).is_retry());
+/// assert!(!retry_503.decode(&Ok(response(500))).is_retry());
+/// assert!(retry_503.decode(&Ok(response(200))).is_accept());
 /// ```
 #[derive(Clone, Copy, PartialEq, Eq, Hash)]
 pub struct StatusDecoder {
     // One bit for each status in 100..=599.
     bits: [u64; 8],
+    retry_after: bool,
 }
 
 /// The first status a [`StatusDecoder`] can hold.
@@ -153,7 +126,19 @@ impl StatusDecoder {
             let index = usize::from(status - FIRST);
             bits[index / 64] |= 1 << (index % 64);
         }
-        Ok(Self { bits })
+        Ok(Self {
+            bits,
+            retry_after: false,
+        })
+    }
+
+    /// Also reads `Retry-After` on the retried statuses 429 and 503, and asks
+    /// for the delay it gives. A malformed value is ignored (the retryer's
+    /// backoff applies) and logged at debug level.
+    #[must_use]
+    pub const fn with_retry_after(mut self) -> Self {
+        self.retry_after = true;
+        self
     }
 
     /// Whether `status` is retried.
@@ -174,11 +159,340 @@ impl StatusDecoder {
     }
 }
 
+impl StatusDecoder {
+    /// The verdict on a response head.
+    fn decode_response<B>(&self, response: &http::Response<B>) -> Verdict {
+        let status = response.status();
+        if self.contains(status) {
+            let verdict = Verdict::retry(status);
+            let reads_header = self.retry_after
+                && matches!(
+                    status,
+                    StatusCode::TOO_MANY_REQUESTS | StatusCode::SERVICE_UNAVAILABLE
+                );
+            match reads_header.then(|| server_delay(response)).flatten() {
+                Some(delay) => verdict.after(delay),
+                None => verdict,
+            }
+        } else if status.as_u16() >= 400 {
+            Verdict::fail(status)
+        } else {
+            Verdict::Accept
+        }
+    }
+}
+
 impl<B, E> Decoder<B, E> for StatusDecoder {
     fn decode(&self, outcome: &Result<http::Response<B>, E>) -> Verdict {
         match outcome {
-            Ok(response) if self.contains(response.status()) => Verdict::retry(),
+            Ok(response) => self.decode_response(response),
+            Err(_) => Verdict::fail(Reason::Error),
+        }
+    }
+}
+
+/// The delay asked for by a valid `Retry-After` on `response`; a malformed
+/// value is logged and ignored.
+fn server_delay<B>(response: &http::Response<B>) -> Option<std::time::Duration> {
+    match retry_after::delay(response.headers(), SystemTime::now())? {
+        Ok(delay) => Some(delay),
+        Err(err) => {
+            tracing::debug!(
+                value = ?response.headers().get(http::header::RETRY_AFTER),
+                "{err}: falling back to the retryer's backoff"
+            );
+            None
+        }
+    }
+}
+
+/// OpenFeign's default decoding: an error status is retried only when it
+/// carries a valid `Retry-After`, and then after the delay it asks for;
+/// transport failures and timeouts of an attempt are retried.
+///
+/// This mirrors `ErrorDecoder.Default` and `RetryableException` in OpenFeign:
+/// any status from 400 up with `Retry-After` is retryable, without it the
+/// status is a failure, and an I/O error (Feign's `IOException`, here every
+/// [`FailureKind`] of the transport, and the attempt, read and connect
+/// timeouts) is retryable. A malformed `Retry-After` makes the status a plain
+/// failure, as in Feign. The deadline of the whole call is never retried.
+///
+/// # Example
+///
+/// ```
+/// use http::Response;
+/// use http_resilience::{retry::{Decoder, FeignDecoder, Verdict}, BoxError};
+/// use std::time::Duration;
+///
+/// let decoder = FeignDecoder::new();
+/// let decode = |response: Response<()>| Decoder::<(), BoxError>::decode(&decoder, &Ok(response));
+///
+/// let plain_503 = Response::builder().status(503).body(()).unwrap();
+/// assert!(!decode(plain_503).is_retry());
+///
+/// let paced_503 = Response::builder().status(503).header("retry-after", "2").body(()).unwrap();
+/// assert_eq!(decode(paced_503).server_delay(), Some(Duration::from_secs(2)));
+/// ```
+#[derive(Debug, Clone, Copy, Default)]
+pub struct FeignDecoder {
+    _private: (),
+}
+
+// ===== impl FeignDecoder =====
+
+impl FeignDecoder {
+    /// The decoder.
+    pub const fn new() -> Self {
+        Self { _private: () }
+    }
+}
+
+impl<B, E: AsError> Decoder<B, E> for FeignDecoder {
+    fn decode(&self, outcome: &Result<http::Response<B>, E>) -> Verdict {
+        match outcome {
+            Ok(response) if response.status().as_u16() >= 400 => {
+                let status = response.status();
+                match server_delay(response) {
+                    Some(delay) => Verdict::retry(status).after(delay),
+                    None => Verdict::fail(status),
+                }
+            }
+            Ok(_) => Verdict::Accept,
+            Err(err) => match FailureKind::of(err.as_error()) {
+                kind @ (FailureKind::Deadline | FailureKind::Other) => Verdict::fail(kind),
+                kind => Verdict::retry(kind),
+            },
+        }
+    }
+}
+
+/// Retries what the resilience libraries agree is transient: the statuses
+/// 408, 429, 500, 502, 503 and 504, and failures to connect (the request was
+/// never sent). `Retry-After` is read on 429 and 503.
+///
+/// This is the consensus of Polly's standard handler, Envoy's `5xx` plus
+/// `retriable-status-codes`, and gRPC's `UNAVAILABLE`. Timeouts and failures
+/// after the request was sent are *not* retried: the upstream may have acted
+/// on the request.
+///
+/// # Example
+///
+/// ```
+/// use http::Response;
+/// use http_resilience::{retry::{Decoder, TransientDecoder}, BoxError};
+///
+/// let decoder = TransientDecoder::new();
+/// let refused: BoxError = std::io::Error::from(std::io::ErrorKind::ConnectionRefused).into();
+/// assert!(Decoder::<(), BoxError>::decode(&decoder, &Err(refused)).is_retry());
+///
+/// let bad_gateway = Response::builder().status(502).body(()).unwrap();
+/// assert!(Decoder::<(), BoxError>::decode(&decoder, &Ok(bad_gateway)).is_retry());
+/// ```
+#[derive(Debug, Clone, Copy)]
+pub struct TransientDecoder {
+    statuses: StatusDecoder,
+}
+
+// ===== impl TransientDecoder =====
+
+impl TransientDecoder {
+    /// The statuses retried: 408, 429, 500, 502, 503, 504.
+    pub const STATUSES: [u16; 6] = [408, 429, 500, 502, 503, 504];
+
+    /// The decoder.
+    pub fn new() -> Self {
+        Self {
+            statuses: StatusDecoder::new(Self::STATUSES).with_retry_after(),
+        }
+    }
+}
+
+impl Default for TransientDecoder {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl<B, E: AsError> Decoder<B, E> for TransientDecoder {
+    fn decode(&self, outcome: &Result<http::Response<B>, E>) -> Verdict {
+        match outcome {
+            Ok(response) => self.statuses.decode_response(response),
+            Err(err) => match FailureKind::of(err.as_error()) {
+                kind if kind.is_before_send() => Verdict::retry(kind),
+                kind => Verdict::fail(kind),
+            },
+        }
+    }
+}
+
+/// Retries a response that carries a header with a given value, as in
+/// `x-should-retry: true`; any other outcome is accepted, so that it combines
+/// with other decoders through [`Or`].
+///
+/// # Example
+///
+/// ```
+/// use http::Response;
+/// use http_resilience::retry::{Decoder, RetryOnHeader};
+///
+/// let decoder = RetryOnHeader::new("x-should-retry", "true");
+/// let asked = Response::builder().header("x-should-retry", "TRUE").body(()).unwrap();
+/// assert!(Decoder::<(), ()>::decode(&decoder, &Ok(asked)).is_retry());
+/// ```
+#[derive(Debug, Clone)]
+pub struct RetryOnHeader {
+    name: HeaderName,
+    reason: &'static str,
+    value: HeaderValue,
+}
+
+// ===== impl RetryOnHeader =====
+
+impl RetryOnHeader {
+    /// Retries responses whose header `name` equals `value`, ignoring ASCII
+    /// case.
+    ///
+    /// # Panics
+    ///
+    /// Panics if `name` is not a valid lowercase header name or `value` not a
+    /// valid header value; [`try_new`](Self::try_new) returns an error instead.
+    #[track_caller]
+    pub fn new(name: &'static str, value: &str) -> Self {
+        match Self::try_new(name, value) {
+            Ok(decoder) => decoder,
+            Err(err) => panic!("{err}"),
+        }
+    }
+
+    /// Retries responses whose header `name` equals `value`, ignoring ASCII
+    /// case.
+    ///
+    /// # Errors
+    ///
+    /// [`InvalidHeader`] if `name` is not a valid lowercase header name or
+    /// `value` not a valid header value.
+    pub fn try_new(name: &'static str, value: &str) -> Result<Self, InvalidHeader> {
+        let invalid = || InvalidHeader {
+            name,
+            value: value.to_owned(),
+        };
+        let header = HeaderName::from_bytes(name.as_bytes()).map_err(|_| invalid())?;
+        if header.as_str() != name {
+            return Err(invalid());
+        }
+        let value = HeaderValue::from_str(value).map_err(|_| invalid())?;
+        Ok(Self {
+            name: header,
+            reason: name,
+            value,
+        })
+    }
+}
+
+impl<B, E> Decoder<B, E> for RetryOnHeader {
+    fn decode(&self, outcome: &Result<http::Response<B>, E>) -> Verdict {
+        match outcome {
+            Ok(response)
+                if response.headers().get(&self.name).is_some_and(|found| {
+                    found.as_bytes().eq_ignore_ascii_case(self.value.as_bytes())
+                }) =>
+            {
+                Verdict::retry(Reason::Header(self.reason))
+            }
             _ => Verdict::Accept,
+        }
+    }
+}
+
+/// A header name or value given to [`RetryOnHeader`] is not valid.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct InvalidHeader {
+    name: &'static str,
+    value: String,
+}
+
+impl fmt::Display for InvalidHeader {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.pad(&format!(
+            "invalid header for RetryOnHeader: {:?}: {:?} (names are lowercase tokens)",
+            self.name, self.value
+        ))
+    }
+}
+
+impl Error for InvalidHeader {}
+
+/// Adds `or` to the ready-made decoders.
+macro_rules! decoder_or {
+    ($($ty:ident $(<$($param:ident),*>)?),* $(,)?) => {
+        $(
+            impl $(<$($param),*>)? $ty $(<$($param),*>)? {
+                /// A decoder that retries when either `self` or `other` does;
+                /// see [`Or`].
+                pub fn or<Next>(self, other: Next) -> Or<Self, Next> {
+                    Or::new(self, other)
+                }
+            }
+        )*
+    };
+}
+
+decoder_or!(StatusDecoder, FeignDecoder, TransientDecoder, RetryOnHeader, Or<A, O>);
+
+/// A decoder that retries when either of two does.
+///
+/// `first` is asked first; when it does not ask for a retry, `second` is
+/// asked; when neither does, `first`'s verdict stands. The ready-made decoders
+/// have an `or` method that builds one; closures use [`Or::new`].
+///
+/// # Example
+///
+/// ```
+/// use http::Response;
+/// use http_resilience::retry::{Decoder, Or, RetryOnHeader, StatusDecoder, Verdict};
+///
+/// let decoder = StatusDecoder::new([503]).or(RetryOnHeader::new("x-should-retry", "true"));
+/// let asked = Response::builder().status(500).header("x-should-retry", "true").body(()).unwrap();
+/// assert!(Decoder::<(), ()>::decode(&decoder, &Ok(asked)).is_retry());
+///
+/// let teapot = |outcome: &Result<Response<()>, ()>| match outcome {
+///     Ok(r) if r.status() == 418 => Verdict::retry("teapot"),
+///     _ => Verdict::Accept,
+/// };
+/// let decoder = Or::new(teapot, StatusDecoder::new([503]));
+/// let brewing = Response::builder().status(418).body(()).unwrap();
+/// assert!(decoder.decode(&Ok(brewing)).is_retry());
+/// ```
+#[derive(Debug, Clone, Copy)]
+pub struct Or<A, B> {
+    first: A,
+    second: B,
+}
+
+// ===== impl Or =====
+
+impl<A, B> Or<A, B> {
+    /// Asks `first`, then `second`.
+    pub const fn new(first: A, second: B) -> Self {
+        Self { first, second }
+    }
+}
+
+impl<A, O, B, E> Decoder<B, E> for Or<A, O>
+where
+    A: Decoder<B, E>,
+    O: Decoder<B, E>,
+{
+    fn decode(&self, outcome: &Result<http::Response<B>, E>) -> Verdict {
+        let first = self.first.decode(outcome);
+        if first.is_retry() {
+            return first;
+        }
+        let second = self.second.decode(outcome);
+        if second.is_retry() {
+            second
+        } else {
+            first
         }
     }
 }
@@ -187,7 +501,11 @@ impl fmt::Debug for StatusDecoder {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_set()
             .entries(self.statuses().map(|status| status.as_u16()))
-            .finish()
+            .finish()?;
+        if self.retry_after {
+            f.write_str(" with Retry-After")?;
+        }
+        Ok(())
     }
 }
 
@@ -215,31 +533,77 @@ impl Error for InvalidStatus {}
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::{
+        attempt_timeout::error::AttemptTimedOut, deadline::error::DeadlineExceeded, BoxError,
+    };
+    use std::{io, time::Duration};
 
-    fn response(status: u16) -> Result<http::Response<()>, ()> {
+    type Outcome = Result<http::Response<()>, BoxError>;
+
+    fn response(status: u16) -> Outcome {
         Ok(http::Response::builder().status(status).body(()).unwrap())
     }
 
+    fn with_header(status: u16, name: &str, value: &str) -> Outcome {
+        Ok(http::Response::builder()
+            .status(status)
+            .header(name, value)
+            .body(())
+            .unwrap())
+    }
+
+    fn error(err: impl Into<BoxError>) -> Outcome {
+        Err(err.into())
+    }
+
+    fn status(code: u16) -> StatusCode {
+        StatusCode::from_u16(code).unwrap()
+    }
+
     #[test]
-    fn retries_only_listed_statuses() {
+    fn status_decoder_retries_only_listed_statuses() {
         let decoder = StatusDecoder::new([503, 429]);
-        assert_eq!(decoder.decode(&response(503)), Verdict::retry());
-        assert_eq!(decoder.decode(&response(429)), Verdict::retry());
-        for status in [100, 200, 404, 500, 502, 504, 599] {
+        assert_eq!(decoder.decode(&response(503)), Verdict::retry(status(503)));
+        assert_eq!(decoder.decode(&response(429)), Verdict::retry(status(429)));
+        for code in [100, 200, 204, 302] {
+            assert_eq!(decoder.decode(&response(code)), Verdict::Accept, "{code}");
+        }
+        for code in [400, 404, 500, 502, 504, 599] {
             assert_eq!(
-                decoder.decode(&response(status)),
-                Verdict::Accept,
-                "{status}"
+                decoder.decode(&response(code)),
+                Verdict::fail(status(code)),
+                "{code}"
             );
         }
     }
 
     #[test]
-    fn accepts_errors() {
+    fn status_decoder_fails_errors() {
         let decoder = StatusDecoder::new([503]);
+        let verdict = decoder.decode(&error(io::Error::from(io::ErrorKind::ConnectionRefused)));
+        assert_eq!(verdict, Verdict::fail(Reason::Error));
+    }
+
+    #[test]
+    fn status_decoder_ignores_retry_after_unless_asked() {
+        let paced = with_header(503, "retry-after", "3");
+        let seed = StatusDecoder::new([503]);
+        assert_eq!(seed.decode(&paced).server_delay(), None);
+        let reading = seed.with_retry_after();
         assert_eq!(
-            decoder.decode(&Err::<http::Response<()>, _>(())),
-            Verdict::Accept
+            reading.decode(&paced).server_delay(),
+            Some(Duration::from_secs(3))
+        );
+        // A malformed value falls back to the backoff: a retry without delay.
+        let garbage = reading.decode(&with_header(503, "retry-after", "soon"));
+        assert_eq!(garbage, Verdict::retry(status(503)));
+        // Only 429 and 503 are read.
+        let other = StatusDecoder::new([500]).with_retry_after();
+        assert_eq!(
+            other
+                .decode(&with_header(500, "retry-after", "3"))
+                .server_delay(),
+            None
         );
     }
 
@@ -249,6 +613,10 @@ mod tests {
         let listed: Vec<u16> = decoder.statuses().map(|s| s.as_u16()).collect();
         assert_eq!(listed, [100, 599]);
         assert_eq!(format!("{decoder:?}"), "{100, 599}");
+        assert_eq!(
+            format!("{:?}", decoder.with_retry_after()),
+            "{100, 599} with Retry-After"
+        );
     }
 
     #[test]
@@ -265,5 +633,113 @@ mod tests {
     #[should_panic(expected = "status code must be in 100..=599, got 0")]
     fn new_panics_on_codes_out_of_range() {
         let _ = StatusDecoder::new([0]);
+    }
+
+    #[test]
+    fn feign_retries_error_statuses_only_with_retry_after() {
+        let feign = FeignDecoder::new();
+        assert_eq!(feign.decode(&response(503)), Verdict::fail(status(503)));
+        assert_eq!(
+            feign.decode(&with_header(500, "retry-after", "1")),
+            Verdict::retry(status(500)).after(Duration::from_secs(1))
+        );
+        assert_eq!(
+            feign.decode(&with_header(404, "retry-after", "0")),
+            Verdict::retry(status(404)).after(Duration::ZERO)
+        );
+        assert_eq!(
+            feign.decode(&with_header(503, "retry-after", "later")),
+            Verdict::fail(status(503))
+        );
+        assert_eq!(feign.decode(&response(200)), Verdict::Accept);
+    }
+
+    #[test]
+    fn feign_retries_io_errors_but_never_the_deadline() {
+        let feign = FeignDecoder::new();
+        let second = Duration::from_secs(1);
+        assert_eq!(
+            feign.decode(&error(io::Error::from(io::ErrorKind::ConnectionReset))),
+            Verdict::retry(FailureKind::ConnectionReset)
+        );
+        assert_eq!(
+            feign.decode(&error(AttemptTimedOut::new(second))),
+            Verdict::retry(FailureKind::AttemptTimeout)
+        );
+        assert_eq!(
+            feign.decode(&error(DeadlineExceeded::new(second))),
+            Verdict::fail(FailureKind::Deadline)
+        );
+        assert_eq!(
+            feign.decode(&error("not io")),
+            Verdict::fail(FailureKind::Other)
+        );
+    }
+
+    #[test]
+    fn transient_retries_the_consensus_statuses_and_connect_failures() {
+        let transient = TransientDecoder::new();
+        for code in TransientDecoder::STATUSES {
+            assert!(transient.decode(&response(code)).is_retry(), "{code}");
+        }
+        for code in [400, 401, 404, 409, 501, 505] {
+            assert_eq!(
+                transient.decode(&response(code)),
+                Verdict::fail(status(code))
+            );
+        }
+        assert_eq!(
+            transient
+                .decode(&with_header(429, "retry-after", "4"))
+                .server_delay(),
+            Some(Duration::from_secs(4))
+        );
+        assert_eq!(
+            transient.decode(&error(io::Error::from(io::ErrorKind::ConnectionRefused))),
+            Verdict::retry(FailureKind::ConnectRefused)
+        );
+        // Sent, then failed: the upstream may have acted on it.
+        assert_eq!(
+            transient.decode(&error(io::Error::from(io::ErrorKind::ConnectionReset))),
+            Verdict::fail(FailureKind::ConnectionReset)
+        );
+        assert_eq!(
+            transient.decode(&error(AttemptTimedOut::new(Duration::from_secs(1)))),
+            Verdict::fail(FailureKind::AttemptTimeout)
+        );
+    }
+
+    #[test]
+    fn header_decoder_matches_ignoring_case() {
+        let decoder = RetryOnHeader::new("x-should-retry", "true");
+        assert_eq!(
+            decoder.decode(&with_header(500, "x-should-retry", "True")),
+            Verdict::retry(Reason::Header("x-should-retry"))
+        );
+        assert_eq!(
+            decoder.decode(&with_header(500, "x-should-retry", "false")),
+            Verdict::Accept
+        );
+        assert_eq!(decoder.decode(&response(500)), Verdict::Accept);
+        assert!(RetryOnHeader::try_new("X-Upper", "true").is_err());
+        assert!(RetryOnHeader::try_new("bad name", "true").is_err());
+        let err = RetryOnHeader::try_new("x-ok", "two\nlines").unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "invalid header for RetryOnHeader: \"x-ok\": \"two\\nlines\" (names are lowercase tokens)"
+        );
+    }
+
+    #[test]
+    fn or_takes_the_first_retry() {
+        let decoder = StatusDecoder::new([503]).or(RetryOnHeader::new("x-should-retry", "true"));
+        assert_eq!(decoder.decode(&response(503)), Verdict::retry(status(503)));
+        assert_eq!(
+            decoder.decode(&with_header(500, "x-should-retry", "true")),
+            Verdict::retry(Reason::Header("x-should-retry"))
+        );
+        // Neither retries: the first verdict stands.
+        assert_eq!(decoder.decode(&response(500)), Verdict::fail(status(500)));
+        assert_eq!(decoder.decode(&response(200)), Verdict::Accept);
     }
 }

@@ -100,7 +100,7 @@ where
                         // NOTE: without a replayable copy of the request no
                         // retry is possible, and past the request's deadline
                         // none is useful: the retryer is not consulted.
-                        (Verdict::Retry { after }, Some(request))
+                        (Verdict::Retry { after, .. }, Some(request))
                             if !RequestDeadline::of(request).is_some_and(|d| d.is_expired()) =>
                         {
                             this.retryer.next_delay(*this.attempts, after)

@@ -95,11 +95,16 @@ pub mod decoder;
 pub mod future;
 mod layer;
 mod policy;
+pub mod retry_after;
 pub mod retryer;
+mod verdict;
 
 pub use self::{
     body::{SendOnce, TryCloneBody},
-    decoder::{Decoder, InvalidStatus, StatusDecoder, Verdict},
+    decoder::{
+        Decoder, FeignDecoder, InvalidHeader, InvalidStatus, Or, Reason, RetryOnHeader,
+        StatusDecoder, TransientDecoder, Verdict,
+    },
     layer::StatusRetryLayer,
     policy::RetryPolicy,
     retryer::{FixedDelay, Retryer},

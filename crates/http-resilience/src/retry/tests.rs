@@ -133,7 +133,7 @@ async fn returns_the_last_error_unchanged() {
     impl std::error::Error for Boom {}
 
     let retry_errors = |outcome: &Result<Resp, BoxError>| match outcome {
-        Err(_) => Verdict::retry(),
+        Err(_) => Verdict::retry("any error"),
         Ok(_) => Verdict::Accept,
     };
     let policy = RetryPolicy::new(retry_errors, FixedDelay::new(Duration::from_millis(5), 1));
