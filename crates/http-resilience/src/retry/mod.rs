@@ -97,6 +97,7 @@ mod layer;
 mod policy;
 pub mod retry_after;
 pub mod retryer;
+mod rng;
 mod verdict;
 
 pub use self::{
@@ -107,7 +108,9 @@ pub use self::{
     },
     layer::StatusRetryLayer,
     policy::RetryPolicy,
-    retryer::{FixedDelay, Retryer},
+    retryer::{
+        Backoff, ExponentialBackoff, FeignRetryer, FixedDelay, InvalidBackoff, Jitter, Retryer,
+    },
 };
 
 use self::{body::try_clone_request, future::ResponseFuture};

@@ -53,7 +53,7 @@ impl<D, R> RetryPolicy<D, R> {
     where
         R: Retryer,
     {
-        self.retryer.clone()
+        self.retryer.for_request()
     }
 
     /// The decoder's verdict on one outcome.

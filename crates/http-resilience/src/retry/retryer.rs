@@ -13,12 +13,14 @@
 //! assert_eq!(waits, [Some(Duration::from_millis(10)), Some(Duration::from_millis(10)), None]);
 //! ```
 
-use std::time::Duration;
+use super::rng::{Seeds, SplitMix64};
+use std::{error::Error, fmt, time::Duration};
 
 /// Decides whether another attempt is made, and after how long.
 ///
 /// This is the role of OpenFeign's `Retryer`. A [`RetryPolicy`](super::RetryPolicy)
-/// holds one retryer as a prototype and clones it for every request, so each
+/// holds one retryer as a prototype and makes a fresh one for every request
+/// with [`for_request`](Retryer::for_request) (a clone, by default), so each
 /// call starts with fresh state (attempts used, the current backoff) and calls
 /// never share it. That is why retryers are `Clone`.
 ///
@@ -60,6 +62,13 @@ pub trait Retryer: Clone {
     /// this attempt's outcome to the caller. A zero wait starts the next attempt
     /// without touching the timer.
     fn next_delay(&mut self, attempts: u32, server_delay: Option<Duration>) -> Option<Duration>;
+
+    /// A retryer with fresh state for one new request, made from this one as
+    /// a prototype. The default is a clone; a retryer with randomness
+    /// overrides it so that requests do not share one sequence of jitter.
+    fn for_request(&self) -> Self {
+        self.clone()
+    }
 }
 
 /// A fixed wait between attempts, and a fixed number of retries.
@@ -142,6 +151,384 @@ impl Retryer for FixedDelay {
     }
 }
 
+/// How a delay is spread at random, so that many clients retrying at once
+/// do not come back in step.
+///
+/// With `base` the exponential delay of an attempt and `u` uniform in
+/// `[0, 1]`:
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+#[non_exhaustive]
+pub enum Jitter {
+    /// `base`: no randomness.
+    #[default]
+    None,
+    /// `u × base`: anywhere between zero and the full delay.
+    Full,
+    /// `base / 2 + u × base / 2`: at least half the delay.
+    Equal,
+    /// `min(max, initial + u × (3 × previous − initial))`, where `previous` is
+    /// the last delay (at first the initial delay): the "decorrelated jitter"
+    /// of AWS's architecture blog. It does not use the multiplier; every delay
+    /// stays within `[initial, max]`.
+    Decorrelated,
+}
+
+/// Exponential backoff: the first wait is `initial`, each next one
+/// `multiplier` times longer, capped at `max_delay`, with optional
+/// [`Jitter`], for at most `max_attempts` attempts in all.
+///
+/// The defaults are OpenFeign's numbers as documented: 100 ms, × 1.5, at most
+/// 1 s, 5 attempts (waits of 100, 150, 225 and 337.5 ms). For Feign's exact
+/// arithmetic see [`FeignRetryer`].
+///
+/// A delay the server asks for wins over the backoff, capped at `max_delay`.
+///
+/// Each request gets its own random sequence (see
+/// [`for_request`](Retryer::for_request)); [`with_seed`](Self::with_seed)
+/// makes the sequences repeat from run to run, for tests.
+///
+/// # Example
+///
+/// ```
+/// use http_resilience::retry::{ExponentialBackoff, Retryer};
+/// use std::time::Duration;
+///
+/// let ms = Duration::from_millis;
+/// let mut retryer = ExponentialBackoff::default().for_request();
+/// let waits: Vec<_> = (1..=5).map(|n| retryer.next_delay(n, None)).collect();
+/// assert_eq!(waits, [Some(ms(100)), Some(ms(150)), Some(ms(225)), Some(Duration::from_micros(337_500)), None]);
+/// ```
+#[derive(Debug, Clone)]
+pub struct ExponentialBackoff {
+    initial: Duration,
+    multiplier: f64,
+    max_delay: Duration,
+    max_attempts: u32,
+    jitter: Jitter,
+    seeds: Seeds,
+    rng: SplitMix64,
+    previous: Duration,
+}
+
+// ===== impl ExponentialBackoff =====
+
+impl ExponentialBackoff {
+    /// An exponential backoff.
+    ///
+    /// # Errors
+    ///
+    /// [`InvalidBackoff`] when `multiplier` is below 1 (or not a number),
+    /// `max_delay` is below `initial`, or `max_attempts` is zero.
+    pub fn try_new(
+        initial: Duration,
+        multiplier: f64,
+        max_delay: Duration,
+        max_attempts: u32,
+    ) -> Result<Self, InvalidBackoff> {
+        if !(multiplier >= 1.0 && multiplier.is_finite()) {
+            return Err(InvalidBackoff::new(
+                "multiplier",
+                format!("must be >= 1.0, got {multiplier}"),
+            ));
+        }
+        if max_delay < initial {
+            return Err(InvalidBackoff::new(
+                "max_delay",
+                format!("must be >= the initial delay ({initial:?}), got {max_delay:?}"),
+            ));
+        }
+        if max_attempts == 0 {
+            return Err(InvalidBackoff::new("max_attempts", "must be at least 1, got 0".into()));
+        }
+        let seeds = Seeds::random();
+        Ok(Self {
+            initial,
+            multiplier,
+            max_delay,
+            max_attempts,
+            jitter: Jitter::None,
+            rng: seeds.next_rng(),
+            seeds,
+            previous: initial,
+        })
+    }
+
+    /// An exponential backoff.
+    ///
+    /// # Panics
+    ///
+    /// Panics where [`try_new`](Self::try_new) returns an error.
+    #[track_caller]
+    pub fn new(initial: Duration, multiplier: f64, max_delay: Duration, max_attempts: u32) -> Self {
+        match Self::try_new(initial, multiplier, max_delay, max_attempts) {
+            Ok(backoff) => backoff,
+            Err(err) => panic!("{err}"),
+        }
+    }
+
+    /// Spreads each delay with `jitter`.
+    #[must_use]
+    pub fn with_jitter(mut self, jitter: Jitter) -> Self {
+        self.jitter = jitter;
+        self
+    }
+
+    /// Draws the jitter of every request from a sequence fixed by `seed`, so
+    /// that delays repeat from run to run.
+    #[must_use]
+    pub fn with_seed(mut self, seed: u64) -> Self {
+        self.seeds = Seeds::fixed(seed);
+        self.rng = self.seeds.next_rng();
+        self
+    }
+
+    /// The first wait, before jitter.
+    pub const fn initial(&self) -> Duration {
+        self.initial
+    }
+
+    /// The growth of each wait over the one before.
+    pub const fn multiplier(&self) -> f64 {
+        self.multiplier
+    }
+
+    /// The longest wait, also the cap on a delay the server asks for.
+    pub const fn max_delay(&self) -> Duration {
+        self.max_delay
+    }
+
+    /// The number of attempts in all, the first included.
+    pub const fn max_attempts(&self) -> u32 {
+        self.max_attempts
+    }
+
+    /// The jitter.
+    pub const fn jitter(&self) -> Jitter {
+        self.jitter
+    }
+
+    /// The delay before jitter after attempt `attempts`: `initial ×
+    /// multiplier^(attempts − 1)`, capped.
+    fn base(&self, attempts: u32) -> Duration {
+        let exponent = i32::try_from(attempts.saturating_sub(1)).unwrap_or(i32::MAX);
+        let nanos = self.initial.as_nanos() as f64 * self.multiplier.powi(exponent);
+        // NOTE: `!(x < max)` also catches an overflow to infinity or NaN.
+        if !(nanos < self.max_delay.as_nanos() as f64) {
+            return self.max_delay;
+        }
+        Duration::from_nanos(nanos.round() as u64)
+    }
+}
+
+impl Default for ExponentialBackoff {
+    fn default() -> Self {
+        Self::new(Duration::from_millis(100), 1.5, Duration::from_secs(1), 5)
+    }
+}
+
+impl Retryer for ExponentialBackoff {
+    fn next_delay(&mut self, attempts: u32, server_delay: Option<Duration>) -> Option<Duration> {
+        if attempts >= self.max_attempts {
+            return None;
+        }
+        if let Some(asked) = server_delay {
+            let delay = asked.min(self.max_delay);
+            self.previous = delay.max(self.initial);
+            return Some(delay);
+        }
+        let base = self.base(attempts);
+        let delay = match self.jitter {
+            Jitter::None => base,
+            Jitter::Full => base.mul_f64(self.rng.next_unit()),
+            Jitter::Equal => base / 2 + (base / 2).mul_f64(self.rng.next_unit()),
+            Jitter::Decorrelated => {
+                let high = self.previous.saturating_mul(3).min(self.max_delay);
+                let span = high.saturating_sub(self.initial);
+                (self.initial + span.mul_f64(self.rng.next_unit())).min(self.max_delay)
+            }
+        };
+        self.previous = delay;
+        Some(delay)
+    }
+
+    fn for_request(&self) -> Self {
+        Self {
+            rng: self.seeds.next_rng(),
+            previous: self.initial,
+            ..self.clone()
+        }
+    }
+}
+
+/// OpenFeign's `Retryer.Default`, to the millisecond.
+///
+/// Feign counts attempts from 1 and raises the count *before* computing the
+/// wait, so its first wait is `period × 1.5` (150 ms with the defaults), then
+/// × 1.5 per attempt, truncated to whole milliseconds and capped at
+/// `max_period`: 150, 225, 337 and 506 ms for the defaults (100 ms, 1 s, 5
+/// attempts in all). A delay the server asks for replaces the wait, capped at
+/// `max_period`; a date already past means no wait.
+///
+/// (The often-quoted "first wait 100 ms" is the `period` parameter, not what
+/// the code waits; [`ExponentialBackoff::default`] gives that schedule.)
+///
+/// # Example
+///
+/// ```
+/// use http_resilience::retry::{FeignRetryer, Retryer};
+/// use std::time::Duration;
+///
+/// let ms = Duration::from_millis;
+/// let mut retryer = FeignRetryer::default();
+/// let waits: Vec<_> = (1..=5).map(|n| retryer.next_delay(n, None)).collect();
+/// assert_eq!(waits, [Some(ms(150)), Some(ms(225)), Some(ms(337)), Some(ms(506)), None]);
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FeignRetryer {
+    period: Duration,
+    max_period: Duration,
+    max_attempts: u32,
+    attempt: u32,
+}
+
+// ===== impl FeignRetryer =====
+
+impl FeignRetryer {
+    /// Feign's retryer with its three parameters; `max_attempts` counts the
+    /// first attempt too.
+    pub const fn new(period: Duration, max_period: Duration, max_attempts: u32) -> Self {
+        Self {
+            period,
+            max_period,
+            max_attempts,
+            attempt: 1,
+        }
+    }
+
+    /// `period × 1.5^(attempt − 1)` in whole milliseconds, capped, as Feign's
+    /// `nextMaxInterval`.
+    fn next_max_interval(&self) -> Duration {
+        let exponent = i32::try_from(self.attempt - 1).unwrap_or(i32::MAX);
+        let millis = self.period.as_millis() as f64 * 1.5f64.powi(exponent);
+        // NOTE: Java's `(long)` cast truncates, and saturates beyond range.
+        let interval = Duration::from_millis(if millis >= u64::MAX as f64 {
+            u64::MAX
+        } else {
+            millis as u64
+        });
+        interval.min(self.max_period)
+    }
+}
+
+impl Default for FeignRetryer {
+    /// `new(100 ms, 1 s, 5)`, Feign's `Retryer.Default()`.
+    fn default() -> Self {
+        Self::new(Duration::from_millis(100), Duration::from_secs(1), 5)
+    }
+}
+
+impl Retryer for FeignRetryer {
+    fn next_delay(&mut self, _attempts: u32, server_delay: Option<Duration>) -> Option<Duration> {
+        if self.attempt >= self.max_attempts {
+            return None;
+        }
+        self.attempt += 1;
+        Some(match server_delay {
+            Some(asked) => asked.min(self.max_period),
+            None => self.next_max_interval(),
+        })
+    }
+
+    fn for_request(&self) -> Self {
+        Self {
+            attempt: 1,
+            ..*self
+        }
+    }
+}
+
+/// One of the ready-made retryers, chosen at run time (from a configuration
+/// file, for example).
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub enum Backoff {
+    /// A fixed delay.
+    Fixed(FixedDelay),
+    /// Exponential backoff with jitter.
+    Exponential(ExponentialBackoff),
+    /// OpenFeign's retryer.
+    Feign(FeignRetryer),
+}
+
+impl Retryer for Backoff {
+    fn next_delay(&mut self, attempts: u32, server_delay: Option<Duration>) -> Option<Duration> {
+        match self {
+            Backoff::Fixed(r) => r.next_delay(attempts, server_delay),
+            Backoff::Exponential(r) => r.next_delay(attempts, server_delay),
+            Backoff::Feign(r) => r.next_delay(attempts, server_delay),
+        }
+    }
+
+    fn for_request(&self) -> Self {
+        match self {
+            Backoff::Fixed(r) => Backoff::Fixed(r.for_request()),
+            Backoff::Exponential(r) => Backoff::Exponential(r.for_request()),
+            Backoff::Feign(r) => Backoff::Feign(r.for_request()),
+        }
+    }
+}
+
+impl From<FixedDelay> for Backoff {
+    fn from(retryer: FixedDelay) -> Self {
+        Backoff::Fixed(retryer)
+    }
+}
+
+impl From<ExponentialBackoff> for Backoff {
+    fn from(retryer: ExponentialBackoff) -> Self {
+        Backoff::Exponential(retryer)
+    }
+}
+
+impl From<FeignRetryer> for Backoff {
+    fn from(retryer: FeignRetryer) -> Self {
+        Backoff::Feign(retryer)
+    }
+}
+
+/// A retryer setting that makes no sense.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct InvalidBackoff {
+    field: &'static str,
+    message: String,
+}
+
+// ===== impl InvalidBackoff =====
+
+impl InvalidBackoff {
+    fn new(field: &'static str, message: String) -> Self {
+        Self { field, message }
+    }
+
+    /// The name of the setting (`multiplier`, `max_delay`, `max_attempts`).
+    pub const fn field(&self) -> &'static str {
+        self.field
+    }
+
+    /// What is wrong with it, without the name: `must be >= 1.0, got 0.5`.
+    pub fn problem(&self) -> &str {
+        &self.message
+    }
+}
+
+impl fmt::Display for InvalidBackoff {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.pad(&format!("{} {}", self.field, self.message))
+    }
+}
+
+impl Error for InvalidBackoff {}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -171,5 +558,105 @@ mod tests {
     #[test]
     fn never_does_not_retry() {
         assert_eq!(FixedDelay::never().next_delay(1, None), None);
+    }
+
+    fn schedule<R: Retryer>(prototype: &R, attempts: u32) -> Vec<Option<Duration>> {
+        let mut retryer = prototype.for_request();
+        (1..=attempts).map(|n| retryer.next_delay(n, None)).collect()
+    }
+
+    #[test]
+    fn exponential_grows_and_caps() {
+        let ms = Duration::from_millis;
+        let backoff = ExponentialBackoff::new(ms(100), 2.0, ms(500), 6);
+        assert_eq!(
+            schedule(&backoff, 6),
+            [Some(ms(100)), Some(ms(200)), Some(ms(400)), Some(ms(500)), Some(ms(500)), None]
+        );
+        // A huge attempt number saturates at the cap instead of overflowing.
+        let mut wide = ExponentialBackoff::new(ms(1), 10.0, Duration::from_secs(60), u32::MAX);
+        assert_eq!(wide.next_delay(u32::MAX - 1, None), Some(Duration::from_secs(60)));
+    }
+
+    #[test]
+    fn server_delay_wins_and_is_capped_by_max_delay() {
+        let mut backoff = ExponentialBackoff::default();
+        let secs = Duration::from_secs;
+        assert_eq!(backoff.next_delay(1, Some(secs(0))), Some(secs(0)));
+        assert_eq!(backoff.next_delay(2, Some(secs(30))), Some(secs(1)));
+    }
+
+    #[test]
+    fn jitter_stays_within_its_bounds_and_repeats_with_a_seed() {
+        let ms = Duration::from_millis;
+        for jitter in [Jitter::Full, Jitter::Equal, Jitter::Decorrelated] {
+            let backoff = ExponentialBackoff::new(ms(100), 2.0, ms(2000), 8)
+                .with_jitter(jitter)
+                .with_seed(42);
+            let first = schedule(&backoff, 7);
+            let second = schedule(&backoff, 7);
+            assert_ne!(first, second, "{jitter:?}: each request draws afresh");
+            let again = schedule(
+                &ExponentialBackoff::new(ms(100), 2.0, ms(2000), 8)
+                    .with_jitter(jitter)
+                    .with_seed(42),
+                7,
+            );
+            assert_eq!(first, again, "{jitter:?}: a seed repeats");
+            for (n, delay) in first.iter().enumerate() {
+                let delay = delay.unwrap();
+                let base = ms(100 * (1 << n)).min(ms(2000));
+                let (low, high) = match jitter {
+                    Jitter::Full => (Duration::ZERO, base),
+                    Jitter::Equal => (base / 2, base),
+                    _ => (ms(100), ms(2000)),
+                };
+                assert!(low <= delay && delay <= high, "{jitter:?} #{n}: {delay:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn invalid_backoffs_are_rejected_by_name() {
+        let ms = Duration::from_millis;
+        let err = ExponentialBackoff::try_new(ms(100), 0.5, ms(1000), 5).unwrap_err();
+        assert_eq!(err.to_string(), "multiplier must be >= 1.0, got 0.5");
+        assert_eq!(err.field(), "multiplier");
+        let err = ExponentialBackoff::try_new(ms(100), f64::NAN, ms(1000), 5).unwrap_err();
+        assert_eq!(err.to_string(), "multiplier must be >= 1.0, got NaN");
+        let err = ExponentialBackoff::try_new(ms(100), 1.5, ms(50), 5).unwrap_err();
+        assert_eq!(err.to_string(), "max_delay must be >= the initial delay (100ms), got 50ms");
+        let err = ExponentialBackoff::try_new(ms(100), 1.5, ms(1000), 0).unwrap_err();
+        assert_eq!(err.to_string(), "max_attempts must be at least 1, got 0");
+        assert_eq!(err.problem(), "must be at least 1, got 0");
+    }
+
+    #[test]
+    fn feign_follows_its_code_to_the_millisecond() {
+        let ms = Duration::from_millis;
+        let feign = FeignRetryer::default();
+        assert_eq!(
+            schedule(&feign, 5),
+            [Some(ms(150)), Some(ms(225)), Some(ms(337)), Some(ms(506)), None]
+        );
+        let capped = FeignRetryer::new(ms(400), ms(1000), 6);
+        assert_eq!(
+            schedule(&capped, 6),
+            [Some(ms(600)), Some(ms(900)), Some(ms(1000)), Some(ms(1000)), Some(ms(1000)), None]
+        );
+        let mut paced = feign.for_request();
+        assert_eq!(paced.next_delay(1, Some(Duration::from_secs(30))), Some(ms(1000)));
+        assert_eq!(paced.next_delay(2, Some(Duration::ZERO)), Some(Duration::ZERO));
+    }
+
+    #[test]
+    fn backoff_delegates() {
+        let ms = Duration::from_millis;
+        let fixed: Backoff = FixedDelay::new(ms(10), 1).into();
+        assert_eq!(schedule(&fixed, 2), [Some(ms(10)), None]);
+        let feign: Backoff = FeignRetryer::default().into();
+        assert_eq!(schedule(&feign, 1), [Some(ms(150))]);
+        let exp: Backoff = ExponentialBackoff::default().into();
+        assert_eq!(schedule(&exp, 1), [Some(ms(100))]);
     }
 }
