@@ -125,14 +125,19 @@ pub mod attempt_timeout;
 pub mod deadline;
 mod extensions;
 pub mod failure;
+pub mod presets;
 pub mod read_timeout;
+pub mod resilience;
 pub mod retry;
+mod setting;
 #[cfg(feature = "transport")]
 pub mod transport;
 
 pub use self::{
     extensions::{AttemptCounter, Attempts, RequestDeadline},
     failure::FailureKind,
+    resilience::{Resilience, ResilienceLayer},
+    setting::InvalidSetting,
 };
 
 /// The boxed error that the layers which create failures return, as in tower.

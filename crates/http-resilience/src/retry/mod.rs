@@ -103,14 +103,12 @@ mod verdict;
 pub use self::{
     body::{SendOnce, TryCloneBody},
     decoder::{
-        Decoder, FeignDecoder, InvalidHeader, InvalidStatus, Or, Reason, RetryOnHeader,
+        AnyDecoder, Decoder, FeignDecoder, InvalidHeader, InvalidStatus, Or, Reason, RetryOnHeader,
         StatusDecoder, TransientDecoder, Verdict,
     },
     layer::StatusRetryLayer,
     policy::RetryPolicy,
-    retryer::{
-        Backoff, ExponentialBackoff, FeignRetryer, FixedDelay, InvalidBackoff, Jitter, Retryer,
-    },
+    retryer::{Backoff, ExponentialBackoff, FeignRetryer, FixedDelay, Jitter, Retryer},
 };
 
 use self::{body::try_clone_request, future::ResponseFuture};

@@ -48,6 +48,11 @@ impl<D, R> RetryPolicy<D, R> {
         &self.retryer
     }
 
+    /// The decoder and the retryer prototype.
+    pub fn into_parts(self) -> (D, R) {
+        (self.decoder, self.retryer)
+    }
+
     /// A fresh retryer for one request.
     pub(crate) fn start(&self) -> R
     where

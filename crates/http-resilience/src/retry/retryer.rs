@@ -14,7 +14,8 @@
 //! ```
 
 use super::rng::{Seeds, SplitMix64};
-use std::{error::Error, fmt, time::Duration};
+use crate::InvalidSetting;
+use std::time::Duration;
 
 /// Decides whether another attempt is made, and after how long.
 ///
@@ -217,28 +218,31 @@ impl ExponentialBackoff {
     ///
     /// # Errors
     ///
-    /// [`InvalidBackoff`] when `multiplier` is below 1 (or not a number),
+    /// [`InvalidSetting`] when `multiplier` is below 1 (or not a number),
     /// `max_delay` is below `initial`, or `max_attempts` is zero.
     pub fn try_new(
         initial: Duration,
         multiplier: f64,
         max_delay: Duration,
         max_attempts: u32,
-    ) -> Result<Self, InvalidBackoff> {
-        if !(multiplier >= 1.0 && multiplier.is_finite()) {
-            return Err(InvalidBackoff::new(
+    ) -> Result<Self, InvalidSetting> {
+        if multiplier.is_nan() || multiplier < 1.0 || multiplier.is_infinite() {
+            return Err(InvalidSetting::new(
                 "multiplier",
                 format!("must be >= 1.0, got {multiplier}"),
             ));
         }
         if max_delay < initial {
-            return Err(InvalidBackoff::new(
+            return Err(InvalidSetting::new(
                 "max_delay",
                 format!("must be >= the initial delay ({initial:?}), got {max_delay:?}"),
             ));
         }
         if max_attempts == 0 {
-            return Err(InvalidBackoff::new("max_attempts", "must be at least 1, got 0".into()));
+            return Err(InvalidSetting::new(
+                "max_attempts",
+                "must be at least 1, got 0",
+            ));
         }
         let seeds = Seeds::random();
         Ok(Self {
@@ -312,8 +316,9 @@ impl ExponentialBackoff {
     fn base(&self, attempts: u32) -> Duration {
         let exponent = i32::try_from(attempts.saturating_sub(1)).unwrap_or(i32::MAX);
         let nanos = self.initial.as_nanos() as f64 * self.multiplier.powi(exponent);
-        // NOTE: `!(x < max)` also catches an overflow to infinity or NaN.
-        if !(nanos < self.max_delay.as_nanos() as f64) {
+        // NOTE: an overflow to infinity (or NaN) compares as not less.
+        if nanos.partial_cmp(&(self.max_delay.as_nanos() as f64)) != Some(std::cmp::Ordering::Less)
+        {
             return self.max_delay;
         }
         Duration::from_nanos(nanos.round() as u64)
@@ -496,39 +501,6 @@ impl From<FeignRetryer> for Backoff {
     }
 }
 
-/// A retryer setting that makes no sense.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct InvalidBackoff {
-    field: &'static str,
-    message: String,
-}
-
-// ===== impl InvalidBackoff =====
-
-impl InvalidBackoff {
-    fn new(field: &'static str, message: String) -> Self {
-        Self { field, message }
-    }
-
-    /// The name of the setting (`multiplier`, `max_delay`, `max_attempts`).
-    pub const fn field(&self) -> &'static str {
-        self.field
-    }
-
-    /// What is wrong with it, without the name: `must be >= 1.0, got 0.5`.
-    pub fn problem(&self) -> &str {
-        &self.message
-    }
-}
-
-impl fmt::Display for InvalidBackoff {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.pad(&format!("{} {}", self.field, self.message))
-    }
-}
-
-impl Error for InvalidBackoff {}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -562,7 +534,9 @@ mod tests {
 
     fn schedule<R: Retryer>(prototype: &R, attempts: u32) -> Vec<Option<Duration>> {
         let mut retryer = prototype.for_request();
-        (1..=attempts).map(|n| retryer.next_delay(n, None)).collect()
+        (1..=attempts)
+            .map(|n| retryer.next_delay(n, None))
+            .collect()
     }
 
     #[test]
@@ -571,11 +545,21 @@ mod tests {
         let backoff = ExponentialBackoff::new(ms(100), 2.0, ms(500), 6);
         assert_eq!(
             schedule(&backoff, 6),
-            [Some(ms(100)), Some(ms(200)), Some(ms(400)), Some(ms(500)), Some(ms(500)), None]
+            [
+                Some(ms(100)),
+                Some(ms(200)),
+                Some(ms(400)),
+                Some(ms(500)),
+                Some(ms(500)),
+                None
+            ]
         );
         // A huge attempt number saturates at the cap instead of overflowing.
         let mut wide = ExponentialBackoff::new(ms(1), 10.0, Duration::from_secs(60), u32::MAX);
-        assert_eq!(wide.next_delay(u32::MAX - 1, None), Some(Duration::from_secs(60)));
+        assert_eq!(
+            wide.next_delay(u32::MAX - 1, None),
+            Some(Duration::from_secs(60))
+        );
     }
 
     #[test]
@@ -625,7 +609,10 @@ mod tests {
         let err = ExponentialBackoff::try_new(ms(100), f64::NAN, ms(1000), 5).unwrap_err();
         assert_eq!(err.to_string(), "multiplier must be >= 1.0, got NaN");
         let err = ExponentialBackoff::try_new(ms(100), 1.5, ms(50), 5).unwrap_err();
-        assert_eq!(err.to_string(), "max_delay must be >= the initial delay (100ms), got 50ms");
+        assert_eq!(
+            err.to_string(),
+            "max_delay must be >= the initial delay (100ms), got 50ms"
+        );
         let err = ExponentialBackoff::try_new(ms(100), 1.5, ms(1000), 0).unwrap_err();
         assert_eq!(err.to_string(), "max_attempts must be at least 1, got 0");
         assert_eq!(err.problem(), "must be at least 1, got 0");
@@ -637,16 +624,35 @@ mod tests {
         let feign = FeignRetryer::default();
         assert_eq!(
             schedule(&feign, 5),
-            [Some(ms(150)), Some(ms(225)), Some(ms(337)), Some(ms(506)), None]
+            [
+                Some(ms(150)),
+                Some(ms(225)),
+                Some(ms(337)),
+                Some(ms(506)),
+                None
+            ]
         );
         let capped = FeignRetryer::new(ms(400), ms(1000), 6);
         assert_eq!(
             schedule(&capped, 6),
-            [Some(ms(600)), Some(ms(900)), Some(ms(1000)), Some(ms(1000)), Some(ms(1000)), None]
+            [
+                Some(ms(600)),
+                Some(ms(900)),
+                Some(ms(1000)),
+                Some(ms(1000)),
+                Some(ms(1000)),
+                None
+            ]
         );
         let mut paced = feign.for_request();
-        assert_eq!(paced.next_delay(1, Some(Duration::from_secs(30))), Some(ms(1000)));
-        assert_eq!(paced.next_delay(2, Some(Duration::ZERO)), Some(Duration::ZERO));
+        assert_eq!(
+            paced.next_delay(1, Some(Duration::from_secs(30))),
+            Some(ms(1000))
+        );
+        assert_eq!(
+            paced.next_delay(2, Some(Duration::ZERO)),
+            Some(Duration::ZERO)
+        );
     }
 
     #[test]

@@ -51,11 +51,12 @@
 //! [`ReadTimeout`]: crate::read_timeout::ReadTimeout
 
 use crate::read_timeout::ReadTimeout;
+use crate::InvalidSetting;
 use hyper_util::{
     client::legacy::{connect::HttpConnector, Client},
     rt::{TokioExecutor, TokioTimer},
 };
-use std::{error::Error, fmt, time::Duration};
+use std::time::Duration;
 
 /// The client [`Builder::build_http`] returns: hyper-util's client over plain
 /// TCP, with the read timeout around it.
@@ -133,16 +134,16 @@ impl Builder {
     ///
     /// # Errors
     ///
-    /// [`InvalidTransport`] if the configuration makes no sense (a zero
+    /// [`InvalidSetting`] if the configuration makes no sense (a zero
     /// limit).
     ///
     /// Unlike the connector of [`build_http`](Self::build_http), it accepts
     /// `https://` URIs, since the TLS connector around it handles them.
-    pub fn http_connector(&self) -> Result<HttpConnector, InvalidTransport> {
+    pub fn http_connector(&self) -> Result<HttpConnector, InvalidSetting> {
         self.connector(false)
     }
 
-    fn connector(&self, enforce_http: bool) -> Result<HttpConnector, InvalidTransport> {
+    fn connector(&self, enforce_http: bool) -> Result<HttpConnector, InvalidSetting> {
         self.validate()?;
         let mut connector = HttpConnector::new();
         connector.set_connect_timeout(self.connect_timeout);
@@ -155,9 +156,9 @@ impl Builder {
     ///
     /// # Errors
     ///
-    /// [`InvalidTransport`] if the configuration makes no sense (a zero
+    /// [`InvalidSetting`] if the configuration makes no sense (a zero
     /// limit).
-    pub fn build_http<B>(&self) -> Result<HttpClient<B>, InvalidTransport>
+    pub fn build_http<B>(&self) -> Result<HttpClient<B>, InvalidSetting>
     where
         B: http_body::Body + Send + 'static,
         B::Data: Send,
@@ -171,9 +172,9 @@ impl Builder {
     ///
     /// # Errors
     ///
-    /// [`InvalidTransport`] if the configuration makes no sense (a zero
+    /// [`InvalidSetting`] if the configuration makes no sense (a zero
     /// limit).
-    pub fn build<C, B>(&self, connector: C) -> Result<ReadTimeout<Client<C, B>>, InvalidTransport>
+    pub fn build<C, B>(&self, connector: C) -> Result<ReadTimeout<Client<C, B>>, InvalidSetting>
     where
         C: hyper_util::client::legacy::connect::Connect + Clone,
         B: http_body::Body + Send + 'static,
@@ -190,9 +191,12 @@ impl Builder {
         Ok(ReadTimeout::after_connect(client, self.read_timeout))
     }
 
-    fn validate(&self) -> Result<(), InvalidTransport> {
-        let zero = |field, value: Option<Duration>| match value {
-            Some(limit) if limit.is_zero() => Err(InvalidTransport { field }),
+    fn validate(&self) -> Result<(), InvalidSetting> {
+        let zero = |field: &str, value: Option<Duration>| match value {
+            Some(limit) if limit.is_zero() => Err(InvalidSetting::new(
+                format!("transport.{field}"),
+                "must be greater than zero, got 0s",
+            )),
             _ => Ok(()),
         };
         zero("connect_timeout", self.connect_timeout)?;
@@ -207,32 +211,6 @@ impl Default for Builder {
     }
 }
 
-/// A [`Builder`] setting that makes no sense.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct InvalidTransport {
-    field: &'static str,
-}
-
-// ===== impl InvalidTransport =====
-
-impl InvalidTransport {
-    /// The name of the setting.
-    pub const fn field(&self) -> &'static str {
-        self.field
-    }
-}
-
-impl fmt::Display for InvalidTransport {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.pad(&format!(
-            "transport.{} must be greater than zero, got 0s",
-            self.field
-        ))
-    }
-}
-
-impl Error for InvalidTransport {}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -243,7 +221,7 @@ mod tests {
             .read_timeout(Duration::ZERO)
             .http_connector()
             .unwrap_err();
-        assert_eq!(err.field(), "read_timeout");
+        assert_eq!(err.field(), "transport.read_timeout");
         assert_eq!(
             err.to_string(),
             "transport.read_timeout must be greater than zero, got 0s"
@@ -252,12 +230,12 @@ mod tests {
             .connect_timeout(Duration::ZERO)
             .http_connector()
             .unwrap_err();
-        assert_eq!(err.field(), "connect_timeout");
+        assert_eq!(err.field(), "transport.connect_timeout");
         let err = Builder::new()
             .pool_idle_timeout(Some(Duration::ZERO))
             .http_connector()
             .unwrap_err();
-        assert_eq!(err.field(), "pool_idle_timeout");
+        assert_eq!(err.field(), "transport.pool_idle_timeout");
     }
 
     #[test]

@@ -1,0 +1,113 @@
+//! Known-good policies, each with its source.
+//!
+//! | preset | decoder | retries | backoff | attempt | deadline |
+//! |---|---|---|---|---|---|
+//! | [`seed`] | 503 only | 2 | fixed 10 ms | 3 s | 8 s |
+//! | [`feign`] | OpenFeign's default | 4 | Feign's (150 ms, × 1.5, ≤ 1 s) | 60 s | 5 min |
+//! | [`standard`] | transient | 3 | exponential 2 s, × 2, decorrelated jitter, ≤ 30 s | 10 s | 30 s |
+//! | [`conservative`] | transient | 1 | exponential 500 ms, full jitter | 5 s | 10 s |
+//!
+//! Each returns a [`Resilience`]; [`Resilience::layer`] stacks the three
+//! layers from it.
+//!
+//! # Example
+//!
+//! ```
+//! use http_resilience::presets;
+//! use std::time::Duration;
+//!
+//! let standard = presets::standard();
+//! assert_eq!(standard.deadline(), Duration::from_secs(30));
+//! assert_eq!(standard.attempt_timeout(), Duration::from_secs(10));
+//! let layer = standard.layer();
+//! # let _ = layer;
+//! ```
+
+use crate::{
+    resilience::Resilience,
+    retry::{
+        ExponentialBackoff, FeignDecoder, FeignRetryer, FixedDelay, Jitter, RetryPolicy,
+        StatusDecoder, TransientDecoder,
+    },
+};
+use std::time::Duration;
+
+/// Seed 000 (Reactor WebClient): only 503 is retried, at most twice (three
+/// attempts), 10 ms apart; 3 s per attempt, 8 s in all. `Retry-After` is
+/// ignored, as in the seed.
+pub fn seed() -> Resilience<StatusDecoder, FixedDelay> {
+    Resilience::new(
+        Duration::from_secs(8),
+        Duration::from_secs(3),
+        RetryPolicy::new(
+            StatusDecoder::new([503]),
+            FixedDelay::new(Duration::from_millis(10), 2),
+        ),
+    )
+}
+
+/// OpenFeign's defaults: `ErrorDecoder.Default` (an error status is retried
+/// only with `Retry-After`; I/O failures are retried) and `Retryer.Default`
+/// (5 attempts, 100 ms period, 1 s maximum). The attempt limit is Feign's
+/// default read timeout, 60 s. Feign has no deadline of its own; 5 minutes
+/// covers its worst case (5 attempts of 60 s).
+pub fn feign() -> Resilience<FeignDecoder, FeignRetryer> {
+    Resilience::new(
+        Duration::from_secs(300),
+        Duration::from_secs(60),
+        RetryPolicy::new(FeignDecoder::new(), FeignRetryer::default()),
+    )
+}
+
+/// The standard resilience handler of .NET
+/// (`Microsoft.Extensions.Http.Resilience`): 30 s in all, 10 s per attempt,
+/// 3 retries with exponential backoff from 2 s and jitter (decorrelated, as
+/// Polly uses for exponential backoff), on the transient outcomes (408, 429,
+/// 5xx but 501 and 505, connect failures). Unlike .NET, a `Retry-After`
+/// longer than 30 s is capped.
+pub fn standard() -> Resilience<TransientDecoder, ExponentialBackoff> {
+    Resilience::new(
+        Duration::from_secs(30),
+        Duration::from_secs(10),
+        RetryPolicy::new(
+            TransientDecoder::new(),
+            ExponentialBackoff::new(Duration::from_secs(2), 2.0, Duration::from_secs(30), 4)
+                .with_jitter(Jitter::Decorrelated),
+        ),
+    )
+}
+
+/// One retry only, after about half a second, on the transient outcomes; 5 s
+/// per attempt, 10 s in all. For calls where a second try is worth it but
+/// load on a struggling upstream must stay low. (This crate's own choice.)
+pub fn conservative() -> Resilience<TransientDecoder, ExponentialBackoff> {
+    Resilience::new(
+        Duration::from_secs(10),
+        Duration::from_secs(5),
+        RetryPolicy::new(
+            TransientDecoder::new(),
+            ExponentialBackoff::new(Duration::from_millis(500), 2.0, Duration::from_secs(2), 2)
+                .with_jitter(Jitter::Full),
+        ),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn presets_hold_their_documented_numbers() {
+        let seed = seed();
+        assert_eq!(
+            (seed.deadline(), seed.attempt_timeout()),
+            (Duration::from_secs(8), Duration::from_secs(3))
+        );
+        assert_eq!(seed.retry().retryer().retries(), 2);
+        let standard = standard();
+        assert_eq!(standard.retry().retryer().max_attempts(), 4);
+        assert_eq!(standard.retry().retryer().jitter(), Jitter::Decorrelated);
+        assert_eq!(conservative().retry().retryer().max_attempts(), 2);
+        assert_eq!(feign().attempt_timeout(), Duration::from_secs(60));
+    }
+}

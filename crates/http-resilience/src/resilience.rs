@@ -1,0 +1,227 @@
+//! The three layers from one validated policy, in the canonical order.
+//!
+//! [`Resilience`] bundles a deadline, an attempt timeout and a
+//! [`RetryPolicy`]; [`ResilienceLayer`] stacks
+//! [`Deadline`] → [`StatusRetry`] → [`AttemptTimeout`] from it, so the order
+//! cannot be got wrong. The three layers stay usable on their own.
+//!
+//! # Example
+//!
+//! ```
+//! use http::{Request, Response};
+//! use http_resilience::{presets, Attempts};
+//! use std::convert::Infallible;
+//! use tower::{ServiceBuilder, ServiceExt};
+//!
+//! # #[tokio::main(flavor = "current_thread", start_paused = true)]
+//! # async fn main() {
+//! let svc = ServiceBuilder::new()
+//!     .layer(presets::seed().layer())
+//!     .service_fn(|_: Request<String>| async {
+//!         Ok::<_, Infallible>(Response::builder().status(503).body(()).unwrap())
+//!     });
+//! let response = svc.oneshot(Request::new(String::new())).await.unwrap();
+//! assert_eq!(Attempts::of(&response), Some(3));
+//! # }
+//! ```
+//!
+//! [`Deadline`]: crate::deadline::Deadline
+//! [`StatusRetry`]: crate::retry::StatusRetry
+//! [`AttemptTimeout`]: crate::attempt_timeout::AttemptTimeout
+
+use crate::{
+    attempt_timeout::{AttemptTimeout, AttemptTimeoutLayer},
+    deadline::{Deadline, DeadlineLayer},
+    retry::{AnyDecoder, Backoff, RetryPolicy, StatusRetry, StatusRetryLayer},
+    InvalidSetting,
+};
+use std::{fmt, time::Duration};
+use tower_layer::Layer;
+
+/// A deadline, an attempt timeout and a retry policy, checked to fit
+/// together.
+///
+/// See the [module docs](self) for an example.
+#[derive(Clone)]
+pub struct Resilience<D, R> {
+    deadline: Duration,
+    attempt_timeout: Duration,
+    retry: RetryPolicy<D, R>,
+}
+
+// ===== impl Resilience =====
+
+impl<D, R> Resilience<D, R> {
+    /// A policy: every call gets `deadline` in all, every attempt
+    /// `attempt_timeout`, and `retry` decides on retries.
+    ///
+    /// # Errors
+    ///
+    /// [`InvalidSetting`] when a limit is zero, or the attempt timeout is
+    /// longer than the deadline (no attempt could use it).
+    pub fn try_new(
+        deadline: Duration,
+        attempt_timeout: Duration,
+        retry: RetryPolicy<D, R>,
+    ) -> Result<Self, InvalidSetting> {
+        if deadline.is_zero() {
+            return Err(InvalidSetting::new(
+                "deadline",
+                "must be greater than zero, got 0s",
+            ));
+        }
+        if attempt_timeout.is_zero() {
+            return Err(InvalidSetting::new(
+                "attempt_timeout",
+                "must be greater than zero, got 0s",
+            ));
+        }
+        if attempt_timeout > deadline {
+            return Err(InvalidSetting::new(
+                "attempt_timeout",
+                format!("must not exceed the deadline ({deadline:?}), got {attempt_timeout:?}"),
+            ));
+        }
+        Ok(Self {
+            deadline,
+            attempt_timeout,
+            retry,
+        })
+    }
+
+    /// A policy, as [`try_new`](Self::try_new).
+    ///
+    /// # Panics
+    ///
+    /// Panics where [`try_new`](Self::try_new) returns an error.
+    #[track_caller]
+    pub fn new(deadline: Duration, attempt_timeout: Duration, retry: RetryPolicy<D, R>) -> Self {
+        match Self::try_new(deadline, attempt_timeout, retry) {
+            Ok(policy) => policy,
+            Err(err) => panic!("{err}"),
+        }
+    }
+
+    /// The budget of every call.
+    pub const fn deadline(&self) -> Duration {
+        self.deadline
+    }
+
+    /// The limit of every attempt.
+    pub const fn attempt_timeout(&self) -> Duration {
+        self.attempt_timeout
+    }
+
+    /// The retry policy.
+    pub const fn retry(&self) -> &RetryPolicy<D, R> {
+        &self.retry
+    }
+
+    /// The same policy with its decoder and retryer turned into the run-time
+    /// choices [`AnyDecoder`] and [`Backoff`], so that policies built in
+    /// different ways (presets, a configuration file) have one type.
+    pub fn erase(self) -> Resilience<AnyDecoder, Backoff>
+    where
+        D: Into<AnyDecoder>,
+        R: Into<Backoff>,
+    {
+        let (decoder, retryer) = self.retry.into_parts();
+        Resilience {
+            deadline: self.deadline,
+            attempt_timeout: self.attempt_timeout,
+            retry: RetryPolicy::new(decoder.into(), retryer.into()),
+        }
+    }
+
+    /// The layer that stacks the three middlewares in the canonical order.
+    pub fn layer(self) -> ResilienceLayer<D, R> {
+        ResilienceLayer {
+            deadline: DeadlineLayer::new(self.deadline),
+            retry: StatusRetryLayer::new(self.retry),
+            attempt: AttemptTimeoutLayer::new(self.attempt_timeout),
+        }
+    }
+}
+
+impl<D, R> fmt::Debug for Resilience<D, R> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Resilience")
+            .field("deadline", &self.deadline)
+            .field("attempt_timeout", &self.attempt_timeout)
+            .field("retry", &self.retry)
+            .finish()
+    }
+}
+
+/// Stacks [`DeadlineLayer`] → [`StatusRetryLayer`] → [`AttemptTimeoutLayer`]
+/// around a service.
+///
+/// See the [module docs](self) for an example.
+pub struct ResilienceLayer<D, R> {
+    deadline: DeadlineLayer,
+    retry: StatusRetryLayer<RetryPolicy<D, R>>,
+    attempt: AttemptTimeoutLayer,
+}
+
+impl<D, R> Clone for ResilienceLayer<D, R> {
+    fn clone(&self) -> Self {
+        Self {
+            deadline: self.deadline,
+            retry: self.retry.clone(),
+            attempt: self.attempt,
+        }
+    }
+}
+
+impl<D, R> fmt::Debug for ResilienceLayer<D, R> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ResilienceLayer")
+            .field("deadline", &self.deadline)
+            .field("retry", &self.retry)
+            .field("attempt", &self.attempt)
+            .finish()
+    }
+}
+
+impl<S, D, R> Layer<S> for ResilienceLayer<D, R> {
+    type Service = Deadline<StatusRetry<AttemptTimeout<S>, RetryPolicy<D, R>>>;
+
+    fn layer(&self, inner: S) -> Self::Service {
+        self.deadline
+            .layer(self.retry.layer(self.attempt.layer(inner)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::retry::{FixedDelay, StatusDecoder};
+
+    fn retry() -> RetryPolicy<StatusDecoder, FixedDelay> {
+        RetryPolicy::new(
+            StatusDecoder::new([503]),
+            FixedDelay::new(Duration::ZERO, 1),
+        )
+    }
+
+    #[test]
+    fn rejects_limits_that_do_not_fit() {
+        let secs = Duration::from_secs;
+        let err = Resilience::try_new(secs(8), secs(10), retry()).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "attempt_timeout must not exceed the deadline (8s), got 10s"
+        );
+        let err = Resilience::try_new(Duration::ZERO, secs(1), retry()).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "deadline must be greater than zero, got 0s"
+        );
+        let err = Resilience::try_new(secs(1), Duration::ZERO, retry()).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "attempt_timeout must be greater than zero, got 0s"
+        );
+        assert!(Resilience::try_new(secs(3), secs(3), retry()).is_ok());
+    }
+}
