@@ -9,11 +9,11 @@
 //! // The seed's decoder, and a closure that also retries every error.
 //! let seed = StatusDecoder::new([503]);
 //! let with_errors = move |outcome: &Result<Response<()>, std::io::Error>| match outcome {
-//!     Err(_) => Verdict::retry(),
+//!     Err(_) => Verdict::retry("transport error"),
 //!     ok => seed.decode(ok),
 //! };
 //! let refused = std::io::Error::from(std::io::ErrorKind::ConnectionRefused);
-//! assert_eq!(with_errors.decode(&Err(refused)), Verdict::retry());
+//! assert!(with_errors.decode(&Err(refused)).is_retry());
 //! ```
 
 use super::retry_after;
