@@ -50,6 +50,36 @@
 //! # }
 //! ```
 //!
+//! # Testing a policy
+//!
+//! A decoder and a retryer are tested without a network: a tower-test mock
+//! stands in for the upstream, and tokio's paused clock makes every wait
+//! exact. This whole test is the example:
+//!
+//! ```
+//! use http::{Request, Response};
+//! use http_resilience::retry::{ExponentialBackoff, RetryPolicy, StatusRetryLayer, TransientDecoder};
+//! use std::time::Duration;
+//! use tokio::time::Instant;
+//! use tower::{Layer, ServiceExt};
+//! use tower_test::mock;
+//!
+//! # #[tokio::main(flavor = "current_thread", start_paused = true)]
+//! # async fn main() {
+//! let policy = RetryPolicy::new(TransientDecoder::new(), ExponentialBackoff::default());
+//! let (mock, mut upstream) = mock::pair::<Request<()>, Response<()>>();
+//! let svc = StatusRetryLayer::new(policy).layer(mock);
+//! let start = Instant::now();
+//! let call = tokio::spawn(svc.oneshot(Request::new(())));
+//! for (status, at) in [(503, 0), (502, 100), (200, 250)] {
+//!     let (_request, send) = upstream.next_request().await.unwrap();
+//!     assert_eq!(start.elapsed(), Duration::from_millis(at)); // the backoff, exactly
+//!     send.send_response(Response::builder().status(status).body(()).unwrap());
+//! }
+//! assert_eq!(call.await.unwrap().unwrap().status(), 200);
+//! # }
+//! ```
+//!
 //! # The committed point
 //!
 //! The decision is made on the response *head*. Once a head is returned to the
