@@ -240,3 +240,6 @@ where
 
 #[cfg(test)]
 mod tests;
+
+#[cfg(test)]
+mod properties;
