@@ -12,9 +12,13 @@ use http_body_util::Full;
 use http_resilience::{
     attempt_timeout::AttemptTimeoutLayer,
     deadline::DeadlineLayer,
+    presets,
     read_timeout::body::ReadTimeoutBody,
-    retry::{Decoder, FixedDelay, RetryPolicy, Retryer, StatusDecoder, StatusRetryLayer},
-    transport, Attempts, BoxError, FailureKind,
+    retry::{
+        AnyDecoder, Backoff, Decoder, ExponentialBackoff, RetryPolicy, Retryer, StatusRetryLayer,
+        TransientDecoder,
+    },
+    transport, Attempts, BoxError, FailureKind, Resilience,
 };
 use http_resilience_mock::{MockResponse, MockServer};
 use hyper::body::Incoming;
@@ -54,10 +58,10 @@ impl Timeline {
     }
 }
 
-/// A retryer that narrates the seed's fixed delay.
+/// A retryer that narrates the one it wraps.
 #[derive(Debug, Clone)]
 struct Narrated {
-    inner: FixedDelay,
+    inner: Backoff,
     timeline: Arc<Timeline>,
 }
 
@@ -66,13 +70,17 @@ impl Retryer for Narrated {
         let delay = self.inner.next_delay(attempts, server_delay);
         match delay {
             Some(delay) => {
-                let why = if server_delay.is_some() {
-                    "the server asked for it"
-                } else {
-                    "fixed delay"
+                let why = match (server_delay, &self.inner) {
+                    (Some(asked), _) if asked > delay => {
+                        format!("the server asked for {asked:?}, capped")
+                    }
+                    (Some(_), _) => "the server asked for it with Retry-After".to_owned(),
+                    (None, Backoff::Fixed(_)) => "fixed delay".to_owned(),
+                    (None, _) => "exponential backoff with jitter".to_owned(),
                 };
                 self.timeline.say(format!(
-                    "wait {delay:?} before attempt {} ({why})",
+                    "wait {}ms before attempt {} ({why})",
+                    delay.as_millis(),
                     attempts + 1
                 ));
             }
@@ -82,34 +90,39 @@ impl Retryer for Narrated {
         }
         delay
     }
+
+    fn for_request(&self) -> Self {
+        Self {
+            inner: self.inner.for_request(),
+            timeline: self.timeline.clone(),
+        }
+    }
 }
 
 type Body = ReadTimeoutBody<Incoming>;
 
-/// The limits of one scenario.
-struct Limits {
-    attempt: Duration,
-    total: Duration,
-    read: Duration,
-}
+/// The transport's read timeout of the seed.
+const READ: Duration = Duration::from_secs(5);
 
-const SEED: Limits = Limits {
-    attempt: Duration::from_secs(3),
-    total: Duration::from_secs(8),
-    read: Duration::from_secs(5),
-};
+/// The seed's policy with other limits.
+fn seed_with(attempt: Duration, total: Duration) -> Resilience<AnyDecoder, Backoff> {
+    let (decoder, retryer) = presets::seed().retry().clone().into_parts();
+    Resilience::new(total, attempt, RetryPolicy::new(decoder, retryer)).erase()
+}
 
 async fn scenario(
     server: &MockServer,
     timeline: &Arc<Timeline>,
     title: &str,
     script: Vec<MockResponse>,
-    limits: Limits,
+    policy: Resilience<AnyDecoder, Backoff>,
+    read: Duration,
 ) -> Result<(), BoxError> {
     println!("\n== {title} ==");
     println!(
-        "   attempt limit {:?}, total {:?}, read timeout {:?}, 503 retried twice, 10ms apart",
-        limits.attempt, limits.total, limits.read
+        "   attempt limit {:?}, total {:?}, read timeout {read:?}",
+        policy.attempt_timeout(),
+        policy.deadline(),
     );
     for response in script {
         server.enqueue(response);
@@ -118,36 +131,32 @@ async fn scenario(
 
     let client = transport::Builder::new()
         .connect_timeout(Duration::from_millis(1000))
-        .read_timeout(limits.read)
+        .read_timeout(read)
         .build_http::<Full<Bytes>>()?;
-    let seed = StatusDecoder::new([503]);
+    let (deadline, attempt) = (policy.deadline(), policy.attempt_timeout());
+    let (inner_decoder, inner_retryer) = policy.retry().clone().into_parts();
     let narrator = timeline.clone();
     let decoder = move |outcome: &Result<Response<Body>, BoxError>| {
-        let verdict = Decoder::<Body, BoxError>::decode(&seed, outcome);
+        let verdict = Decoder::<Body, BoxError>::decode(&inner_decoder, outcome);
         let n = narrator.attempt.load(Ordering::SeqCst);
-        let judged = if verdict.is_retry() {
-            "retryable"
-        } else {
-            "final"
-        };
         match outcome {
             Ok(response) => {
-                narrator.say(format!("attempt {n} <- {} ({judged})", response.status()))
+                narrator.say(format!("attempt {n} <- {}: {verdict}", response.status()))
             }
             Err(err) => narrator.say(format!(
-                "attempt {n} <- error: {err} [{}] ({judged})",
+                "attempt {n} <- error: {err} [{}]: {verdict}",
                 FailureKind::of(&**err)
             )),
         }
         verdict
     };
     let retryer = Narrated {
-        inner: FixedDelay::new(Duration::from_millis(10), 2),
+        inner: inner_retryer,
         timeline: timeline.clone(),
     };
     let announcer = timeline.clone();
     let svc = ServiceBuilder::new()
-        .layer(DeadlineLayer::new(limits.total))
+        .layer(DeadlineLayer::new(deadline))
         .layer(StatusRetryLayer::new(RetryPolicy::new(decoder, retryer)))
         .map_request(move |request: Request<Full<Bytes>>| {
             let n = announcer.attempt.fetch_add(1, Ordering::SeqCst) + 1;
@@ -158,7 +167,7 @@ async fn scenario(
             ));
             request
         })
-        .layer(AttemptTimeoutLayer::new(limits.attempt))
+        .layer(AttemptTimeoutLayer::new(attempt))
         .service(client);
 
     timeline.restart();
@@ -208,7 +217,8 @@ async fn main() -> Result<(), BoxError> {
             MockResponse::new(503),
             MockResponse::ok("ok"),
         ],
-        SEED,
+        presets::seed().erase(),
+        READ,
     )
     .await?;
 
@@ -221,7 +231,8 @@ async fn main() -> Result<(), BoxError> {
             MockResponse::new(503).with_body("down 2"),
             MockResponse::new(503).with_body("down 3"),
         ],
-        SEED,
+        presets::seed().erase(),
+        READ,
     )
     .await?;
 
@@ -230,10 +241,8 @@ async fn main() -> Result<(), BoxError> {
         &timeline,
         "3. An upstream that never answers, attempt limit 1s (timeouts are not retried)",
         vec![MockResponse::no_response()],
-        Limits {
-            attempt: Duration::from_secs(1),
-            ..SEED
-        },
+        seed_with(Duration::from_secs(1), Duration::from_secs(8)),
+        READ,
     )
     .await?;
 
@@ -242,10 +251,8 @@ async fn main() -> Result<(), BoxError> {
         &timeline,
         "4. The same silence with a transport read timeout of 250ms",
         vec![MockResponse::no_response()],
-        Limits {
-            read: Duration::from_millis(250),
-            ..SEED
-        },
+        presets::seed().erase(),
+        Duration::from_millis(250),
     )
     .await?;
 
@@ -258,10 +265,37 @@ async fn main() -> Result<(), BoxError> {
             1,
             Duration::from_millis(150),
         )],
-        Limits {
-            total: Duration::from_secs(1),
-            ..SEED
-        },
+        seed_with(Duration::from_secs(1), Duration::from_secs(1)),
+        READ,
+    )
+    .await?;
+
+    let paced = Resilience::new(
+        Duration::from_secs(10),
+        Duration::from_secs(3),
+        RetryPolicy::new(
+            TransientDecoder::new(),
+            ExponentialBackoff::new(
+                Duration::from_millis(50),
+                2.0,
+                Duration::from_millis(800),
+                4,
+            )
+            .with_jitter(http_resilience::retry::Jitter::Equal),
+        ),
+    )
+    .erase();
+    scenario(
+        &server,
+        &timeline,
+        "6. Transient failures with server pacing: 502, then 429 with Retry-After: 60 (capped), then 200",
+        vec![
+            MockResponse::new(502),
+            MockResponse::new(429).with_header("retry-after", "60"),
+            MockResponse::ok("paced ok"),
+        ],
+        paced,
+        READ,
     )
     .await?;
 
