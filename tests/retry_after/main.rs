@@ -20,12 +20,14 @@ use std::{
 use support::{get, guarded};
 use tower::{ServiceBuilder, ServiceExt};
 
-/// A retryer that records the server delay it is offered and the wait it
-/// chooses.
+/// The server delay a retryer was offered, and the wait it chose.
+type Decision = (Option<Duration>, Option<Duration>);
+
+/// A retryer that records its decisions.
 #[derive(Clone)]
 struct Recording {
     inner: FixedDelay,
-    seen: Arc<Mutex<Vec<(Option<Duration>, Option<Duration>)>>>,
+    seen: Arc<Mutex<Vec<Decision>>>,
 }
 
 impl Retryer for Recording {

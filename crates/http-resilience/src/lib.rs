@@ -104,6 +104,11 @@
 //!
 //! - `transport`: [`transport::Builder`], a hyper-util client with connect and
 //!   read timeouts; also lets [`FailureKind`] recognise hyper's errors.
+//! - `serde`: [`config`], per-client policies in the manner of Spring Cloud
+//!   OpenFeign's `feign.client.config.<name>`, as serde types with durations
+//!   written for people (`"250ms"`, `"1m 30s"`).
+//! - `toml`: [`config::ClientsConfig::from_toml_str`], the same read from TOML;
+//!   implies `serde`.
 //! - `full`: every feature.
 //!
 //! ```toml
@@ -122,6 +127,8 @@
 mod macros;
 
 pub mod attempt_timeout;
+#[cfg(feature = "serde")]
+pub mod config;
 pub mod deadline;
 mod extensions;
 pub mod failure;

@@ -1,0 +1,492 @@
+//! Per-client configuration: how a client's policy is resolved from the
+//! `[default]` section, its preset and its own fields, the message of every
+//! validation error, and the layer it builds, on the paused clock.
+
+#[path = "../support/mod.rs"]
+mod support;
+
+use http::{Request, Response, StatusCode};
+use http_resilience::{
+    config::ClientsConfig,
+    retry::{AnyDecoder, Backoff, ExponentialBackoff, FixedDelay, Jitter},
+    Attempts, Resilience,
+};
+use std::{
+    convert::Infallible,
+    sync::{
+        atomic::{AtomicU32, Ordering},
+        Arc,
+    },
+    time::Duration,
+};
+use support::guarded;
+use tokio::time::Instant;
+use tower::{ServiceBuilder, ServiceExt};
+
+type Policy = Resilience<AnyDecoder, Backoff>;
+
+/// The defaults of the module docs: seed 000's policy, written out.
+const DEFAULT: &str = r#"
+[default]
+deadline = "8s"
+attempt_timeout = "3s"
+
+[default.retry]
+decoder = "statuses"
+statuses = [503]
+backoff = "fixed"
+delay = "10ms"
+max_delay = "1s"
+max_attempts = 3
+"#;
+
+const fn ms(millis: u64) -> Duration {
+    Duration::from_millis(millis)
+}
+
+const fn secs(secs: u64) -> Duration {
+    Duration::from_secs(secs)
+}
+
+/// [`DEFAULT`] followed by `clients`, loaded and validated.
+fn load(clients: &str) -> ClientsConfig {
+    let text = format!("{DEFAULT}\n{clients}");
+    ClientsConfig::from_toml_str(&text).unwrap_or_else(|err| panic!("{err}\n{text}"))
+}
+
+/// The message of the error that [`DEFAULT`] followed by `clients` fails with.
+fn error(clients: &str) -> String {
+    let text = format!("{DEFAULT}\n{clients}");
+    match ClientsConfig::from_toml_str(&text) {
+        Ok(config) => panic!("loaded, but should not have: {config:?}"),
+        Err(err) => err.to_string(),
+    }
+}
+
+fn fixed(policy: &Policy) -> FixedDelay {
+    match policy.retry().retryer() {
+        Backoff::Fixed(fixed) => *fixed,
+        other => panic!("not a fixed delay: {other:?}"),
+    }
+}
+
+fn exponential(policy: &Policy) -> &ExponentialBackoff {
+    match policy.retry().retryer() {
+        Backoff::Exponential(exponential) => exponential,
+        other => panic!("not an exponential backoff: {other:?}"),
+    }
+}
+
+fn statuses(policy: &Policy) -> Vec<u16> {
+    match policy.retry().decoder() {
+        AnyDecoder::Statuses(decoder) => decoder.statuses().map(|s| s.as_u16()).collect(),
+        other => panic!("not a status decoder: {other:?}"),
+    }
+}
+
+// ----- resolution -----
+
+#[test]
+fn client_inherits_default_fields() {
+    let config = load("[clients.weather]\nattempt_timeout = \"2s\"");
+    let policy = config.policy("weather").unwrap();
+    assert_eq!(policy.deadline(), secs(8));
+    assert_eq!(statuses(&policy), [503]);
+    let retryer = fixed(&policy);
+    assert_eq!(
+        (retryer.delay(), retryer.retries(), retryer.max_delay()),
+        (ms(10), 2, secs(1))
+    );
+}
+
+#[test]
+fn client_field_overrides_default() {
+    let config = load("[clients.weather]\nattempt_timeout = \"2s\"");
+    assert_eq!(config.policy("weather").unwrap().attempt_timeout(), secs(2));
+}
+
+#[test]
+fn nested_retry_field_overrides_only_itself() {
+    let config = load("[clients.weather.retry]\nmax_attempts = 5");
+    let policy = config.policy("weather").unwrap();
+    let retryer = fixed(&policy);
+    assert_eq!(retryer.retries(), 4);
+    assert_eq!(retryer.delay(), ms(10));
+    assert_eq!(statuses(&policy), [503]);
+}
+
+#[test]
+fn preset_replaces_default() {
+    let config = load(
+        r#"
+        [clients.weather]
+        preset = "conservative"
+        attempt_timeout = "2s"
+        "#,
+    );
+    let policy = config.policy("weather").unwrap();
+    // The preset's deadline, not the default's 8 s; the client's own timeout.
+    assert_eq!(policy.deadline(), secs(10));
+    assert_eq!(policy.attempt_timeout(), secs(2));
+    assert!(matches!(policy.retry().decoder(), AnyDecoder::Transient(_)));
+    let backoff = exponential(&policy);
+    assert_eq!(
+        (backoff.initial(), backoff.max_attempts(), backoff.jitter()),
+        (ms(500), 2, Jitter::Full)
+    );
+}
+
+#[test]
+fn default_applies_over_its_own_preset() {
+    let config = ClientsConfig::from_toml_str(
+        r#"
+        [default]
+        preset = "seed"
+        deadline = "5s"
+        "#,
+    )
+    .unwrap();
+    let policy = config.policy("anything").unwrap();
+    assert_eq!(policy.deadline(), secs(5));
+    assert_eq!(policy.attempt_timeout(), secs(3));
+    assert_eq!(statuses(&policy), [503]);
+    assert_eq!(fixed(&policy).retries(), 2);
+}
+
+#[test]
+fn default_without_preset_applies_over_standard() {
+    let config = ClientsConfig::from_toml_str("[default]\nattempt_timeout = \"1s\"").unwrap();
+    let policy = config.policy("anything").unwrap();
+    assert_eq!(policy.deadline(), secs(30));
+    assert_eq!(policy.attempt_timeout(), secs(1));
+    let backoff = exponential(&policy);
+    assert_eq!(
+        (backoff.initial(), backoff.multiplier(), backoff.jitter()),
+        (secs(2), 2.0, Jitter::Decorrelated)
+    );
+}
+
+#[test]
+fn unlisted_name_gets_the_default() {
+    let config = load("[clients.weather]\nattempt_timeout = \"2s\"");
+    let policy = config.policy("not-in-the-file").unwrap();
+    assert_eq!(
+        (policy.deadline(), policy.attempt_timeout()),
+        (secs(8), secs(3))
+    );
+    assert_eq!(statuses(&policy), [503]);
+    assert_eq!(fixed(&policy).retries(), 2);
+}
+
+#[test]
+fn names_lists_clients_in_order() {
+    let config = load("[clients.weather]\n[clients.payments]\n[clients.search]");
+    assert_eq!(
+        config.names().collect::<Vec<_>>(),
+        ["payments", "search", "weather"]
+    );
+}
+
+#[test]
+fn changing_the_kind_drops_the_settings_that_belong_to_it() {
+    // The standard preset's jitter and multiplier are not carried over to a
+    // fixed delay, nor its decoder's settings to another decoder.
+    let config = ClientsConfig::from_toml_str(
+        r#"
+        [default.retry]
+        decoder = "statuses"
+        statuses = [429, 503]
+        retry_after = true
+
+        [clients.payments.retry]
+        decoder = "transient"
+        backoff = "fixed"
+        delay = "200ms"
+        max_delay = "2s"
+        "#,
+    )
+    .unwrap();
+    let policy = config.policy("payments").unwrap();
+    assert!(matches!(policy.retry().decoder(), AnyDecoder::Transient(_)));
+    let retryer = fixed(&policy);
+    assert_eq!((retryer.delay(), retryer.retries()), (ms(200), 3));
+}
+
+#[test]
+fn exponential_settings_take_their_defaults_after_a_change_of_backoff() {
+    let config = load("[clients.search.retry]\nbackoff = \"exponential\"");
+    let policy = config.policy("search").unwrap();
+    let backoff = exponential(&policy);
+    assert_eq!(backoff.multiplier(), 1.5);
+    assert_eq!(backoff.jitter(), Jitter::None);
+    assert_eq!((backoff.initial(), backoff.max_delay()), (ms(10), secs(1)));
+}
+
+// ----- validation -----
+
+#[test]
+fn rejects_attempt_timeout_above_the_deadline() {
+    assert_eq!(
+        error("[clients.x]\nattempt_timeout = \"10s\""),
+        "clients.x.attempt_timeout must not exceed the deadline (8s), got 10s"
+    );
+}
+
+#[test]
+fn reports_a_combination_under_the_client() {
+    // The client's deadline is below the attempt timeout it inherits.
+    assert_eq!(
+        error("[clients.x]\ndeadline = \"2s\""),
+        "clients.x.attempt_timeout must not exceed the deadline (2s), got 3s"
+    );
+}
+
+#[test]
+fn rejects_zero_attempts() {
+    assert_eq!(
+        error("[clients.x.retry]\nmax_attempts = 0"),
+        "clients.x.retry.max_attempts must be at least 1, got 0"
+    );
+}
+
+#[test]
+fn rejects_a_multiplier_below_one() {
+    assert_eq!(
+        error("[clients.weather.retry]\nbackoff = \"exponential\"\nmultiplier = 0.5"),
+        "clients.weather.retry.multiplier must be >= 1.0, got 0.5"
+    );
+}
+
+#[test]
+fn rejects_a_max_delay_below_the_initial_delay() {
+    assert_eq!(
+        error(
+            "[clients.x.retry]\nbackoff = \"exponential\"\ndelay = \"100ms\"\nmax_delay = \"50ms\""
+        ),
+        "clients.x.retry.max_delay must be >= the initial delay (100ms), got 50ms"
+    );
+    assert_eq!(
+        error("[clients.x.retry]\ndelay = \"2s\""),
+        "clients.x.retry.max_delay must be >= the delay (2s), got 1s"
+    );
+}
+
+#[test]
+fn rejects_statuses_out_of_range() {
+    assert_eq!(
+        error("[clients.x.retry]\nstatuses = [503, 600]"),
+        "clients.x.retry.statuses must be in 100..=599, got 600"
+    );
+}
+
+#[test]
+fn rejects_empty_or_missing_statuses() {
+    assert_eq!(
+        error("[clients.x.retry]\nstatuses = []"),
+        "clients.x.retry.statuses must list at least one status, got []"
+    );
+    assert_eq!(
+        error("[clients.x]\npreset = \"standard\"\n[clients.x.retry]\ndecoder = \"statuses\""),
+        "clients.x.retry.statuses must be given with decoder = \"statuses\""
+    );
+}
+
+#[test]
+fn rejects_statuses_with_another_decoder() {
+    assert_eq!(
+        error("[clients.x.retry]\ndecoder = \"feign\"\nstatuses = [503]"),
+        "clients.x.retry.statuses applies only to decoder = \"statuses\", got decoder = \"feign\""
+    );
+    assert_eq!(
+        error("[clients.x]\npreset = \"standard\"\n[clients.x.retry]\nretry_after = true"),
+        "clients.x.retry.retry_after applies only to decoder = \"statuses\", \
+         got decoder = \"transient\""
+    );
+}
+
+#[test]
+fn rejects_exponential_settings_with_another_backoff() {
+    for (field, value) in [
+        ("multiplier", "2.0"),
+        ("jitter", "\"full\""),
+        ("seed", "42"),
+    ] {
+        assert_eq!(
+            error(&format!("[clients.x.retry]\n{field} = {value}")),
+            format!(
+                "clients.x.retry.{field} applies only to backoff = \"exponential\", \
+                 got backoff = \"fixed\""
+            )
+        );
+    }
+}
+
+#[test]
+fn rejects_zero_durations() {
+    assert_eq!(
+        error("[clients.x]\ndeadline = \"0s\""),
+        "clients.x.deadline must be greater than zero, got 0s"
+    );
+    assert_eq!(
+        error("[clients.x]\nattempt_timeout = \"0ms\""),
+        "clients.x.attempt_timeout must be greater than zero, got 0s"
+    );
+    assert_eq!(
+        error("[clients.x.retry]\ndelay = \"0ms\""),
+        "clients.x.retry.delay must be greater than zero, got 0s"
+    );
+}
+
+#[test]
+fn rejects_a_malformed_duration_naming_path_and_text() {
+    let message = error("[clients.weather]\nattempt_timeout = \"2 parsecs\"");
+    let expected = "clients.weather.attempt_timeout must be a duration such as \"250ms\", \
+                    \"2s\" or \"1m 30s\", got \"2 parsecs\" (unknown time unit \"parsecs\"";
+    assert!(message.starts_with(expected), "{message}");
+}
+
+#[test]
+fn rejects_unknown_names() {
+    assert_eq!(
+        error("[clients.x]\npreset = \"fegn\""),
+        "clients.x.preset must be one of \"seed\", \"feign\", \"standard\", \"conservative\", \
+         got \"fegn\""
+    );
+    assert_eq!(
+        error("[clients.x.retry]\ndecoder = \"5xx\""),
+        "clients.x.retry.decoder must be one of \"statuses\", \"feign\", \"transient\", \
+         got \"5xx\""
+    );
+    assert_eq!(
+        error("[clients.x.retry]\nbackoff = \"linear\""),
+        "clients.x.retry.backoff must be one of \"fixed\", \"exponential\", \"feign\", \
+         got \"linear\""
+    );
+    assert_eq!(
+        error("[clients.x.retry]\nbackoff = \"exponential\"\njitter = \"some\""),
+        "clients.x.retry.jitter must be one of \"none\", \"full\", \"equal\", \
+         \"decorrelated\", got \"some\""
+    );
+}
+
+#[test]
+fn rejects_unknown_keys_naming_the_key() {
+    let text = format!("{DEFAULT}\n[clients.weather.retry]\nmultiplyer = 2.0");
+    let err = ClientsConfig::from_toml_str(&text).unwrap_err();
+    assert!(err.setting().is_none());
+    let message = err.to_string();
+    assert!(message.contains("unknown field `multiplyer`"), "{message}");
+    // TOML's message shows where.
+    assert!(message.contains("multiplyer = 2.0"), "{message}");
+    let line = 1 + text
+        .lines()
+        .position(|l| l.starts_with("multiplyer"))
+        .unwrap();
+    assert!(
+        message.contains(&format!("line {line}, column 1")),
+        "{message}"
+    );
+
+    let message = error("[client.weather]\ndeadline = \"1s\"");
+    assert!(message.contains("unknown field `client`"), "{message}");
+}
+
+#[test]
+fn reports_an_invalid_default_under_default() {
+    let text = r#"
+        [default.retry]
+        max_attempts = 0
+
+        [clients.weather]
+        attempt_timeout = "2s"
+    "#;
+    let err = ClientsConfig::from_toml_str(text).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "default.retry.max_attempts must be at least 1, got 0"
+    );
+    assert_eq!(
+        err.setting().map(|s| s.field()),
+        Some("default.retry.max_attempts")
+    );
+}
+
+#[test]
+fn rejects_a_client_named_default() {
+    assert_eq!(
+        error("[clients.default]\ndeadline = \"1s\""),
+        "clients.default is not allowed: the defaults of every client go in [default]"
+    );
+}
+
+#[test]
+fn quotes_client_names_that_are_not_bare_keys() {
+    assert_eq!(
+        error("[clients.\"eu.weather\".retry]\nmax_attempts = 0"),
+        "clients.\"eu.weather\".retry.max_attempts must be at least 1, got 0"
+    );
+}
+
+#[test]
+fn example_file_loads_and_validates() {
+    let config = ClientsConfig::from_toml_str(include_str!("../../examples/clients.toml"))
+        .unwrap_or_else(|err| panic!("{err}"));
+    assert_eq!(
+        config.names().collect::<Vec<_>>(),
+        ["inventory", "payments", "search", "weather"]
+    );
+    for name in config.names() {
+        config.layer(name).unwrap();
+    }
+}
+
+// ----- the layer -----
+
+#[tokio::test(flavor = "current_thread", start_paused = true)]
+async fn layer_composes_the_three_layers_for_a_name() {
+    let config = load("[clients.weather]\nattempt_timeout = \"2s\"");
+    let calls = Arc::new(AtomicU32::new(0));
+    let counter = calls.clone();
+    let svc = ServiceBuilder::new()
+        .layer(config.layer("weather").unwrap())
+        .service_fn(move |_: Request<String>| {
+            // 503 twice, then 200.
+            let status = if counter.fetch_add(1, Ordering::SeqCst) < 2 {
+                StatusCode::SERVICE_UNAVAILABLE
+            } else {
+                StatusCode::OK
+            };
+            async move { Ok::<_, Infallible>(Response::builder().status(status).body(()).unwrap()) }
+        });
+
+    let start = Instant::now();
+    let response = guarded(svc.oneshot(Request::new(String::new())))
+        .await
+        .unwrap();
+    assert_eq!(response.status(), StatusCode::OK);
+    assert_eq!(Attempts::of(&response), Some(3));
+    assert_eq!(calls.load(Ordering::SeqCst), 3);
+    // Two waits of the inherited fixed 10 ms.
+    assert_eq!(start.elapsed(), ms(20));
+}
+
+#[tokio::test(flavor = "current_thread", start_paused = true)]
+async fn layer_applies_the_attempt_timeout_of_the_client() {
+    let config =
+        load("[clients.slow]\nattempt_timeout = \"2s\"\n[clients.slow.retry]\nmax_attempts = 1");
+    let svc = ServiceBuilder::new()
+        .layer(config.layer("slow").unwrap())
+        .service_fn(|_: Request<String>| async {
+            tokio::time::sleep(secs(5)).await;
+            Ok::<_, Infallible>(Response::new(()))
+        });
+    let start = Instant::now();
+    let err = guarded(svc.oneshot(Request::new(String::new())))
+        .await
+        .unwrap_err();
+    assert!(
+        err.is::<http_resilience::attempt_timeout::error::AttemptTimedOut>(),
+        "{err}"
+    );
+    assert_eq!(start.elapsed(), secs(2));
+}
