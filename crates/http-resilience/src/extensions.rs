@@ -1,5 +1,6 @@
 //! Request and response extensions shared by the layers.
 
+use crate::retry::Verdict;
 use std::{
     sync::{
         atomic::{AtomicU32, Ordering},
@@ -109,35 +110,60 @@ impl RequestDeadline {
     }
 }
 
-/// How many attempts produced a response, stored in the response extensions by
+/// How many attempts produced a response, and the decoder's verdict on the
+/// last one, stored in the response extensions by
 /// [`StatusRetry`](crate::retry::StatusRetry).
 ///
 /// The count includes the attempt that produced the response: `1` when the first
-/// attempt was accepted, `3` when the seed policy's two retries were used.
+/// attempt was accepted, `3` when the seed policy's two retries were used. The
+/// verdict tells why the retrying stopped there: `Accept`, `Fail`, or a `Retry`
+/// that the retryer (or a missing replayable body, or the deadline) refused.
 ///
 /// # Example
 ///
 /// ```
-/// use http_resilience::Attempts;
+/// use http::StatusCode;
+/// use http_resilience::{retry::Verdict, Attempts};
 ///
 /// let mut response = http::Response::new(());
-/// response.extensions_mut().insert(Attempts::new(3));
+/// let last = Verdict::retry(StatusCode::SERVICE_UNAVAILABLE);
+/// response.extensions_mut().insert(Attempts::new(3).with_verdict(last));
 /// assert_eq!(Attempts::of(&response), Some(3));
+/// let attempts = response.extensions().get::<Attempts>().unwrap();
+/// assert!(attempts.verdict().is_retry(), "retries were used up");
 /// ```
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct Attempts(u32);
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Attempts {
+    count: u32,
+    verdict: Verdict,
+}
 
 // ===== impl Attempts =====
 
 impl Attempts {
-    /// A count of `n` attempts.
+    /// A count of `n` attempts, the last one accepted.
     pub const fn new(n: u32) -> Self {
-        Self(n)
+        Self {
+            count: n,
+            verdict: Verdict::Accept,
+        }
+    }
+
+    /// The same count with the verdict on the last attempt.
+    #[must_use]
+    pub const fn with_verdict(mut self, verdict: Verdict) -> Self {
+        self.verdict = verdict;
+        self
     }
 
     /// The number of attempts.
     pub const fn get(&self) -> u32 {
-        self.0
+        self.count
+    }
+
+    /// The decoder's verdict on the last attempt.
+    pub const fn verdict(&self) -> Verdict {
+        self.verdict
     }
 
     /// The attempt count recorded on `response`, if a retry layer saw it.

@@ -96,7 +96,8 @@ where
             match this.state.as_mut().project() {
                 StateProj::Called { future } => {
                     let outcome = ready!(future.poll(cx));
-                    let delay = match (this.policy.decode(&outcome), this.request.as_ref()) {
+                    let verdict = this.policy.decode(&outcome);
+                    let delay = match (verdict, this.request.as_ref()) {
                         // NOTE: without a replayable copy of the request no
                         // retry is possible, and past the request's deadline
                         // none is useful: the retryer is not consulted.
@@ -116,7 +117,7 @@ where
                         }),
                         None => {
                             this.state.set(State::Done);
-                            let attempts = Attempts::new(*this.attempts);
+                            let attempts = Attempts::new(*this.attempts).with_verdict(verdict);
                             return Poll::Ready(outcome.map(|mut response| {
                                 response.extensions_mut().insert(attempts);
                                 response

@@ -74,6 +74,11 @@ async fn retries_until_limit_and_returns_the_last_response_unchanged() {
     assert_eq!(response.headers()["x-attempt-body"], "third");
     assert_eq!(*response.body(), "third");
     assert_eq!(Attempts::of(&response), Some(3));
+    let report = response.extensions().get::<Attempts>().unwrap();
+    assert_eq!(
+        report.verdict(),
+        Verdict::retry(StatusCode::SERVICE_UNAVAILABLE)
+    );
 }
 
 #[tokio::test(flavor = "current_thread", start_paused = true)]
