@@ -275,3 +275,74 @@ async fn idle_pooled_connections_are_evicted_by_the_pool_timer() {
     .await;
     assert!(closed, "the idle connection was closed by the pool timer");
 }
+
+#[tokio::test]
+async fn a_failed_lookup_is_a_dns_error_naming_the_host() {
+    use hyper_util::client::legacy::connect::dns::Name;
+    // A resolver that knows no host: the test double for a failing DNS.
+    let resolver = tower::service_fn(|_: Name| async {
+        Err::<std::vec::IntoIter<std::net::SocketAddr>, _>(std::io::Error::other("no such host"))
+    });
+    let client = transport::Builder::new()
+        .build_http_with_resolver::<http_body_util::Full<bytes::Bytes>, _>(resolver)
+        .unwrap();
+    let uri: http::Uri = "http://upstream.invalid/value".parse().unwrap();
+    let err = guarded(client.oneshot(get(uri))).await.unwrap_err();
+    assert_eq!(FailureKind::of(&*err), FailureKind::Dns, "{err:?}");
+    assert!(FailureKind::Dns.is_before_send());
+    let dns = failure::find::<transport::DnsError>(&*err).unwrap();
+    assert_eq!(dns.host(), "upstream.invalid");
+}
+
+/// A stand-in for a TLS connector: it connects over TCP, then fails the
+/// handshake.
+#[derive(Clone)]
+struct FailingHandshake(transport::TcpConnector);
+
+impl tower::Service<http::Uri> for FailingHandshake {
+    type Response = hyper_util::rt::TokioIo<tokio::net::TcpStream>;
+    type Error = http_resilience::BoxError;
+    type Future = std::pin::Pin<
+        Box<dyn std::future::Future<Output = Result<Self::Response, Self::Error>> + Send>,
+    >;
+
+    fn poll_ready(
+        &mut self,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Result<(), Self::Error>> {
+        self.0.poll_ready(cx).map_err(Into::into)
+    }
+
+    fn call(&mut self, uri: http::Uri) -> Self::Future {
+        let tcp = self.0.call(uri);
+        Box::pin(async move {
+            let _stream = tcp.await?;
+            Err(std::io::Error::new(std::io::ErrorKind::InvalidData, "handshake failure").into())
+        })
+    }
+}
+
+#[tokio::test]
+async fn a_failed_handshake_is_a_tls_error_and_tcp_failures_keep_their_kind() {
+    let server = MockServer::start().await.unwrap();
+    let builder = transport::Builder::new();
+    let tls = transport::TlsErrors::new(FailingHandshake(builder.http_connector().unwrap()));
+    let client = builder
+        .build::<_, http_body_util::Full<bytes::Bytes>>(tls)
+        .unwrap();
+    let uri: http::Uri = format!("https://{}/value", server.addr()).parse().unwrap();
+    let err = guarded(client.clone().oneshot(get(uri))).await.unwrap_err();
+    assert_eq!(FailureKind::of(&*err), FailureKind::Tls, "{err:?}");
+    assert_eq!(server.request_count(), 0);
+
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let closed = listener.local_addr().unwrap();
+    drop(listener);
+    let uri: http::Uri = format!("https://{closed}/value").parse().unwrap();
+    let err = guarded(client.oneshot(get(uri))).await.unwrap_err();
+    assert_eq!(
+        FailureKind::of(&*err),
+        FailureKind::ConnectRefused,
+        "{err:?}"
+    );
+}

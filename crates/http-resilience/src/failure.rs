@@ -45,9 +45,17 @@ pub enum FailureKind {
     ConnectTimeout,
     /// The upstream refused the connection.
     ConnectRefused,
-    /// Connecting failed in another way (name resolution, for example). The
-    /// request was never sent.
+    /// The host name did not resolve
+    /// ([`DnsError`](crate::transport::DnsError), feature `transport`).
+    Dns,
+    /// The TLS handshake failed
+    /// ([`TlsError`](crate::transport::TlsError), feature `transport`).
+    Tls,
+    /// Connecting failed in another way. The request was never sent.
     Connect,
+    /// The connection closed before the request was written (hyper's
+    /// "canceled"): the request was never sent.
+    Unsent,
     /// The connection was reset (an `io::Error` of kind `ConnectionReset`,
     /// `ConnectionAborted` or `BrokenPipe`).
     ConnectionReset,
@@ -70,8 +78,10 @@ impl FailureKind {
     /// decides. Otherwise an `io::Error` of kind `ConnectionRefused` is
     /// [`ConnectRefused`](Self::ConnectRefused), and one of kind `TimedOut`
     /// below a connect error of hyper-util's client is
-    /// [`ConnectTimeout`](Self::ConnectTimeout). Any other connect error is
-    /// [`Connect`](Self::Connect). After the connection is up, an `io::Error`
+    /// [`ConnectTimeout`](Self::ConnectTimeout). The typed errors of this
+    /// crate's connectors are [`Dns`](Self::Dns) and [`Tls`](Self::Tls); any
+    /// other connect error is [`Connect`](Self::Connect), and hyper's
+    /// "canceled" (the request was never written) is [`Unsent`](Self::Unsent). After the connection is up, an `io::Error`
     /// of a reset kind is [`ConnectionReset`](Self::ConnectionReset), and
     /// hyper's "incomplete message" or "closed" (or an unexpected end of
     /// file) is [`ConnectionClosed`](Self::ConnectionClosed). Any other error
@@ -80,6 +90,7 @@ impl FailureKind {
         let mut connecting = false;
         let mut transport = false;
         let mut closed = false;
+        let mut unsent = false;
         for err in chain(error) {
             if err.is::<DeadlineExceeded>() {
                 return FailureKind::Deadline;
@@ -91,9 +102,13 @@ impl FailureKind {
                 return FailureKind::ReadTimeout;
             }
             let client = client_error(err);
+            if let Some(kind) = client.kind {
+                return kind;
+            }
             transport |= client.is_client;
             connecting |= client.is_connect;
             closed |= client.is_closed;
+            unsent |= client.is_canceled;
             if let Some(io) = err.downcast_ref::<io::Error>() {
                 transport = true;
                 match io.kind() {
@@ -113,6 +128,8 @@ impl FailureKind {
         }
         if connecting {
             FailureKind::Connect
+        } else if unsent {
+            FailureKind::Unsent
         } else if closed {
             FailureKind::ConnectionClosed
         } else if transport {
@@ -135,11 +152,17 @@ impl FailureKind {
     }
 
     /// Whether the failure happened before the request was sent (connecting
-    /// failed), so the upstream cannot have acted on it.
+    /// failed, or the connection closed before the request was written), so
+    /// the upstream cannot have acted on it: retrying is safe for any method.
     pub const fn is_before_send(&self) -> bool {
         matches!(
             self,
-            FailureKind::ConnectTimeout | FailureKind::ConnectRefused | FailureKind::Connect
+            FailureKind::ConnectTimeout
+                | FailureKind::ConnectRefused
+                | FailureKind::Dns
+                | FailureKind::Tls
+                | FailureKind::Connect
+                | FailureKind::Unsent
         )
     }
 }
@@ -152,7 +175,10 @@ impl fmt::Display for FailureKind {
             FailureKind::ReadTimeout => "read timeout",
             FailureKind::ConnectTimeout => "connect timeout",
             FailureKind::ConnectRefused => "connection refused",
+            FailureKind::Dns => "dns error",
+            FailureKind::Tls => "tls error",
             FailureKind::Connect => "connect error",
+            FailureKind::Unsent => "closed before the request was sent",
             FailureKind::ConnectionReset => "connection reset",
             FailureKind::ConnectionClosed => "connection closed",
             FailureKind::Transport => "transport error",
@@ -170,22 +196,40 @@ struct ClientError {
     is_connect: bool,
     /// hyper saw the connection close before the message was complete.
     is_closed: bool,
+    /// hyper canceled the request before writing it.
+    is_canceled: bool,
+    /// A typed failure of this crate's connectors, which decides the kind.
+    kind: Option<FailureKind>,
 }
 
 #[cfg(feature = "transport")]
 fn client_error(err: &(dyn Error + 'static)) -> ClientError {
+    use crate::transport::{DnsError, TlsError};
+    if err.is::<DnsError>() {
+        return ClientError {
+            kind: Some(FailureKind::Dns),
+            ..ClientError::default()
+        };
+    }
+    if err.is::<TlsError>() {
+        return ClientError {
+            kind: Some(FailureKind::Tls),
+            ..ClientError::default()
+        };
+    }
     if let Some(client) = err.downcast_ref::<hyper_util::client::legacy::Error>() {
         return ClientError {
             is_client: true,
             is_connect: client.is_connect(),
-            is_closed: false,
+            ..ClientError::default()
         };
     }
     match err.downcast_ref::<hyper::Error>() {
         Some(hyper) => ClientError {
             is_client: true,
-            is_connect: false,
             is_closed: hyper.is_incomplete_message() || hyper.is_closed(),
+            is_canceled: hyper.is_canceled(),
+            ..ClientError::default()
         },
         None => ClientError::default(),
     }

@@ -50,17 +50,26 @@
 //! [`Client`]: hyper_util::client::legacy::Client
 //! [`ReadTimeout`]: crate::read_timeout::ReadTimeout
 
-use crate::read_timeout::ReadTimeout;
-use crate::InvalidSetting;
+mod connect;
+
+pub use self::connect::{
+    DnsError, MapErr, NoResponse, TcpConnector, TcpError, TlsError, TlsErrors, TlsFuture,
+    TypedResolver,
+};
+
+use crate::{read_timeout::ReadTimeout, InvalidSetting};
 use hyper_util::{
-    client::legacy::{connect::HttpConnector, Client},
+    client::legacy::{
+        connect::{dns::GaiResolver, HttpConnector},
+        Client,
+    },
     rt::{TokioExecutor, TokioTimer},
 };
 use std::time::Duration;
 
 /// The client [`Builder::build_http`] returns: hyper-util's client over plain
 /// TCP, with the read timeout around it.
-pub type HttpClient<B> = ReadTimeout<Client<HttpConnector, B>>;
+pub type HttpClient<B, R = GaiResolver> = ReadTimeout<Client<TcpConnector<R>, B>>;
 
 /// Builds a hyper-util client with the transport limits of this module.
 ///
@@ -139,17 +148,24 @@ impl Builder {
     ///
     /// Unlike the connector of [`build_http`](Self::build_http), it accepts
     /// `https://` URIs, since the TLS connector around it handles them.
-    pub fn http_connector(&self) -> Result<HttpConnector, InvalidSetting> {
-        self.connector(false)
+    ///
+    /// Wrap the TLS connector built over it in [`TlsErrors`] to give its
+    /// handshake failures a type.
+    pub fn http_connector(&self) -> Result<TcpConnector, InvalidSetting> {
+        self.connector(GaiResolver::new(), false)
     }
 
-    fn connector(&self, enforce_http: bool) -> Result<HttpConnector, InvalidSetting> {
+    fn connector<R>(
+        &self,
+        resolver: R,
+        enforce_http: bool,
+    ) -> Result<TcpConnector<R>, InvalidSetting> {
         self.validate()?;
-        let mut connector = HttpConnector::new();
+        let mut connector = HttpConnector::new_with_resolver(TypedResolver::new(resolver));
         connector.set_connect_timeout(self.connect_timeout);
         connector.set_nodelay(true);
         connector.enforce_http(enforce_http);
-        Ok(connector)
+        Ok(TcpConnector::new(connector))
     }
 
     /// Builds a client for plain `http://` URIs.
@@ -163,7 +179,27 @@ impl Builder {
         B: http_body::Body + Send + 'static,
         B::Data: Send,
     {
-        let connector = self.connector(true)?;
+        self.build_http_with_resolver(GaiResolver::new())
+    }
+
+    /// Builds a client for plain `http://` URIs that resolves names with
+    /// `resolver` (a `tower::Service<Name>`; hyper-util's `GaiResolver` by
+    /// default). Its failures become [`DnsError`]s.
+    ///
+    /// # Errors
+    ///
+    /// [`InvalidSetting`] if the configuration makes no sense (a zero
+    /// limit).
+    pub fn build_http_with_resolver<B, R>(
+        &self,
+        resolver: R,
+    ) -> Result<HttpClient<B, R>, InvalidSetting>
+    where
+        B: http_body::Body + Send + 'static,
+        B::Data: Send,
+        TcpConnector<R>: hyper_util::client::legacy::connect::Connect + Clone,
+    {
+        let connector = self.connector(resolver, true)?;
         self.build(connector)
     }
 

@@ -1,0 +1,357 @@
+//! Connectors that give connect failures a type: name resolution, TCP, TLS.
+
+use crate::BoxError;
+use hyper_util::client::legacy::connect::{
+    dns::{GaiResolver, Name},
+    HttpConnector,
+};
+use pin_project_lite::pin_project;
+use std::{
+    error::Error,
+    fmt,
+    future::Future,
+    pin::Pin,
+    task::{Context, Poll},
+};
+use tower_service::Service;
+
+/// A resolver whose failures are [`DnsError`]s naming the host.
+///
+/// hyper-util reports a failed lookup as an untyped "dns error"; wrapping the
+/// resolver makes it a type that [`FailureKind::of`](crate::FailureKind::of)
+/// recognises as [`FailureKind::Dns`](crate::FailureKind::Dns).
+#[derive(Debug, Clone)]
+pub struct TypedResolver<R = GaiResolver> {
+    inner: R,
+}
+
+impl<R> TypedResolver<R> {
+    /// Wraps `inner`.
+    pub const fn new(inner: R) -> Self {
+        Self { inner }
+    }
+}
+
+impl<R> Service<Name> for TypedResolver<R>
+where
+    R: Service<Name>,
+    R::Error: Into<BoxError>,
+{
+    type Response = R::Response;
+    type Error = DnsError;
+    type Future = MapErr<R::Future, Name>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+        self.inner
+            .poll_ready(cx)
+            .map_err(|err| DnsError::new(String::new(), err.into()))
+    }
+
+    fn call(&mut self, name: Name) -> Self::Future {
+        MapErr {
+            future: self.inner.call(name.clone()),
+            context: name,
+        }
+    }
+}
+
+pin_project! {
+    /// A future whose error is given a type, with some context.
+    pub struct MapErr<F, C> {
+        #[pin]
+        future: F,
+        context: C,
+    }
+}
+
+impl<F, C> fmt::Debug for MapErr<F, C> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("MapErr").finish_non_exhaustive()
+    }
+}
+
+impl<F, T, E> Future for MapErr<F, Name>
+where
+    F: Future<Output = Result<T, E>>,
+    E: Into<BoxError>,
+{
+    type Output = Result<T, DnsError>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let this = self.project();
+        let host = this.context;
+        this.future
+            .poll(cx)
+            .map_err(|err| DnsError::new(host.as_str().to_owned(), err.into()))
+    }
+}
+
+impl<F, T, E> Future for MapErr<F, ()>
+where
+    F: Future<Output = Result<T, E>>,
+    E: Into<BoxError>,
+{
+    type Output = Result<T, TcpError>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        self.project()
+            .future
+            .poll(cx)
+            .map_err(|err| TcpError(err.into()))
+    }
+}
+
+/// The plain TCP connector of [`Builder`](super::Builder): hyper-util's
+/// `HttpConnector` over a [`TypedResolver`], whose failures are marked as
+/// [`TcpError`]s, so that a TLS connector around it can tell its own failures
+/// from those of the connection beneath (see [`TlsErrors`]).
+#[derive(Debug, Clone)]
+pub struct TcpConnector<R = GaiResolver> {
+    inner: HttpConnector<TypedResolver<R>>,
+}
+
+impl<R> TcpConnector<R> {
+    pub(crate) fn new(inner: HttpConnector<TypedResolver<R>>) -> Self {
+        Self { inner }
+    }
+}
+
+impl<R> Service<http::Uri> for TcpConnector<R>
+where
+    HttpConnector<TypedResolver<R>>: Service<http::Uri>,
+    <HttpConnector<TypedResolver<R>> as Service<http::Uri>>::Error: Into<BoxError>,
+{
+    type Response = <HttpConnector<TypedResolver<R>> as Service<http::Uri>>::Response;
+    type Error = TcpError;
+    type Future = MapErr<<HttpConnector<TypedResolver<R>> as Service<http::Uri>>::Future, ()>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+        self.inner
+            .poll_ready(cx)
+            .map_err(|err| TcpError(err.into()))
+    }
+
+    fn call(&mut self, uri: http::Uri) -> Self::Future {
+        MapErr {
+            future: self.inner.call(uri),
+            context: (),
+        }
+    }
+}
+
+/// Wraps a TLS connector (one built over [`Builder::http_connector`]) so that
+/// its own failures become [`TlsError`]s, while failures of the TCP
+/// connection and name resolution beneath keep their types.
+///
+/// [`Builder::http_connector`]: super::Builder::http_connector
+#[derive(Debug, Clone)]
+pub struct TlsErrors<C> {
+    inner: C,
+}
+
+impl<C> TlsErrors<C> {
+    /// Wraps the TLS connector `inner`.
+    pub const fn new(inner: C) -> Self {
+        Self { inner }
+    }
+}
+
+impl<C> Service<http::Uri> for TlsErrors<C>
+where
+    C: Service<http::Uri>,
+    C::Error: Into<BoxError>,
+{
+    type Response = C::Response;
+    type Error = BoxError;
+    type Future = TlsFuture<C::Future>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+        self.inner.poll_ready(cx).map_err(mark_tls)
+    }
+
+    fn call(&mut self, uri: http::Uri) -> Self::Future {
+        TlsFuture {
+            future: self.inner.call(uri),
+        }
+    }
+}
+
+pin_project! {
+    /// Response future of [`TlsErrors`].
+    pub struct TlsFuture<F> {
+        #[pin]
+        future: F,
+    }
+}
+
+impl<F> fmt::Debug for TlsFuture<F> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("TlsFuture").finish_non_exhaustive()
+    }
+}
+
+impl<F, T, E> Future for TlsFuture<F>
+where
+    F: Future<Output = Result<T, E>>,
+    E: Into<BoxError>,
+{
+    type Output = Result<T, BoxError>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        self.project().future.poll(cx).map_err(mark_tls)
+    }
+}
+
+/// A failure of the connector, as [`TlsError`] unless it came from the TCP
+/// connection or name resolution beneath.
+fn mark_tls<E: Into<BoxError>>(err: E) -> BoxError {
+    let err = err.into();
+    let beneath = crate::failure::chain(&*err).any(|e| e.is::<TcpError>() || e.is::<DnsError>());
+    if beneath {
+        err
+    } else {
+        TlsError(err).into()
+    }
+}
+
+/// Name resolution failed.
+#[derive(Debug)]
+pub struct DnsError {
+    host: String,
+    source: BoxError,
+}
+
+impl DnsError {
+    /// A failure to resolve `host`.
+    pub fn new(host: String, source: BoxError) -> Self {
+        Self { host, source }
+    }
+
+    /// The host that did not resolve (empty when the resolver was not ready).
+    pub fn host(&self) -> &str {
+        &self.host
+    }
+}
+
+impl fmt::Display for DnsError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.host.is_empty() {
+            f.pad("dns resolver failed")
+        } else {
+            f.pad(&format!("failed to resolve {}", self.host))
+        }
+    }
+}
+
+impl Error for DnsError {
+    fn source(&self) -> Option<&(dyn Error + 'static)> {
+        Some(&*self.source)
+    }
+}
+
+/// Setting up the TCP connection failed (the cause tells how: refused, timed
+/// out, ...).
+#[derive(Debug)]
+pub struct TcpError(BoxError);
+
+impl fmt::Display for TcpError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.pad("tcp connect failed")
+    }
+}
+
+impl Error for TcpError {
+    fn source(&self) -> Option<&(dyn Error + 'static)> {
+        Some(&*self.0)
+    }
+}
+
+/// The upstream closed the connection without sending any response, after
+/// the request was sent: Apache HttpClient's `NoHttpResponseException`,
+/// "HOST failed to respond". The cause is kept as the source.
+#[derive(Debug)]
+pub struct NoResponse {
+    host: String,
+    source: BoxError,
+}
+
+impl NoResponse {
+    /// `host` closed the connection without a response; `source` is the
+    /// client's own error.
+    pub fn new(host: String, source: BoxError) -> Self {
+        Self { host, source }
+    }
+
+    /// The upstream, as `host:port`.
+    pub fn host(&self) -> &str {
+        &self.host
+    }
+}
+
+impl fmt::Display for NoResponse {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.pad(&format!("{} failed to respond", self.host))
+    }
+}
+
+impl Error for NoResponse {
+    fn source(&self) -> Option<&(dyn Error + 'static)> {
+        Some(&*self.source)
+    }
+}
+
+/// The TLS handshake (or another step of a connector above TCP) failed.
+#[derive(Debug)]
+pub struct TlsError(BoxError);
+
+impl TlsError {
+    /// A TLS failure caused by `source`.
+    pub fn new(source: impl Into<BoxError>) -> Self {
+        Self(source.into())
+    }
+}
+
+impl fmt::Display for TlsError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.pad("tls handshake failed")
+    }
+}
+
+impl Error for TlsError {
+    fn source(&self) -> Option<&(dyn Error + 'static)> {
+        Some(&*self.0)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn messages_name_what_failed() {
+        let dns = DnsError::new("upstream.test".into(), "no such host".into());
+        assert_eq!(dns.to_string(), "failed to resolve upstream.test");
+        assert_eq!(dns.host(), "upstream.test");
+        assert_eq!(
+            DnsError::new(String::new(), "x".into()).to_string(),
+            "dns resolver failed"
+        );
+        assert_eq!(TcpError("x".into()).to_string(), "tcp connect failed");
+        assert_eq!(
+            TlsError::new("bad certificate").to_string(),
+            "tls handshake failed"
+        );
+        let none = NoResponse::new("127.0.0.1:8080".into(), "closed".into());
+        assert_eq!(none.to_string(), "127.0.0.1:8080 failed to respond");
+        assert_eq!(none.source().unwrap().to_string(), "closed");
+    }
+
+    #[test]
+    fn tls_marking_keeps_failures_from_beneath() {
+        let tcp: BoxError =
+            TcpError(std::io::Error::from(std::io::ErrorKind::ConnectionRefused).into()).into();
+        assert!(mark_tls(tcp).is::<TcpError>());
+        let handshake: BoxError = std::io::Error::from(std::io::ErrorKind::InvalidData).into();
+        assert!(mark_tls(handshake).is::<TlsError>());
+    }
+}
