@@ -2,10 +2,7 @@
 
 use crate::retry::Verdict;
 use std::{
-    sync::{
-        atomic::{AtomicU32, Ordering},
-        Arc,
-    },
+    sync::{Arc, Mutex},
     time::Duration,
 };
 use tokio::time::Instant;
@@ -110,32 +107,68 @@ impl RequestDeadline {
     }
 }
 
-/// How many attempts produced a response, and the decoder's verdict on the
-/// last one, stored in the response extensions by
-/// [`StatusRetry`](crate::retry::StatusRetry).
+/// Why a [`StatusRetry`](crate::retry::StatusRetry) made no further attempt.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Stop {
+    /// The decoder accepted the outcome.
+    Accepted,
+    /// The decoder judged the outcome a failure not worth retrying.
+    Failed,
+    /// The retryer allowed no more attempts.
+    Exhausted,
+    /// The request could not be sent again: its body cannot be copied, was
+    /// larger than the replay cap, or had not been sent in full (Apache's
+    /// "non-repeatable request").
+    NotReplayable,
+    /// The request may have reached the upstream and is not idempotent.
+    NotIdempotent,
+    /// The request's deadline had passed.
+    DeadlinePassed,
+    /// Retries are turned off.
+    Disabled,
+}
+
+impl std::fmt::Display for Stop {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.pad(match self {
+            Stop::Accepted => "accepted",
+            Stop::Failed => "failed, not retryable",
+            Stop::Exhausted => "retries exhausted",
+            Stop::NotReplayable => "non-repeatable request",
+            Stop::NotIdempotent => "sent and not idempotent",
+            Stop::DeadlinePassed => "deadline passed",
+            Stop::Disabled => "retries disabled",
+        })
+    }
+}
+
+/// How many attempts produced a response, the decoder's verdict on the last
+/// one, and why no further attempt was made; stored in the response
+/// extensions by [`StatusRetry`](crate::retry::StatusRetry).
 ///
 /// The count includes the attempt that produced the response: `1` when the first
-/// attempt was accepted, `3` when the seed policy's two retries were used. The
-/// verdict tells why the retrying stopped there: `Accept`, `Fail`, or a `Retry`
-/// that the retryer (or a missing replayable body, or the deadline) refused.
+/// attempt was accepted, `3` when the seed policy's two retries were used.
 ///
 /// # Example
 ///
 /// ```
 /// use http::StatusCode;
-/// use http_resilience::{retry::Verdict, Attempts};
+/// use http_resilience::{retry::Verdict, Attempts, Stop};
 ///
 /// let mut response = http::Response::new(());
 /// let last = Verdict::retry(StatusCode::SERVICE_UNAVAILABLE);
-/// response.extensions_mut().insert(Attempts::new(3).with_verdict(last));
+/// response.extensions_mut().insert(Attempts::new(3).with_verdict(last).with_stop(Stop::Exhausted));
 /// assert_eq!(Attempts::of(&response), Some(3));
 /// let attempts = response.extensions().get::<Attempts>().unwrap();
-/// assert!(attempts.verdict().is_retry(), "retries were used up");
+/// assert!(attempts.verdict().is_retry());
+/// assert_eq!(attempts.stop(), Stop::Exhausted);
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Attempts {
     count: u32,
     verdict: Verdict,
+    stop: Stop,
 }
 
 // ===== impl Attempts =====
@@ -146,6 +179,7 @@ impl Attempts {
         Self {
             count: n,
             verdict: Verdict::Accept,
+            stop: Stop::Accepted,
         }
     }
 
@@ -153,6 +187,13 @@ impl Attempts {
     #[must_use]
     pub const fn with_verdict(mut self, verdict: Verdict) -> Self {
         self.verdict = verdict;
+        self
+    }
+
+    /// The same count with the reason no further attempt was made.
+    #[must_use]
+    pub const fn with_stop(mut self, stop: Stop) -> Self {
+        self.stop = stop;
         self
     }
 
@@ -166,57 +207,75 @@ impl Attempts {
         self.verdict
     }
 
+    /// Why no further attempt was made.
+    pub const fn stop(&self) -> Stop {
+        self.stop
+    }
+
     /// The attempt count recorded on `response`, if a retry layer saw it.
     pub fn of<B>(response: &http::Response<B>) -> Option<u32> {
         response.extensions().get::<Self>().map(Self::get)
     }
 }
 
-/// A counter of attempts that the caller keeps, for the outcomes that carry no
-/// [`Attempts`] extension: errors.
+/// A report of the retrying that the caller keeps, for the outcomes that carry
+/// no [`Attempts`] extension: errors.
 ///
 /// Put a clone in the request extensions before the call;
-/// [`StatusRetry`](crate::retry::StatusRetry) sets it to the number of
-/// attempts made so far as each one starts. Since the last error is returned
-/// unchanged, this is how a caller learns how many attempts led to it.
+/// [`StatusRetry`](crate::retry::StatusRetry) counts the attempts as they
+/// start, and when it returns it records the same [`Attempts`] summary that
+/// a response carries. Since the last error is returned unchanged, this is how
+/// a caller learns how many attempts led to it, and why they stopped (a
+/// non-repeatable body, for example).
 ///
 /// # Example
 ///
 /// ```
 /// use http::Request;
-/// use http_resilience::AttemptCounter;
+/// use http_resilience::RetryReport;
 ///
-/// let counter = AttemptCounter::new();
+/// let report = RetryReport::new();
 /// let mut request = Request::new(());
-/// request.extensions_mut().insert(counter.clone());
+/// request.extensions_mut().insert(report.clone());
 /// // ... call the stack with `request`; afterwards:
-/// assert_eq!(counter.get(), 0, "no attempt was made in this example");
+/// assert_eq!(report.attempts(), 0, "no attempt was made in this example");
+/// assert_eq!(report.summary(), None);
 /// ```
 #[derive(Debug, Clone, Default)]
-pub struct AttemptCounter(Arc<AtomicU32>);
+pub struct RetryReport(Arc<Mutex<(u32, Option<Attempts>)>>);
 
-// ===== impl AttemptCounter =====
+// ===== impl RetryReport =====
 
-impl AttemptCounter {
-    /// A counter at zero.
+impl RetryReport {
+    /// An empty report.
     pub fn new() -> Self {
         Self::default()
     }
 
     /// The number of attempts started so far.
-    pub fn get(&self) -> u32 {
-        self.0.load(Ordering::Relaxed)
+    pub fn attempts(&self) -> u32 {
+        self.lock().0
     }
 
-    /// Records that attempt number `n` has started.
-    pub(crate) fn record(&self, n: u32) {
-        self.0.store(n, Ordering::Relaxed);
+    /// The summary of the finished call: attempts, last verdict, and why it
+    /// stopped; `None` while the call runs.
+    pub fn summary(&self) -> Option<Attempts> {
+        self.lock().1
     }
 
-    /// Records attempt `n` on the counter carried by `request`, if any.
-    pub(crate) fn record_on<B>(request: &http::Request<B>, n: u32) {
-        if let Some(counter) = request.extensions().get::<Self>() {
-            counter.record(n);
-        }
+    fn lock(&self) -> std::sync::MutexGuard<'_, (u32, Option<Attempts>)> {
+        self.0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Records that attempt `n` started.
+    pub(crate) fn record_attempt(&self, n: u32) {
+        self.lock().0 = n;
+    }
+
+    /// Records the summary of the finished call.
+    pub(crate) fn record_summary(&self, summary: Attempts) {
+        *self.lock() = (summary.get(), Some(summary));
     }
 }

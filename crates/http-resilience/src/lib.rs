@@ -141,7 +141,7 @@ mod setting;
 pub mod transport;
 
 pub use self::{
-    extensions::{AttemptCounter, Attempts, RequestDeadline},
+    extensions::{Attempts, RequestDeadline, RetryReport, Stop},
     failure::FailureKind,
     resilience::{Resilience, ResilienceLayer},
     setting::InvalidSetting,

@@ -6,6 +6,7 @@
 //! | [`feign`] | OpenFeign's default | 4 | Feign's (150 ms, × 1.5, ≤ 1 s) | 60 s | 5 min |
 //! | [`standard`] | transient | 3 | exponential 2 s, × 2, decorrelated jitter, ≤ 30 s | 10 s | 30 s |
 //! | [`conservative`] | transient | 1 | exponential 500 ms, full jitter | 5 s | 10 s |
+//! | [`apache`] | Apache's `DefaultHttpRequestRetryHandler` | 3 | none | 10 s | 60 s |
 //!
 //! Each returns a [`Resilience`]; [`Resilience::layer`] stacks the three
 //! layers from it.
@@ -26,8 +27,8 @@
 use crate::{
     resilience::Resilience,
     retry::{
-        ExponentialBackoff, FeignDecoder, FeignRetryer, FixedDelay, Jitter, RetryPolicy,
-        StatusDecoder, TransientDecoder,
+        ApacheDecoder, ExponentialBackoff, FeignDecoder, FeignRetryer, FixedDelay, Jitter,
+        RetryPolicy, StatusDecoder, TransientDecoder,
     },
 };
 use std::time::Duration;
@@ -89,6 +90,19 @@ pub fn conservative() -> Resilience<TransientDecoder, ExponentialBackoff> {
             ExponentialBackoff::new(Duration::from_millis(500), 2.0, Duration::from_secs(2), 2)
                 .with_jitter(Jitter::Full),
         ),
+    )
+}
+
+/// Apache HttpClient 4's `DefaultHttpRequestRetryHandler`: 3 retries, at
+/// once; responses are never retried; timeouts, unknown hosts, refused
+/// connections and TLS failures are never retried; a request that was sent is
+/// retried only when idempotent (`requestSentRetryEnabled` off). Apache sets no
+/// time limits of its own; 10 s per attempt and 60 s in all are this crate's.
+pub fn apache() -> Resilience<ApacheDecoder, FixedDelay> {
+    Resilience::new(
+        Duration::from_secs(60),
+        Duration::from_secs(10),
+        RetryPolicy::new(ApacheDecoder::new(), FixedDelay::new(Duration::ZERO, 3)),
     )
 }
 

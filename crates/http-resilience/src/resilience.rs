@@ -125,11 +125,10 @@ impl<D, R> Resilience<D, R> {
         D: Into<AnyDecoder>,
         R: Into<Backoff>,
     {
-        let (decoder, retryer) = self.retry.into_parts();
         Resilience {
             deadline: self.deadline,
             attempt_timeout: self.attempt_timeout,
-            retry: RetryPolicy::new(decoder.into(), retryer.into()),
+            retry: self.retry.map(Into::into, Into::into),
         }
     }
 

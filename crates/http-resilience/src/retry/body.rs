@@ -47,6 +47,14 @@ pub trait TryCloneBody: Sized {
     /// A copy of the body that sends the same bytes, or `None` when it cannot
     /// be replayed.
     fn try_clone_body(&self) -> Option<Self>;
+
+    /// Whether a copy made earlier can be sent now. A copy of a lazily
+    /// buffered body ([`ReplayBody`](super::ReplayBody)) is replayable only
+    /// once the original has been sent in full and fit the buffer; a copy of
+    /// a `Clone` body always is.
+    fn is_replayable(&self) -> bool {
+        true
+    }
 }
 
 impl<B: Clone> TryCloneBody for B {

@@ -325,6 +325,95 @@ impl<B, E: AsError> Decoder<B, E> for TransientDecoder {
     }
 }
 
+/// Apache HttpClient's `DefaultHttpRequestRetryHandler`: responses are never
+/// retried, failures are, except the kinds it never retries.
+///
+/// Never retried by default, as in Apache: timeouts (`InterruptedIOException`:
+/// the attempt, read and connect timeouts), an unknown host
+/// (`UnknownHostException`: [`FailureKind::Dns`]), a refused or failed connect
+/// (`ConnectException`), and TLS failures (`SSLException`); the deadline is
+/// never retried either. What remains is retried: a connection reset or closed
+/// without a response, or a request that was never written. Whether a sent
+/// request may be repeated is then up to its idempotency (see
+/// [`RetryPolicy::retry_sent_requests`](super::RetryPolicy::retry_sent_requests)).
+///
+/// # Example
+///
+/// ```
+/// use http_resilience::{retry::{ApacheDecoder, Decoder}, BoxError, FailureKind};
+///
+/// let apache = ApacheDecoder::new();
+/// let reset: BoxError = std::io::Error::from(std::io::ErrorKind::ConnectionReset).into();
+/// assert!(Decoder::<(), BoxError>::decode(&apache, &Err(reset)).is_retry());
+///
+/// let refused: BoxError = std::io::Error::from(std::io::ErrorKind::ConnectionRefused).into();
+/// assert!(!Decoder::<(), BoxError>::decode(&apache, &Err(refused)).is_retry());
+///
+/// // The never-retried kinds are configurable.
+/// let lenient = ApacheDecoder::never_retrying([FailureKind::Tls]);
+/// let refused: BoxError = std::io::Error::from(std::io::ErrorKind::ConnectionRefused).into();
+/// assert!(Decoder::<(), BoxError>::decode(&lenient, &Err(refused)).is_retry());
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ApacheDecoder {
+    // One bit per `FailureKind` that is never retried.
+    never: u64,
+}
+
+// ===== impl ApacheDecoder =====
+
+impl ApacheDecoder {
+    /// The kinds Apache never retries.
+    pub const NEVER_RETRIED: [FailureKind; 7] = [
+        FailureKind::AttemptTimeout,
+        FailureKind::ReadTimeout,
+        FailureKind::ConnectTimeout,
+        FailureKind::Dns,
+        FailureKind::ConnectRefused,
+        FailureKind::Connect,
+        FailureKind::Tls,
+    ];
+
+    /// Apache's default.
+    pub fn new() -> Self {
+        Self::never_retrying(Self::NEVER_RETRIED)
+    }
+
+    /// Never retries `kinds` (and the deadline); retries every other failure.
+    pub fn never_retrying(kinds: impl IntoIterator<Item = FailureKind>) -> Self {
+        let never = kinds.into_iter().fold(0, |bits, kind| bits | bit(kind));
+        Self { never }
+    }
+
+    /// Whether failures of `kind` are retried.
+    pub fn retries(&self, kind: FailureKind) -> bool {
+        !matches!(kind, FailureKind::Deadline | FailureKind::Other) && self.never & bit(kind) == 0
+    }
+}
+
+/// The bit of `kind` in a set of kinds.
+fn bit(kind: FailureKind) -> u64 {
+    1 << (kind as u64 % 64)
+}
+
+impl Default for ApacheDecoder {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl<B, E: AsError> Decoder<B, E> for ApacheDecoder {
+    fn decode(&self, outcome: &Result<http::Response<B>, E>) -> Verdict {
+        match outcome {
+            Ok(_) => Verdict::Accept,
+            Err(err) => match FailureKind::of(err.as_error()) {
+                kind if self.retries(kind) => Verdict::retry(kind),
+                kind => Verdict::fail(kind),
+            },
+        }
+    }
+}
+
 /// Retries a response that carries a header with a given value, as in
 /// `x-should-retry: true`; any other outcome is accepted, so that it combines
 /// with other decoders through [`Or`].
@@ -433,6 +522,8 @@ pub enum AnyDecoder {
     Feign(FeignDecoder),
     /// The transient outcomes.
     Transient(TransientDecoder),
+    /// Apache HttpClient's default.
+    Apache(ApacheDecoder),
 }
 
 impl<B, E: AsError> Decoder<B, E> for AnyDecoder {
@@ -441,6 +532,7 @@ impl<B, E: AsError> Decoder<B, E> for AnyDecoder {
             AnyDecoder::Statuses(d) => d.decode(outcome),
             AnyDecoder::Feign(d) => d.decode(outcome),
             AnyDecoder::Transient(d) => d.decode(outcome),
+            AnyDecoder::Apache(d) => d.decode(outcome),
         }
     }
 }
@@ -454,6 +546,12 @@ impl From<StatusDecoder> for AnyDecoder {
 impl From<FeignDecoder> for AnyDecoder {
     fn from(decoder: FeignDecoder) -> Self {
         AnyDecoder::Feign(decoder)
+    }
+}
+
+impl From<ApacheDecoder> for AnyDecoder {
+    fn from(decoder: ApacheDecoder) -> Self {
+        AnyDecoder::Apache(decoder)
     }
 }
 
@@ -478,7 +576,7 @@ macro_rules! decoder_or {
     };
 }
 
-decoder_or!(StatusDecoder, FeignDecoder, TransientDecoder, RetryOnHeader, Or<A, O>);
+decoder_or!(StatusDecoder, FeignDecoder, TransientDecoder, ApacheDecoder, RetryOnHeader, Or<A, O>);
 
 /// A decoder that retries when either of two does.
 ///
@@ -748,6 +846,31 @@ mod tests {
             transient.decode(&error(AttemptTimedOut::new(Duration::from_secs(1)))),
             Verdict::fail(FailureKind::AttemptTimeout)
         );
+    }
+
+    #[test]
+    fn apache_retries_resets_and_closes_but_never_its_listed_kinds() {
+        let apache = ApacheDecoder::new();
+        assert_eq!(apache.decode(&response(503)), Verdict::Accept);
+        assert_eq!(
+            apache.decode(&error(io::Error::from(io::ErrorKind::ConnectionReset))),
+            Verdict::retry(FailureKind::ConnectionReset)
+        );
+        assert_eq!(
+            apache.decode(&error(io::Error::from(io::ErrorKind::UnexpectedEof))),
+            Verdict::retry(FailureKind::ConnectionClosed)
+        );
+        for kind in ApacheDecoder::NEVER_RETRIED {
+            assert!(!apache.retries(kind), "{kind}");
+        }
+        assert_eq!(
+            apache.decode(&error(AttemptTimedOut::new(Duration::from_secs(1)))),
+            Verdict::fail(FailureKind::AttemptTimeout)
+        );
+        assert!(!apache.retries(FailureKind::Deadline));
+        let everything = ApacheDecoder::never_retrying([]);
+        assert!(everything.retries(FailureKind::ReadTimeout));
+        assert!(!everything.retries(FailureKind::Deadline));
     }
 
     #[test]

@@ -1,7 +1,9 @@
 //! Future types
 
-use super::{body::try_clone_request, Decoder, RetryPolicy, Retryer, TryCloneBody, Verdict};
-use crate::{AttemptCounter, Attempts, RequestDeadline};
+use super::{
+    body::try_clone_request, Decoder, Reason, RetryPolicy, Retryer, TryCloneBody, Verdict,
+};
+use crate::{Attempts, RequestDeadline, RetryReport, Stop};
 use pin_project_lite::pin_project;
 use std::{
     fmt,
@@ -32,6 +34,8 @@ pin_project! {
         request: Option<http::Request<B>>,
         policy: Arc<RetryPolicy<D, R>>,
         retryer: R,
+        // The caller's report, if the request carried one.
+        report: Option<RetryReport>,
         // Attempts made so far, the current one included.
         attempts: u32,
     }
@@ -69,6 +73,7 @@ where
         request: Option<http::Request<B>>,
         policy: Arc<RetryPolicy<D, R>>,
         retryer: R,
+        report: Option<RetryReport>,
     ) -> Self {
         Self {
             state: State::Called { future },
@@ -76,6 +81,7 @@ where
             request,
             policy,
             retryer,
+            report,
             attempts: 1,
         }
     }
@@ -97,29 +103,37 @@ where
                 StateProj::Called { future } => {
                     let outcome = ready!(future.poll(cx));
                     let verdict = this.policy.decode(&outcome);
-                    let delay = match (verdict, this.request.as_ref()) {
-                        // NOTE: without a replayable copy of the request no
-                        // retry is possible, and past the request's deadline
-                        // none is useful: the retryer is not consulted.
-                        (Verdict::Retry { after, .. }, Some(request))
-                            if !RequestDeadline::of(request).is_some_and(|d| d.is_expired()) =>
-                        {
-                            this.retryer.next_delay(*this.attempts, after)
+                    let next = match verdict {
+                        Verdict::Retry { after, reason } => {
+                            decide(this.policy, this.request.as_ref(), reason).and_then(|()| {
+                                this.retryer
+                                    .next_delay(*this.attempts, after)
+                                    .ok_or(Stop::Exhausted)
+                            })
                         }
-                        _ => None,
+                        Verdict::Fail { .. } => Err(Stop::Failed),
+                        _ => Err(Stop::Accepted),
                     };
-                    match delay {
+                    match next {
                         // The discarded response (and its unread body) is dropped
                         // here, before the next attempt starts.
-                        Some(delay) if delay.is_zero() => this.state.set(State::Readying),
-                        Some(delay) => this.state.set(State::Backoff {
+                        Ok(delay) if delay.is_zero() => this.state.set(State::Readying),
+                        Ok(delay) => this.state.set(State::Backoff {
                             sleep: tokio::time::sleep(delay),
                         }),
-                        None => {
+                        Err(stop) => {
                             this.state.set(State::Done);
-                            let attempts = Attempts::new(*this.attempts).with_verdict(verdict);
+                            let summary = Attempts::new(*this.attempts)
+                                .with_verdict(verdict)
+                                .with_stop(stop);
+                            if let Some(report) = this.report.as_ref() {
+                                report.record_summary(summary);
+                            }
+                            if verdict.is_retry() {
+                                tracing::debug!(attempts = *this.attempts, %verdict, %stop, "not retrying");
+                            }
                             return Poll::Ready(outcome.map(|mut response| {
-                                response.extensions_mut().insert(attempts);
+                                response.extensions_mut().insert(summary);
                                 response
                             }));
                         }
@@ -146,7 +160,9 @@ where
                             .expect("Readying is entered only with a request to replay"),
                     };
                     *this.attempts += 1;
-                    AttemptCounter::record_on(&request, *this.attempts);
+                    if let Some(report) = this.report.as_ref() {
+                        report.record_attempt(*this.attempts);
+                    }
                     let future = this.service.call(request);
                     this.state.set(State::Called { future });
                 }
@@ -173,4 +189,28 @@ where
             .field("replayable", &self.request.is_some())
             .finish_non_exhaustive()
     }
+}
+
+/// Whether a retry asked for with `reason` may be made: the policy is on, the
+/// request can be sent again, its deadline has not passed, and it is safe to
+/// repeat.
+fn decide<D, R, B: TryCloneBody>(
+    policy: &RetryPolicy<D, R>,
+    request: Option<&http::Request<B>>,
+    reason: Reason,
+) -> Result<(), Stop> {
+    if !policy.is_enabled() {
+        return Err(Stop::Disabled);
+    }
+    let request = match request {
+        Some(request) if request.body().is_replayable() => request,
+        _ => return Err(Stop::NotReplayable),
+    };
+    if RequestDeadline::of(request).is_some_and(|d| d.is_expired()) {
+        return Err(Stop::DeadlinePassed);
+    }
+    if !policy.allows(request, reason) {
+        return Err(Stop::NotIdempotent);
+    }
+    Ok(())
 }

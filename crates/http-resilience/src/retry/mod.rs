@@ -6,9 +6,9 @@
 //! request's own [`Retryer`] for a wait. When the retryer says stop, or the
 //! decoder accepts, the caller gets **that outcome unchanged**: the last 503 with
 //! its headers and body, or the last error. The number of attempts is recorded
-//! on the response as an [`Attempts`](crate::Attempts) extension; for errors,
-//! a caller that wants the count puts an [`AttemptCounter`]
-//! in the request.
+//! on the response as an [`Attempts`](crate::Attempts) extension, with the
+//! last verdict and the [`Stop`](crate::Stop) reason; for errors, a caller
+//! that wants them puts a [`RetryReport`] in the request.
 //!
 //! # Example
 //!
@@ -125,24 +125,28 @@ pub mod decoder;
 pub mod future;
 mod layer;
 mod policy;
+pub mod replay;
 pub mod retry_after;
 pub mod retryer;
 mod rng;
+pub mod safety;
 mod verdict;
 
 pub use self::{
     body::{SendOnce, TryCloneBody},
     decoder::{
-        AnyDecoder, Decoder, FeignDecoder, InvalidHeader, InvalidStatus, Or, Reason, RetryOnHeader,
-        StatusDecoder, TransientDecoder, Verdict,
+        AnyDecoder, ApacheDecoder, Decoder, FeignDecoder, InvalidHeader, InvalidStatus, Or, Reason,
+        RetryOnHeader, StatusDecoder, TransientDecoder, Verdict,
     },
     layer::StatusRetryLayer,
     policy::RetryPolicy,
+    replay::{NotReplayable, ReplayBody},
     retryer::{Backoff, ExponentialBackoff, FeignRetryer, FixedDelay, Jitter, Retryer},
+    safety::{is_idempotent, Idempotency, IDEMPOTENCY_KEY},
 };
 
 use self::{body::try_clone_request, future::ResponseFuture};
-use crate::AttemptCounter;
+use crate::RetryReport;
 use std::{
     fmt,
     sync::Arc,
@@ -221,8 +225,16 @@ where
     }
 
     fn call(&mut self, request: http::Request<B>) -> Self::Future {
-        AttemptCounter::record_on(&request, 1);
-        let copy = try_clone_request(&request);
+        let report = request.extensions().get::<RetryReport>().cloned();
+        if let Some(report) = &report {
+            report.record_attempt(1);
+        }
+        // NOTE: with retries off, the request is not even copied.
+        let copy = if self.policy.is_enabled() {
+            try_clone_request(&request)
+        } else {
+            None
+        };
         // NOTE: `self.inner` reported ready, its clone did not. The ready one
         // sends this attempt; the clone stays for the next call to ready it.
         let clone = self.inner.clone();
@@ -234,6 +246,7 @@ where
             copy,
             Arc::clone(&self.policy),
             self.policy.start(),
+            report,
         )
     }
 }

@@ -27,6 +27,9 @@ use std::{any::type_name, fmt};
 pub struct RetryPolicy<D, R> {
     decoder: D,
     retryer: R,
+    retry_sent_requests: bool,
+    statuses_need_idempotency: bool,
+    enabled: bool,
 }
 
 // ===== impl RetryPolicy =====
@@ -34,8 +37,62 @@ pub struct RetryPolicy<D, R> {
 impl<D, R> RetryPolicy<D, R> {
     /// A policy from a decoder and a retryer prototype (cloned for every
     /// request).
+    ///
+    /// By default a request that may have reached the upstream is retried
+    /// only if it is idempotent (see [`is_idempotent`](super::is_idempotent)),
+    /// whether the verdict came from a status or from a failure; a request
+    /// that was never sent is retried whatever its method.
     pub const fn new(decoder: D, retryer: R) -> Self {
-        Self { decoder, retryer }
+        Self {
+            decoder,
+            retryer,
+            retry_sent_requests: false,
+            statuses_need_idempotency: true,
+            enabled: true,
+        }
+    }
+
+    /// Retries requests that were sent even when they are not idempotent:
+    /// Apache HttpClient's `requestSentRetryEnabled`. Off by default; turn it
+    /// on only for an upstream known to deduplicate.
+    #[must_use]
+    pub const fn retry_sent_requests(mut self, enabled: bool) -> Self {
+        self.retry_sent_requests = enabled;
+        self
+    }
+
+    /// Whether a retry asked for by a *response* (a 503, say) also needs an
+    /// idempotent request. On by default: a POST that got a 503 may have been
+    /// half processed by some upstreams. Turn it off for upstreams that
+    /// promise that such statuses mean "not processed".
+    #[must_use]
+    pub const fn statuses_need_idempotency(mut self, needed: bool) -> Self {
+        self.statuses_need_idempotency = needed;
+        self
+    }
+
+    /// Turns retries off entirely (Apache's `disableAutomaticRetries`): every
+    /// first outcome is returned, and requests are not even copied.
+    #[must_use]
+    pub const fn disabled(mut self) -> Self {
+        self.enabled = false;
+        self
+    }
+
+    /// Whether retries are on.
+    pub const fn is_enabled(&self) -> bool {
+        self.enabled
+    }
+
+    /// Whether a retry asked for with `verdict` may be made for `request`.
+    pub(crate) fn allows<B>(&self, request: &http::Request<B>, reason: super::Reason) -> bool {
+        use super::Reason;
+        match reason {
+            Reason::Failure(kind) if kind.is_before_send() => true,
+            _ if self.retry_sent_requests || super::is_idempotent(request) => true,
+            Reason::Status(_) | Reason::Header(_) => !self.statuses_need_idempotency,
+            _ => false,
+        }
     }
 
     /// The decoder.
@@ -51,6 +108,22 @@ impl<D, R> RetryPolicy<D, R> {
     /// The decoder and the retryer prototype.
     pub fn into_parts(self) -> (D, R) {
         (self.decoder, self.retryer)
+    }
+
+    /// The same policy, switches included, with its decoder and retryer
+    /// converted.
+    pub fn map<D2, R2>(
+        self,
+        decoder: impl FnOnce(D) -> D2,
+        retryer: impl FnOnce(R) -> R2,
+    ) -> RetryPolicy<D2, R2> {
+        RetryPolicy {
+            decoder: decoder(self.decoder),
+            retryer: retryer(self.retryer),
+            retry_sent_requests: self.retry_sent_requests,
+            statuses_need_idempotency: self.statuses_need_idempotency,
+            enabled: self.enabled,
+        }
     }
 
     /// A fresh retryer for one request.
@@ -77,6 +150,9 @@ impl<D, R> fmt::Debug for RetryPolicy<D, R> {
         f.debug_struct("RetryPolicy")
             .field("decoder", &type_name::<D>())
             .field("retryer", &type_name::<R>())
+            .field("retry_sent_requests", &self.retry_sent_requests)
+            .field("statuses_need_idempotency", &self.statuses_need_idempotency)
+            .field("enabled", &self.enabled)
             .finish()
     }
 }

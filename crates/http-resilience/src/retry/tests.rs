@@ -1,5 +1,5 @@
 use super::*;
-use crate::{AttemptCounter, Attempts, BoxError, RequestDeadline};
+use crate::{Attempts, BoxError, RequestDeadline, RetryReport, Stop};
 use bytes::Bytes;
 use http::{Request, Response, StatusCode};
 use http_body_util::Full;
@@ -145,9 +145,9 @@ async fn returns_the_last_error_unchanged() {
     let (mut svc, mut handle) = mock::spawn_layer::<Req, Resp, _>(StatusRetryLayer::new(policy));
     handle.allow(2);
     assert_ready!(svc.poll_ready()).unwrap();
-    let counter = AttemptCounter::new();
+    let report = RetryReport::new();
     let mut req = request("");
-    req.extensions_mut().insert(counter.clone());
+    req.extensions_mut().insert(report.clone());
     let fut = svc.call(req);
     let server = async {
         expect(&mut handle, "").await.send_error(Boom(1));
@@ -156,7 +156,13 @@ async fn returns_the_last_error_unchanged() {
     let (result, ()) = tokio::join!(fut, server);
     let err = result.unwrap_err();
     assert_eq!(err.downcast_ref::<Boom>().map(|b| b.0), Some(2));
-    assert_eq!(counter.get(), 2, "the caller's counter saw both attempts");
+    assert_eq!(
+        report.attempts(),
+        2,
+        "the caller's report saw both attempts"
+    );
+    let summary = report.summary().expect("the call is over");
+    assert_eq!(summary.stop(), Stop::Exhausted);
 }
 
 #[tokio::test(flavor = "current_thread", start_paused = true)]
@@ -343,4 +349,175 @@ async fn stops_retrying_once_the_request_deadline_has_passed() {
     // NOTE: not sending the fourth at all needs deadline-aware scheduling.
     assert_eq!(Attempts::of(&response.unwrap()), Some(4));
     assert_pending!(handle.poll_request());
+}
+
+// ===== idempotency, replay, switches =====
+
+mod safety {
+    use super::super::*;
+    use crate::{Attempts, BoxError, FailureKind, Stop};
+    use http::{Method, Request, Response};
+    use http_body_util::BodyExt;
+    use std::time::Duration;
+    use tower::{Layer, ServiceExt};
+    use tower_test::mock;
+
+    type Resp = Response<()>;
+
+    fn unavailable() -> Resp {
+        Response::builder().status(503).body(()).unwrap()
+    }
+
+    /// Calls `svc` with `request`, answering every attempt with `answer`, and
+    /// returns the summary and how many attempts the upstream saw.
+    async fn run<D, R, B>(
+        policy: RetryPolicy<D, R>,
+        request: Request<B>,
+        answer: fn() -> Result<Resp, BoxError>,
+    ) -> (Option<Attempts>, usize)
+    where
+        D: Decoder<(), BoxError> + Send + Sync + 'static,
+        R: Retryer + Send + Sync + 'static,
+        B: TryCloneBody + http_body::Body + Send + 'static,
+        B::Data: Send,
+        B::Error: std::fmt::Debug,
+    {
+        let (upstream, mut handle) = mock::pair::<Request<B>, Resp>();
+        let svc = StatusRetryLayer::new(policy).layer(upstream);
+        let report = crate::RetryReport::new();
+        let mut request = request;
+        request.extensions_mut().insert(report.clone());
+        let server = tokio::spawn(async move {
+            let mut seen = 0;
+            while let Some((request, send)) = handle.next_request().await {
+                seen += 1;
+                // The upstream reads the whole body, as a server does.
+                let _ = request.into_body().collect().await;
+                match answer() {
+                    Ok(response) => send.send_response(response),
+                    Err(err) => send.send_error(err),
+                }
+            }
+            seen
+        });
+        let _ = tokio::time::timeout(Duration::from_secs(60), svc.oneshot(request))
+            .await
+            .expect("the call ends");
+        (report.summary(), server.await.unwrap())
+    }
+
+    fn post() -> Request<String> {
+        Request::post("/orders").body("{}".to_owned()).unwrap()
+    }
+
+    fn seed() -> RetryPolicy<StatusDecoder, FixedDelay> {
+        RetryPolicy::new(
+            StatusDecoder::new([503]),
+            FixedDelay::new(Duration::ZERO, 2),
+        )
+    }
+
+    #[tokio::test(flavor = "current_thread", start_paused = true)]
+    async fn a_post_that_got_a_503_is_not_sent_again() {
+        let (summary, seen) = run(seed(), post(), || Ok(unavailable())).await;
+        assert_eq!(seen, 1);
+        assert_eq!(summary.unwrap().stop(), Stop::NotIdempotent);
+    }
+
+    #[tokio::test(flavor = "current_thread", start_paused = true)]
+    async fn an_idempotency_key_or_the_callers_word_makes_a_post_retryable() {
+        let mut keyed = post();
+        keyed
+            .headers_mut()
+            .insert(IDEMPOTENCY_KEY, "order-17".parse().unwrap());
+        let (summary, seen) = run(seed(), keyed, || Ok(unavailable())).await;
+        assert_eq!((seen, summary.unwrap().stop()), (3, Stop::Exhausted));
+
+        let mut marked = post();
+        marked.extensions_mut().insert(Idempotency::Idempotent);
+        let (_, seen) = run(seed(), marked, || Ok(unavailable())).await;
+        assert_eq!(seen, 3);
+
+        let mut get = Request::get("/").body(String::new()).unwrap();
+        get.extensions_mut().insert(Idempotency::NotIdempotent);
+        let (summary, seen) = run(seed(), get, || Ok(unavailable())).await;
+        assert_eq!((seen, summary.unwrap().stop()), (1, Stop::NotIdempotent));
+    }
+
+    #[tokio::test(flavor = "current_thread", start_paused = true)]
+    async fn status_retries_can_skip_the_idempotency_rule() {
+        let policy = seed().statuses_need_idempotency(false);
+        let (_, seen) = run(policy, post(), || Ok(unavailable())).await;
+        assert_eq!(seen, 3);
+    }
+
+    #[tokio::test(flavor = "current_thread", start_paused = true)]
+    async fn a_post_that_was_never_sent_is_retried() {
+        let policy = RetryPolicy::new(TransientDecoder::new(), FixedDelay::new(Duration::ZERO, 2));
+        let refused = || Err(std::io::Error::from(std::io::ErrorKind::ConnectionRefused).into());
+        let (summary, seen) = run(policy, post(), refused).await;
+        assert_eq!(seen, 3);
+        let summary = summary.unwrap();
+        assert_eq!(summary.stop(), Stop::Exhausted);
+        assert_eq!(
+            summary.verdict(),
+            Verdict::retry(FailureKind::ConnectRefused)
+        );
+    }
+
+    #[tokio::test(flavor = "current_thread", start_paused = true)]
+    async fn a_sent_post_is_retried_only_with_request_sent_retry_enabled() {
+        let reset = || Err(std::io::Error::from(std::io::ErrorKind::ConnectionReset).into());
+        let apache = RetryPolicy::new(ApacheDecoder::new(), FixedDelay::new(Duration::ZERO, 3));
+        let (summary, seen) = run(apache, post(), reset).await;
+        assert_eq!((seen, summary.unwrap().stop()), (1, Stop::NotIdempotent));
+
+        let (_, seen) = run(apache.retry_sent_requests(true), post(), reset).await;
+        assert_eq!(seen, 4, "3 retries");
+
+        let get = Request::builder()
+            .method(Method::GET)
+            .body(String::new())
+            .unwrap();
+        let (_, seen) = run(apache, get, reset).await;
+        assert_eq!(seen, 4, "a GET is idempotent");
+    }
+
+    #[tokio::test(flavor = "current_thread", start_paused = true)]
+    async fn disabled_retries_return_the_first_outcome() {
+        let get = Request::get("/").body(String::new()).unwrap();
+        let (summary, seen) = run(seed().disabled(), get, || Ok(unavailable())).await;
+        assert_eq!((seen, summary.unwrap().stop()), (1, Stop::Disabled));
+    }
+
+    #[tokio::test(flavor = "current_thread", start_paused = true)]
+    async fn a_streamed_body_is_replayed_from_its_buffer() {
+        use http_resilience_mock::body::ScriptedBody;
+        let body = ReplayBody::new(ScriptedBody::new().data("part one, ").data("part two"));
+        let request = Request::put("/doc").body(body).unwrap();
+        let (upstream, mut handle) = mock::pair::<Request<ReplayBody<ScriptedBody>>, Resp>();
+        let svc = StatusRetryLayer::new(seed()).layer(upstream);
+        let server = tokio::spawn(async move {
+            let mut bodies = Vec::new();
+            for status in [503, 503, 200] {
+                let (request, send) = handle.next_request().await.unwrap();
+                bodies.push(request.into_body().collect().await.unwrap().to_bytes());
+                send.send_response(Response::builder().status(status).body(()).unwrap());
+            }
+            bodies
+        });
+        let response = svc.oneshot(request).await.unwrap();
+        assert_eq!(response.status(), 200);
+        let bodies = server.await.unwrap();
+        assert_eq!(bodies, ["part one, part two"; 3]);
+    }
+
+    #[tokio::test(flavor = "current_thread", start_paused = true)]
+    async fn a_body_over_the_replay_cap_is_not_retried() {
+        use http_resilience_mock::body::ScriptedBody;
+        let body = ReplayBody::with_cap(ScriptedBody::new().data("0123456789"), 4);
+        let request = Request::put("/doc").body(body).unwrap();
+        let (summary, seen) = run(seed(), request, || Ok(unavailable())).await;
+        assert_eq!((seen, summary.unwrap().stop()), (1, Stop::NotReplayable));
+    }
 }
