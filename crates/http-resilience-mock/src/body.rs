@@ -48,6 +48,7 @@ pub enum Step {
 pub struct ScriptedBody {
     steps: VecDeque<Step>,
     sleep: Option<Pin<Box<Sleep>>>,
+    hint: bool,
 }
 
 impl ScriptedBody {
@@ -56,7 +57,16 @@ impl ScriptedBody {
         Self {
             steps: VecDeque::new(),
             sleep: None,
+            hint: true,
         }
+    }
+
+    /// Reports no size hint (as a stream of unknown length does), instead of
+    /// the exact length of the script.
+    #[must_use]
+    pub fn without_size_hint(mut self) -> Self {
+        self.hint = false;
+        self
     }
 
     /// Appends a data frame.
@@ -95,6 +105,7 @@ impl Clone for ScriptedBody {
         Self {
             steps: self.steps.clone(),
             sleep: None,
+            hint: self.hint,
         }
     }
 }
@@ -148,7 +159,7 @@ impl Body for ScriptedBody {
                 _ => 0,
             })
             .sum();
-        if self.steps.contains(&Step::Stall) {
+        if !self.hint || self.steps.contains(&Step::Stall) {
             SizeHint::new()
         } else {
             SizeHint::with_exact(known)

@@ -188,13 +188,12 @@ where
         let this = self.project();
         match this.source.project() {
             SourceProj::Live { body } => {
-                let polled = std::task::ready!(body.poll_frame(cx));
+                let mut body = body;
+                let polled = std::task::ready!(body.as_mut().poll_frame(cx));
                 let mut buffer = lock(this.shared);
                 Poll::Ready(match polled {
                     None => {
-                        if buffer.state == Fill::Filling {
-                            buffer.state = Fill::Complete;
-                        }
+                        buffer.finish();
                         None
                     }
                     Some(Err(err)) => {
@@ -205,12 +204,19 @@ where
                         Ok(mut data) => {
                             let bytes = data.copy_to_bytes(data.remaining());
                             buffer.keep(&bytes);
+                            // NOTE: hyper stops polling a body that reports its
+                            // end, so the end is noted here too, not only on `None`.
+                            if body.is_end_stream() {
+                                buffer.finish();
+                            }
                             Frame::data(bytes)
                         }
                         Err(frame) => match frame.into_trailers() {
                             Ok(trailers) => {
                                 if buffer.state == Fill::Filling {
                                     buffer.trailers = Some(trailers.clone());
+                                    // Trailers are the last frame.
+                                    buffer.finish();
                                 }
                                 Frame::trailers(trailers)
                             }
@@ -248,7 +254,15 @@ where
 
     fn is_end_stream(&self) -> bool {
         match &self.source {
-            Source::Live { body } => body.is_end_stream(),
+            Source::Live { body } => {
+                let ended = body.is_end_stream();
+                if ended {
+                    // NOTE: a body may end without ever being polled (an empty
+                    // one): what was sent, nothing, is then complete.
+                    self.buffer().finish();
+                }
+                ended
+            }
             Source::Replay {
                 next,
                 trailers_sent,
@@ -298,6 +312,13 @@ impl Buffer {
         } else {
             self.len += bytes.len();
             self.chunks.push(bytes.clone());
+        }
+    }
+
+    /// Notes that the original was sent in full.
+    fn finish(&mut self) {
+        if self.state == Fill::Filling {
+            self.state = Fill::Complete;
         }
     }
 
