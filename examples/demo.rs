@@ -110,7 +110,16 @@ fn seed_with(attempt: Duration, total: Duration) -> Resilience<AnyDecoder, Backo
     Resilience::new(total, attempt, RetryPolicy::new(decoder, retryer)).erase()
 }
 
+/// How a scenario calls the upstream.
+#[derive(Clone, Copy)]
+enum Call {
+    Get,
+    Post,
+    PostWithKey,
+}
+
 async fn scenario(
+    call: Call,
     server: &MockServer,
     timeline: &Arc<Timeline>,
     title: &str,
@@ -171,7 +180,13 @@ async fn scenario(
         .service(client);
 
     timeline.restart();
-    let request = Request::get(server.uri("/value")).body(Full::default())?;
+    let request = match call {
+        Call::Get => Request::get(server.uri("/value")).body(Full::default())?,
+        Call::Post => Request::post(server.uri("/orders")).body(Full::from("{\"item\":7}"))?,
+        Call::PostWithKey => Request::post(server.uri("/orders"))
+            .header("idempotency-key", "order-7")
+            .body(Full::from("{\"item\":7}"))?,
+    };
     match svc.oneshot(request).await {
         Ok(response) => {
             let status = response.status();
@@ -179,6 +194,9 @@ async fn scenario(
             timeline.say(format!(
                 "head: {status} after {attempts} attempt(s); reading the body"
             ));
+            if let Some(stop) = response.extensions().get::<Attempts>().map(Attempts::stop) {
+                timeline.say(format!("stopped: {stop}"));
+            }
             match http_body_util::BodyExt::collect(response.into_body()).await {
                 Ok(body) => timeline.say(format!(
                     "result: {status}, body {:?}",
@@ -209,6 +227,7 @@ async fn main() -> Result<(), BoxError> {
     );
 
     scenario(
+        Call::Get,
         &server,
         &timeline,
         "1. A flaky upstream: 503, 503, then 200",
@@ -223,6 +242,7 @@ async fn main() -> Result<(), BoxError> {
     .await?;
 
     scenario(
+        Call::Get,
         &server,
         &timeline,
         "2. Unavailable on every attempt: the last 503 comes back unwrapped",
@@ -237,6 +257,7 @@ async fn main() -> Result<(), BoxError> {
     .await?;
 
     scenario(
+        Call::Get,
         &server,
         &timeline,
         "3. An upstream that never answers, attempt limit 1s (timeouts are not retried)",
@@ -247,6 +268,7 @@ async fn main() -> Result<(), BoxError> {
     .await?;
 
     scenario(
+        Call::Get,
         &server,
         &timeline,
         "4. The same silence with a transport read timeout of 250ms",
@@ -257,6 +279,7 @@ async fn main() -> Result<(), BoxError> {
     .await?;
 
     scenario(
+        Call::Get,
         &server,
         &timeline,
         "5. A body dripping past a 1s deadline: the deadline covers the body too",
@@ -286,6 +309,7 @@ async fn main() -> Result<(), BoxError> {
     )
     .erase();
     scenario(
+        Call::Get,
         &server,
         &timeline,
         "6. Transient failures with server pacing: 502, then 429 with Retry-After: 60 (capped), then 200",
@@ -295,6 +319,28 @@ async fn main() -> Result<(), BoxError> {
             MockResponse::ok("paced ok"),
         ],
         paced,
+        READ,
+    )
+    .await?;
+
+    scenario(
+        Call::Post,
+        &server,
+        &timeline,
+        "7. A POST that got a 503 is not sent again: it is not idempotent",
+        vec![MockResponse::new(503)],
+        presets::seed().erase(),
+        READ,
+    )
+    .await?;
+
+    scenario(
+        Call::PostWithKey,
+        &server,
+        &timeline,
+        "8. The same POST with an Idempotency-Key is retried",
+        vec![MockResponse::new(503), MockResponse::ok("created once")],
+        presets::seed().erase(),
         READ,
     )
     .await?;
