@@ -106,7 +106,7 @@ const READ: Duration = Duration::from_secs(5);
 
 /// The seed's policy with other limits.
 fn seed_with(attempt: Duration, total: Duration) -> Resilience<AnyDecoder, Backoff> {
-    let (decoder, retryer) = presets::seed().retry().into_parts();
+    let (decoder, retryer) = presets::seed().retry().clone().into_parts();
     Resilience::new(total, attempt, RetryPolicy::new(decoder, retryer)).erase()
 }
 

@@ -127,6 +127,11 @@ pub enum Stop {
     DeadlinePassed,
     /// Retries are turned off.
     Disabled,
+    /// The wait plus a useful attempt would not fit before the deadline
+    /// (deadline-aware scheduling).
+    WouldMissDeadline,
+    /// The shared retry budget refused the retry.
+    BudgetExhausted,
 }
 
 impl std::fmt::Display for Stop {
@@ -139,6 +144,8 @@ impl std::fmt::Display for Stop {
             Stop::NotIdempotent => "sent and not idempotent",
             Stop::DeadlinePassed => "deadline passed",
             Stop::Disabled => "retries disabled",
+            Stop::WouldMissDeadline => "the next attempt would miss the deadline",
+            Stop::BudgetExhausted => "retry budget exhausted",
         })
     }
 }

@@ -1,7 +1,8 @@
 //! Future types
 
 use super::{
-    body::try_clone_request, Decoder, Reason, RetryPolicy, Retryer, TryCloneBody, Verdict,
+    body::try_clone_request, Decoder, Reason, RetryEvent, RetryPolicy, Retryer, TryCloneBody,
+    Verdict, WaitSource,
 };
 use crate::{Attempts, RequestDeadline, RetryReport, Stop};
 use pin_project_lite::pin_project;
@@ -11,6 +12,7 @@ use std::{
     pin::Pin,
     sync::Arc,
     task::{ready, Context, Poll},
+    time::Duration,
 };
 use tokio::time::Sleep;
 use tower_service::Service;
@@ -36,6 +38,8 @@ pin_project! {
         retryer: R,
         // The caller's report, if the request carried one.
         report: Option<RetryReport>,
+        // The span of the whole call.
+        span: tracing::Span,
         // Attempts made so far, the current one included.
         attempts: u32,
     }
@@ -74,6 +78,7 @@ where
         policy: Arc<RetryPolicy<D, R>>,
         retryer: R,
         report: Option<RetryReport>,
+        span: tracing::Span,
     ) -> Self {
         Self {
             state: State::Called { future },
@@ -82,6 +87,7 @@ where
             policy,
             retryer,
             report,
+            span,
             attempts: 1,
         }
     }
@@ -98,22 +104,75 @@ where
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let mut this = self.project();
+        let _entered = this.span.enter();
         loop {
             match this.state.as_mut().project() {
                 StateProj::Called { future } => {
                     let outcome = ready!(future.poll(cx));
                     let verdict = this.policy.decode(&outcome);
+                    if let Some(budget) = this.policy.budget() {
+                        match verdict {
+                            Verdict::Retry { .. } => budget.record_retryable_failure(),
+                            Verdict::Accept => budget.record_success(),
+                            _ => {}
+                        }
+                    }
+                    let deadline = this.request.as_ref().and_then(RequestDeadline::of);
                     let next = match verdict {
                         Verdict::Retry { after, reason } => {
-                            decide(this.policy, this.request.as_ref(), reason).and_then(|()| {
-                                this.retryer
-                                    .next_delay(*this.attempts, after)
-                                    .ok_or(Stop::Exhausted)
-                            })
+                            decide(this.policy, this.request.as_ref(), reason)
+                                .and_then(|()| {
+                                    this.retryer
+                                        .next_delay(*this.attempts, after)
+                                        .ok_or(Stop::Exhausted)
+                                })
+                                .and_then(|delay| fits(this.policy, deadline, delay))
                         }
                         Verdict::Fail { .. } => Err(Stop::Failed),
                         _ => Err(Stop::Accepted),
                     };
+                    let remaining = deadline.map(|d| d.remaining());
+                    let event = match next {
+                        Ok(wait) => {
+                            let source = match verdict.server_delay() {
+                                _ if wait.is_zero() => WaitSource::None,
+                                Some(_) => WaitSource::Server,
+                                None => WaitSource::Backoff,
+                            };
+                            tracing::debug!(
+                                attempt = *this.attempts,
+                                %verdict,
+                                wait_ms = wait.as_millis() as u64,
+                                %source,
+                                remaining_ms = remaining.map(|r| r.as_millis() as u64),
+                                "retrying"
+                            );
+                            RetryEvent::Retry {
+                                attempt: *this.attempts,
+                                verdict,
+                                wait,
+                                source,
+                                remaining,
+                            }
+                        }
+                        Err(stop) => {
+                            tracing::debug!(
+                                attempts = *this.attempts,
+                                %verdict,
+                                %stop,
+                                remaining_ms = remaining.map(|r| r.as_millis() as u64),
+                                "done"
+                            );
+                            RetryEvent::GiveUp {
+                                attempts: *this.attempts,
+                                verdict,
+                                stop,
+                            }
+                        }
+                    };
+                    if let Some(listener) = this.policy.listener() {
+                        listener.on_event(&event);
+                    }
                     match next {
                         // The discarded response (and its unread body) is dropped
                         // here, before the next attempt starts.
@@ -128,9 +187,6 @@ where
                                 .with_stop(stop);
                             if let Some(report) = this.report.as_ref() {
                                 report.record_summary(summary);
-                            }
-                            if verdict.is_retry() {
-                                tracing::debug!(attempts = *this.attempts, %verdict, %stop, "not retrying");
                             }
                             return Poll::Ready(outcome.map(|mut response| {
                                 response.extensions_mut().insert(summary);
@@ -152,7 +208,7 @@ where
                     }
                     // Keep a pristine copy for a later attempt; should copying
                     // fail now, this attempt is the last.
-                    let request = match this.request.as_ref().and_then(try_clone_request) {
+                    let mut request = match this.request.as_ref().and_then(try_clone_request) {
                         Some(copy) => copy,
                         None => this
                             .request
@@ -160,6 +216,11 @@ where
                             .expect("Readying is entered only with a request to replay"),
                     };
                     *this.attempts += 1;
+                    if let Some(name) = this.policy.attempt_header() {
+                        request
+                            .headers_mut()
+                            .insert(name.clone(), http::HeaderValue::from(*this.attempts));
+                    }
                     if let Some(report) = this.report.as_ref() {
                         report.record_attempt(*this.attempts);
                     }
@@ -212,5 +273,25 @@ fn decide<D, R, B: TryCloneBody>(
     if !policy.allows(request, reason) {
         return Err(Stop::NotIdempotent);
     }
+    if policy.budget().is_some_and(|budget| !budget.can_retry()) {
+        return Err(Stop::BudgetExhausted);
+    }
     Ok(())
+}
+
+/// With deadline-aware scheduling, whether a wait of `delay` and then a
+/// useful attempt fit before the deadline.
+fn fits<D, R>(
+    policy: &RetryPolicy<D, R>,
+    deadline: Option<RequestDeadline>,
+    delay: Duration,
+) -> Result<Duration, Stop> {
+    match (policy.deadline_margin(), deadline) {
+        (Some(min_attempt), Some(deadline))
+            if deadline.remaining() < delay.saturating_add(min_attempt) =>
+        {
+            Err(Stop::WouldMissDeadline)
+        }
+        _ => Ok(delay),
+    }
 }

@@ -121,7 +121,9 @@
 //! future drops the wait and any attempt in flight: nothing more is sent.
 
 pub mod body;
+pub mod budget;
 pub mod decoder;
+pub mod events;
 pub mod future;
 mod layer;
 mod policy;
@@ -134,10 +136,12 @@ mod verdict;
 
 pub use self::{
     body::{SendOnce, TryCloneBody},
+    budget::RetryBudget,
     decoder::{
         AnyDecoder, ApacheDecoder, Decoder, FeignDecoder, InvalidHeader, InvalidStatus, Or, Reason,
         RetryOnHeader, StatusDecoder, TransientDecoder, Verdict,
     },
+    events::{RetryEvent, RetryListener, WaitSource},
     layer::StatusRetryLayer,
     policy::RetryPolicy,
     replay::{NotReplayable, ReplayBody},
@@ -224,7 +228,17 @@ where
         self.inner.poll_ready(cx)
     }
 
-    fn call(&mut self, request: http::Request<B>) -> Self::Future {
+    fn call(&mut self, mut request: http::Request<B>) -> Self::Future {
+        if let Some(name) = self.policy.attempt_header() {
+            request
+                .headers_mut()
+                .insert(name.clone(), http::HeaderValue::from(1u32));
+        }
+        let span = tracing::debug_span!(
+            "retry",
+            method = %request.method(),
+            path = request.uri().path(),
+        );
         let report = request.extensions().get::<RetryReport>().cloned();
         if let Some(report) = &report {
             report.record_attempt(1);
@@ -247,6 +261,7 @@ where
             Arc::clone(&self.policy),
             self.policy.start(),
             report,
+            span,
         )
     }
 }

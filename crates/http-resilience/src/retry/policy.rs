@@ -1,5 +1,6 @@
-use super::{Decoder, Retryer};
-use std::{any::type_name, fmt};
+use super::{Decoder, RetryBudget, RetryListener, Retryer};
+use http::HeaderName;
+use std::{any::type_name, fmt, sync::Arc, time::Duration};
 
 /// A retry policy in two parts: a [`Decoder`] that says whether an outcome is
 /// worth another attempt, and a [`Retryer`] that says whether one is made and
@@ -23,13 +24,17 @@ use std::{any::type_name, fmt};
 /// );
 /// assert_eq!(policy.retryer().retries(), 2);
 /// ```
-#[derive(Clone, Copy)]
+#[derive(Clone)]
 pub struct RetryPolicy<D, R> {
     decoder: D,
     retryer: R,
     retry_sent_requests: bool,
     statuses_need_idempotency: bool,
     enabled: bool,
+    deadline_margin: Option<Duration>,
+    budget: Option<Arc<RetryBudget>>,
+    listener: Option<Arc<dyn RetryListener>>,
+    attempt_header: Option<HeaderName>,
 }
 
 // ===== impl RetryPolicy =====
@@ -49,7 +54,65 @@ impl<D, R> RetryPolicy<D, R> {
             retry_sent_requests: false,
             statuses_need_idempotency: true,
             enabled: true,
+            deadline_margin: None,
+            budget: None,
+            listener: None,
+            attempt_header: None,
         }
+    }
+
+    /// Deadline-aware scheduling: before waiting for another attempt, checks
+    /// that the wait plus `min_attempt` (the least time an attempt needs to be
+    /// useful) fits before the request's deadline. When it does not, no wait
+    /// happens: the outcome in hand goes to the caller at once, with
+    /// [`Stop::WouldMissDeadline`](crate::Stop::WouldMissDeadline), instead of
+    /// a deadline error later. This holds for a delay the server asked for
+    /// too. Off by default (the seed's contract is that the deadline cuts the
+    /// wait); see the presets for which turn it on.
+    #[must_use]
+    pub fn deadline_aware(mut self, min_attempt: Duration) -> Self {
+        self.deadline_margin = Some(min_attempt);
+        self
+    }
+
+    /// Shares `budget` between every call made with this policy (and every
+    /// clone of its layer): a retry the budget refuses ends the call with
+    /// [`Stop::BudgetExhausted`](crate::Stop::BudgetExhausted).
+    #[must_use]
+    pub fn with_budget(mut self, budget: Arc<RetryBudget>) -> Self {
+        self.budget = Some(budget);
+        self
+    }
+
+    /// Tells `listener` of every retry and give-up.
+    #[must_use]
+    pub fn with_listener(mut self, listener: impl RetryListener) -> Self {
+        self.listener = Some(Arc::new(listener));
+        self
+    }
+
+    /// Sends the number of each attempt (1 for the first) in the request
+    /// header `name`, for the upstream's logs.
+    #[must_use]
+    pub fn with_attempt_header(mut self, name: HeaderName) -> Self {
+        self.attempt_header = Some(name);
+        self
+    }
+
+    pub(crate) fn deadline_margin(&self) -> Option<Duration> {
+        self.deadline_margin
+    }
+
+    pub(crate) fn budget(&self) -> Option<&RetryBudget> {
+        self.budget.as_deref()
+    }
+
+    pub(crate) fn listener(&self) -> Option<&dyn RetryListener> {
+        self.listener.as_deref()
+    }
+
+    pub(crate) fn attempt_header(&self) -> Option<&HeaderName> {
+        self.attempt_header.as_ref()
     }
 
     /// Retries requests that were sent even when they are not idempotent:
@@ -123,6 +186,10 @@ impl<D, R> RetryPolicy<D, R> {
             retry_sent_requests: self.retry_sent_requests,
             statuses_need_idempotency: self.statuses_need_idempotency,
             enabled: self.enabled,
+            deadline_margin: self.deadline_margin,
+            budget: self.budget,
+            listener: self.listener,
+            attempt_header: self.attempt_header,
         }
     }
 
@@ -153,6 +220,10 @@ impl<D, R> fmt::Debug for RetryPolicy<D, R> {
             .field("retry_sent_requests", &self.retry_sent_requests)
             .field("statuses_need_idempotency", &self.statuses_need_idempotency)
             .field("enabled", &self.enabled)
+            .field("deadline_margin", &self.deadline_margin)
+            .field("budget", &self.budget)
+            .field("listener", &self.listener.is_some())
+            .field("attempt_header", &self.attempt_header)
             .finish()
     }
 }

@@ -469,10 +469,10 @@ mod safety {
     async fn a_sent_post_is_retried_only_with_request_sent_retry_enabled() {
         let reset = || Err(std::io::Error::from(std::io::ErrorKind::ConnectionReset).into());
         let apache = RetryPolicy::new(ApacheDecoder::new(), FixedDelay::new(Duration::ZERO, 3));
-        let (summary, seen) = run(apache, post(), reset).await;
+        let (summary, seen) = run(apache.clone(), post(), reset).await;
         assert_eq!((seen, summary.unwrap().stop()), (1, Stop::NotIdempotent));
 
-        let (_, seen) = run(apache.retry_sent_requests(true), post(), reset).await;
+        let (_, seen) = run(apache.clone().retry_sent_requests(true), post(), reset).await;
         assert_eq!(seen, 4, "3 retries");
 
         let get = Request::builder()

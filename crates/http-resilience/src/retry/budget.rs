@@ -1,0 +1,190 @@
+//! A retry budget shared by every caller of one client: gRPC's retry
+//! throttling token bucket.
+//!
+//! Retries multiply load exactly when an upstream is struggling. The budget
+//! caps that multiplication across all the calls that share it (every clone of
+//! a [`StatusRetryLayer`](super::StatusRetryLayer) built with the same
+//! [`RetryPolicy`](super::RetryPolicy)).
+//!
+//! # Which budget, and why
+//!
+//! This is gRPC's retry throttling (proposal A6): a bucket of `max_tokens`
+//! tokens, full at first. Every attempt whose outcome the decoder wanted to
+//! retry takes one token away; every accepted outcome puts `token_ratio` back
+//! (never above `max_tokens`). A retry is allowed only while more than half the
+//! bucket is left. Outcomes the decoder judges plain failures (a 404) count for
+//! nothing: only *retryable* failures drain it.
+//!
+//! tower's `TpsBudget` (a floor of retries per second plus a ratio of retries
+//! to requests over a sliding window) needs a clock and a window; the token
+//! bucket needs neither, so it behaves the same on tokio's paused clock and in
+//! production, and its bound is simple: once the bucket is down to half, an
+//! upstream that always fails sees no retries at all until successes refill
+//! it. Against such an upstream, callers together make at most
+//! `max_tokens / 2` retries (plus, under concurrency, one per caller already
+//! past its check), whatever their number. The arithmetic is in thousandths of
+//! a token, as in gRPC, so a ratio like 0.1 is exact (tower#857 lost
+//! fractional percentages to integer division).
+//!
+//! # Example
+//!
+//! ```
+//! use http_resilience::retry::RetryBudget;
+//!
+//! let budget = RetryBudget::new(10, 0.1).unwrap();
+//! assert!(budget.can_retry());
+//! for _ in 0..5 {
+//!     budget.record_retryable_failure();
+//! }
+//! assert!(!budget.can_retry(), "half the bucket is gone");
+//! for _ in 0..10 {
+//!     budget.record_success();
+//! }
+//! assert!(budget.can_retry(), "ten successes put one token back");
+//! ```
+
+use crate::InvalidSetting;
+use std::{
+    fmt,
+    sync::atomic::{AtomicU64, Ordering},
+};
+
+/// Thousandths of a token per token.
+const SCALE: u64 = 1000;
+
+/// A retry budget; see the [module docs](self).
+///
+/// # Clone
+///
+/// A policy holds its budget in an `Arc`, so every clone of the layer shares
+/// one bucket.
+pub struct RetryBudget {
+    /// Tokens left, in thousandths.
+    tokens: AtomicU64,
+    max: u64,
+    ratio: u64,
+}
+
+// ===== impl RetryBudget =====
+
+impl RetryBudget {
+    /// A full bucket of `max_tokens`, refilled by `token_ratio` per success
+    /// (gRPC's defaults are up to 1000 tokens and a ratio in `(0, 1]`, kept
+    /// to three decimals).
+    ///
+    /// # Errors
+    ///
+    /// [`InvalidSetting`] when `max_tokens` is outside `1..=1000` or
+    /// `token_ratio` outside `(0, 1]`.
+    pub fn new(max_tokens: u32, token_ratio: f64) -> Result<Self, InvalidSetting> {
+        if !(1..=1000).contains(&max_tokens) {
+            return Err(InvalidSetting::new(
+                "max_tokens",
+                format!("must be in 1..=1000, got {max_tokens}"),
+            ));
+        }
+        let ratio = (token_ratio * SCALE as f64).round();
+        if token_ratio.is_nan() || !(1.0..=SCALE as f64).contains(&ratio) {
+            return Err(InvalidSetting::new(
+                "token_ratio",
+                format!("must be in 0.001..=1, got {token_ratio}"),
+            ));
+        }
+        let max = u64::from(max_tokens) * SCALE;
+        Ok(Self {
+            tokens: AtomicU64::new(max),
+            max,
+            ratio: ratio as u64,
+        })
+    }
+
+    /// Whether a retry may be made now: more than half the bucket is left.
+    pub fn can_retry(&self) -> bool {
+        self.tokens.load(Ordering::Relaxed) > self.max / 2
+    }
+
+    /// Records an outcome the decoder wanted to retry: one token less.
+    pub fn record_retryable_failure(&self) {
+        let _ = self
+            .tokens
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |t| {
+                Some(t.saturating_sub(SCALE))
+            });
+    }
+
+    /// Records an accepted outcome: `token_ratio` tokens more, up to the
+    /// maximum.
+    pub fn record_success(&self) {
+        let _ = self
+            .tokens
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |t| {
+                Some((t + self.ratio).min(self.max))
+            });
+    }
+
+    /// The tokens left, in thousandths.
+    pub fn tokens_milli(&self) -> u64 {
+        self.tokens.load(Ordering::Relaxed)
+    }
+}
+
+impl fmt::Debug for RetryBudget {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RetryBudget")
+            .field("tokens_milli", &self.tokens_milli())
+            .field("max_milli", &self.max)
+            .field("ratio_milli", &self.ratio)
+            .finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fractions_are_exact() {
+        let budget = RetryBudget::new(4, 0.1).unwrap();
+        for _ in 0..3 {
+            budget.record_retryable_failure();
+        }
+        assert_eq!(budget.tokens_milli(), 1000);
+        assert!(!budget.can_retry());
+        for _ in 0..10 {
+            budget.record_success();
+        }
+        // 1.0 + 10 x 0.1 = 2.0 exactly: still not above half (2.0).
+        assert_eq!(budget.tokens_milli(), 2000);
+        assert!(!budget.can_retry());
+        budget.record_success();
+        assert!(budget.can_retry());
+    }
+
+    #[test]
+    fn the_bucket_stays_within_its_bounds() {
+        let budget = RetryBudget::new(2, 1.0).unwrap();
+        for _ in 0..10 {
+            budget.record_success();
+        }
+        assert_eq!(budget.tokens_milli(), 2000);
+        for _ in 0..10 {
+            budget.record_retryable_failure();
+        }
+        assert_eq!(budget.tokens_milli(), 0);
+    }
+
+    #[test]
+    fn nonsense_settings_are_rejected() {
+        assert_eq!(
+            RetryBudget::new(0, 0.1).unwrap_err().to_string(),
+            "max_tokens must be in 1..=1000, got 0"
+        );
+        assert_eq!(
+            RetryBudget::new(10, 0.0).unwrap_err().to_string(),
+            "token_ratio must be in 0.001..=1, got 0"
+        );
+        assert!(RetryBudget::new(10, f64::NAN).is_err());
+        assert!(RetryBudget::new(10, 1.5).is_err());
+        assert!(RetryBudget::new(1000, 1.0).is_ok());
+    }
+}
