@@ -83,6 +83,7 @@
 //! | `retry.multiplier` | number ≥ 1.0 | exponential only; default 1.5 (as [`ExponentialBackoff::default`]) |
 //! | `retry.jitter` | `"none"`, `"full"`, `"equal"` or `"decorrelated"` | exponential only; default `"none"` ([`Jitter`]) |
 //! | `retry.seed` | integer | exponential only: fixes the jitter's random sequence ([`ExponentialBackoff::with_seed`]) |
+//! | `retry.min_attempt` | duration | turns on deadline-aware scheduling: a retry whose wait plus this cannot fit before the deadline is not made ([`RetryPolicy::deadline_aware`](crate::retry::RetryPolicy::deadline_aware)) |
 //!
 //! Durations are written for people and read by `humantime`: `"250ms"`, `"2s"`,
 //! `"1m 30s"`.
@@ -93,8 +94,8 @@
 //! |---|---|---|---|---|---|---|---|---|
 //! | `seed` | 8s | 3s | statuses | fixed | 10ms | 1s | 3 | `statuses = [503]` |
 //! | `feign` | 300s | 60s | feign | feign | 100ms | 1s | 5 | |
-//! | `standard` | 30s | 10s | transient | exponential | 2s | 30s | 4 | `multiplier = 2.0`, `jitter = "decorrelated"` |
-//! | `conservative` | 10s | 5s | transient | exponential | 500ms | 2s | 2 | `multiplier = 2.0`, `jitter = "full"` |
+//! | `standard` | 30s | 10s | transient | exponential | 2s | 30s | 4 | `multiplier = 2.0`, `jitter = "decorrelated"`, `min_attempt = "500ms"` |
+//! | `conservative` | 10s | 5s | transient | exponential | 500ms | 2s | 2 | `multiplier = 2.0`, `jitter = "full"`, `min_attempt = "500ms"` |
 //!
 //! # Resolution
 //!
@@ -211,6 +212,7 @@ struct RetrySection {
     max_attempts: Option<u32>,
     jitter: Option<Written<Jitter>>,
     seed: Option<u64>,
+    min_attempt: Option<Written<Duration>>,
 }
 
 /// Every field of a section with a value: a preset, or a section applied over
@@ -231,6 +233,8 @@ struct Fields {
     multiplier: f64,
     jitter: Jitter,
     seed: Option<u64>,
+    /// Deadline-aware scheduling: the least useful attempt time, if on.
+    min_attempt: Option<Duration>,
 }
 
 /// A preset name.
@@ -501,6 +505,9 @@ impl RetrySection {
             exponential_only("jitter", &base)?;
             base.jitter = jitter.get("jitter", path)?;
         }
+        if let Some(min_attempt) = &self.min_attempt {
+            base.min_attempt = Some(min_attempt.get("min_attempt", path)?);
+        }
         if let Some(seed) = self.seed {
             exponential_only("seed", &base)?;
             base.seed = Some(seed);
@@ -536,12 +543,12 @@ impl Fields {
         let within_retry = |err: InvalidSetting| err.within(&retry_path);
         let decoder = self.decoder().map_err(within_retry)?;
         let backoff = self.backoff().map_err(within_retry)?;
-        Resilience::try_new(
-            self.deadline,
-            self.attempt_timeout,
-            RetryPolicy::new(decoder, backoff),
-        )
-        .map_err(|err| err.within(path))
+        let mut retry = RetryPolicy::new(decoder, backoff);
+        if let Some(min_attempt) = self.min_attempt {
+            retry = retry.deadline_aware(min_attempt);
+        }
+        Resilience::try_new(self.deadline, self.attempt_timeout, retry)
+            .map_err(|err| err.within(path))
     }
 
     fn decoder(&self) -> Result<AnyDecoder, InvalidSetting> {
@@ -670,6 +677,7 @@ impl Preset {
                 multiplier: default_multiplier(),
                 jitter: Jitter::None,
                 seed: None,
+                min_attempt: None,
             },
             Preset::Feign => Fields {
                 deadline: secs(300),
@@ -684,6 +692,7 @@ impl Preset {
                 multiplier: default_multiplier(),
                 jitter: Jitter::None,
                 seed: None,
+                min_attempt: None,
             },
             Preset::Standard => Fields {
                 deadline: secs(30),
@@ -698,6 +707,7 @@ impl Preset {
                 multiplier: 2.0,
                 jitter: Jitter::Decorrelated,
                 seed: None,
+                min_attempt: Some(crate::presets::MIN_USEFUL_ATTEMPT),
             },
             Preset::Conservative => Fields {
                 deadline: secs(10),
@@ -712,6 +722,7 @@ impl Preset {
                 multiplier: 2.0,
                 jitter: Jitter::Full,
                 seed: None,
+                min_attempt: Some(crate::presets::MIN_USEFUL_ATTEMPT),
             },
         }
     }

@@ -11,6 +11,12 @@
 //! Each returns a [`Resilience`]; [`Resilience::layer`] stacks the three
 //! layers from it.
 //!
+//! Deadline-aware scheduling ([`RetryPolicy::deadline_aware`]) is on in
+//! [`standard`] and [`conservative`] (a retry whose wait plus 500 ms cannot fit
+//! before the deadline is not made; the last outcome is returned at once), and
+//! off in [`seed`], [`feign`] and [`apache`], which keep their sources' exact
+//! behaviour (in the seed, the deadline cuts the wait).
+//!
 //! # Example
 //!
 //! ```
@@ -74,9 +80,14 @@ pub fn standard() -> Resilience<TransientDecoder, ExponentialBackoff> {
             TransientDecoder::new(),
             ExponentialBackoff::new(Duration::from_secs(2), 2.0, Duration::from_secs(30), 4)
                 .with_jitter(Jitter::Decorrelated),
-        ),
+        )
+        .deadline_aware(MIN_USEFUL_ATTEMPT),
     )
 }
+
+/// The least time an attempt needs to be worth making, for the presets with
+/// deadline-aware scheduling.
+pub const MIN_USEFUL_ATTEMPT: Duration = Duration::from_millis(500);
 
 /// One retry only, after about half a second, on the transient outcomes; 5 s
 /// per attempt, 10 s in all. For calls where a second try is worth it but
@@ -89,7 +100,8 @@ pub fn conservative() -> Resilience<TransientDecoder, ExponentialBackoff> {
             TransientDecoder::new(),
             ExponentialBackoff::new(Duration::from_millis(500), 2.0, Duration::from_secs(2), 2)
                 .with_jitter(Jitter::Full),
-        ),
+        )
+        .deadline_aware(MIN_USEFUL_ATTEMPT),
     )
 }
 
