@@ -67,11 +67,16 @@ async fn deadline_aware_retries_return_the_last_outcome_instead_of_timing_out() 
         .layer(AttemptTimeoutLayer::new(Duration::from_secs(1)))
         .service(upstream);
     let start = Instant::now();
-    let response = guarded(svc.oneshot(Request::new(String::new()))).await.unwrap();
+    let response = guarded(svc.oneshot(Request::new(String::new())))
+        .await
+        .unwrap();
     assert_eq!(start.elapsed(), Duration::from_secs(1));
     assert_eq!(response.status(), StatusCode::SERVICE_UNAVAILABLE);
     let attempts = *response.extensions().get::<Attempts>().unwrap();
-    assert_eq!((attempts.get(), attempts.stop()), (2, Stop::WouldMissDeadline));
+    assert_eq!(
+        (attempts.get(), attempts.stop()),
+        (2, Stop::WouldMissDeadline)
+    );
     assert_eq!(server.await.unwrap(), 2);
 }
 
@@ -100,7 +105,8 @@ async fn without_the_switch_the_deadline_cuts_the_wait() {
 async fn a_retry_after_longer_than_the_budget_is_not_slept_through() {
     // The server asks for 5 s; 2 s are left. .NET's standard handler sleeps
     // into its timeout here (dotnet/extensions#7701); this returns at once.
-    let backoff = ExponentialBackoff::new(Duration::from_millis(100), 2.0, Duration::from_secs(10), 4);
+    let backoff =
+        ExponentialBackoff::new(Duration::from_millis(100), 2.0, Duration::from_secs(10), 4);
     let policy = RetryPolicy::new(StatusDecoder::new([503]).with_retry_after(), backoff)
         .deadline_aware(Duration::from_millis(100));
     let (upstream, handle) = mock::pair::<Req, Resp>();
@@ -110,12 +116,20 @@ async fn a_retry_after_longer_than_the_budget_is_not_slept_through() {
         .layer(StatusRetryLayer::new(policy))
         .service(upstream);
     let start = Instant::now();
-    let response = guarded(svc.oneshot(Request::new(String::new()))).await.unwrap();
+    let response = guarded(svc.oneshot(Request::new(String::new())))
+        .await
+        .unwrap();
     assert_eq!(start.elapsed(), Duration::ZERO);
     let attempts = *response.extensions().get::<Attempts>().unwrap();
     assert_eq!(attempts.stop(), Stop::WouldMissDeadline);
-    assert_eq!(attempts.verdict().server_delay(), Some(Duration::from_secs(5)));
-    assert_eq!(support::text(response.into_body()).await.unwrap(), "status 503");
+    assert_eq!(
+        attempts.verdict().server_delay(),
+        Some(Duration::from_secs(5))
+    );
+    assert_eq!(
+        support::text(response.into_body()).await.unwrap(),
+        "status 503"
+    );
     assert_eq!(server.await.unwrap(), 1);
 }
 
@@ -131,7 +145,9 @@ async fn listeners_hear_every_retry_and_the_give_up() {
     let (upstream, handle) = mock::pair::<Req, Resp>();
     let server = always(503, handle);
     let svc = StatusRetryLayer::new(policy).layer(upstream);
-    let response = guarded(svc.oneshot(Request::new(String::new()))).await.unwrap();
+    let response = guarded(svc.oneshot(Request::new(String::new())))
+        .await
+        .unwrap();
     assert_eq!(response.status(), 503);
     drop(server);
     let unavailable = Verdict::retry(StatusCode::SERVICE_UNAVAILABLE);
@@ -157,8 +173,11 @@ async fn listeners_hear_every_retry_and_the_give_up() {
 #[tokio::test(flavor = "current_thread", start_paused = true)]
 async fn each_attempt_carries_its_number_in_a_header() {
     let name = HeaderName::from_static("x-attempt");
-    let policy = RetryPolicy::new(StatusDecoder::new([503]), FixedDelay::new(Duration::ZERO, 2))
-        .with_attempt_header(name.clone());
+    let policy = RetryPolicy::new(
+        StatusDecoder::new([503]),
+        FixedDelay::new(Duration::ZERO, 2),
+    )
+    .with_attempt_header(name.clone());
     let (upstream, mut handle) = mock::pair::<Req, Resp>();
     let svc = StatusRetryLayer::new(policy).layer(upstream);
     let server = tokio::spawn(async move {
@@ -169,7 +188,9 @@ async fn each_attempt_carries_its_number_in_a_header() {
         }
         numbers
     });
-    let _ = guarded(svc.oneshot(Request::new(String::new()))).await.unwrap();
+    let _ = guarded(svc.oneshot(Request::new(String::new())))
+        .await
+        .unwrap();
     assert_eq!(server.await.unwrap(), ["1", "2", "3"]);
 }
 
@@ -184,8 +205,11 @@ async fn a_shared_budget_bounds_the_retries_of_many_callers() {
         server.enqueue(MockResponse::new(503));
     }
     let budget = Arc::new(RetryBudget::new(10, 0.1).unwrap());
-    let policy = RetryPolicy::new(StatusDecoder::new([503]), FixedDelay::new(Duration::ZERO, 3))
-        .with_budget(budget.clone());
+    let policy = RetryPolicy::new(
+        StatusDecoder::new([503]),
+        FixedDelay::new(Duration::ZERO, 3),
+    )
+    .with_budget(budget.clone());
     let client = http_resilience::transport::Builder::new()
         .build_http::<http_body_util::Full<bytes::Bytes>>()
         .unwrap();
@@ -209,5 +233,8 @@ async fn a_shared_budget_bounds_the_retries_of_many_callers() {
     let seen = server.request_count();
     assert!(seen >= CALLERS, "every caller tried once");
     assert!(seen <= CALLERS + 5, "amplification bound: {seen} requests");
-    assert!(refused >= CALLERS - 5, "the budget refused the rest: {refused}");
+    assert!(
+        refused >= CALLERS - 5,
+        "the budget refused the rest: {refused}"
+    );
 }
