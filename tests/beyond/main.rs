@@ -238,3 +238,64 @@ async fn a_shared_budget_bounds_the_retries_of_many_callers() {
         "the budget refused the rest: {refused}"
     );
 }
+
+#[tokio::test(flavor = "current_thread", start_paused = true)]
+async fn the_final_attempt_may_use_the_whole_remaining_budget() {
+    // Attempt 1: a 503 at once. Attempt 2 (the last one the retryer allows)
+    // needs 1 s, twice its 500 ms limit, and 2 s are left.
+    for (unbounded, expected) in [(false, "attempt"), (true, "ok")] {
+        let policy = RetryPolicy::new(
+            StatusDecoder::new([503]),
+            FixedDelay::new(Duration::ZERO, 1),
+        );
+        let mut attempt = AttemptTimeoutLayer::new(Duration::from_millis(500));
+        if unbounded {
+            attempt = attempt.final_attempt_uses_deadline();
+        }
+        let (upstream, mut handle) = mock::pair::<Req, Resp>();
+        let svc = ServiceBuilder::new()
+            .layer(DeadlineLayer::new(Duration::from_secs(2)))
+            .layer(StatusRetryLayer::new(policy))
+            .layer(attempt)
+            .service(upstream);
+        let server = tokio::spawn(async move {
+            let mut marks = Vec::new();
+            let mut n = 0;
+            while let Some((request, send)) = handle.next_request().await {
+                n += 1;
+                marks.push(
+                    request
+                        .extensions()
+                        .get::<http_resilience::FinalAttempt>()
+                        .is_some(),
+                );
+                if n == 2 {
+                    tokio::time::sleep(Duration::from_secs(1)).await;
+                    send.send_response(Response::new("ok".to_owned()));
+                } else {
+                    send.send_response(reply(503));
+                }
+            }
+            marks
+        });
+        let outcome = guarded(svc.oneshot(Request::new(String::new()))).await;
+        match outcome {
+            Ok(response) => {
+                assert_eq!(expected, "ok");
+                assert_eq!(text(response.into_body()).await.unwrap(), "ok");
+            }
+            Err(err) => {
+                assert_eq!(expected, "attempt", "{err}");
+                assert_eq!(
+                    http_resilience::FailureKind::of(&*err),
+                    http_resilience::FailureKind::AttemptTimeout
+                );
+            }
+        }
+        assert_eq!(
+            server.await.unwrap(),
+            [false, true],
+            "only the last is marked"
+        );
+    }
+}

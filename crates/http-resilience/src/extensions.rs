@@ -286,3 +286,14 @@ impl RetryReport {
         *self.lock() = (summary.get(), Some(summary));
     }
 }
+
+/// Marks the last attempt a [`StatusRetry`](crate::retry::StatusRetry) can
+/// make (its retryer allows no more), in that attempt's request extensions.
+///
+/// [`AttemptTimeout`](crate::attempt_timeout::AttemptTimeout) with
+/// [`final_attempt_uses_deadline`](crate::attempt_timeout::AttemptTimeout::final_attempt_uses_deadline)
+/// lets such an attempt run until the deadline instead of its own limit: with
+/// no retry left, cutting it short only turns a slow success into a failure
+/// (linkerd drops its per-try timeout on the final attempt for this reason).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub struct FinalAttempt;

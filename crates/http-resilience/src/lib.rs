@@ -133,6 +133,7 @@ pub mod deadline;
 mod extensions;
 pub mod failure;
 pub mod presets;
+pub mod propagate;
 pub mod read_timeout;
 pub mod resilience;
 pub mod retry;
@@ -141,7 +142,7 @@ mod setting;
 pub mod transport;
 
 pub use self::{
-    extensions::{Attempts, RequestDeadline, RetryReport, Stop},
+    extensions::{Attempts, FinalAttempt, RequestDeadline, RetryReport, Stop},
     failure::FailureKind,
     resilience::{Resilience, ResilienceLayer},
     setting::InvalidSetting,

@@ -8,6 +8,7 @@ use tower_layer::Layer;
 #[derive(Debug, Clone, Copy)]
 pub struct AttemptTimeoutLayer {
     limit: Duration,
+    final_uses_deadline: bool,
 }
 
 // ===== impl AttemptTimeoutLayer =====
@@ -15,7 +16,18 @@ pub struct AttemptTimeoutLayer {
 impl AttemptTimeoutLayer {
     /// A layer that bounds each attempt by `limit`.
     pub const fn new(limit: Duration) -> Self {
-        Self { limit }
+        Self {
+            limit,
+            final_uses_deadline: false,
+        }
+    }
+
+    /// Lets the last attempt run until the deadline; see
+    /// [`AttemptTimeout::final_attempt_uses_deadline`].
+    #[must_use]
+    pub const fn final_attempt_uses_deadline(mut self) -> Self {
+        self.final_uses_deadline = true;
+        self
     }
 }
 
@@ -23,6 +35,11 @@ impl<S> Layer<S> for AttemptTimeoutLayer {
     type Service = AttemptTimeout<S>;
 
     fn layer(&self, inner: S) -> Self::Service {
-        AttemptTimeout::new(inner, self.limit)
+        let service = AttemptTimeout::new(inner, self.limit);
+        if self.final_uses_deadline {
+            service.final_attempt_uses_deadline()
+        } else {
+            service
+        }
     }
 }

@@ -56,9 +56,12 @@
 //! not [`AttemptTimedOut`]: the caller learns which budget ran out. A request
 //! whose deadline has already passed is not sent at all.
 //!
-//! Every attempt keeps its own limit, the last one included: the final attempt
-//! does not stretch to the whole remaining budget (linkerd drops its per-try
-//! timeout on the final attempt; here that choice is left to the policy).
+//! By default every attempt keeps its own limit, the last one included.
+//! [`final_attempt_uses_deadline`](AttemptTimeout::final_attempt_uses_deadline)
+//! (or the layer's method of the same name) lets the last attempt a retry
+//! layer can make, marked with [`FinalAttempt`], run
+//! until the deadline instead, as linkerd does: with no retry left, cutting it
+//! short only turns a slow success into a failure.
 //!
 //! # Differences from `tower::timeout`
 //!
@@ -75,7 +78,7 @@ mod layer;
 pub use self::layer::AttemptTimeoutLayer;
 
 use self::future::{Expiry, ResponseFuture};
-use crate::{extensions::saturating_after, BoxError, RequestDeadline};
+use crate::{extensions::saturating_after, BoxError, FinalAttempt, RequestDeadline};
 use std::{
     task::{Context, Poll},
     time::Duration,
@@ -90,6 +93,7 @@ use tower_service::Service;
 pub struct AttemptTimeout<S> {
     inner: S,
     limit: Duration,
+    final_uses_deadline: bool,
 }
 
 // ===== impl AttemptTimeout =====
@@ -97,7 +101,21 @@ pub struct AttemptTimeout<S> {
 impl<S> AttemptTimeout<S> {
     /// Wraps `inner`, bounding each call by `limit`.
     pub const fn new(inner: S, limit: Duration) -> Self {
-        Self { inner, limit }
+        Self {
+            inner,
+            limit,
+            final_uses_deadline: false,
+        }
+    }
+
+    /// Lets the last attempt a retry layer can make (marked with
+    /// [`FinalAttempt`]) run until the request's
+    /// deadline instead of its own limit; see the module docs. Without a
+    /// deadline the limit still applies.
+    #[must_use]
+    pub const fn final_attempt_uses_deadline(mut self) -> Self {
+        self.final_uses_deadline = true;
+        self
     }
 
     /// The limit of each attempt.
@@ -124,11 +142,13 @@ where
     fn call(&mut self, request: http::Request<B>) -> Self::Future {
         let now = Instant::now();
         let own_end = saturating_after(now, self.limit);
+        let unbounded =
+            self.final_uses_deadline && request.extensions().get::<FinalAttempt>().is_some();
         let (end, expiry) = match RequestDeadline::of(&request) {
             Some(deadline) if deadline.instant() <= now => {
                 return ResponseFuture::expired(deadline.budget());
             }
-            Some(deadline) if deadline.instant() < own_end => {
+            Some(deadline) if unbounded || deadline.instant() < own_end => {
                 (deadline.instant(), Expiry::Deadline(deadline.budget()))
             }
             _ => (own_end, Expiry::Attempt(self.limit)),

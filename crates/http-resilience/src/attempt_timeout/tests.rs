@@ -111,5 +111,8 @@ async fn does_not_send_when_the_deadline_has_passed() {
 #[test]
 fn futures_and_layers_print() {
     let layer = AttemptTimeoutLayer::new(LIMIT);
-    assert_eq!(format!("{layer:?}"), "AttemptTimeoutLayer { limit: 500ms }");
+    assert_eq!(
+        format!("{layer:?}"),
+        "AttemptTimeoutLayer { limit: 500ms, final_uses_deadline: false }"
+    );
 }

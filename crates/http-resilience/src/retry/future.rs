@@ -216,6 +216,9 @@ where
                             .expect("Readying is entered only with a request to replay"),
                     };
                     *this.attempts += 1;
+                    if this.retryer.max_attempts() == Some(*this.attempts) {
+                        request.extensions_mut().insert(crate::FinalAttempt);
+                    }
                     if let Some(name) = this.policy.attempt_header() {
                         request
                             .headers_mut()

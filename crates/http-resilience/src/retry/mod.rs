@@ -239,6 +239,10 @@ where
             method = %request.method(),
             path = request.uri().path(),
         );
+        let retryer = self.policy.start();
+        if !self.policy.is_enabled() || retryer.max_attempts() == Some(1) {
+            request.extensions_mut().insert(crate::FinalAttempt);
+        }
         let report = request.extensions().get::<RetryReport>().cloned();
         if let Some(report) = &report {
             report.record_attempt(1);
@@ -259,7 +263,7 @@ where
             service,
             copy,
             Arc::clone(&self.policy),
-            self.policy.start(),
+            retryer,
             report,
             span,
         )

@@ -70,6 +70,13 @@ pub trait Retryer: Clone {
     fn for_request(&self) -> Self {
         self.clone()
     }
+
+    /// The most attempts this retryer ever allows, the first included, if it
+    /// has such a bound. [`StatusRetry`](super::StatusRetry) uses it to mark
+    /// the last possible attempt with [`FinalAttempt`](crate::FinalAttempt).
+    fn max_attempts(&self) -> Option<u32> {
+        None
+    }
 }
 
 /// A fixed wait between attempts, and a fixed number of retries.
@@ -149,6 +156,10 @@ impl Retryer for FixedDelay {
             return None;
         }
         Some(server_delay.map_or(self.delay, |asked| asked.min(self.max_delay)))
+    }
+
+    fn max_attempts(&self) -> Option<u32> {
+        Some(self.retries.saturating_add(1))
     }
 }
 
@@ -363,6 +374,10 @@ impl Retryer for ExponentialBackoff {
             ..self.clone()
         }
     }
+
+    fn max_attempts(&self) -> Option<u32> {
+        Some(self.max_attempts)
+    }
 }
 
 /// OpenFeign's `Retryer.Default`, to the millisecond.
@@ -450,6 +465,10 @@ impl Retryer for FeignRetryer {
             ..*self
         }
     }
+
+    fn max_attempts(&self) -> Option<u32> {
+        Some(self.max_attempts)
+    }
 }
 
 /// One of the ready-made retryers, chosen at run time (from a configuration
@@ -479,6 +498,14 @@ impl Retryer for Backoff {
             Backoff::Fixed(r) => Backoff::Fixed(r.for_request()),
             Backoff::Exponential(r) => Backoff::Exponential(r.for_request()),
             Backoff::Feign(r) => Backoff::Feign(r.for_request()),
+        }
+    }
+
+    fn max_attempts(&self) -> Option<u32> {
+        match self {
+            Backoff::Fixed(r) => r.max_attempts(),
+            Backoff::Exponential(r) => Retryer::max_attempts(r),
+            Backoff::Feign(r) => r.max_attempts(),
         }
     }
 }

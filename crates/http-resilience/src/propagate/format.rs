@@ -1,0 +1,219 @@
+//! Writing and reading a remaining budget as a header value.
+
+use super::error::{InvalidTimeoutHeader, TimeoutProblem};
+use http::{HeaderName, HeaderValue};
+use std::time::Duration;
+
+/// `x-envoy-expected-rq-timeout-ms`: the budget in whole milliseconds
+/// ([`TimeoutFormat::Millis`]), as Envoy sends it to an upstream.
+pub const EXPECTED_RQ_TIMEOUT_MS: HeaderName =
+    HeaderName::from_static("x-envoy-expected-rq-timeout-ms");
+
+/// `grpc-timeout`: the budget in gRPC's format ([`TimeoutFormat::Grpc`]).
+pub const GRPC_TIMEOUT: HeaderName = HeaderName::from_static("grpc-timeout");
+
+/// How a remaining budget is written in a header value.
+///
+/// # Example
+///
+/// ```
+/// use http_resilience::propagate::{format_timeout, parse_timeout, TimeoutFormat};
+/// use std::time::Duration;
+///
+/// let budget = Duration::from_millis(1500);
+/// assert_eq!(format_timeout(budget, TimeoutFormat::Millis), "1500");
+/// assert_eq!(format_timeout(budget, TimeoutFormat::Grpc), "1500000u");
+///
+/// let value = format_timeout(budget, TimeoutFormat::Grpc);
+/// assert_eq!(parse_timeout(&value, TimeoutFormat::Grpc), Ok(budget));
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum TimeoutFormat {
+    /// A decimal integer of milliseconds, as Envoy's
+    /// `x-envoy-expected-rq-timeout-ms`.
+    ///
+    /// Written rounded down to the millisecond (`0` once the budget is gone),
+    /// and at most `u64::MAX` (some 584 million years), so that every value
+    /// written fits the 64-bit integer that readers such as Envoy parse. Read
+    /// as ASCII digits only: no sign, no fraction, no inner whitespace, and a
+    /// value above `u64::MAX` is an error.
+    Millis,
+    /// gRPC's `grpc-timeout`: an ASCII integer of one to eight digits followed
+    /// by a unit, `H` (hours), `M` (minutes), `S` (seconds), `m`
+    /// (milliseconds), `u` (microseconds) or `n` (nanoseconds).
+    ///
+    /// Written in the **finest unit whose value fits in eight digits**, with
+    /// the value rounded down in that unit. The units are each a multiple of
+    /// the next finer one, so this is the most exact value the format can
+    /// carry, and it never promises the server more time than is left:
+    ///
+    /// - a budget under 100 ms is written exactly, in nanoseconds
+    ///   (`250µs` is `250000n`, an expired budget `0n`);
+    /// - a longer one loses less than one part in 100 000
+    ///   (`1500ms` is `1500000u`, two hours `7200000m`);
+    /// - a budget beyond `99999999H` (some 11 400 years) is written as
+    ///   `99999999H`.
+    ///
+    /// This is the rule of grpc-go's `encodeTimeout`, except that grpc-go rounds
+    /// up and this rounds down. Read strictly: one to eight digits, one of the
+    /// six units, nothing else.
+    Grpc,
+}
+
+/// The largest value gRPC allows before the unit: eight digits.
+const GRPC_MAX_VALUE: u64 = 99_999_999;
+
+/// gRPC's units, finest first, with their length in nanoseconds.
+const GRPC_UNITS: [(u8, u128); 6] = [
+    (b'n', 1),
+    (b'u', 1_000),
+    (b'm', 1_000_000),
+    (b'S', 1_000_000_000),
+    (b'M', 60 * 1_000_000_000),
+    (b'H', 3_600 * 1_000_000_000),
+];
+
+/// Writes `remaining` in `format`, rounded down as [`TimeoutFormat`] describes.
+///
+/// Never fails: a budget too large for the format is written as the largest
+/// value the format allows.
+///
+/// # Example
+///
+/// ```
+/// use http_resilience::propagate::{format_timeout, TimeoutFormat};
+/// use std::time::Duration;
+///
+/// let two_hours = Duration::from_secs(7200);
+/// assert_eq!(format_timeout(two_hours, TimeoutFormat::Millis), "7200000");
+/// assert_eq!(format_timeout(two_hours, TimeoutFormat::Grpc), "7200000m");
+/// assert_eq!(format_timeout(Duration::ZERO, TimeoutFormat::Grpc), "0n");
+/// ```
+pub fn format_timeout(remaining: Duration, format: TimeoutFormat) -> HeaderValue {
+    match format {
+        TimeoutFormat::Millis => {
+            let millis = u64::try_from(remaining.as_millis()).unwrap_or(u64::MAX);
+            HeaderValue::from(millis)
+        }
+        TimeoutFormat::Grpc => {
+            let nanos = remaining.as_nanos();
+            let (value, unit) = GRPC_UNITS
+                .iter()
+                .map(|&(unit, length)| (nanos / length, unit))
+                .find(|&(value, _)| value <= u128::from(GRPC_MAX_VALUE))
+                .unwrap_or((u128::from(GRPC_MAX_VALUE), b'H'));
+            let mut text = value.to_string();
+            text.push(char::from(unit));
+            // NOTE: digits and an ASCII letter are always a valid header value.
+            HeaderValue::from_str(&text).expect("digits and a unit are a valid header value")
+        }
+    }
+}
+
+/// Reads a budget written in `format`.
+///
+/// Spaces and tabs around the value are ignored (they are optional whitespace
+/// in HTTP, not part of the value); anything else that does not match the
+/// format exactly is an error. Never panics, whatever the bytes.
+///
+/// # Errors
+///
+/// [`InvalidTimeoutHeader`] when the value is empty, not ASCII, holds inner
+/// whitespace, is negative, is not a decimal integer, is out of range
+/// ([`Millis`](TimeoutFormat::Millis) above `u64::MAX`), or, for
+/// [`Grpc`](TimeoutFormat::Grpc), has more than eight digits, no digits, or a
+/// missing or unknown unit.
+///
+/// # Example
+///
+/// ```
+/// use http::HeaderValue;
+/// use http_resilience::propagate::{parse_timeout, TimeoutFormat};
+/// use std::time::Duration;
+///
+/// let value = HeaderValue::from_static("2S");
+/// assert_eq!(parse_timeout(&value, TimeoutFormat::Grpc), Ok(Duration::from_secs(2)));
+///
+/// let err = parse_timeout(&HeaderValue::from_static("2s"), TimeoutFormat::Grpc).unwrap_err();
+/// assert_eq!(err.to_string(), r#"invalid timeout "2s": unknown unit 's', expected H, M, S, m, u or n"#);
+/// ```
+pub fn parse_timeout(
+    value: &HeaderValue,
+    format: TimeoutFormat,
+) -> Result<Duration, InvalidTimeoutHeader> {
+    let raw = value.as_bytes();
+    let fail = |problem| Err(InvalidTimeoutHeader::new(raw, problem));
+    let text = trim_whitespace(raw);
+    if text.is_empty() {
+        return fail(TimeoutProblem::Empty);
+    }
+    if !text.is_ascii() {
+        return fail(TimeoutProblem::NotAscii);
+    }
+    if text.iter().any(|b| b.is_ascii_whitespace()) {
+        return fail(TimeoutProblem::Whitespace);
+    }
+    if text[0] == b'-' {
+        return fail(TimeoutProblem::Negative);
+    }
+    match format {
+        TimeoutFormat::Millis => match parse_digits(text) {
+            Ok(millis) => Ok(Duration::from_millis(millis)),
+            Err(problem) => fail(problem),
+        },
+        TimeoutFormat::Grpc => {
+            // NOTE: `text` is not empty, checked above.
+            let (digits, unit) = text.split_at(text.len() - 1);
+            let unit = unit[0];
+            if unit.is_ascii_digit() {
+                return fail(TimeoutProblem::MissingUnit);
+            }
+            let Some(&(_, length)) = GRPC_UNITS.iter().find(|&&(u, _)| u == unit) else {
+                return fail(TimeoutProblem::UnknownUnit(char::from(unit)));
+            };
+            if digits.is_empty() {
+                return fail(TimeoutProblem::NoDigits);
+            }
+            let value = match parse_digits(digits) {
+                Ok(value) if digits.len() <= 8 => value,
+                Ok(_) => return fail(TimeoutProblem::TooManyDigits),
+                Err(TimeoutProblem::OutOfRange) => return fail(TimeoutProblem::TooManyDigits),
+                Err(problem) => return fail(problem),
+            };
+            // NOTE: at most 99 999 999 hours, about 3.6e23 ns: no overflow in a
+            // u128, and the seconds (3.6e11) fit a u64.
+            let nanos = u128::from(value) * length;
+            let secs = u64::try_from(nanos / 1_000_000_000).unwrap_or(u64::MAX);
+            let subsec = u32::try_from(nanos % 1_000_000_000).unwrap_or(0);
+            Ok(Duration::new(secs, subsec))
+        }
+    }
+}
+
+/// `bytes` without the spaces and tabs around them.
+fn trim_whitespace(bytes: &[u8]) -> &[u8] {
+    let is_ows = |b: &u8| *b == b' ' || *b == b'\t';
+    let start = bytes.iter().position(|b| !is_ows(b)).unwrap_or(bytes.len());
+    let end = bytes
+        .iter()
+        .rposition(|b| !is_ows(b))
+        .map_or(start, |i| i + 1);
+    &bytes[start..end]
+}
+
+/// A non-empty run of ASCII digits as a `u64`.
+fn parse_digits(digits: &[u8]) -> Result<u64, TimeoutProblem> {
+    if digits.is_empty() {
+        return Err(TimeoutProblem::NoDigits);
+    }
+    if !digits.iter().all(u8::is_ascii_digit) {
+        return Err(TimeoutProblem::NotANumber);
+    }
+    digits
+        .iter()
+        .try_fold(0u64, |acc, &b| {
+            acc.checked_mul(10)?.checked_add(u64::from(b - b'0'))
+        })
+        .ok_or(TimeoutProblem::OutOfRange)
+}

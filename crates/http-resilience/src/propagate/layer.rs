@@ -1,0 +1,100 @@
+use super::{
+    InheritDeadline, PropagateDeadline, TimeoutFormat, EXPECTED_RQ_TIMEOUT_MS, GRPC_TIMEOUT,
+};
+use http::HeaderName;
+use std::time::Duration;
+use tower_layer::Layer;
+
+/// Writes the budget left for each attempt in a request header.
+///
+/// See the [module docs](super) for an example.
+#[derive(Debug, Clone)]
+pub struct PropagateDeadlineLayer {
+    header: HeaderName,
+    format: TimeoutFormat,
+    attempt_limit: Option<Duration>,
+}
+
+// ===== impl PropagateDeadlineLayer =====
+
+impl PropagateDeadlineLayer {
+    /// A layer that writes the budget in `header` in `format`, with no attempt
+    /// limit.
+    pub const fn new(header: HeaderName, format: TimeoutFormat) -> Self {
+        Self {
+            header,
+            format,
+            attempt_limit: None,
+        }
+    }
+
+    /// Envoy's `x-envoy-expected-rq-timeout-ms`, in
+    /// [`Millis`](TimeoutFormat::Millis).
+    pub const fn envoy() -> Self {
+        Self::new(EXPECTED_RQ_TIMEOUT_MS, TimeoutFormat::Millis)
+    }
+
+    /// gRPC's `grpc-timeout`, in [`Grpc`](TimeoutFormat::Grpc).
+    pub const fn grpc() -> Self {
+        Self::new(GRPC_TIMEOUT, TimeoutFormat::Grpc)
+    }
+
+    /// The same layer, with the budget also capped by `limit`: the limit of the
+    /// [`AttemptTimeoutLayer`](crate::attempt_timeout::AttemptTimeoutLayer)
+    /// next to it, so that the header says the smaller of the two.
+    #[must_use]
+    pub const fn with_attempt_limit(mut self, limit: Duration) -> Self {
+        self.attempt_limit = Some(limit);
+        self
+    }
+}
+
+impl<S> Layer<S> for PropagateDeadlineLayer {
+    type Service = PropagateDeadline<S>;
+
+    fn layer(&self, inner: S) -> Self::Service {
+        let service = PropagateDeadline::new(inner, self.header.clone(), self.format);
+        match self.attempt_limit {
+            Some(limit) => service.with_attempt_limit(limit),
+            None => service,
+        }
+    }
+}
+
+/// Records the deadline an inbound request carries in a header as its
+/// [`RequestDeadline`](crate::RequestDeadline).
+///
+/// See the [module docs](super) for an example.
+#[derive(Debug, Clone)]
+pub struct InheritDeadlineLayer {
+    header: HeaderName,
+    format: TimeoutFormat,
+}
+
+// ===== impl InheritDeadlineLayer =====
+
+impl InheritDeadlineLayer {
+    /// A layer that reads the deadline from `header` in `format`.
+    pub const fn new(header: HeaderName, format: TimeoutFormat) -> Self {
+        Self { header, format }
+    }
+
+    /// Envoy's `x-envoy-expected-rq-timeout-ms`, in
+    /// [`Millis`](TimeoutFormat::Millis).
+    pub const fn envoy() -> Self {
+        Self::new(EXPECTED_RQ_TIMEOUT_MS, TimeoutFormat::Millis)
+    }
+
+    /// gRPC's `grpc-timeout`, in [`Grpc`](TimeoutFormat::Grpc).
+    pub const fn grpc() -> Self {
+        Self::new(GRPC_TIMEOUT, TimeoutFormat::Grpc)
+    }
+}
+
+impl<S> Layer<S> for InheritDeadlineLayer {
+    type Service = InheritDeadline<S>;
+
+    fn layer(&self, inner: S) -> Self::Service {
+        InheritDeadline::new(inner, self.header.clone(), self.format)
+    }
+}
