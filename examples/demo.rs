@@ -15,8 +15,8 @@ use http_resilience::{
     presets,
     read_timeout::body::ReadTimeoutBody,
     retry::{
-        AnyDecoder, Backoff, Decoder, ExponentialBackoff, RetryPolicy, Retryer, StatusRetryLayer,
-        TransientDecoder,
+        AnyDecoder, Backoff, Decoder, ExponentialBackoff, RetryEvent, RetryPolicy,
+        StatusRetryLayer, TransientDecoder, WaitSource,
     },
     transport, Attempts, BoxError, FailureKind, Resilience,
 };
@@ -55,47 +55,6 @@ impl Timeline {
     fn say(&self, what: impl std::fmt::Display) {
         let elapsed = self.start.lock().unwrap().elapsed();
         println!("  {:>9}  {what}", format!("+{}ms", elapsed.as_millis()));
-    }
-}
-
-/// A retryer that narrates the one it wraps.
-#[derive(Debug, Clone)]
-struct Narrated {
-    inner: Backoff,
-    timeline: Arc<Timeline>,
-}
-
-impl Retryer for Narrated {
-    fn next_delay(&mut self, attempts: u32, server_delay: Option<Duration>) -> Option<Duration> {
-        let delay = self.inner.next_delay(attempts, server_delay);
-        match delay {
-            Some(delay) => {
-                let why = match (server_delay, &self.inner) {
-                    (Some(asked), _) if asked > delay => {
-                        format!("the server asked for {asked:?}, capped")
-                    }
-                    (Some(_), _) => "the server asked for it with Retry-After".to_owned(),
-                    (None, Backoff::Fixed(_)) => "fixed delay".to_owned(),
-                    (None, _) => "exponential backoff with jitter".to_owned(),
-                };
-                self.timeline.say(format!(
-                    "wait {}ms before attempt {} ({why})",
-                    delay.as_millis(),
-                    attempts + 1
-                ));
-            }
-            None => self.timeline.say(format!(
-                "no retries left: attempt {attempts}'s outcome goes to the caller as it is"
-            )),
-        }
-        delay
-    }
-
-    fn for_request(&self) -> Self {
-        Self {
-            inner: self.inner.for_request(),
-            timeline: self.timeline.clone(),
-        }
     }
 }
 
@@ -143,30 +102,61 @@ async fn scenario(
         .read_timeout(read)
         .build_http::<Full<Bytes>>()?;
     let (deadline, attempt) = (policy.deadline(), policy.attempt_timeout());
-    let (inner_decoder, inner_retryer) = policy.retry().clone().into_parts();
     let narrator = timeline.clone();
-    let decoder = move |outcome: &Result<Response<Body>, BoxError>| {
-        let verdict = Decoder::<Body, BoxError>::decode(&inner_decoder, outcome);
-        let n = narrator.attempt.load(Ordering::SeqCst);
-        match outcome {
-            Ok(response) => {
-                narrator.say(format!("attempt {n} <- {}: {verdict}", response.status()))
+    let listener = timeline.clone();
+    let retry = policy
+        .retry()
+        .clone()
+        .map(
+            move |inner| {
+                move |outcome: &Result<Response<Body>, BoxError>| {
+                    let verdict = Decoder::<Body, BoxError>::decode(&inner, outcome);
+                    let n = narrator.attempt.load(Ordering::SeqCst);
+                    match outcome {
+                        Ok(response) => {
+                            narrator.say(format!("attempt {n} <- {}: {verdict}", response.status()))
+                        }
+                        Err(err) => narrator.say(format!(
+                            "attempt {n} <- error: {err} [{}]: {verdict}",
+                            FailureKind::of(&**err)
+                        )),
+                    }
+                    verdict
+                }
+            },
+            |retryer| retryer,
+        )
+        .with_listener(move |event: &RetryEvent| match *event {
+            RetryEvent::Retry {
+                attempt,
+                verdict,
+                wait,
+                source,
+                ..
+            } => {
+                let why = match (source, verdict.server_delay()) {
+                    (WaitSource::Server, Some(asked)) if asked > wait => {
+                        format!("Retry-After asked for {asked:?}, capped")
+                    }
+                    (WaitSource::Server, _) => "Retry-After".to_owned(),
+                    (WaitSource::Backoff, _) => "the retryer's backoff".to_owned(),
+                    _ => "no wait".to_owned(),
+                };
+                listener.say(format!(
+                    "wait {}ms before attempt {} ({why})",
+                    wait.as_millis(),
+                    attempt + 1
+                ));
             }
-            Err(err) => narrator.say(format!(
-                "attempt {n} <- error: {err} [{}]: {verdict}",
-                FailureKind::of(&**err)
-            )),
-        }
-        verdict
-    };
-    let retryer = Narrated {
-        inner: inner_retryer,
-        timeline: timeline.clone(),
-    };
+            RetryEvent::GiveUp { attempts, stop, .. } => {
+                listener.say(format!("done after {attempts} attempt(s): {stop}"));
+            }
+            _ => {}
+        });
     let announcer = timeline.clone();
     let svc = ServiceBuilder::new()
         .layer(DeadlineLayer::new(deadline))
-        .layer(StatusRetryLayer::new(RetryPolicy::new(decoder, retryer)))
+        .layer(StatusRetryLayer::new(retry))
         .map_request(move |request: Request<Full<Bytes>>| {
             let n = announcer.attempt.fetch_add(1, Ordering::SeqCst) + 1;
             announcer.say(format!(
@@ -194,9 +184,6 @@ async fn scenario(
             timeline.say(format!(
                 "head: {status} after {attempts} attempt(s); reading the body"
             ));
-            if let Some(stop) = response.extensions().get::<Attempts>().map(Attempts::stop) {
-                timeline.say(format!("stopped: {stop}"));
-            }
             match http_body_util::BodyExt::collect(response.into_body()).await {
                 Ok(body) => timeline.say(format!(
                     "result: {status}, body {:?}",
@@ -341,6 +328,27 @@ async fn main() -> Result<(), BoxError> {
         "8. The same POST with an Idempotency-Key is retried",
         vec![MockResponse::new(503), MockResponse::ok("created once")],
         presets::seed().erase(),
+        READ,
+    )
+    .await?;
+
+    let budget_aware = Resilience::new(
+        Duration::from_secs(2),
+        Duration::from_secs(1),
+        RetryPolicy::new(
+            TransientDecoder::new(),
+            ExponentialBackoff::new(Duration::from_millis(50), 2.0, Duration::from_secs(10), 4),
+        )
+        .deadline_aware(Duration::from_millis(200)),
+    )
+    .erase();
+    scenario(
+        Call::Get,
+        &server,
+        &timeline,
+        "9. Deadline-aware: a 503 asks for Retry-After: 5 with 2s left; no sleeping into a timeout",
+        vec![MockResponse::new(503).with_header("retry-after", "5")],
+        budget_aware,
         READ,
     )
     .await?;
