@@ -10,6 +10,7 @@ mod support;
 
 use http::{Method, Request, StatusCode};
 use http_body_util::{BodyExt, Full};
+use http_resilience::retry::RetryEvent;
 use http_resilience::{
     attempt_timeout::AttemptTimeoutLayer,
     deadline::DeadlineLayer,
@@ -20,7 +21,7 @@ use http_resilience::{
     transport, BoxError, FailureKind, RetryReport, Stop,
 };
 use http_resilience_mock::{body::ScriptedBody, MockResponse, MockServer};
-use std::time::Duration;
+use std::{sync::Arc, time::Duration};
 use support::guarded;
 use tower::{Service, ServiceBuilder, ServiceExt};
 
@@ -225,6 +226,17 @@ fn alive_tasks() -> usize {
         .num_alive_tasks()
 }
 
+/// Waits until the runtime is back to `count` tasks, for at most 5 s.
+async fn tasks_settle_at(count: usize) -> bool {
+    for _ in 0..100 {
+        if alive_tasks() == count {
+            return true;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    false
+}
+
 /// Waits until the server has no open connection, for at most 5 s.
 async fn connections_close(server: &MockServer) -> bool {
     for _ in 0..100 {
@@ -255,7 +267,7 @@ async fn dropping_the_call_during_an_attempt_sends_nothing_more() {
         connections_close(&server).await,
         "the connection was closed"
     );
-    assert_eq!(alive_tasks(), before, "no task left behind");
+    assert!(tasks_settle_at(before).await, "no task left behind");
 }
 
 #[tokio::test]
@@ -265,20 +277,27 @@ async fn dropping_the_call_during_a_wait_sends_nothing_more() {
         server.enqueue(MockResponse::new(503));
     }
     let before = alive_tasks();
+    // The call is dropped once the retry layer has decided to wait: a
+    // listener hears the decision. The wait (5 s) is far longer than the test.
+    let waiting = Arc::new(tokio::sync::Notify::new());
+    let heard = waiting.clone();
     let slow = RetryPolicy::new(
         TransientDecoder::new().or(ApacheDecoder::new()),
-        FixedDelay::new(Duration::from_millis(500), 2),
-    );
+        FixedDelay::new(Duration::from_secs(5), 2),
+    )
+    .with_listener(move |event: &RetryEvent| {
+        if matches!(event, RetryEvent::Retry { .. }) {
+            heard.notify_one();
+        }
+    });
     let report = RetryReport::new();
     let call = tokio::spawn(stack(slow).oneshot(request(Kind::Get, server.uri("/busy"), &report)));
-    assert!(server.wait_for_requests(1, Duration::from_secs(5)).await);
-    // The 503 is in; the retry waits 500 ms. Drop in the middle of the wait.
-    tokio::time::sleep(Duration::from_millis(100)).await;
+    guarded(waiting.notified()).await;
     call.abort();
     let _ = call.await;
-    tokio::time::sleep(Duration::from_millis(1000)).await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
     assert_eq!(server.request_count(), 1, "the wait ended with the call");
     assert_eq!(report.attempts(), 1);
     assert!(connections_close(&server).await);
-    assert_eq!(alive_tasks(), before, "no task left behind");
+    assert!(tasks_settle_at(before).await, "no task left behind");
 }

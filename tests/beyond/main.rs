@@ -194,7 +194,7 @@ async fn each_attempt_carries_its_number_in_a_header() {
     assert_eq!(server.await.unwrap(), ["1", "2", "3"]);
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_shared_budget_bounds_the_retries_of_many_callers() {
     // 20 callers, 3 retries each, against an upstream that always fails.
     // Without a budget the upstream would see 80 requests; with a bucket of

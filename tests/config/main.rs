@@ -490,3 +490,31 @@ async fn layer_applies_the_attempt_timeout_of_the_client() {
     );
     assert_eq!(start.elapsed(), secs(2));
 }
+
+#[test]
+fn min_attempt_turns_deadline_awareness_on_and_off() {
+    // `[default]` without a preset sits on `standard`, which is deadline
+    // aware; a client can turn that off, and its own preset `seed` is not.
+    let config = ClientsConfig::from_toml_str(
+        r#"
+        [clients.relaxed.retry]
+        min_attempt = "off"
+
+        [clients.strict.retry]
+        min_attempt = "1s"
+        "#,
+    )
+    .unwrap();
+    let margin = |name: &str| config.policy(name).unwrap().retry().deadline_margin();
+    let ms = std::time::Duration::from_millis;
+    assert_eq!(margin("other"), Some(ms(500)));
+    assert_eq!(margin("relaxed"), None);
+    assert_eq!(margin("strict"), Some(ms(1000)));
+    let err =
+        ClientsConfig::from_toml_str("[default.retry]\nmin_attempt = \"soon\"\n").unwrap_err();
+    assert!(
+        err.to_string()
+            .starts_with("default.retry.min_attempt must be \"off\" or a duration"),
+        "{err}"
+    );
+}

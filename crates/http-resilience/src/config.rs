@@ -83,7 +83,7 @@
 //! | `retry.multiplier` | number ≥ 1.0 | exponential only; default 1.5 (as [`ExponentialBackoff::default`]) |
 //! | `retry.jitter` | `"none"`, `"full"`, `"equal"` or `"decorrelated"` | exponential only; default `"none"` ([`Jitter`]) |
 //! | `retry.seed` | integer | exponential only: fixes the jitter's random sequence ([`ExponentialBackoff::with_seed`]) |
-//! | `retry.min_attempt` | duration | turns on deadline-aware scheduling: a retry whose wait plus this cannot fit before the deadline is not made ([`RetryPolicy::deadline_aware`](crate::retry::RetryPolicy::deadline_aware)) |
+//! | `retry.min_attempt` | duration or `"off"` | deadline-aware scheduling: a retry whose wait plus this cannot fit before the deadline is not made ([`RetryPolicy::deadline_aware`](crate::retry::RetryPolicy::deadline_aware)); `"off"` turns off what a preset turned on |
 //!
 //! Durations are written for people and read by `humantime`: `"250ms"`, `"2s"`,
 //! `"1m 30s"`.
@@ -212,7 +212,7 @@ struct RetrySection {
     max_attempts: Option<u32>,
     jitter: Option<Written<Jitter>>,
     seed: Option<u64>,
-    min_attempt: Option<Written<Duration>>,
+    min_attempt: Option<Written<MinAttempt>>,
 }
 
 /// Every field of a section with a value: a preset, or a section applied over
@@ -506,7 +506,7 @@ impl RetrySection {
             base.jitter = jitter.get("jitter", path)?;
         }
         if let Some(min_attempt) = &self.min_attempt {
-            base.min_attempt = Some(min_attempt.get("min_attempt", path)?);
+            base.min_attempt = min_attempt.get("min_attempt", path)?.0;
         }
         if let Some(seed) = self.seed {
             exponential_only("seed", &base)?;
@@ -781,6 +781,23 @@ impl FromText for Duration {
 
     fn from_text(text: &str) -> Result<Self, Option<String>> {
         humantime::parse_duration(text).map_err(|err| Some(err.to_string()))
+    }
+}
+
+/// `retry.min_attempt`: a duration turns deadline-aware scheduling on,
+/// `"off"` turns it off (it is on in the `standard` and `conservative`
+/// presets, which a section may sit on).
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct MinAttempt(Option<Duration>);
+
+impl FromText for MinAttempt {
+    const EXPECTED: &'static str = "\"off\" or a duration such as \"500ms\"";
+
+    fn from_text(text: &str) -> Result<Self, Option<String>> {
+        if text == "off" {
+            return Ok(Self(None));
+        }
+        Duration::from_text(text).map(|d| Self(Some(d)))
     }
 }
 

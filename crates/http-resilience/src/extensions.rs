@@ -132,6 +132,9 @@ pub enum Stop {
     WouldMissDeadline,
     /// The shared retry budget refused the retry.
     BudgetExhausted,
+    /// The inner service failed while getting ready for a retry; its error is
+    /// what the caller gets.
+    NotReady,
 }
 
 impl std::fmt::Display for Stop {
@@ -146,6 +149,7 @@ impl std::fmt::Display for Stop {
             Stop::Disabled => "retries disabled",
             Stop::WouldMissDeadline => "the next attempt would miss the deadline",
             Stop::BudgetExhausted => "retry budget exhausted",
+            Stop::NotReady => "the service failed to get ready for a retry",
         })
     }
 }

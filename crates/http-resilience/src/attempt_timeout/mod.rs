@@ -148,7 +148,8 @@ where
             Some(deadline) if deadline.instant() <= now => {
                 return ResponseFuture::expired(deadline.budget());
             }
-            Some(deadline) if unbounded || deadline.instant() < own_end => {
+            // NOTE: on a tie the deadline wins: it is the budget that ran out.
+            Some(deadline) if unbounded || deadline.instant() <= own_end => {
                 (deadline.instant(), Expiry::Deadline(deadline.budget()))
             }
             _ => (own_end, Expiry::Attempt(self.limit)),

@@ -84,7 +84,7 @@ impl RetryBudget {
             ));
         }
         let ratio = (token_ratio * SCALE as f64).round();
-        if token_ratio.is_nan() || !(1.0..=SCALE as f64).contains(&ratio) {
+        if token_ratio.is_nan() || token_ratio > 1.0 || !(1.0..=SCALE as f64).contains(&ratio) {
             return Err(InvalidSetting::new(
                 "token_ratio",
                 format!("must be in 0.001..=1, got {token_ratio}"),
@@ -185,6 +185,7 @@ mod tests {
         );
         assert!(RetryBudget::new(10, f64::NAN).is_err());
         assert!(RetryBudget::new(10, 1.5).is_err());
+        assert!(RetryBudget::new(10, 1.0004).is_err());
         assert!(RetryBudget::new(1000, 1.0).is_ok());
     }
 }

@@ -581,7 +581,7 @@ decoder_or!(StatusDecoder, FeignDecoder, TransientDecoder, ApacheDecoder, RetryO
 /// A decoder that retries when either of two does.
 ///
 /// `first` is asked first; when it does not ask for a retry, `second` is
-/// asked; when neither does, `first`'s verdict stands. The ready-made decoders
+/// asked; when neither does, a failure from either stands over an accept. The ready-made decoders
 /// have an `or` method that builds one; closures use [`Or::new`].
 ///
 /// # Example
@@ -628,7 +628,9 @@ where
             return first;
         }
         let second = self.second.decode(outcome);
-        if second.is_retry() {
+        // NOTE: a retry wins, then a failure: one decoder's "accept" must not
+        // hide the other's judgement that the outcome failed.
+        if second.is_retry() || (first.is_accept() && !second.is_accept()) {
             second
         } else {
             first
@@ -905,5 +907,11 @@ mod tests {
         // Neither retries: the first verdict stands.
         assert_eq!(decoder.decode(&response(500)), Verdict::fail(status(500)));
         assert_eq!(decoder.decode(&response(200)), Verdict::Accept);
+        // A failure from the second stands over the first's accept.
+        let apache_first = ApacheDecoder::new().or(TransientDecoder::new());
+        assert_eq!(
+            apache_first.decode(&response(501)),
+            Verdict::fail(status(501))
+        );
     }
 }

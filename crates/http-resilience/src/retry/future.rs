@@ -120,11 +120,23 @@ where
                     let deadline = this.request.as_ref().and_then(RequestDeadline::of);
                     let next = match verdict {
                         Verdict::Retry { after, reason } => {
-                            decide(this.policy, this.request.as_ref(), reason)
+                            let bound = this.retryer.max_attempts();
+                            let spent = bound.is_some_and(|max| *this.attempts >= max);
+                            decide(this.policy, this.request.as_ref(), reason, spent)
                                 .and_then(|()| {
                                     this.retryer
                                         .next_delay(*this.attempts, after)
                                         .ok_or(Stop::Exhausted)
+                                })
+                                .and_then(|delay| {
+                                    // NOTE: asked after the retryer, so that a
+                                    // call out of retries reads `Exhausted`.
+                                    match this.policy.budget() {
+                                        Some(budget) if !budget.can_retry() => {
+                                            Err(Stop::BudgetExhausted)
+                                        }
+                                        _ => Ok(delay),
+                                    }
                                 })
                                 .and_then(|delay| fits(this.policy, deadline, delay))
                         }
@@ -204,6 +216,19 @@ where
                     // (tower-service: "Be careful when cloning inner services").
                     if let Err(error) = ready!(this.service.poll_ready(cx)) {
                         this.state.set(State::Done);
+                        let summary = Attempts::new(*this.attempts).with_stop(Stop::NotReady);
+                        if let Some(report) = this.report.as_ref() {
+                            report.record_summary(summary);
+                        }
+                        let event = RetryEvent::GiveUp {
+                            attempts: *this.attempts,
+                            verdict: summary.verdict(),
+                            stop: Stop::NotReady,
+                        };
+                        tracing::debug!(attempts = *this.attempts, stop = %Stop::NotReady, "done");
+                        if let Some(listener) = this.policy.listener() {
+                            listener.on_event(&event);
+                        }
                         return Poll::Ready(Err(error));
                     }
                     // Keep a pristine copy for a later attempt; should copying
@@ -216,7 +241,8 @@ where
                             .expect("Readying is entered only with a request to replay"),
                     };
                     *this.attempts += 1;
-                    if this.retryer.max_attempts() == Some(*this.attempts) {
+                    if this.request.is_none() || this.retryer.max_attempts() == Some(*this.attempts)
+                    {
                         request.extensions_mut().insert(crate::FinalAttempt);
                     }
                     if let Some(name) = this.policy.attempt_header() {
@@ -256,15 +282,19 @@ where
 }
 
 /// Whether a retry asked for with `reason` may be made: the policy is on, the
-/// request can be sent again, its deadline has not passed, and it is safe to
-/// repeat.
+/// retryer's bound on attempts is not `spent`, the request can be sent again,
+/// its deadline has not passed, and it is safe to repeat.
 fn decide<D, R, B: TryCloneBody>(
     policy: &RetryPolicy<D, R>,
     request: Option<&http::Request<B>>,
     reason: Reason,
+    spent: bool,
 ) -> Result<(), Stop> {
     if !policy.is_enabled() {
         return Err(Stop::Disabled);
+    }
+    if spent {
+        return Err(Stop::Exhausted);
     }
     let request = match request {
         Some(request) if request.body().is_replayable() => request,
@@ -275,9 +305,6 @@ fn decide<D, R, B: TryCloneBody>(
     }
     if !policy.allows(request, reason) {
         return Err(Stop::NotIdempotent);
-    }
-    if policy.budget().is_some_and(|budget| !budget.can_retry()) {
-        return Err(Stop::BudgetExhausted);
     }
     Ok(())
 }

@@ -240,24 +240,28 @@ where
             path = request.uri().path(),
         );
         let retryer = self.policy.start();
-        if !self.policy.is_enabled() || retryer.max_attempts() == Some(1) {
+        // NOTE: with retries off, or a retryer that allows one attempt, the
+        // request is not even copied (a `ReplayBody` then buffers nothing).
+        let copy = if self.policy.is_enabled() && retryer.max_attempts() != Some(1) {
+            try_clone_request(&request)
+        } else {
+            None
+        };
+        if copy.is_none() {
             request.extensions_mut().insert(crate::FinalAttempt);
         }
         let report = request.extensions().get::<RetryReport>().cloned();
         if let Some(report) = &report {
             report.record_attempt(1);
         }
-        // NOTE: with retries off, the request is not even copied.
-        let copy = if self.policy.is_enabled() {
-            try_clone_request(&request)
-        } else {
-            None
-        };
         // NOTE: `self.inner` reported ready, its clone did not. The ready one
         // sends this attempt; the clone stays for the next call to ready it.
         let clone = self.inner.clone();
         let mut service = std::mem::replace(&mut self.inner, clone);
-        let future = service.call(request);
+        let future = {
+            let _entered = span.enter();
+            service.call(request)
+        };
         ResponseFuture::new(
             future,
             service,

@@ -99,7 +99,9 @@ impl<D, R> RetryPolicy<D, R> {
         self
     }
 
-    pub(crate) fn deadline_margin(&self) -> Option<Duration> {
+    /// The least time a useful attempt needs, when deadline-aware scheduling
+    /// is on.
+    pub fn deadline_margin(&self) -> Option<Duration> {
         self.deadline_margin
     }
 
@@ -150,8 +152,12 @@ impl<D, R> RetryPolicy<D, R> {
     /// Whether a retry asked for with `verdict` may be made for `request`.
     pub(crate) fn allows<B>(&self, request: &http::Request<B>, reason: super::Reason) -> bool {
         use super::Reason;
+        let said_not = request.extensions().get::<super::Idempotency>()
+            == Some(&super::Idempotency::NotIdempotent);
         match reason {
             Reason::Failure(kind) if kind.is_before_send() => true,
+            // NOTE: the caller's explicit word beats every switch.
+            _ if said_not => false,
             _ if self.retry_sent_requests || super::is_idempotent(request) => true,
             Reason::Status(_) | Reason::Header(_) => !self.statuses_need_idempotency,
             _ => false,

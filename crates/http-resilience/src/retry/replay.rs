@@ -105,6 +105,7 @@ enum Fill {
 enum Spoiled {
     OverCap,
     Failed,
+    NoCopy,
 }
 
 // ===== impl ReplayBody =====
@@ -190,7 +191,14 @@ where
             SourceProj::Live { body } => {
                 let mut body = body;
                 let polled = std::task::ready!(body.as_mut().poll_frame(cx));
+                let alone = Arc::strong_count(this.shared) == 1;
                 let mut buffer = lock(this.shared);
+                if alone && buffer.state == Fill::Filling {
+                    // NOTE: no copy exists, and none can be made while the
+                    // original is being sent (copies are made before it is),
+                    // so keeping the frames would only cost memory.
+                    buffer.spoil(Spoiled::NoCopy);
+                }
                 Poll::Ready(match polled {
                     None => {
                         buffer.finish();

@@ -178,10 +178,11 @@ pub enum Jitter {
     Full,
     /// `base / 2 + u × base / 2`: at least half the delay.
     Equal,
-    /// `min(max, initial + u × (3 × previous − initial))`, where `previous` is
-    /// the last delay (at first the initial delay): the "decorrelated jitter"
-    /// of AWS's architecture blog. It does not use the multiplier; every delay
-    /// stays within `[initial, max]`.
+    /// uniform in `[initial, min(max, 3 × previous)]`, where `previous` is the
+    /// last delay (at first the initial delay, and never less than 1 ms): the
+    /// "decorrelated jitter" of AWS's architecture blog, with the cap applied
+    /// to the range rather than to the draw. It does not use the multiplier;
+    /// every delay stays within `[initial, max]`.
     Decorrelated,
 }
 
@@ -355,12 +356,15 @@ impl Retryer for ExponentialBackoff {
         let base = self.base(attempts);
         let delay = match self.jitter {
             Jitter::None => base,
-            Jitter::Full => base.mul_f64(self.rng.next_unit()),
-            Jitter::Equal => base / 2 + (base / 2).mul_f64(self.rng.next_unit()),
+            Jitter::Full => scale(base, self.rng.next_unit()),
+            Jitter::Equal => base / 2 + scale(base / 2, self.rng.next_unit()),
             Jitter::Decorrelated => {
-                let high = self.previous.saturating_mul(3).min(self.max_delay);
+                let previous = self.previous.max(Duration::from_millis(1));
+                let high = previous.saturating_mul(3).min(self.max_delay);
                 let span = high.saturating_sub(self.initial);
-                (self.initial + span.mul_f64(self.rng.next_unit())).min(self.max_delay)
+                self.initial
+                    .saturating_add(scale(span, self.rng.next_unit()))
+                    .min(self.max_delay)
             }
         };
         self.previous = delay;
@@ -378,6 +382,14 @@ impl Retryer for ExponentialBackoff {
     fn max_attempts(&self) -> Option<u32> {
         Some(self.max_attempts)
     }
+}
+
+/// `duration × u` for `u` in `[0, 1]`, never above `duration` and never
+/// panicking, however large `duration` is.
+fn scale(duration: Duration, u: f64) -> Duration {
+    Duration::try_from_secs_f64(duration.as_secs_f64() * u)
+        .unwrap_or(duration)
+        .min(duration)
 }
 
 /// OpenFeign's `Retryer.Default`, to the millisecond.

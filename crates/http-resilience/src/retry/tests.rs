@@ -1,3 +1,4 @@
+use super::FeignRetryer;
 use super::*;
 use crate::{Attempts, BoxError, RequestDeadline, RetryReport, Stop};
 use bytes::Bytes;
@@ -301,7 +302,13 @@ async fn dropping_the_future_during_backoff_stops_the_call() {
 
 #[tokio::test(flavor = "current_thread", start_paused = true)]
 async fn every_request_gets_a_fresh_retryer() {
-    let (mut svc, mut handle) = spawn(seed_policy(Duration::ZERO));
+    // Feign's retryer counts its attempts itself: shared state would leave the
+    // second request without retries.
+    let policy = RetryPolicy::new(
+        StatusDecoder::new([503]),
+        FeignRetryer::new(Duration::ZERO, Duration::ZERO, 3),
+    );
+    let (mut svc, mut handle) = mock::spawn_layer::<Req, Resp, _>(StatusRetryLayer::new(policy));
     handle.allow(6);
     for _ in 0..2 {
         assert_ready!(svc.poll_ready()).unwrap();
@@ -481,6 +488,35 @@ mod safety {
             .unwrap();
         let (_, seen) = run(apache, get, reset).await;
         assert_eq!(seen, 4, "a GET is idempotent");
+    }
+
+    #[tokio::test(flavor = "current_thread", start_paused = true)]
+    async fn the_callers_word_beats_retry_sent_requests() {
+        let reset = || Err(std::io::Error::from(std::io::ErrorKind::ConnectionReset).into());
+        let apache = RetryPolicy::new(ApacheDecoder::new(), FixedDelay::new(Duration::ZERO, 3))
+            .retry_sent_requests(true);
+        let mut post = post();
+        post.extensions_mut().insert(Idempotency::NotIdempotent);
+        let (summary, seen) = run(apache, post, reset).await;
+        assert_eq!((seen, summary.unwrap().stop()), (1, Stop::NotIdempotent));
+    }
+
+    #[tokio::test(flavor = "current_thread", start_paused = true)]
+    async fn a_call_out_of_retries_reads_exhausted_even_with_an_empty_budget() {
+        let budget = std::sync::Arc::new(RetryBudget::new(4, 0.1).unwrap());
+        let policy = RetryPolicy::new(
+            StatusDecoder::new([503]),
+            FixedDelay::new(Duration::ZERO, 1),
+        )
+        .with_budget(budget.clone());
+        let get = || Request::get("/").body(String::new()).unwrap();
+        // First call: its failure leaves 3 tokens of 4, above half: one retry;
+        // that one fails too (2 left) and the retryer is spent.
+        let (summary, seen) = run(policy.clone(), get(), || Ok(unavailable())).await;
+        assert_eq!((seen, summary.unwrap().stop()), (2, Stop::Exhausted));
+        // The next failure leaves 1 token, below half: the retry is refused.
+        let (summary, seen) = run(policy, get(), || Ok(unavailable())).await;
+        assert_eq!((seen, summary.unwrap().stop()), (1, Stop::BudgetExhausted));
     }
 
     #[tokio::test(flavor = "current_thread", start_paused = true)]
