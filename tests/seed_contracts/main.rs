@@ -181,7 +181,9 @@ async fn total_budget_includes_the_retry_delay() {
         }
         attempts
     });
-    let err = svc.oneshot(Request::new(String::new())).await.unwrap_err();
+    let err = guarded(svc.oneshot(Request::new(String::new())))
+        .await
+        .unwrap_err();
     assert_eq!(
         err.downcast_ref::<DeadlineExceeded>().unwrap().duration(),
         Duration::from_millis(1500)

@@ -107,7 +107,13 @@
 //! When the request carries a [`RequestDeadline`](crate::RequestDeadline) that
 //! has passed, no further attempt is made: the outcome in hand is returned.
 //! (With a [`Deadline`](crate::deadline::Deadline) outside, the call has
-//! already ended with its error by then.)
+//! already ended with its error by then.) A wait granted before the deadline
+//! may end after it; the attempt that follows is then stopped by an
+//! [`AttemptTimeout`](crate::attempt_timeout::AttemptTimeout) inside (it
+//! sends nothing past the deadline), so a retry layer under an inherited
+//! deadline wants one. With
+//! [`deadline_aware`](RetryPolicy::deadline_aware) such a wait is not granted
+//! at all.
 //!
 //! # Errors
 //!
