@@ -1,0 +1,160 @@
+//! Allocations per call and the size of each response future (issue 6,
+//! point 2), for the variants of the `overhead` bench.
+//!
+//! A counting global allocator (`stats_alloc`, whose `unsafe impl GlobalAlloc`
+//! lives in that crate: this workspace forbids unsafe code) counts what the
+//! calls allocate; the calls run on a current-thread runtime, so nothing else
+//! allocates meanwhile. Each variant is warmed up first, so that one-time
+//! set-up (the runtime's timer, thread-locals, tracing's call sites) is not
+//! counted.
+//!
+//! Run: `cargo bench -p http-resilience --bench allocs`; see `BENCHMARKS.md`.
+
+mod support;
+
+use http::StatusCode;
+use stats_alloc::{Region, StatsAlloc, INSTRUMENTED_SYSTEM};
+use std::{
+    alloc::System,
+    hint::black_box,
+    mem::{size_of, size_of_val},
+    sync::{
+        atomic::{AtomicU32, Ordering},
+        Arc,
+    },
+};
+use support::{call, flaky_service, hand_loop, ok_service, ours, tower_nesting, Req};
+use tower::Service;
+
+#[global_allocator]
+static GLOBAL: &StatsAlloc<System> = &INSTRUMENTED_SYSTEM;
+
+const WARM_UP: u32 = 1_000;
+const CALLS: u32 = 10_000;
+
+/// One row of the table.
+struct Row {
+    path: &'static str,
+    variant: &'static str,
+    allocs: f64,
+    reallocs: f64,
+    bytes: f64,
+    future: usize,
+}
+
+impl Row {
+    fn new(path: &'static str, variant: &'static str, stats: stats_alloc::Stats) -> Self {
+        let per_call = |n: usize| n as f64 / f64::from(CALLS);
+        Self {
+            path,
+            variant,
+            allocs: per_call(stats.allocations),
+            reallocs: per_call(stats.reallocations),
+            bytes: per_call(stats.bytes_allocated),
+            future: 0,
+        }
+    }
+
+    fn future(mut self, size: usize) -> Self {
+        self.future = size;
+        self
+    }
+}
+
+/// The size of `S`'s response future.
+fn future_size<S: Service<Req>>(_: &S) -> usize {
+    size_of::<S::Future>()
+}
+
+/// Warms up, then counts what `CALLS` runs of `$call` allocate. `$call` is an
+/// expression of a future whose output is a `Result`, evaluated anew each time.
+macro_rules! count {
+    ($call:expr) => {{
+        for _ in 0..WARM_UP {
+            black_box($call.await.expect("the call succeeds"));
+        }
+        let region = Region::new(GLOBAL);
+        for _ in 0..CALLS {
+            black_box($call.await.expect("the call succeeds"));
+        }
+        region.change()
+    }};
+}
+
+async fn measure() -> Vec<Row> {
+    let calls = Arc::new(AtomicU32::new(0));
+    let mut rows = Vec::new();
+
+    // The happy path: one attempt, answered 200 at once.
+    let mut svc = ok_service();
+    let stats = count!(call(&mut svc));
+    rows.push(Row::new("200", "bare", stats).future(future_size(&svc)));
+    let mut svc = tower_nesting(ok_service());
+    let stats = count!(call(&mut svc));
+    rows.push(Row::new("200", "tower nesting", stats).future(future_size(&svc)));
+    let mut svc = ours(ok_service());
+    let stats = count!(call(&mut svc));
+    rows.push(Row::new("200", "ours", stats).future(future_size(&svc)));
+
+    // The retry path: 503, 503, 200 at zero backoff.
+    let flaky = || flaky_service(calls.clone());
+    let reset = || calls.store(0, Ordering::Relaxed);
+    let mut svc = flaky();
+    reset();
+    let outcome = hand_loop(&mut svc).await.expect("the call succeeds");
+    check(&outcome.status(), &calls);
+    let stats = count!({
+        reset();
+        hand_loop(&mut svc)
+    });
+    let size = size_of_val(&hand_loop(&mut svc));
+    rows.push(Row::new("503,503,200", "hand loop", stats).future(size));
+
+    let mut svc = tower_nesting(flaky());
+    reset();
+    let outcome = call(&mut svc).await.expect("the call succeeds");
+    check(&outcome.status(), &calls);
+    let stats = count!({
+        reset();
+        call(&mut svc)
+    });
+    rows.push(Row::new("503,503,200", "tower nesting", stats).future(future_size(&svc)));
+
+    let mut svc = ours(flaky());
+    reset();
+    let outcome = call(&mut svc).await.expect("the call succeeds");
+    check(&outcome.status(), &calls);
+    let stats = count!({
+        reset();
+        call(&mut svc)
+    });
+    rows.push(Row::new("503,503,200", "ours", stats).future(future_size(&svc)));
+
+    rows
+}
+
+/// The retry path really made three attempts and ended with the 200.
+fn check(status: &StatusCode, calls: &AtomicU32) {
+    assert_eq!(*status, StatusCode::OK);
+    assert_eq!(calls.load(Ordering::Relaxed), 3);
+}
+
+fn main() {
+    // NOTE: `cargo bench` passes `--bench` (and any arguments after `--`, meant
+    // for criterion); there is nothing to configure here, so they are ignored.
+    let rows = support::runtime().block_on(measure());
+    println!(
+        "allocations per call ({CALLS} calls after {WARM_UP} to warm up), and response future sizes"
+    );
+    println!();
+    println!(
+        "{:<12} {:<14} {:>10} {:>10} {:>12} {:>12}",
+        "path", "variant", "allocs", "reallocs", "bytes", "future (B)"
+    );
+    for row in &rows {
+        println!(
+            "{:<12} {:<14} {:>10.2} {:>10.2} {:>12.1} {:>12}",
+            row.path, row.variant, row.allocs, row.reallocs, row.bytes, row.future
+        );
+    }
+}

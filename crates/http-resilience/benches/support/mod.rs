@@ -1,0 +1,184 @@
+//! What both benches share: the inner services, the three variants and the
+//! calls that drive them.
+//!
+//! The variants carry the same semantics, outermost first:
+//!
+//! - tower's nesting: `Timeout(8 s)` → `Retry(503, at most 2 retries)` →
+//!   `Timeout(3 s)`;
+//! - ours: `DeadlineLayer(8 s)` → `StatusRetryLayer(503, FixedDelay(0, 2))` →
+//!   `AttemptTimeoutLayer(3 s)`.
+//!
+//! The inner service answers at once (a ready future), so what is measured is
+//! the layers' own work per call.
+
+use bytes::Bytes;
+use http::{Request, Response, StatusCode};
+use http_body_util::Full;
+use http_resilience::{
+    attempt_timeout::AttemptTimeoutLayer,
+    deadline::{body::DeadlineBody, DeadlineLayer},
+    retry::{FixedDelay, RetryPolicy, StatusDecoder, StatusRetryLayer},
+};
+use std::{
+    convert::Infallible,
+    future::{ready, Ready},
+    sync::{
+        atomic::{AtomicU32, Ordering},
+        Arc,
+    },
+    time::Duration,
+};
+use tower::{retry::Policy, Service, ServiceBuilder, ServiceExt};
+
+/// The request body: `Full<Bytes>` is `Clone`, so both retry layers replay it.
+pub(crate) type Body = Full<Bytes>;
+pub(crate) type Req = Request<Body>;
+/// What the inner services return: an answer that is ready at once.
+type Answer = Ready<Result<Response<Body>, Infallible>>;
+
+/// The budget of the whole call (the outer timeout, or the deadline).
+const CALL_LIMIT: Duration = Duration::from_secs(8);
+/// The limit of each attempt (the inner timeout, or the attempt timeout).
+const ATTEMPT_LIMIT: Duration = Duration::from_secs(3);
+/// Retries after the first attempt: three attempts in all.
+const RETRIES: u32 = 2;
+
+/// A request as a caller builds it. A static body, an empty header map and no
+/// extensions: building it allocates nothing.
+pub(crate) fn request() -> Req {
+    Request::new(Full::new(Bytes::from_static(b"{}")))
+}
+
+fn response(status: StatusCode) -> Response<Body> {
+    let mut response = Response::new(Full::new(Bytes::from_static(b"ok")));
+    *response.status_mut() = status;
+    response
+}
+
+/// The current-thread runtime that drives every call, with the timer on (both
+/// timeouts need it).
+pub(crate) fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .build()
+        .expect("a current-thread runtime")
+}
+
+// ===== inner services =====
+
+/// An inner service that answers 200 at once.
+pub(crate) fn ok_service(
+) -> impl Service<Req, Response = Response<Body>, Error = Infallible, Future = Answer> + Clone {
+    tower::service_fn(|_: Req| ready(Ok(response(StatusCode::OK))))
+}
+
+/// An inner service that answers 503, 503, then 200, counting its calls in
+/// `calls`; the caller resets `calls` to 0 before every request.
+pub(crate) fn flaky_service(
+    calls: Arc<AtomicU32>,
+) -> impl Service<Req, Response = Response<Body>, Error = Infallible, Future = Answer> + Clone {
+    tower::service_fn(move |_: Req| {
+        let status = match calls.fetch_add(1, Ordering::Relaxed) {
+            0 | 1 => StatusCode::SERVICE_UNAVAILABLE,
+            _ => StatusCode::OK,
+        };
+        ready(Ok(response(status)))
+    })
+}
+
+// ===== the variants =====
+
+/// tower's own parts: `Timeout` outside `Retry` (with [`Retry503`]) outside
+/// another `Timeout`.
+pub(crate) fn tower_nesting<S>(
+    inner: S,
+) -> impl Service<Req, Response = Response<Body>, Error = tower::BoxError> + Clone
+where
+    S: Service<Req, Response = Response<Body>, Error = Infallible> + Clone,
+{
+    ServiceBuilder::new()
+        .timeout(CALL_LIMIT)
+        .retry(Retry503 { left: RETRIES })
+        .timeout(ATTEMPT_LIMIT)
+        .service(inner)
+}
+
+/// Our three layers in the canonical order, with the equivalent policy.
+pub(crate) fn ours<S>(
+    inner: S,
+) -> impl Service<Req, Response = Response<DeadlineBody<Body>>, Error = tower::BoxError> + Clone
+where
+    S: Service<Req, Response = Response<Body>, Error = Infallible> + Clone,
+{
+    let policy = RetryPolicy::new(
+        StatusDecoder::new([503]),
+        FixedDelay::new(Duration::ZERO, RETRIES),
+    );
+    ServiceBuilder::new()
+        .layer(DeadlineLayer::new(CALL_LIMIT))
+        .layer(StatusRetryLayer::new(policy))
+        .layer(AttemptTimeoutLayer::new(ATTEMPT_LIMIT))
+        .service(inner)
+}
+
+/// The smallest `tower::retry::Policy` with our semantics: retry a 503 at
+/// once, at most `left` times, replaying a `Clone` body.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Retry503 {
+    left: u32,
+}
+
+impl<B: Clone, T, E> Policy<Request<B>, Response<T>, E> for Retry503 {
+    type Future = Ready<()>;
+
+    fn retry(
+        &mut self,
+        _request: &mut Request<B>,
+        result: &mut Result<Response<T>, E>,
+    ) -> Option<Self::Future> {
+        match result {
+            Ok(response)
+                if response.status() == StatusCode::SERVICE_UNAVAILABLE && self.left > 0 =>
+            {
+                self.left -= 1;
+                Some(ready(()))
+            }
+            _ => None,
+        }
+    }
+
+    // NOTE: copies what `StatusRetry` copies (method, URI, version, headers,
+    // extensions, body), so that both do the same work per attempt.
+    fn clone_request(&mut self, request: &Request<B>) -> Option<Request<B>> {
+        let mut copy = Request::new(request.body().clone());
+        *copy.method_mut() = request.method().clone();
+        *copy.uri_mut() = request.uri().clone();
+        *copy.version_mut() = request.version();
+        *copy.headers_mut() = request.headers().clone();
+        *copy.extensions_mut() = request.extensions().clone();
+        Some(copy)
+    }
+}
+
+// ===== calls =====
+
+/// One call: wait for readiness, then send a fresh request.
+pub(crate) async fn call<S: Service<Req>>(svc: &mut S) -> Result<S::Response, S::Error> {
+    svc.ready().await?.call(request()).await
+}
+
+/// The hand-written loop the retry path is compared with: up to three calls,
+/// straight on the inner service, with no timers.
+pub(crate) async fn hand_loop<S>(svc: &mut S) -> Result<Response<Body>, S::Error>
+where
+    S: Service<Req, Response = Response<Body>>,
+{
+    let mut retries = 0;
+    loop {
+        let response = call(svc).await?;
+        if response.status() != StatusCode::SERVICE_UNAVAILABLE || retries == RETRIES {
+            return Ok(response);
+        }
+        retries += 1;
+    }
+}
