@@ -13,6 +13,7 @@ pub struct PropagateDeadlineLayer {
     header: HeaderName,
     format: TimeoutFormat,
     attempt_limit: Option<Duration>,
+    final_uses_deadline: bool,
 }
 
 // ===== impl PropagateDeadlineLayer =====
@@ -25,6 +26,7 @@ impl PropagateDeadlineLayer {
             header,
             format,
             attempt_limit: None,
+            final_uses_deadline: false,
         }
     }
 
@@ -47,17 +49,29 @@ impl PropagateDeadlineLayer {
         self.attempt_limit = Some(limit);
         self
     }
+
+    /// Mirrors
+    /// [`AttemptTimeoutLayer::final_attempt_uses_deadline`](crate::attempt_timeout::AttemptTimeoutLayer::final_attempt_uses_deadline):
+    /// on the final attempt the attempt limit does not cap the budget sent.
+    #[must_use]
+    pub const fn final_attempt_uses_deadline(mut self) -> Self {
+        self.final_uses_deadline = true;
+        self
+    }
 }
 
 impl<S> Layer<S> for PropagateDeadlineLayer {
     type Service = PropagateDeadline<S>;
 
     fn layer(&self, inner: S) -> Self::Service {
-        let service = PropagateDeadline::new(inner, self.header.clone(), self.format);
-        match self.attempt_limit {
-            Some(limit) => service.with_attempt_limit(limit),
-            None => service,
+        let mut service = PropagateDeadline::new(inner, self.header.clone(), self.format);
+        if let Some(limit) = self.attempt_limit {
+            service = service.with_attempt_limit(limit);
         }
+        if self.final_uses_deadline {
+            service = service.final_attempt_uses_deadline();
+        }
+        service
     }
 }
 

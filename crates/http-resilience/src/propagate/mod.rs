@@ -178,6 +178,7 @@ pub struct PropagateDeadline<S> {
     header: HeaderName,
     format: TimeoutFormat,
     attempt_limit: Option<Duration>,
+    final_uses_deadline: bool,
 }
 
 // ===== impl PropagateDeadline =====
@@ -191,7 +192,18 @@ impl<S> PropagateDeadline<S> {
             header,
             format,
             attempt_limit: None,
+            final_uses_deadline: false,
         }
+    }
+
+    /// On the final attempt (marked [`FinalAttempt`](crate::FinalAttempt)) of
+    /// a request with a deadline, the attempt limit does not cap the budget
+    /// sent: the setting to pair with
+    /// [`AttemptTimeout::final_attempt_uses_deadline`](crate::attempt_timeout::AttemptTimeout::final_attempt_uses_deadline).
+    #[must_use]
+    pub const fn final_attempt_uses_deadline(mut self) -> Self {
+        self.final_uses_deadline = true;
+        self
     }
 
     /// The same service, with the budget also capped by `limit`.
@@ -233,7 +245,11 @@ where
 
     fn call(&mut self, mut request: http::Request<B>) -> Self::Future {
         let left = RequestDeadline::of(&request).map(|deadline| deadline.remaining());
-        let budget = match (left, self.attempt_limit) {
+        let stretched = self.final_uses_deadline
+            && left.is_some()
+            && request.extensions().get::<crate::FinalAttempt>().is_some();
+        let limit = if stretched { None } else { self.attempt_limit };
+        let budget = match (left, limit) {
             (Some(left), Some(limit)) => Some(left.min(limit)),
             (left, limit) => left.or(limit),
         };

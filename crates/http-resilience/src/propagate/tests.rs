@@ -511,3 +511,31 @@ async fn the_inherit_layer_ignores_a_malformed_header() {
     let response = svc.oneshot(request).await.unwrap();
     assert_eq!(response.into_body(), Some(existing), "the deadline it had");
 }
+
+#[tokio::test(flavor = "current_thread", start_paused = true)]
+async fn a_stretched_final_attempt_advertises_the_whole_remaining_budget() {
+    for (stretch, expected) in [(false, "500"), (true, "2000")] {
+        let mut layer =
+            PropagateDeadlineLayer::envoy().with_attempt_limit(Duration::from_millis(500));
+        if stretch {
+            layer = layer.final_attempt_uses_deadline();
+        }
+        let (upstream, mut handle) =
+            tower_test::mock::pair::<http::Request<()>, http::Response<()>>();
+        let svc = layer.layer(upstream);
+        let mut request = http::Request::new(());
+        request
+            .extensions_mut()
+            .insert(crate::RequestDeadline::after(Duration::from_secs(2)));
+        request.extensions_mut().insert(crate::FinalAttempt);
+        let call = tokio::spawn(svc.oneshot(request));
+        let (seen, send) = handle.next_request().await.unwrap();
+        assert_eq!(
+            seen.headers()["x-envoy-expected-rq-timeout-ms"],
+            expected,
+            "{stretch}"
+        );
+        send.send_response(http::Response::new(()));
+        call.await.unwrap().unwrap();
+    }
+}
