@@ -64,8 +64,13 @@ impl RequestDeadline {
     /// A budget too large to represent as an instant is clamped to about
     /// thirty years, which no call outlives.
     pub fn after(budget: Duration) -> Self {
+        Self::after_from(Instant::now(), budget)
+    }
+
+    /// A deadline `budget` after `now`.
+    pub(crate) fn after_from(now: Instant, budget: Duration) -> Self {
         Self {
-            instant: saturating_after(Instant::now(), budget),
+            instant: saturating_after(now, budget),
             budget,
         }
     }

@@ -110,12 +110,14 @@ where
     }
 
     fn call(&mut self, mut request: http::Request<B>) -> Self::Future {
-        let own = RequestDeadline::after(self.budget);
+        // NOTE: one clock read serves both the new deadline and the check.
+        let now = tokio::time::Instant::now();
+        let own = RequestDeadline::after_from(now, self.budget);
         let deadline = match RequestDeadline::of(&request) {
             Some(inherited) => inherited.min(own),
             None => own,
         };
-        if deadline.is_expired() {
+        if deadline.instant() <= now {
             return ResponseFuture::expired(deadline);
         }
         request.extensions_mut().insert(deadline);
