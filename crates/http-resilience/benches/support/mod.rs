@@ -37,11 +37,11 @@ pub(crate) type Req = Request<Body>;
 type Answer = Ready<Result<Response<Body>, Infallible>>;
 
 /// The budget of the whole call (the outer timeout, or the deadline).
-const CALL_LIMIT: Duration = Duration::from_secs(8);
+pub(crate) const CALL_LIMIT: Duration = Duration::from_secs(8);
 /// The limit of each attempt (the inner timeout, or the attempt timeout).
-const ATTEMPT_LIMIT: Duration = Duration::from_secs(3);
+pub(crate) const ATTEMPT_LIMIT: Duration = Duration::from_secs(3);
 /// Retries after the first attempt: three attempts in all.
-const RETRIES: u32 = 2;
+pub(crate) const RETRIES: u32 = 2;
 
 /// A request as a caller builds it. A static body, an empty header map and no
 /// extensions: building it allocates nothing.
@@ -89,12 +89,14 @@ pub(crate) fn flaky_service(
 // ===== the variants =====
 
 /// tower's own parts: `Timeout` outside `Retry` (with [`Retry503`]) outside
-/// another `Timeout`.
-pub(crate) fn tower_nesting<S>(
+/// another `Timeout`. Generic over the inner service, so that the loopback
+/// bench can put a real client inside.
+pub(crate) fn tower_nesting<S, T>(
     inner: S,
-) -> impl Service<Req, Response = Response<Body>, Error = tower::BoxError> + Clone
+) -> impl Service<Req, Response = Response<T>, Error = tower::BoxError> + Clone
 where
-    S: Service<Req, Response = Response<Body>, Error = Infallible> + Clone,
+    S: Service<Req, Response = Response<T>> + Clone,
+    S::Error: Into<tower::BoxError>,
 {
     ServiceBuilder::new()
         .timeout(CALL_LIMIT)
@@ -104,11 +106,12 @@ where
 }
 
 /// Our three layers in the canonical order, with the equivalent policy.
-pub(crate) fn ours<S>(
+pub(crate) fn ours<S, T>(
     inner: S,
-) -> impl Service<Req, Response = Response<DeadlineBody<Body>>, Error = tower::BoxError> + Clone
+) -> impl Service<Req, Response = Response<DeadlineBody<T>>, Error = tower::BoxError> + Clone
 where
-    S: Service<Req, Response = Response<Body>, Error = Infallible> + Clone,
+    S: Service<Req, Response = Response<T>> + Clone,
+    S::Error: Into<tower::BoxError>,
 {
     let policy = RetryPolicy::new(
         StatusDecoder::new([503]),
