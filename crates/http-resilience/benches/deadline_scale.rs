@@ -444,12 +444,7 @@ async fn bench(repeats: usize) {
 /// `--repeats N` after `--` on the `cargo bench` command line; `REPEATS` by
 /// default.
 fn repeats() -> usize {
-    let args: Vec<String> = std::env::args().collect();
-    args.iter()
-        .position(|arg| arg == "--repeats")
-        .and_then(|i| args.get(i + 1))
-        .map_or(REPEATS, |n| n.parse().expect("--repeats takes a number"))
-        .clamp(1, 20)
+    server::count_arg("--repeats", REPEATS, 20)
 }
 
 fn main() {

@@ -581,12 +581,7 @@ async fn bench(server: &Server, rounds: usize) {
 /// `--rounds N` after `--` on the `cargo bench` command line; `ROUNDS` by
 /// default.
 fn rounds() -> usize {
-    let args: Vec<String> = std::env::args().collect();
-    args.iter()
-        .position(|arg| arg == "--rounds")
-        .and_then(|i| args.get(i + 1))
-        .map_or(ROUNDS, |n| n.parse().expect("--rounds takes a number"))
-        .clamp(1, 100)
+    server::count_arg("--rounds", ROUNDS, 100)
 }
 
 fn main() {

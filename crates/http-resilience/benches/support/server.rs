@@ -55,6 +55,20 @@ const LIFETIME: Duration = Duration::from_secs(900);
 
 /// Runs the server and exits if this process was started with
 /// [`SERVER_ARG`]; returns otherwise.
+/// The number after `flag` on the command line (after `--` on `cargo bench`),
+/// or `default`, kept within `1..=max`.
+pub(crate) fn count_arg(flag: &str, default: usize, max: usize) -> usize {
+    let args: Vec<String> = std::env::args().collect();
+    args.iter()
+        .position(|arg| arg == flag)
+        .and_then(|i| args.get(i + 1))
+        .map_or(default, |n| {
+            n.parse()
+                .unwrap_or_else(|_| panic!("{flag} takes a number, got {n:?}"))
+        })
+        .clamp(1, max)
+}
+
 pub(crate) fn serve_if_asked() {
     if std::env::args().skip(1).any(|arg| arg == SERVER_ARG) {
         serve();
