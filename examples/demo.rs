@@ -180,7 +180,7 @@ async fn scenario(
     match svc.oneshot(request).await {
         Ok(response) => {
             let status = response.status();
-            let attempts = Attempts::of(&response).unwrap_or(0);
+            let attempts = Attempts::of(&response);
             timeline.say(format!(
                 "head: {status} after {attempts} attempt(s); reading the body"
             ));

@@ -66,7 +66,7 @@ use http_body_util::{BodyExt, Full};
 use http_resilience::{
     presets,
     retry::{ExponentialBackoff, Jitter, IDEMPOTENCY_KEY},
-    transport, Attempts, BoxError, FailureKind, Resilience, RetryReport, Stop,
+    transport, BoxError, FailureKind, Resilience, RetryReport, Stop,
 };
 use http_resilience_mock::{MockResponse, MockServer, Unresponsive};
 use std::{
@@ -621,7 +621,9 @@ async fn run(preset: Preset, method: Kind, fault: Fault) -> Observed {
         ),
         Some(Ok(response)) => {
             let status = response.status().as_u16();
-            let summary = response.extensions().get::<Attempts>().copied();
+            // NOTE: the report, not the response: a response whose first
+            // attempt was accepted carries no `Attempts`.
+            let summary = report.summary();
             let attempts = summary.map_or(0, |s| s.get());
             let outcome = match guarded(response.into_body().collect()).await {
                 None => Outcome::Hung,

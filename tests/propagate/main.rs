@@ -44,7 +44,7 @@ async fn each_attempt_sends_the_budget_it_has_left() {
         .await
         .unwrap();
     assert_eq!(response.status(), StatusCode::OK);
-    assert_eq!(Attempts::of(&response), Some(2));
+    assert_eq!(Attempts::of(&response), 2);
     assert_eq!(guarded(text(response.into_body())).await.unwrap(), "ok");
 
     let sent: Vec<u64> = server

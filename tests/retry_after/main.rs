@@ -68,7 +68,7 @@ async fn first_retry(server: &MockServer, first: MockResponse) -> (Option<Durati
         .await
         .unwrap();
     assert_eq!(response.status(), StatusCode::OK);
-    assert_eq!(Attempts::of(&response), Some(2));
+    assert_eq!(Attempts::of(&response), 2);
     assert_eq!(server.request_count(), 2);
     let seen = seen.lock().unwrap().clone();
     assert_eq!(seen.len(), 1, "one retry decision");

@@ -36,7 +36,7 @@ async fn immediate_success_uses_one_request() {
         .await
         .unwrap();
     assert_eq!(response.status(), StatusCode::OK);
-    assert_eq!(Attempts::of(&response), Some(1));
+    assert_eq!(Attempts::of(&response), 1);
     assert_eq!(guarded(text(response.into_body())).await.unwrap(), "ok");
     assert_eq!(server.request_count(), 1);
 }
@@ -51,7 +51,7 @@ async fn two_503_then_success_uses_three_requests() {
         .await
         .unwrap();
     assert_eq!(response.status(), StatusCode::OK);
-    assert_eq!(Attempts::of(&response), Some(3));
+    assert_eq!(Attempts::of(&response), 3);
     assert_eq!(guarded(text(response.into_body())).await.unwrap(), "ok");
     assert_eq!(server.request_count(), 3);
     assert!(server
@@ -77,7 +77,7 @@ async fn exhausted_503_returns_the_last_response_unwrapped_after_three_requests(
         .expect("the last 503 is a response, not an error");
     assert_eq!(response.status(), StatusCode::SERVICE_UNAVAILABLE);
     assert_eq!(response.headers()["x-attempt"], "3");
-    assert_eq!(Attempts::of(&response), Some(3));
+    assert_eq!(Attempts::of(&response), 3);
     assert_eq!(
         guarded(text(response.into_body())).await.unwrap(),
         "unavailable 3"
@@ -103,7 +103,7 @@ async fn status_is_preserved_after_one_request(status: u16) {
         .await
         .unwrap();
     assert_eq!(response.status().as_u16(), status);
-    assert_eq!(Attempts::of(&response), Some(1));
+    assert_eq!(Attempts::of(&response), 1);
     assert_eq!(guarded(text(response.into_body())).await.unwrap(), "nope");
     assert_eq!(server.request_count(), 1);
 }
@@ -237,7 +237,7 @@ async fn attempt_budget_restarts_after_a_retry() {
         .await
         .unwrap();
     assert_eq!(response.status(), StatusCode::OK);
-    assert_eq!(Attempts::of(&response), Some(2));
+    assert_eq!(Attempts::of(&response), 2);
     assert_eq!(support::text(response.into_body()).await.unwrap(), "ok");
     assert_eq!(
         start.elapsed(),

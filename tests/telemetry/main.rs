@@ -83,11 +83,17 @@ fn a_span_per_call_and_an_event_per_attempt() {
             StatusDecoder::new([503]),
             FixedDelay::new(Duration::from_millis(10), 1),
         );
-        let (upstream, mut handle) = mock::pair::<Request<()>, Response<()>>();
+        let (upstream, mut handle) =
+            mock::pair::<Request<()>, Response<http_body_util::Empty<bytes::Bytes>>>();
         let svc = StatusRetryLayer::new(policy).layer(upstream);
         let server = tokio::spawn(async move {
             while let Some((_, send)) = handle.next_request().await {
-                send.send_response(Response::builder().status(503).body(()).unwrap());
+                send.send_response(
+                    Response::builder()
+                        .status(503)
+                        .body(Default::default())
+                        .unwrap(),
+                );
             }
         });
         let request = Request::get("/items").body(()).unwrap();

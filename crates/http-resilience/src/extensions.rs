@@ -161,10 +161,18 @@ impl std::fmt::Display for Stop {
 
 /// How many attempts produced a response, the decoder's verdict on the last
 /// one, and why no further attempt was made; stored in the response
-/// extensions by [`StatusRetry`](crate::retry::StatusRetry).
+/// extensions by [`StatusRetry`](crate::retry::StatusRetry) when there is
+/// something to report.
 ///
-/// The count includes the attempt that produced the response: `1` when the first
-/// attempt was accepted, `3` when the seed policy's two retries were used.
+/// The count includes the attempt that produced the response: `3` when the
+/// seed policy's two retries were used. A response whose first attempt was
+/// accepted, the common case, carries no `Attempts`: there is nothing to
+/// report, and an extension in an empty map costs three allocations. (gRPC
+/// reports previous attempts the same way, only when there were some.) So
+/// [`Attempts::of`] reads 1 for it, as it does for a response that passed no
+/// retry layer: it took one attempt. Any other outcome carries one: more than
+/// one attempt, or a first attempt that was not accepted (a failure not worth
+/// retrying, retries switched off, a body that cannot be sent again, ...).
 ///
 /// # Example
 ///
@@ -175,7 +183,7 @@ impl std::fmt::Display for Stop {
 /// let mut response = http::Response::new(());
 /// let last = Verdict::retry(StatusCode::SERVICE_UNAVAILABLE);
 /// response.extensions_mut().insert(Attempts::new(3).with_verdict(last).with_stop(Stop::Exhausted));
-/// assert_eq!(Attempts::of(&response), Some(3));
+/// assert_eq!(Attempts::of(&response), 3);
 /// let attempts = response.extensions().get::<Attempts>().unwrap();
 /// assert!(attempts.verdict().is_retry());
 /// assert_eq!(attempts.stop(), Stop::Exhausted);
@@ -228,9 +236,17 @@ impl Attempts {
         self.stop
     }
 
-    /// The attempt count recorded on `response`, if a retry layer saw it.
-    pub fn of<B>(response: &http::Response<B>) -> Option<u32> {
-        response.extensions().get::<Self>().map(Self::get)
+    /// The number of attempts that produced `response`: the count recorded
+    /// on it, or 1 when it carries none (its first attempt was accepted, or
+    /// no retry layer saw it).
+    pub fn of<B>(response: &http::Response<B>) -> u32 {
+        response.extensions().get::<Self>().map_or(1, Self::get)
+    }
+
+    /// Whether this summary says more than "one attempt, accepted", and so is
+    /// recorded on the response.
+    pub(crate) fn is_news(&self) -> bool {
+        self.count > 1 || !matches!(self.stop, Stop::Accepted)
     }
 }
 

@@ -18,10 +18,10 @@
 //! let svc = ServiceBuilder::new()
 //!     .layer(presets::seed().layer())
 //!     .service_fn(|_: Request<String>| async {
-//!         Ok::<_, Infallible>(Response::builder().status(503).body(()).unwrap())
+//!         Ok::<_, Infallible>(Response::builder().status(503).body(String::new()).unwrap())
 //!     });
 //! let response = svc.oneshot(Request::new(String::new())).await.unwrap();
-//! assert_eq!(Attempts::of(&response), Some(3));
+//! assert_eq!(Attempts::of(&response), 3);
 //! # }
 //! ```
 //!

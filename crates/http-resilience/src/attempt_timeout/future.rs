@@ -11,7 +11,7 @@ use std::{
     task::{ready, Context, Poll},
     time::Duration,
 };
-use tokio::time::Sleep;
+use tokio::time::{Instant, Sleep};
 
 pin_project! {
     /// Response future of [`AttemptTimeout`](super::AttemptTimeout).
@@ -28,8 +28,11 @@ pin_project! {
         Running {
             #[pin]
             response: F,
-            #[pin]
-            sleep: Sleep,
+            // When the timer is due; it is made at the first poll that leaves
+            // the attempt pending, so that an attempt answered at once never
+            // touches the timer.
+            end: Instant,
+            sleep: Option<Pin<Box<Sleep>>>,
             expiry: Expiry,
         },
         // The request's deadline had already passed: the inner service was not called.
@@ -63,11 +66,12 @@ impl Expiry {
 // ===== impl ResponseFuture =====
 
 impl<F> ResponseFuture<F> {
-    pub(crate) fn new(response: F, sleep: Sleep, expiry: Expiry) -> Self {
+    pub(crate) fn new(response: F, end: Instant, expiry: Expiry) -> Self {
         Self {
             state: State::Running {
                 response,
-                sleep,
+                end,
+                sleep: None,
                 expiry,
             },
         }
@@ -92,6 +96,7 @@ where
         match state.as_mut().project() {
             StateProj::Running {
                 response,
+                end,
                 sleep,
                 expiry,
             } => {
@@ -100,7 +105,8 @@ where
                 if let Poll::Ready(result) = response.poll(cx) {
                     return Poll::Ready(result.map_err(Into::into));
                 }
-                ready!(sleep.poll(cx));
+                let sleep = sleep.get_or_insert_with(|| Box::pin(tokio::time::sleep_until(*end)));
+                ready!(sleep.as_mut().poll(cx));
                 let error = expiry.into_error();
                 // Drop the inner future (and the attempt) at once.
                 state.set(State::Done);

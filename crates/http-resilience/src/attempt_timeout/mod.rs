@@ -155,7 +155,7 @@ where
             _ => (own_end, Expiry::Attempt(self.limit)),
         };
         let response = self.inner.call(request);
-        ResponseFuture::new(response, tokio::time::sleep_until(end), expiry)
+        ResponseFuture::new(response, end, expiry)
     }
 }
 

@@ -4,7 +4,7 @@ use http::{Request, Response};
 use std::time::Duration;
 use tokio::time;
 use tokio_test::{assert_pending, assert_ready};
-use tower::{ServiceBuilder, ServiceExt};
+use tower::{Layer, ServiceBuilder, ServiceExt};
 use tower_test::mock;
 
 type Req = Request<()>;
@@ -115,4 +115,34 @@ fn futures_and_layers_print() {
         format!("{layer:?}"),
         "AttemptTimeoutLayer { limit: 500ms, final_uses_deadline: false }"
     );
+}
+
+/// A runtime without a timer: creating any tokio sleep panics on it.
+fn without_timers() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .build()
+        .unwrap()
+}
+
+#[test]
+fn an_attempt_answered_at_once_never_touches_the_timer() {
+    without_timers().block_on(async {
+        let svc = AttemptTimeoutLayer::new(LIMIT).layer(tower::service_fn(|_: Req| async {
+            Ok::<_, std::convert::Infallible>(Resp::new("ok"))
+        }));
+        assert_eq!(svc.oneshot(Request::new(())).await.unwrap().body(), &"ok");
+    });
+}
+
+#[test]
+#[should_panic(expected = "timers are disabled")]
+fn an_attempt_left_pending_starts_the_timer() {
+    // The counterpart of the test above: an answer after one pending poll.
+    without_timers().block_on(async {
+        let svc = AttemptTimeoutLayer::new(LIMIT).layer(tower::service_fn(|_: Req| async {
+            tokio::task::yield_now().await;
+            Ok::<_, std::convert::Infallible>(Resp::new("ok"))
+        }));
+        let _ = svc.oneshot(Request::new(())).await;
+    });
 }

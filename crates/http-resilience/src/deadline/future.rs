@@ -27,8 +27,9 @@ pin_project! {
         Running {
             #[pin]
             response: F,
-            #[pin]
-            sleep: Sleep,
+            // Made at the first poll that leaves the call pending, so that a
+            // call answered at once never touches the timer.
+            sleep: Option<Pin<Box<Sleep>>>,
         },
         // The deadline had passed before the call: the inner service was not called.
         Expired,
@@ -44,7 +45,7 @@ impl<F> ResponseFuture<F> {
         Self {
             state: State::Running {
                 response,
-                sleep: tokio::time::sleep_until(deadline.instant()),
+                sleep: None,
             },
             deadline,
         }
@@ -79,7 +80,10 @@ where
                         .map(|response| response.map(|body| DeadlineBody::new(body, deadline)))
                         .map_err(Into::into)
                 } else {
-                    ready!(sleep.poll(cx));
+                    let sleep = sleep.get_or_insert_with(|| {
+                        Box::pin(tokio::time::sleep_until(deadline.instant()))
+                    });
+                    ready!(sleep.as_mut().poll(cx));
                     Err(DeadlineExceeded::new(deadline.budget()).into())
                 }
             }

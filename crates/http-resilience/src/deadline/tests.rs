@@ -2,12 +2,12 @@ use super::{error::DeadlineExceeded, Deadline, DeadlineLayer};
 use crate::RequestDeadline;
 use bytes::Bytes;
 use http::{Request, Response};
-use http_body_util::BodyExt;
+use http_body_util::{BodyExt, Full};
 use http_resilience_mock::body::ScriptedBody;
 use std::{convert::Infallible, time::Duration};
 use tokio::time::{self, Instant};
 use tokio_test::{assert_pending, assert_ready};
-use tower::{ServiceBuilder, ServiceExt};
+use tower::{Layer, ServiceBuilder, ServiceExt};
 use tower_test::mock;
 
 type Req = Request<()>;
@@ -145,4 +145,36 @@ async fn an_expired_inherited_deadline_fails_without_calling() {
         Duration::from_millis(5)
     );
     assert_pending!(handle.poll_request(), "nothing was sent");
+}
+
+/// A runtime without a timer: creating any tokio sleep panics on it.
+fn without_timers() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .build()
+        .unwrap()
+}
+
+#[test]
+fn a_call_answered_at_once_never_touches_the_timer() {
+    without_timers().block_on(async {
+        let svc =
+            DeadlineLayer::new(Duration::from_secs(1)).layer(tower::service_fn(|_: Req| async {
+                Ok::<_, Infallible>(Response::new(Full::new(Bytes::new())))
+            }));
+        assert_eq!(svc.oneshot(Request::new(())).await.unwrap().status(), 200);
+    });
+}
+
+#[test]
+#[should_panic(expected = "timers are disabled")]
+fn a_call_left_pending_starts_the_timer() {
+    // The counterpart of the test above: an answer after one pending poll.
+    without_timers().block_on(async {
+        let svc =
+            DeadlineLayer::new(Duration::from_secs(1)).layer(tower::service_fn(|_: Req| async {
+                tokio::task::yield_now().await;
+                Ok::<_, Infallible>(Response::new(Full::new(Bytes::new())))
+            }));
+        let _ = svc.oneshot(Request::new(())).await;
+    });
 }

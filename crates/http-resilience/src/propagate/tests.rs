@@ -290,7 +290,7 @@ async fn each_attempt_carries_the_budget_left_when_it_starts() {
     send.send_response(Response::new("ok".to_owned()));
 
     let response = guarded(call).await.unwrap().unwrap();
-    assert_eq!(Attempts::of(&response), Some(2));
+    assert_eq!(Attempts::of(&response), 2);
 }
 
 #[tokio::test(flavor = "current_thread", start_paused = true)]

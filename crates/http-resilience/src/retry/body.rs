@@ -12,6 +12,7 @@
 //! assert!(SendOnce::new(Full::new(Bytes::new())).try_clone_body().is_none());
 //! ```
 
+use crate::RequestDeadline;
 use http_body::{Body, Frame, SizeHint};
 use pin_project_lite::pin_project;
 use std::{
@@ -118,9 +119,11 @@ impl<B: Body> Body for SendOnce<B> {
     }
 }
 
-/// A copy of `request` for another attempt, if its body can be replayed.
-pub(crate) fn try_clone_request<B: TryCloneBody>(
+/// A copy of `request` for another attempt, if its body can be replayed;
+/// its extensions are copied only when `extensions` is set.
+fn try_clone_request<B: TryCloneBody>(
     request: &http::Request<B>,
+    extensions: bool,
 ) -> Option<http::Request<B>> {
     let body = request.body().try_clone_body()?;
     let mut copy = http::Request::new(body);
@@ -128,8 +131,72 @@ pub(crate) fn try_clone_request<B: TryCloneBody>(
     *copy.uri_mut() = request.uri().clone();
     *copy.version_mut() = request.version();
     *copy.headers_mut() = request.headers().clone();
-    *copy.extensions_mut() = request.extensions().clone();
+    // NOTE: a copied map of extensions costs a map, a table and a box per
+    // value, even for an empty one.
+    if extensions && !request.extensions().is_empty() {
+        *copy.extensions_mut() = request.extensions().clone();
+    }
     Some(copy)
+}
+
+/// The pristine copy of a request that [`StatusRetry`](super::StatusRetry)
+/// keeps for the attempts after the first.
+///
+/// Most requests reach the retry layer with a single extension: the
+/// [`RequestDeadline`] that [`Deadline`](crate::deadline::Deadline) recorded.
+/// Copying that map would cost three allocations on every call, retried or
+/// not, so the copy then keeps the deadline by value and puts it back into
+/// each attempt it makes. Any other extensions are copied as they are.
+pub(crate) struct Pristine<B> {
+    // The request, without its extensions when `deadline` holds them all.
+    request: http::Request<B>,
+    // The only extension of the original, when it was a deadline.
+    deadline: Option<RequestDeadline>,
+}
+
+impl<B: TryCloneBody> Pristine<B> {
+    /// A copy of `request`, if its body can be replayed.
+    pub(crate) fn of(request: &http::Request<B>) -> Option<Self> {
+        let extensions = request.extensions();
+        let deadline = match extensions.get::<RequestDeadline>() {
+            Some(deadline) if extensions.len() == 1 => Some(*deadline),
+            _ => None,
+        };
+        let request = try_clone_request(request, deadline.is_none())?;
+        Some(Self { request, deadline })
+    }
+
+    /// The copy as kept, without the deadline when that is kept by value: for
+    /// reading its method, headers and body, not for sending.
+    pub(crate) fn kept(&self) -> &http::Request<B> {
+        &self.request
+    }
+
+    /// The deadline of the original request.
+    pub(crate) fn deadline(&self) -> Option<RequestDeadline> {
+        self.deadline.or_else(|| RequestDeadline::of(&self.request))
+    }
+
+    /// A request for the next attempt, keeping this copy for later ones.
+    pub(crate) fn next_attempt(&self) -> Option<http::Request<B>> {
+        let request = try_clone_request(&self.request, true)?;
+        Some(restore(request, self.deadline))
+    }
+
+    /// The copy itself, for the last attempt.
+    pub(crate) fn into_request(self) -> http::Request<B> {
+        restore(self.request, self.deadline)
+    }
+}
+
+fn restore<B>(
+    mut request: http::Request<B>,
+    deadline: Option<RequestDeadline>,
+) -> http::Request<B> {
+    if let Some(deadline) = deadline {
+        request.extensions_mut().insert(deadline);
+    }
+    request
 }
 
 #[cfg(test)]
@@ -151,7 +218,10 @@ mod tests {
             .extension(Marker(7))
             .body(Full::new(Bytes::from_static(b"payload")))
             .unwrap();
-        let copy = try_clone_request(&request).expect("a Full body is replayable");
+        let copy = Pristine::of(&request)
+            .expect("a Full body is replayable")
+            .next_attempt()
+            .expect("and so is its copy");
         assert_eq!(copy.method(), "PUT");
         assert_eq!(copy.uri(), "http://example.test/a?b=c");
         assert_eq!(copy.version(), http::Version::HTTP_2);
@@ -162,6 +232,39 @@ mod tests {
     #[test]
     fn send_once_bodies_are_not_replayed() {
         let request = http::Request::new(SendOnce::new(Full::new(Bytes::from_static(b"x"))));
-        assert!(try_clone_request(&request).is_none());
+        assert!(Pristine::of(&request).is_none());
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_lone_deadline_is_kept_by_value_and_restored() {
+        let deadline = RequestDeadline::after(std::time::Duration::from_secs(1));
+        let request = http::Request::builder()
+            .extension(deadline)
+            .body(Full::new(Bytes::from_static(b"x")))
+            .unwrap();
+        let pristine = Pristine::of(&request).expect("replayable");
+        assert!(pristine.kept().extensions().is_empty());
+        assert_eq!(pristine.deadline(), Some(deadline));
+        let next = pristine.next_attempt().expect("replayable");
+        assert_eq!(RequestDeadline::of(&next), Some(deadline));
+        assert_eq!(next.extensions().len(), 1);
+        let last = pristine.into_request();
+        assert_eq!(RequestDeadline::of(&last), Some(deadline));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_deadline_with_other_extensions_is_copied_with_them() {
+        let deadline = RequestDeadline::after(std::time::Duration::from_secs(1));
+        let request = http::Request::builder()
+            .extension(deadline)
+            .extension(Marker(3))
+            .body(Full::new(Bytes::from_static(b"x")))
+            .unwrap();
+        let pristine = Pristine::of(&request).expect("replayable");
+        assert_eq!(pristine.deadline(), Some(deadline));
+        let next = pristine.next_attempt().expect("replayable");
+        assert_eq!(RequestDeadline::of(&next), Some(deadline));
+        assert_eq!(next.extensions().get::<Marker>(), Some(&Marker(3)));
+        assert_eq!(next.extensions().len(), 2);
     }
 }

@@ -1,17 +1,19 @@
 //! Future types
 
 use super::{
-    body::try_clone_request, Decoder, Reason, RetryEvent, RetryPolicy, Retryer, TryCloneBody,
-    Verdict, WaitSource,
+    body::Pristine, Decoder, Reason, RetryEvent, RetryPolicy, Retryer, TryCloneBody, Verdict,
+    WaitSource,
 };
 use crate::{Attempts, RequestDeadline, RetryReport, Stop};
+use bytes::Buf;
+use http_body::Body;
 use pin_project_lite::pin_project;
 use std::{
     fmt,
     future::Future,
     pin::Pin,
     sync::Arc,
-    task::{ready, Context, Poll},
+    task::{ready, Context, Poll, Waker},
     time::Duration,
 };
 use tokio::time::Sleep;
@@ -33,7 +35,7 @@ pin_project! {
         service: S,
         // A pristine copy of the request for the next attempt; `None` when the
         // body cannot be replayed.
-        request: Option<http::Request<B>>,
+        request: Option<Pristine<B>>,
         policy: Arc<RetryPolicy<D, R>>,
         retryer: R,
         // The caller's report, if the request carried one.
@@ -74,7 +76,7 @@ where
     pub(crate) fn new(
         future: S::Future,
         service: S,
-        request: Option<http::Request<B>>,
+        request: Option<Pristine<B>>,
         policy: Arc<RetryPolicy<D, R>>,
         retryer: R,
         report: Option<RetryReport>,
@@ -97,6 +99,7 @@ impl<S, B, T, D, R> Future for ResponseFuture<S, B, D, R>
 where
     S: Service<http::Request<B>, Response = http::Response<T>>,
     B: TryCloneBody,
+    T: Body,
     D: Decoder<T, S::Error>,
     R: Retryer,
 {
@@ -117,7 +120,7 @@ where
                             _ => {}
                         }
                     }
-                    let deadline = this.request.as_ref().and_then(RequestDeadline::of);
+                    let deadline = this.request.as_ref().and_then(Pristine::deadline);
                     let next = match verdict {
                         Verdict::Retry { after, reason } => {
                             let bound = this.retryer.max_attempts();
@@ -143,9 +146,9 @@ where
                         Verdict::Fail { .. } => Err(Stop::Failed),
                         _ => Err(Stop::Accepted),
                     };
-                    let remaining = deadline.map(|d| d.remaining());
                     let event = match next {
                         Ok(wait) => {
+                            let remaining = deadline.map(|d| d.remaining());
                             let source = match verdict.server_delay() {
                                 _ if wait.is_zero() => WaitSource::None,
                                 Some(_) => WaitSource::Server,
@@ -168,11 +171,14 @@ where
                             }
                         }
                         Err(stop) => {
+                            // NOTE: the fields are evaluated only when the
+                            // event is enabled, so the clock is not read for
+                            // nothing.
                             tracing::debug!(
                                 attempts = *this.attempts,
                                 %verdict,
                                 %stop,
-                                remaining_ms = remaining.map(|r| r.as_millis() as u64),
+                                remaining_ms = deadline.map(|d| d.remaining().as_millis() as u64),
                                 "done"
                             );
                             RetryEvent::GiveUp {
@@ -186,12 +192,20 @@ where
                         listener.on_event(&event);
                     }
                     match next {
-                        // The discarded response (and its unread body) is dropped
-                        // here, before the next attempt starts.
-                        Ok(delay) if delay.is_zero() => this.state.set(State::Readying),
-                        Ok(delay) => this.state.set(State::Backoff {
-                            sleep: tokio::time::sleep(delay),
-                        }),
+                        Ok(delay) => {
+                            // The discarded response goes before the next
+                            // attempt starts.
+                            if let Ok(response) = outcome {
+                                discard(response.into_body());
+                            }
+                            if delay.is_zero() {
+                                this.state.set(State::Readying);
+                            } else {
+                                this.state.set(State::Backoff {
+                                    sleep: tokio::time::sleep(delay),
+                                });
+                            }
+                        }
                         Err(stop) => {
                             this.state.set(State::Done);
                             let summary = Attempts::new(*this.attempts)
@@ -201,7 +215,13 @@ where
                                 report.record_summary(summary);
                             }
                             return Poll::Ready(outcome.map(|mut response| {
-                                response.extensions_mut().insert(summary);
+                                // NOTE: a first attempt accepted, the common
+                                // case, has nothing to report and costs
+                                // nothing (an extension costs three
+                                // allocations in an empty map).
+                                if summary.is_news() {
+                                    response.extensions_mut().insert(summary);
+                                }
                                 response
                             }));
                         }
@@ -233,12 +253,13 @@ where
                     }
                     // Keep a pristine copy for a later attempt; should copying
                     // fail now, this attempt is the last.
-                    let mut request = match this.request.as_ref().and_then(try_clone_request) {
+                    let mut request = match this.request.as_ref().and_then(Pristine::next_attempt) {
                         Some(copy) => copy,
                         None => this
                             .request
                             .take()
-                            .expect("Readying is entered only with a request to replay"),
+                            .expect("Readying is entered only with a request to replay")
+                            .into_request(),
                     };
                     *this.attempts += 1;
                     if this.request.is_none() || this.retryer.max_attempts() == Some(*this.attempts)
@@ -286,7 +307,7 @@ where
 /// its deadline has not passed, and it is safe to repeat.
 fn decide<D, R, B: TryCloneBody>(
     policy: &RetryPolicy<D, R>,
-    request: Option<&http::Request<B>>,
+    request: Option<&Pristine<B>>,
     reason: Reason,
     spent: bool,
 ) -> Result<(), Stop> {
@@ -297,13 +318,15 @@ fn decide<D, R, B: TryCloneBody>(
         return Err(Stop::Exhausted);
     }
     let request = match request {
-        Some(request) if request.body().is_replayable() => request,
+        Some(request) if request.kept().body().is_replayable() => request,
         _ => return Err(Stop::NotReplayable),
     };
-    if RequestDeadline::of(request).is_some_and(|d| d.is_expired()) {
+    if request.deadline().is_some_and(|d| d.is_expired()) {
         return Err(Stop::DeadlinePassed);
     }
-    if !policy.allows(request, reason) {
+    // NOTE: what `allows` reads (method, headers, the `Idempotency`
+    // extension) is all in the kept copy.
+    if !policy.allows(request.kept(), reason) {
         return Err(Stop::NotIdempotent);
     }
     Ok(())
@@ -323,5 +346,35 @@ fn fits<D, R>(
             Err(Stop::WouldMissDeadline)
         }
         _ => Ok(delay),
+    }
+}
+
+/// The most of a discarded response body that [`discard`] reads.
+const DISCARD_LIMIT: u64 = 64 * 1024;
+
+/// Reads what has already arrived of a discarded response body, up to
+/// [`DISCARD_LIMIT`] bytes and without waiting, then drops it.
+///
+/// hyper hands an HTTP/1.1 connection back to its pool only once the response
+/// body has been read to its end. The small body of a 503 or 429 usually
+/// arrives with the head, so reading it here returns the connection in time
+/// for the next attempt to reuse it. A body that is larger, or not all there
+/// yet, is dropped unread, as a caller would drop it, and hyper then closes
+/// its connection.
+fn discard<T: Body>(body: T) {
+    if body.is_end_stream() || body.size_hint().lower() > DISCARD_LIMIT {
+        return;
+    }
+    let mut body = std::pin::pin!(body);
+    // NOTE: a no-op waker: nothing is waited for, and a body that is not
+    // ready must not wake this task after it was dropped.
+    let mut cx = Context::from_waker(Waker::noop());
+    let mut left = DISCARD_LIMIT;
+    while let Poll::Ready(Some(Ok(frame))) = body.as_mut().poll_frame(&mut cx) {
+        let len = frame.data_ref().map_or(0, |data| data.remaining() as u64);
+        match left.checked_sub(len) {
+            Some(rest) => left = rest,
+            None => return,
+        }
     }
 }

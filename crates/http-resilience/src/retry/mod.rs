@@ -40,12 +40,12 @@
 //!     .service_fn(move |_: Request<String>| {
 //!         // A stand-in for the network: always unavailable.
 //!         counter.fetch_add(1, Ordering::SeqCst);
-//!         async { Ok::<_, Infallible>(Response::builder().status(503).body(()).unwrap()) }
+//!         async { Ok::<_, Infallible>(Response::builder().status(503).body(String::new()).unwrap()) }
 //!     });
 //!
 //! let response = svc.oneshot(Request::new(String::new())).await.unwrap();
 //! assert_eq!(response.status(), StatusCode::SERVICE_UNAVAILABLE);
-//! assert_eq!(Attempts::of(&response), Some(3));
+//! assert_eq!(Attempts::of(&response), 3);
 //! assert_eq!(calls.load(Ordering::SeqCst), 3);
 //! # }
 //! ```
@@ -67,14 +67,14 @@
 //! # #[tokio::main(flavor = "current_thread", start_paused = true)]
 //! # async fn main() {
 //! let policy = RetryPolicy::new(TransientDecoder::new(), ExponentialBackoff::default());
-//! let (mock, mut upstream) = mock::pair::<Request<()>, Response<()>>();
+//! let (mock, mut upstream) = mock::pair::<Request<()>, Response<String>>();
 //! let svc = StatusRetryLayer::new(policy).layer(mock);
 //! let start = Instant::now();
 //! let call = tokio::spawn(svc.oneshot(Request::new(())));
 //! for (status, at) in [(503, 0), (502, 100), (200, 250)] {
 //!     let (_request, send) = upstream.next_request().await.unwrap();
 //!     assert_eq!(start.elapsed(), Duration::from_millis(at)); // the backoff, exactly
-//!     send.send_response(Response::builder().status(status).body(()).unwrap());
+//!     send.send_response(Response::builder().status(status).body(String::new()).unwrap());
 //! }
 //! assert_eq!(call.await.unwrap().unwrap().status(), 200);
 //! # }
@@ -84,8 +84,11 @@
 //!
 //! The decision is made on the response *head*. Once a head is returned to the
 //! caller, the call is committed: no further attempt is made, whatever happens
-//! while the body is read. A retryable response that is discarded is dropped
-//! (with its unread body) before the next attempt starts.
+//! while the body is read. A retryable response that is discarded goes before
+//! the next attempt starts: what has already arrived of its body, up to 64 KiB,
+//! is read without waiting (so hyper can hand its HTTP/1.1 connection back to
+//! the pool for the next attempt), and the rest is dropped unread. This is why
+//! the response body must be an [`http_body::Body`].
 //!
 //! # Request bodies
 //!
@@ -155,7 +158,7 @@ pub use self::{
     safety::{is_idempotent, Idempotency, IDEMPOTENCY_KEY},
 };
 
-use self::{body::try_clone_request, future::ResponseFuture};
+use self::{body::Pristine, future::ResponseFuture};
 use crate::RetryReport;
 use std::{
     fmt,
@@ -223,6 +226,7 @@ impl<S, B, T, D, R> Service<http::Request<B>> for StatusRetry<S, RetryPolicy<D, 
 where
     S: Service<http::Request<B>, Response = http::Response<T>> + Clone,
     B: TryCloneBody,
+    T: http_body::Body,
     D: Decoder<T, S::Error>,
     R: Retryer,
 {
@@ -249,7 +253,7 @@ where
         // NOTE: with retries off, or a retryer that allows one attempt, the
         // request is not even copied (a `ReplayBody` then buffers nothing).
         let copy = if self.policy.is_enabled() && retryer.max_attempts() != Some(1) {
-            try_clone_request(&request)
+            Pristine::of(&request)
         } else {
             None
         };

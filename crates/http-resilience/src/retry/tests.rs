@@ -10,7 +10,7 @@ use tokio_test::{assert_pending, assert_ready};
 use tower_test::mock;
 
 type Req = Request<String>;
-type Resp = Response<&'static str>;
+type Resp = Response<String>;
 
 fn seed_policy(delay: Duration) -> RetryPolicy<StatusDecoder, FixedDelay> {
     RetryPolicy::new(StatusDecoder::new([503]), FixedDelay::new(delay, 2))
@@ -35,7 +35,7 @@ fn status(code: u16, body: &'static str) -> Resp {
     Response::builder()
         .status(code)
         .header("x-attempt-body", body)
-        .body(body)
+        .body(body.to_owned())
         .unwrap()
 }
 
@@ -74,7 +74,7 @@ async fn retries_until_limit_and_returns_the_last_response_unchanged() {
     assert_eq!(response.status(), StatusCode::SERVICE_UNAVAILABLE);
     assert_eq!(response.headers()["x-attempt-body"], "third");
     assert_eq!(*response.body(), "third");
-    assert_eq!(Attempts::of(&response), Some(3));
+    assert_eq!(Attempts::of(&response), 3);
     let report = response.extensions().get::<Attempts>().unwrap();
     assert_eq!(
         report.verdict(),
@@ -104,7 +104,7 @@ async fn succeeds_after_retries() {
     let response = response.unwrap();
     assert_eq!(response.status(), StatusCode::OK);
     assert_eq!(*response.body(), "ok");
-    assert_eq!(Attempts::of(&response), Some(2 + 1));
+    assert_eq!(Attempts::of(&response), 2 + 1);
 }
 
 #[tokio::test(flavor = "current_thread", start_paused = true)]
@@ -122,7 +122,7 @@ async fn accepts_statuses_outside_the_set() {
         let (response, ()) = tokio::join!(fut, server);
         let response = response.unwrap();
         assert_eq!(response.status().as_u16(), code);
-        assert_eq!(Attempts::of(&response), Some(1));
+        assert_eq!(Attempts::of(&response), 1);
         assert_pending!(handle.poll_request(), "no second attempt for {code}");
     }
 }
@@ -220,7 +220,7 @@ fn zero_delay_does_not_touch_the_timer() {
                 .send_response(status(200, "ok"));
         };
         let (response, ()) = tokio::join!(fut, server);
-        assert_eq!(Attempts::of(&response.unwrap()), Some(3));
+        assert_eq!(Attempts::of(&response.unwrap()), 3);
     });
 }
 
@@ -280,7 +280,7 @@ async fn does_not_retry_a_body_that_cannot_be_replayed() {
     let (response, ()) = tokio::join!(fut, server);
     let response = response.unwrap();
     assert_eq!(response.status(), StatusCode::SERVICE_UNAVAILABLE);
-    assert_eq!(Attempts::of(&response), Some(1));
+    assert_eq!(Attempts::of(&response), 1);
     assert_pending!(handle.poll_request());
 }
 
@@ -321,7 +321,7 @@ async fn every_request_gets_a_fresh_retryer() {
             }
         };
         let (response, ()) = tokio::join!(fut, server);
-        assert_eq!(Attempts::of(&response.unwrap()), Some(3));
+        assert_eq!(Attempts::of(&response.unwrap()), 3);
     }
 }
 
@@ -354,7 +354,7 @@ async fn stops_retrying_once_the_request_deadline_has_passed() {
     // Attempts at 0, 100, 200 and 300 ms (the wait was granted at 200 ms,
     // before the deadline); the outcome at 300 ms is past it, so no fifth.
     // NOTE: not sending the fourth at all needs deadline-aware scheduling.
-    assert_eq!(Attempts::of(&response.unwrap()), Some(4));
+    assert_eq!(Attempts::of(&response.unwrap()), 4);
     assert_pending!(handle.poll_request());
 }
 
@@ -369,10 +369,13 @@ mod safety {
     use tower::{Layer, ServiceExt};
     use tower_test::mock;
 
-    type Resp = Response<()>;
+    type Resp = Response<http_body_util::Empty<bytes::Bytes>>;
 
     fn unavailable() -> Resp {
-        Response::builder().status(503).body(()).unwrap()
+        Response::builder()
+            .status(503)
+            .body(Default::default())
+            .unwrap()
     }
 
     /// Calls `svc` with `request`, answering every attempt with `answer`, and
@@ -383,7 +386,7 @@ mod safety {
         answer: fn() -> Result<Resp, BoxError>,
     ) -> (Option<Attempts>, usize)
     where
-        D: Decoder<(), BoxError> + Send + Sync + 'static,
+        D: Decoder<http_body_util::Empty<bytes::Bytes>, BoxError> + Send + Sync + 'static,
         R: Retryer + Send + Sync + 'static,
         B: TryCloneBody + http_body::Body + Send + 'static,
         B::Data: Send,
@@ -538,7 +541,12 @@ mod safety {
             for status in [503, 503, 200] {
                 let (request, send) = handle.next_request().await.unwrap();
                 bodies.push(request.into_body().collect().await.unwrap().to_bytes());
-                send.send_response(Response::builder().status(status).body(()).unwrap());
+                send.send_response(
+                    Response::builder()
+                        .status(status)
+                        .body(Default::default())
+                        .unwrap(),
+                );
             }
             bodies
         });
@@ -555,5 +563,145 @@ mod safety {
         let request = Request::put("/doc").body(body).unwrap();
         let (summary, seen) = run(seed(), request, || Ok(unavailable())).await;
         assert_eq!((seen, summary.unwrap().stop()), (1, Stop::NotReplayable));
+    }
+}
+
+#[tokio::test(flavor = "current_thread", start_paused = true)]
+async fn a_first_attempt_accepted_carries_no_summary() {
+    let (mut svc, mut handle) = spawn(seed_policy(Duration::ZERO));
+    handle.allow(1);
+    assert_ready!(svc.poll_ready()).unwrap();
+    let fut = svc.call(request("x"));
+    expect(&mut handle, "x")
+        .await
+        .send_response(status(200, "ok"));
+    let response = fut.await.unwrap();
+    assert!(response.extensions().get::<Attempts>().is_none());
+    assert_eq!(Attempts::of(&response), 1);
+}
+
+#[tokio::test(flavor = "current_thread", start_paused = true)]
+async fn a_first_attempt_not_accepted_carries_its_summary() {
+    let (mut svc, mut handle) = spawn(seed_policy(Duration::ZERO).disabled());
+    handle.allow(1);
+    assert_ready!(svc.poll_ready()).unwrap();
+    let fut = svc.call(request("x"));
+    expect(&mut handle, "x")
+        .await
+        .send_response(status(503, "no"));
+    let response = fut.await.unwrap();
+    let summary = response.extensions().get::<Attempts>().copied();
+    assert_eq!(
+        summary.map(|s| (s.get(), s.stop())),
+        Some((1, Stop::Disabled))
+    );
+}
+
+/// The discarded response bodies of [`StatusRetry`]: what has arrived is
+/// read before the next attempt, nothing is waited for.
+mod discard {
+    use super::*;
+    use http_body::{Body, Frame, SizeHint};
+    use tower::{Layer, ServiceExt};
+    use std::{
+        pin::Pin,
+        sync::{
+            atomic::{AtomicBool, Ordering},
+            Arc,
+        },
+        task::{Context, Poll},
+    };
+
+    /// A response body whose data has arrived (`ready`) or never will.
+    struct Probe {
+        data: Option<Bytes>,
+        ready: bool,
+        declared: Option<u64>,
+        ended: Arc<AtomicBool>,
+    }
+
+    impl Body for Probe {
+        type Data = Bytes;
+        type Error = BoxError;
+
+        fn poll_frame(
+            mut self: Pin<&mut Self>,
+            _: &mut Context<'_>,
+        ) -> Poll<Option<Result<Frame<Bytes>, BoxError>>> {
+            if !self.ready {
+                return Poll::Pending;
+            }
+            match self.data.take() {
+                Some(data) => Poll::Ready(Some(Ok(Frame::data(data)))),
+                None => {
+                    self.ended.store(true, Ordering::SeqCst);
+                    Poll::Ready(None)
+                }
+            }
+        }
+
+        fn size_hint(&self) -> SizeHint {
+            self.declared
+                .map_or_else(SizeHint::default, SizeHint::with_exact)
+        }
+    }
+
+    type Resp = Response<Probe>;
+
+    /// Answers a seed policy's call with one 503 carrying `body`, then a 200,
+    /// and says whether `body` had been read to its end when the second
+    /// attempt arrived.
+    async fn read_before_the_retry(
+        data: &'static [u8],
+        ready: bool,
+        declared: Option<u64>,
+    ) -> bool {
+        let (upstream, mut handle) = mock::pair::<Req, Resp>();
+        let svc = StatusRetryLayer::new(seed_policy(Duration::ZERO)).layer(upstream);
+        let ended = Arc::new(AtomicBool::new(false));
+        let probe = |data: &'static [u8], ended: &Arc<AtomicBool>| Probe {
+            data: Some(Bytes::from_static(data)),
+            ready,
+            declared,
+            ended: ended.clone(),
+        };
+        let server = {
+            let ended = ended.clone();
+            async move {
+                let (_, send) = handle.next_request().await.unwrap();
+                let first = Response::builder().status(503).body(probe(data, &ended));
+                send.send_response(first.unwrap());
+                let (_, send) = handle.next_request().await.unwrap();
+                let read = ended.load(Ordering::SeqCst);
+                let unused = Arc::new(AtomicBool::new(false));
+                send.send_response(Response::new(probe(b"ok", &unused)));
+                read
+            }
+        };
+        let (response, read) = tokio::join!(svc.oneshot(request("x")), server);
+        assert_eq!(response.unwrap().status(), 200);
+        read
+    }
+
+    #[tokio::test(flavor = "current_thread", start_paused = true)]
+    async fn a_small_body_that_has_arrived_is_read_to_its_end() {
+        assert!(read_before_the_retry(b"busy", true, Some(4)).await);
+        // Without a declared length too (a chunked body).
+        assert!(read_before_the_retry(b"busy", true, None).await);
+    }
+
+    #[tokio::test(flavor = "current_thread", start_paused = true)]
+    async fn a_body_still_on_its_way_is_not_waited_for() {
+        // The retry is made at once: the join above would hang otherwise.
+        assert!(!read_before_the_retry(b"busy", false, Some(4)).await);
+    }
+
+    #[tokio::test(flavor = "current_thread", start_paused = true)]
+    async fn a_large_body_is_dropped_unread() {
+        static BIG: [u8; 70_000] = [b'x'; 70_000];
+        // Declared larger than the limit: not even polled.
+        assert!(!read_before_the_retry(&BIG, true, Some(70_000)).await);
+        // Undeclared: read only up to the limit, so never to its end.
+        assert!(!read_before_the_retry(&BIG, true, None).await);
     }
 }
