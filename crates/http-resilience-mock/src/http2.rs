@@ -342,7 +342,8 @@ impl Gate {
         if self.raw.len() < FRAME_HEAD_LEN {
             return false;
         }
-        let len = usize::from(self.raw[0]) << 16 | usize::from(self.raw[1]) << 8
+        let len = usize::from(self.raw[0]) << 16
+            | usize::from(self.raw[1]) << 8
             | usize::from(self.raw[2]);
         if self.raw.len() < FRAME_HEAD_LEN + len {
             return false;
