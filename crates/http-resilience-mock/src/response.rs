@@ -253,8 +253,10 @@ impl MockResponse {
     /// Sets how long the server waits before writing the head.
     ///
     /// For [`Behaviour::CloseBeforeResponse`] and [`Behaviour::ResetBeforeResponse`], which
-    /// write no head, the server waits this long before closing or resetting. It has no
-    /// effect on [`Behaviour::NoResponse`].
+    /// write no head, the server waits this long before closing or resetting, and for
+    /// [`Behaviour::RefuseStream`] before refusing. It has no effect on
+    /// [`Behaviour::NoResponse`] nor on [`Behaviour::GoAwayUnprocessed`], which is sent as
+    /// soon as the stream opens.
     pub fn with_head_delay(mut self, delay: Duration) -> Self {
         self.head_delay = delay;
         self
