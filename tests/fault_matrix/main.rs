@@ -1,5 +1,5 @@
 //! The fault matrix (issue 7, points 1 and 2): every fault a real HTTP/1.1
-//! upstream produces, against GET, POST and POST with an `Idempotency-Key`,
+//! or HTTP/2 upstream produces, against GET, POST and POST with an `Idempotency-Key`,
 //! through the seed and the standard presets, with the outcome (an error kind
 //! or a final status), the exact number of requests the server saw, and an
 //! upper bound on the elapsed time. The matrix is the table in [`matrix`].
@@ -12,11 +12,13 @@
 //!
 //! # Invariants, checked on every cell
 //!
-//! - a POST without a key reaches the server at most once (a failure before
-//!   sending reaches it zero times, however often it is retried);
-//! - the server never sees more requests than the policy allows attempts, nor
-//!   more than the attempts the retry layer reports;
-//! - no request arrives once the caller has finished (the count is taken
+//! - a POST without a key is processed by the server at most once (a failure
+//!   before sending reaches it zero times, and a stream the server refused
+//!   unprocessed is not processed, however often either is retried);
+//! - the server never sees more requests (processed or refused) than the
+//!   policy allows attempts, nor more than the attempts the retry layer
+//!   reports;
+//! - no request arrives once the caller has finished (both counts are taken
 //!   again after a grace of [`GRACE`]);
 //! - the call, body included, never takes longer than the deadline plus
 //!   [`OVERRUN`].
@@ -46,11 +48,28 @@
 //!   `Retry-After` then meets deadline-aware scheduling as in the preset,
 //!   where a cap far below the deadline would hide it.
 //!
-//! # Left out
+//! # HTTP/2 rows
 //!
-//! HTTP/2 faults (a refused stream, a GOAWAY) need an HTTP/2 mock server;
-//! `http-resilience-mock` speaks HTTP/1.1 only, so they are not in the
-//! matrix yet.
+//! The rows named `h2 ...` run against `MockServer::start_h2` (HTTP/2 over
+//! cleartext TCP, prior knowledge) with the same stacks over a client built
+//! with `transport::Builder::http2_only(true)`. Their faults:
+//!
+//! - a refused stream: `RST_STREAM` with `REFUSED_STREAM` before the request
+//!   is read (RFC 9113, section 8.7: not processed, safe to retry for any
+//!   method); the connection stays up and the next attempt opens a new stream
+//!   on it;
+//! - a `GOAWAY` below the stream: the server announces a last stream under
+//!   the request's and closes the connection; the next attempt connects
+//!   again;
+//! - a `GOAWAY` after processing: the request is read, then a `GOAWAY`
+//!   covering it and a close, without a response; the request may have been
+//!   acted on.
+//!
+//! The server counts the first two as *refused* (`refused_count`), apart from
+//! the requests it processed (`request_count`); a cell states both. Both
+//! refusals are [`FailureKind::Unprocessed`], a before-send kind: the
+//! standard preset's decoder retries it for every method until its attempts
+//! run out, while the seed's retries 503 only and returns it at once.
 //!
 //! Real clock and loopback only (127.0.0.1); every cell has its own server
 //! and client, and all cells run at once. Each timing is at least 0.5 s from
@@ -119,6 +138,9 @@ const fn ms(millis: u64) -> Duration {
 /// - `error(K, 1, Failed)`: the error kind `K` after 1 request;
 /// - `unsent(K, 4, Exhausted)`: the error `K` after 4 attempts, none of which
 ///   reached the server (for every other cell attempts equal requests);
+/// - `refused(K, 4, Exhausted)`: the error `K` after 4 attempts, each of which
+///   reached the HTTP/2 server and was refused there unprocessed: 0 processed,
+///   4 refused;
 /// - `body(K)`: a 200 head after 1 request (the head commits the call), then
 ///   reading the body fails with `K`;
 /// - `retried(503, n)` and `cut(503, n)`: a status storm, see there.
@@ -162,6 +184,15 @@ fn matrix() -> Vec<Row> {
         Row::new("429, Retry-After: garbage",  Fault::Script(|| ra(429, "soon, promise")),                                QUICK,               [status(429, 1, Failed); 3],              retried(429, 4)),
         Row::new("429, Retry-After: -5",       Fault::Script(|| ra(429, "-5")),                                           QUICK,               [status(429, 1, Failed); 3],              retried(429, 4)),
         Row::new("429, Retry-After: 10^23",    Fault::Script(|| ra(429, "99999999999999999999999")),                      QUICK,               [status(429, 1, Failed); 3],              cut(429, 1)),
+        // HTTP/2. Refused unprocessed: safe for any method, so the standard retries even a
+        // POST without a key, and the server processes none of the attempts.
+        Row::new("h2 refused stream",          Fault::H2(MockResponse::refuse_stream),                                    QUICK,               [refused(Unprocessed, 1, Failed); 3],     [refused(Unprocessed, 4, Exhausted); 3]),
+        Row::new("h2 GOAWAY, unprocessed",     Fault::H2(MockResponse::goaway_unprocessed),                               QUICK,               [refused(Unprocessed, 1, Failed); 3],     [refused(Unprocessed, 4, Exhausted); 3]),
+        // Processed, then the connection goes away without a response: under hyper, the
+        // stream fails with a broken pipe, a failure after sending that no preset retries.
+        Row::new("h2 GOAWAY after processing", Fault::H2(MockResponse::goaway_after_processing),                          QUICK,               [error(ConnectionReset, 1, Failed); 3],   [error(ConnectionReset, 1, Failed); 3]),
+        // The same statuses as over HTTP/1.1: streams on one connection.
+        Row::new("h2 503 storm",               Fault::H2(|| MockResponse::new(503)),                                      QUICK,               retried(503, 3),                          retried(503, 4)),
     ]
 }
 
@@ -222,6 +253,15 @@ const fn unsent(kind: FailureKind, attempts: u32, stop: Stop) -> Cell {
     Cell::new(Outcome::Error(kind), 0, attempts, stop)
 }
 
+/// The error `K` after `attempts` requests that all reached an HTTP/2 server
+/// and were all refused unprocessed: none processed.
+const fn refused(kind: FailureKind, attempts: u32, stop: Stop) -> Cell {
+    Cell {
+        refused: attempts as usize,
+        ..Cell::new(Outcome::Error(kind), 0, attempts, stop)
+    }
+}
+
 // ===== the test =====
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -261,14 +301,19 @@ async fn every_fault_meets_the_matrix_and_the_invariants() {
                 failures.push(format!("{at}: invariant: {broken}"));
                 ok = false;
             }
-            if (cell.outcome, cell.seen, cell.attempts, cell.stop)
-                != (
-                    expected.outcome,
-                    expected.seen,
-                    expected.attempts,
-                    Some(expected.stop),
-                )
-            {
+            if (
+                cell.outcome,
+                cell.seen,
+                cell.refused,
+                cell.attempts,
+                cell.stop,
+            ) != (
+                expected.outcome,
+                expected.seen,
+                expected.refused,
+                expected.attempts,
+                Some(expected.stop),
+            ) {
                 failures.push(format!(
                     "{at}: expected {expected} ({}), observed {cell} ({})",
                     expected.stop,
@@ -335,6 +380,8 @@ enum Fault {
     FullBacklog,
     /// A mock server answering every request with this script.
     Script(fn() -> MockResponse),
+    /// An HTTP/2 mock server answering every stream with this script.
+    H2(fn() -> MockResponse),
 }
 
 /// What a call ended with.
@@ -356,7 +403,10 @@ enum Outcome {
 #[derive(Debug, Clone, Copy)]
 struct Cell {
     outcome: Outcome,
+    /// Requests the server processed.
     seen: usize,
+    /// Requests the (HTTP/2) server refused unprocessed.
+    refused: usize,
     attempts: u32,
     stop: Stop,
 }
@@ -366,6 +416,7 @@ impl Cell {
         Self {
             outcome,
             seen,
+            refused: 0,
             attempts,
             stop,
         }
@@ -376,10 +427,13 @@ impl Cell {
 #[derive(Debug, Clone)]
 struct Observed {
     outcome: Outcome,
-    /// Requests the server saw when the call ended.
+    /// Requests the server processed when the call ended.
     seen: usize,
-    /// Requests the server saw after the grace.
+    /// Requests the server refused unprocessed when the call ended.
+    refused: usize,
+    /// Both counts after the grace.
     seen_later: usize,
+    refused_later: usize,
     /// Attempts the retry layer reports.
     attempts: u32,
     stop: Option<Stop>,
@@ -392,27 +446,28 @@ impl Observed {
         let mut broken = Vec::new();
         if method == Kind::Post && self.seen > 1 {
             broken.push(format!(
-                "a POST without a key reached the server {} times",
+                "a POST without a key was processed by the server {} times",
                 self.seen
             ));
         }
         let allowed = preset.max_attempts();
-        if self.attempts > allowed || self.seen > allowed as usize {
+        let arrived = self.seen + self.refused;
+        if self.attempts > allowed || arrived > allowed as usize {
             broken.push(format!(
-                "{} attempts, {} requests seen: more than the {allowed} allowed",
-                self.attempts, self.seen
+                "{} attempts, {} requests seen ({} refused): more than the {allowed} allowed",
+                self.attempts, arrived, self.refused
             ));
         }
-        if self.seen > self.attempts as usize {
+        if arrived > self.attempts as usize {
             broken.push(format!(
-                "{} requests seen for {} attempts",
-                self.seen, self.attempts
+                "{arrived} requests seen ({} refused) for {} attempts",
+                self.refused, self.attempts
             ));
         }
-        if self.seen_later != self.seen {
+        if (self.seen_later, self.refused_later) != (self.seen, self.refused) {
             broken.push(format!(
                 "{} request(s) arrived after the call ended",
-                self.seen_later - self.seen
+                self.seen_later + self.refused_later - arrived
             ));
         }
         if self.elapsed > DEADLINE + OVERRUN {
@@ -502,10 +557,11 @@ type Stack = BoxCloneService<Request<Full<Bytes>>, http::Response<support::Body>
 /// The preset's three layers (`Resilience::layer`) over a real client with
 /// this test's transport limits, its policy kept and its limits shortened
 /// (see the module docs).
-fn stack(preset: Preset) -> Stack {
+fn stack(preset: Preset, http2: bool) -> Stack {
     let client = transport::Builder::new()
         .connect_timeout(CONNECT)
         .read_timeout(READ)
+        .http2_only(http2)
         .build_http::<Full<Bytes>>()
         .expect("valid transport");
     match preset {
@@ -571,11 +627,12 @@ impl Upstream {
                     .expect("hung")
                     .expect("an unresponsive listener"),
             ),
-            Fault::Script(script) => {
-                let server = guarded(MockServer::start())
-                    .await
-                    .expect("hung")
-                    .expect("a mock server");
+            Fault::Script(script) | Fault::H2(script) => {
+                let started = match fault {
+                    Fault::H2(_) => guarded(MockServer::start_h2()).await,
+                    _ => guarded(MockServer::start()).await,
+                };
+                let server = started.expect("hung").expect("a mock server");
                 for _ in 0..QUEUED {
                     server.enqueue(script());
                 }
@@ -595,10 +652,18 @@ impl Upstream {
         }
     }
 
-    /// Requests the server saw; a refused or unresponsive upstream sees none.
+    /// Requests the server processed; a refused or unresponsive upstream sees none.
     fn request_count(&self) -> usize {
         match self {
             Upstream::Server(server) => server.request_count(),
+            Upstream::Refused { .. } | Upstream::Unresponsive(_) => 0,
+        }
+    }
+
+    /// Requests an HTTP/2 server refused unprocessed.
+    fn refused_count(&self) -> usize {
+        match self {
+            Upstream::Server(server) => server.refused_count(),
             Upstream::Refused { .. } | Upstream::Unresponsive(_) => 0,
         }
     }
@@ -608,7 +673,7 @@ impl Upstream {
 /// included, and the counts.
 async fn run(preset: Preset, method: Kind, fault: Fault) -> Observed {
     let upstream = Upstream::start(fault).await;
-    let svc = stack(preset);
+    let svc = stack(preset, matches!(fault, Fault::H2(_)));
     let report = RetryReport::new();
     let request = request(method, upstream.uri(), &report);
     let started = Instant::now();
@@ -636,13 +701,16 @@ async fn run(preset: Preset, method: Kind, fault: Fault) -> Observed {
     };
     let elapsed = started.elapsed();
     let seen = upstream.request_count();
+    let refused = upstream.refused_count();
     // NOTE: the call took the stack (and its client) and dropped it when it
     // ended; anything still sent would arrive within the grace.
     tokio::time::sleep(GRACE).await;
     Observed {
         outcome,
         seen,
+        refused,
         seen_later: upstream.request_count(),
+        refused_later: upstream.refused_count(),
         attempts,
         stop,
         elapsed,
@@ -668,6 +736,7 @@ fn short(kind: FailureKind) -> &'static str {
         FailureKind::Tls => "tls",
         FailureKind::Connect => "connect",
         FailureKind::Unsent => "unsent",
+        FailureKind::Unprocessed => "unprocessed",
         FailureKind::ConnectionReset => "reset",
         FailureKind::ConnectionClosed => "closed",
         FailureKind::Transport => "transport",
@@ -687,24 +756,28 @@ impl fmt::Display for Outcome {
     }
 }
 
-/// `outcome xN` (N requests seen), with the attempts when they differ.
-fn label(outcome: Outcome, seen: usize, attempts: u32) -> String {
-    if seen == attempts as usize {
-        format!("{outcome} x{seen}")
-    } else {
-        format!("{outcome} x{seen}/{attempts}try")
+/// `outcome xN` (N requests processed), `rM` when M were refused, and the
+/// attempts when they differ from both together.
+fn label(outcome: Outcome, seen: usize, refused: usize, attempts: u32) -> String {
+    let mut label = format!("{outcome} x{seen}");
+    if refused > 0 {
+        label.push_str(&format!(" r{refused}"));
     }
+    if seen + refused != attempts as usize {
+        label.push_str(&format!("/{attempts}try"));
+    }
+    label
 }
 
 impl fmt::Display for Cell {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.pad(&label(self.outcome, self.seen, self.attempts))
+        f.pad(&label(self.outcome, self.seen, self.refused, self.attempts))
     }
 }
 
 impl fmt::Display for Observed {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.pad(&label(self.outcome, self.seen, self.attempts))
+        f.pad(&label(self.outcome, self.seen, self.refused, self.attempts))
     }
 }
 
@@ -725,11 +798,12 @@ impl fmt::Display for Summary {
         const CELL: usize = 23;
         writeln!(
             f,
-            "\nfault matrix, HTTP/1.1: deadline {DEADLINE:?}, attempt {ATTEMPT:?}, read {READ:?}, connect {CONNECT:?}"
+            "\nfault matrix, HTTP/1.1 (h2 rows: HTTP/2, prior knowledge): deadline {DEADLINE:?}, attempt {ATTEMPT:?}, read {READ:?}, connect {CONNECT:?}"
         )?;
         writeln!(
             f,
-            "xN: requests the server saw; /Mtry: attempts, when fewer reached the server; \
+            "xN: requests the server processed; rN: requests it refused unprocessed (HTTP/2); \
+             /Mtry: attempts, when fewer reached the server; \
              body:K: a 200 head, then the body failed with K; !: differs from the table"
         )?;
         write!(f, "{:FAULT$}", "fault")?;

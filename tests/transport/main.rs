@@ -346,3 +346,88 @@ async fn a_failed_handshake_is_a_tls_error_and_tcp_failures_keep_their_kind() {
         "{err:?}"
     );
 }
+
+// ===== HTTP/2 =====
+
+/// The plain client of `transport::Builder` with HTTP/2 only (prior
+/// knowledge), straight onto the mock server: no retry layer, so the error is
+/// hyper-util's as it comes out.
+async fn h2_call(
+    server: &MockServer,
+    method: http::Method,
+) -> Result<
+    http::Response<http_resilience::read_timeout::body::ReadTimeoutBody<hyper::body::Incoming>>,
+    http_resilience::BoxError,
+> {
+    let client = transport::Builder::new()
+        .http2_only(true)
+        .build_http::<http_body_util::Full<bytes::Bytes>>()
+        .unwrap();
+    let request = http::Request::builder()
+        .method(method)
+        .uri(server.uri("/orders"))
+        .body(http_body_util::Full::from("{}"))
+        .unwrap();
+    guarded(client.oneshot(request)).await
+}
+
+/// The error and its causes, one per line, outermost first.
+fn chain(err: &(dyn std::error::Error + 'static)) -> String {
+    failure::chain(err)
+        .map(|e| format!("{e:?}"))
+        .collect::<Vec<_>>()
+        .join("\n  <- ")
+}
+
+#[tokio::test]
+async fn h2_speaks_prior_knowledge() {
+    let server = MockServer::start_h2().await.unwrap();
+    server.enqueue(MockResponse::ok("over h2"));
+    let response = h2_call(&server, http::Method::GET).await.unwrap();
+    assert_eq!(response.version(), http::Version::HTTP_2);
+    assert_eq!(text(response.into_body()).await.unwrap(), "over h2");
+    assert_eq!(server.requests()[0].version, http::Version::HTTP_2);
+}
+
+#[tokio::test]
+async fn h2_refused_stream_is_unprocessed_and_not_resent_by_the_client() {
+    let server = MockServer::start_h2().await.unwrap();
+    server.enqueue(MockResponse::refuse_stream());
+    server.enqueue(MockResponse::ok("must not be asked for"));
+    let err = h2_call(&server, http::Method::POST).await.unwrap_err();
+    println!("refused stream:\n  {}", chain(&*err));
+    assert_eq!(FailureKind::of(&*err), FailureKind::Unprocessed, "{err:?}");
+    let h2 = failure::find::<h2::Error>(&*err).expect("an h2 error in the chain");
+    assert_eq!(h2.reason(), Some(h2::Reason::REFUSED_STREAM));
+    assert!(h2.is_reset() && h2.is_remote());
+    // NOTE: hyper hands a refused stream back without the request, so
+    // hyper-util could not resend it even with its hidden retry on.
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert_eq!((server.refused_count(), server.request_count()), (1, 0));
+}
+
+#[tokio::test]
+async fn h2_goaway_below_the_stream_is_unprocessed() {
+    let server = MockServer::start_h2().await.unwrap();
+    server.enqueue(MockResponse::goaway_unprocessed());
+    server.enqueue(MockResponse::ok("must not be asked for"));
+    let err = h2_call(&server, http::Method::POST).await.unwrap_err();
+    println!("GOAWAY, unprocessed:\n  {}", chain(&*err));
+    assert_eq!(FailureKind::of(&*err), FailureKind::Unprocessed, "{err:?}");
+    let h2 = failure::find::<h2::Error>(&*err).expect("an h2 error in the chain");
+    assert!(h2.is_go_away() && h2.is_remote());
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert_eq!((server.refused_count(), server.request_count()), (1, 0));
+}
+
+#[tokio::test]
+async fn h2_goaway_after_processing_is_a_failure_after_sending() {
+    let server = MockServer::start_h2().await.unwrap();
+    server.enqueue(MockResponse::goaway_after_processing());
+    let err = h2_call(&server, http::Method::POST).await.unwrap_err();
+    println!("GOAWAY, after processing:\n  {}", chain(&*err));
+    let kind = FailureKind::of(&*err);
+    assert!(!kind.is_before_send(), "{kind}: {err:?}");
+    assert_eq!(kind, FailureKind::ConnectionReset, "{err:?}");
+    assert_eq!((server.refused_count(), server.request_count()), (0, 1));
+}

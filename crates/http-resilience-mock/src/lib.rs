@@ -1,4 +1,5 @@
-//! A scripted loopback HTTP/1.1 server for testing clients against slow and faulty peers.
+//! A scripted loopback HTTP/1.1 and HTTP/2 server for testing clients against slow and faulty
+//! peers.
 //!
 //! [`MockServer`] listens on `127.0.0.1` and answers each request with the next
 //! [`MockResponse`] from a queue. A response can be delayed, dripped slowly, or replaced by a
@@ -7,6 +8,11 @@
 //! recorded ([`RecordedRequest`]) once its head and body have been read, so tests can check
 //! what the client sent and how many attempts it made, and the server counts the connections
 //! it accepted and those still open, so tests can check connection reuse and closure.
+//!
+//! [`MockServer::start_h2`] speaks HTTP/2 (cleartext, prior knowledge) with the same queue,
+//! and adds the HTTP/2 refusals: `RST_STREAM` with `REFUSED_STREAM`, and a `GOAWAY` that
+//! announces a last stream below the request's. A request turned away unread is counted
+//! ([`MockServer::refused_count`]), not recorded.
 //!
 //! [`Unresponsive`] is an address whose connection attempts hang, for connect timeouts.
 //!
@@ -46,6 +52,7 @@
 //! ```
 
 pub mod body;
+mod http2;
 mod request;
 mod response;
 mod server;

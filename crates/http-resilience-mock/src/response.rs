@@ -16,9 +16,16 @@ const UNSCRIPTED_BODY: &[u8] = b"no response was queued on the mock server\n";
 
 /// How the server delivers (or fails to deliver) a [`MockResponse`].
 ///
-/// Every behaviour applies after the request head and body have been read in full, so the
-/// request is always recorded. Behaviours that end the connection (closing, resetting, or
-/// never answering) mean that connection serves no further request.
+/// Every behaviour but the HTTP/2 refusals ([`RefuseStream`](Self::RefuseStream),
+/// [`GoAwayUnprocessed`](Self::GoAwayUnprocessed)) applies after the request head and body
+/// have been read in full, so the request is recorded. The refusals turn the request away
+/// unread: it is counted by [`MockServer::refused_count`](crate::MockServer::refused_count),
+/// not recorded. Behaviours that end the connection (closing, resetting, going away, or never
+/// answering) mean that connection serves no further request.
+///
+/// On an HTTP/2 server ([`MockServer::start_h2`](crate::MockServer::start_h2)) the socket
+/// faults act on the whole connection, which may carry other streams: closing or resetting
+/// it cuts them too.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum Behaviour {
@@ -55,6 +62,28 @@ pub enum Behaviour {
         /// The number of body bytes written before the reset.
         sent: usize,
     },
+    /// HTTP/2: answers the stream with `RST_STREAM` and the error code `REFUSED_STREAM`
+    /// before reading its body. RFC 9113, section 8.7: the server did not process the
+    /// request, so a client may retry it whatever its method. The connection stays open.
+    ///
+    /// On HTTP/1.1 there is no stream to refuse: the request is read and recorded, then the
+    /// connection is closed without a response, as with
+    /// [`CloseBeforeResponse`](Self::CloseBeforeResponse).
+    RefuseStream,
+    /// HTTP/2: answers the stream's `HEADERS` with a `GOAWAY` (error code `NO_ERROR`) whose
+    /// last stream identifier is the highest one opened on the connection *before* this
+    /// stream, then closes the connection. The request never reaches the server's request
+    /// handling: RFC 9113, section 6.8, a client may retry it whatever its method.
+    ///
+    /// Streams opened earlier on the same connection and still open are cut by the close.
+    /// On HTTP/1.1, as [`RefuseStream`](Self::RefuseStream).
+    GoAwayUnprocessed,
+    /// HTTP/2: reads and records the request, then sends a `GOAWAY` (error code `NO_ERROR`)
+    /// whose last stream identifier covers this stream, and closes the connection without
+    /// answering. The request may have been acted on: only an idempotent one may be retried.
+    ///
+    /// On HTTP/1.1, as [`CloseBeforeResponse`](Self::CloseBeforeResponse).
+    GoAwayAfterProcessing,
 }
 
 /// A response scripted on a [`MockServer`](crate::MockServer).
@@ -166,6 +195,25 @@ impl MockResponse {
         Self::ok(body).with_behaviour(Behaviour::ResetMidBody { sent })
     }
 
+    /// Creates a response that refuses the HTTP/2 stream unread with `RST_STREAM`
+    /// `REFUSED_STREAM` ([`Behaviour::RefuseStream`]).
+    pub fn refuse_stream() -> Self {
+        Self::new(200).with_behaviour(Behaviour::RefuseStream)
+    }
+
+    /// Creates a response that turns the HTTP/2 stream away unread with a `GOAWAY` below it,
+    /// then closes the connection ([`Behaviour::GoAwayUnprocessed`]).
+    pub fn goaway_unprocessed() -> Self {
+        Self::new(200).with_behaviour(Behaviour::GoAwayUnprocessed)
+    }
+
+    /// Creates a response that reads and records the HTTP/2 request, then sends a `GOAWAY`
+    /// covering its stream and closes the connection without answering
+    /// ([`Behaviour::GoAwayAfterProcessing`]).
+    pub fn goaway_after_processing() -> Self {
+        Self::new(200).with_behaviour(Behaviour::GoAwayAfterProcessing)
+    }
+
     /// Adds a header field, keeping any field of the same name already added.
     ///
     /// # Panics
@@ -205,8 +253,10 @@ impl MockResponse {
     /// Sets how long the server waits before writing the head.
     ///
     /// For [`Behaviour::CloseBeforeResponse`] and [`Behaviour::ResetBeforeResponse`], which
-    /// write no head, the server waits this long before closing or resetting. It has no
-    /// effect on [`Behaviour::NoResponse`].
+    /// write no head, the server waits this long before closing or resetting, and for
+    /// [`Behaviour::RefuseStream`] before refusing. It has no effect on
+    /// [`Behaviour::NoResponse`] nor on [`Behaviour::GoAwayUnprocessed`], which is sent as
+    /// soon as the stream opens.
     pub fn with_head_delay(mut self, delay: Duration) -> Self {
         self.head_delay = delay;
         self

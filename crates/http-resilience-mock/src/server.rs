@@ -23,9 +23,10 @@ const CONTINUE: &[u8] = b"HTTP/1.1 100 Continue\r\n\r\n";
 /// How long the accept loop backs off after a failed accept (e.g. too many open files).
 const ACCEPT_BACKOFF: Duration = Duration::from_millis(10);
 
-/// A scripted HTTP/1.1 server on a loopback port.
+/// A scripted HTTP/1.1 or HTTP/2 server on a loopback port.
 ///
-/// Responses are queued with [`enqueue`](Self::enqueue) and consumed one per request, in
+/// [`start`](Self::start) speaks HTTP/1.1, [`start_h2`](Self::start_h2) HTTP/2 over
+/// cleartext TCP with prior knowledge (h2c, no upgrade). Responses are queued with [`enqueue`](Self::enqueue) and consumed one per request, in
 /// order, whichever connection the request arrives on. When the queue is empty, a request
 /// is answered with `500 Internal Server Error`, the header `x-mock: unscripted` and a short
 /// body saying that no response was queued.
@@ -40,6 +41,15 @@ const ACCEPT_BACKOFF: Duration = Duration::from_millis(10);
 ///
 /// Dropping the server stops accepting and aborts every connection task, which closes every
 /// connection; dropping does not need a runtime context.
+///
+/// # Processed and refused requests
+///
+/// [`requests`](Self::requests) and [`request_count`](Self::request_count) hold the requests
+/// the server *processed*: read in full before the scripted behaviour was applied. A request
+/// turned away unread over HTTP/2 ([`Behaviour::RefuseStream`],
+/// [`Behaviour::GoAwayUnprocessed`]) is not among them; it is counted by
+/// [`refused_count`](Self::refused_count) instead, so a test can tell "the request reached the
+/// server" from "the server was asked and said no".
 #[derive(Debug)]
 pub struct MockServer {
     addr: SocketAddr,
@@ -58,11 +68,52 @@ impl MockServer {
     ///
     /// Fails if the loopback listener cannot be bound.
     pub async fn start() -> io::Result<Self> {
+        Self::start_with(Protocol::Http1).await
+    }
+
+    /// Starts an HTTP/2 server on `127.0.0.1` with a port chosen by the system.
+    ///
+    /// It speaks HTTP/2 over cleartext TCP and expects the client to know it in advance (h2c
+    /// with prior knowledge: the connection starts with the HTTP/2 preface, no `Upgrade`).
+    /// Requests share the queue, the recording and the connection counts of an HTTP/1.1
+    /// server, one scripted response per stream, taken in the order the streams are opened.
+    /// The scripted headers are sent as given, less the fields HTTP/2 forbids
+    /// (`Connection`, `Keep-Alive`, `Transfer-Encoding`, ...), with `content-length` added as
+    /// on HTTP/1.1; a status outside `100..=999` is sent as `500`.
+    ///
+    /// Must be called within a tokio runtime.
+    ///
+    /// # Errors
+    ///
+    /// Fails if the loopback listener cannot be bound.
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// use http_resilience_mock::{MockResponse, MockServer};
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> std::io::Result<()> {
+    /// let server = MockServer::start_h2().await?;
+    /// server.enqueue(MockResponse::refuse_stream());
+    /// server.enqueue(MockResponse::ok("second try"));
+    /// // An HTTP/2 client with prior knowledge (hyper's `http2_only`, for example) gets
+    /// // RST_STREAM(REFUSED_STREAM) for its first request and "second try" for the next.
+    /// assert_eq!(server.refused_count(), 0);
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub async fn start_h2() -> io::Result<Self> {
+        Self::start_with(Protocol::Http2).await
+    }
+
+    async fn start_with(protocol: Protocol) -> io::Result<Self> {
         let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).await?;
         let addr = listener.local_addr()?;
         let state = Arc::new(State::default());
         let connections = Arc::new(Mutex::new(Some(JoinSet::new())));
         let accept = tokio::spawn(accept_loop(
+            protocol,
             listener,
             Arc::clone(&state),
             Arc::clone(&connections),
@@ -99,9 +150,17 @@ impl MockServer {
         lock(&self.state.queue).push_back(response);
     }
 
-    /// Returns how many requests have been received in full (head and body).
+    /// Returns how many requests have been received in full (head and body): the requests
+    /// the server processed (see [Processed and refused requests](Self#processed-and-refused-requests)).
     pub fn request_count(&self) -> usize {
         self.state.requests.borrow().len()
+    }
+
+    /// Returns how many HTTP/2 requests were turned away unread, by `RST_STREAM`
+    /// `REFUSED_STREAM` or by a `GOAWAY` below their stream; they are not in
+    /// [`requests`](Self::requests). Always zero on an HTTP/1.1 server.
+    pub fn refused_count(&self) -> usize {
+        self.state.refused.load(Ordering::SeqCst)
     }
 
     /// Returns the requests received in full so far, in arrival order.
@@ -143,13 +202,21 @@ impl Drop for MockServer {
     }
 }
 
+/// The protocol a server speaks on every connection.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Protocol {
+    Http1,
+    Http2,
+}
+
 /// The state shared by the server handle, the accept loop and the connection tasks.
 #[derive(Debug)]
-struct State {
+pub(crate) struct State {
     queue: Mutex<VecDeque<MockResponse>>,
     requests: watch::Sender<Vec<RecordedRequest>>,
     accepted: AtomicUsize,
     open: AtomicUsize,
+    refused: AtomicUsize,
 }
 
 impl Default for State {
@@ -159,16 +226,22 @@ impl Default for State {
             requests: watch::Sender::new(Vec::new()),
             accepted: AtomicUsize::new(0),
             open: AtomicUsize::new(0),
+            refused: AtomicUsize::new(0),
         }
     }
 }
 
 impl State {
-    fn record(&self, request: RecordedRequest) {
+    pub(crate) fn record(&self, request: RecordedRequest) {
         self.requests.send_modify(|all| all.push(request));
     }
 
-    fn next_response(&self) -> MockResponse {
+    /// Counts a request turned away unread.
+    pub(crate) fn refuse(&self) {
+        self.refused.fetch_add(1, Ordering::SeqCst);
+    }
+
+    pub(crate) fn next_response(&self) -> MockResponse {
         lock(&self.queue)
             .pop_front()
             .unwrap_or_else(MockResponse::unscripted)
@@ -177,7 +250,7 @@ impl State {
 
 /// Counts a connection as open for as long as it lives, including when its task is aborted.
 #[derive(Debug)]
-struct OpenConnection(Arc<State>);
+pub(crate) struct OpenConnection(Arc<State>);
 
 impl OpenConnection {
     fn new(state: Arc<State>) -> Self {
@@ -206,11 +279,12 @@ enum After {
 }
 
 /// Locks a mutex, ignoring poisoning: every critical section leaves its data consistent.
-fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+pub(crate) fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 async fn accept_loop(
+    protocol: Protocol,
     listener: TcpListener,
     state: Arc<State>,
     connections: Arc<Mutex<Option<JoinSet<()>>>>,
@@ -230,7 +304,11 @@ async fn accept_loop(
             return;
         };
         while set.try_join_next().is_some() {}
-        set.spawn(serve(stream, Arc::clone(&state), open));
+        let state = Arc::clone(&state);
+        match protocol {
+            Protocol::Http1 => set.spawn(serve(stream, state, open)),
+            Protocol::Http2 => set.spawn(crate::http2::serve(stream, state, open)),
+        };
     }
 }
 
@@ -307,7 +385,12 @@ async fn respond(
             }
             Ok(after_body)
         }
-        Behaviour::CloseBeforeResponse => Ok(After::Close),
+        // NOTE: the HTTP/2 refusals have no HTTP/1.1 counterpart; the nearest is a close
+        // without a response (the request was read, so it is recorded).
+        Behaviour::CloseBeforeResponse
+        | Behaviour::RefuseStream
+        | Behaviour::GoAwayUnprocessed
+        | Behaviour::GoAwayAfterProcessing => Ok(After::Close),
         Behaviour::ResetBeforeResponse => {
             arm_reset(stream)?;
             Ok(After::Abandon)
@@ -327,7 +410,7 @@ async fn respond(
 }
 
 /// Makes closing the socket reset the connection (RST) instead of finishing it (FIN).
-fn arm_reset(stream: &TcpStream) -> io::Result<()> {
+pub(crate) fn arm_reset(stream: &TcpStream) -> io::Result<()> {
     // NOTE: `set_linger` is deprecated because a non-zero linger makes closing the socket
     // block the thread until unsent data is delivered. A zero linger never blocks: closing
     // discards unsent data and sends RST at once, which is exactly the fault simulated here.

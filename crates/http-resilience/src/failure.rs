@@ -56,6 +56,12 @@ pub enum FailureKind {
     /// The connection closed before the request was written (hyper's
     /// "canceled"): the request was never sent.
     Unsent,
+    /// The upstream turned the request away without processing it: over
+    /// HTTP/2, a `RST_STREAM` with the error code `REFUSED_STREAM`, or a
+    /// `GOAWAY` whose last stream identifier is below the request's stream
+    /// (RFC 9113, section 8.7). The request may have been sent, but the
+    /// upstream says it did not act on it.
+    Unprocessed,
     /// The connection was reset (an `io::Error` of kind `ConnectionReset`,
     /// `ConnectionAborted` or `BrokenPipe`).
     ConnectionReset,
@@ -81,7 +87,11 @@ impl FailureKind {
     /// [`ConnectTimeout`](Self::ConnectTimeout). The typed errors of this
     /// crate's connectors are [`Dns`](Self::Dns) and [`Tls`](Self::Tls); any
     /// other connect error is [`Connect`](Self::Connect), and hyper's
-    /// "canceled" (the request was never written) is [`Unsent`](Self::Unsent). After the connection is up, an `io::Error`
+    /// "canceled" (the request was never written) is [`Unsent`](Self::Unsent).
+    /// An HTTP/2 error (`h2::Error`) that the upstream sent, either a reset
+    /// with `REFUSED_STREAM` or a `GOAWAY` (which `h2` reports on a stream
+    /// only when the stream is above the announced last stream), is
+    /// [`Unprocessed`](Self::Unprocessed). After the connection is up, an `io::Error`
     /// of a reset kind is [`ConnectionReset`](Self::ConnectionReset), and
     /// hyper's "incomplete message" or "closed" (or an unexpected end of
     /// file) is [`ConnectionClosed`](Self::ConnectionClosed). Any other error
@@ -151,9 +161,10 @@ impl FailureKind {
         )
     }
 
-    /// Whether the failure happened before the request was sent (connecting
-    /// failed, or the connection closed before the request was written), so
-    /// the upstream cannot have acted on it: retrying is safe for any method.
+    /// Whether the upstream cannot have acted on the request: it was never
+    /// sent (connecting failed, or the connection closed before the request
+    /// was written), or the upstream said it did not process it
+    /// ([`Unprocessed`](Self::Unprocessed)). Retrying is safe for any method.
     pub const fn is_before_send(&self) -> bool {
         matches!(
             self,
@@ -163,6 +174,7 @@ impl FailureKind {
                 | FailureKind::Tls
                 | FailureKind::Connect
                 | FailureKind::Unsent
+                | FailureKind::Unprocessed
         )
     }
 }
@@ -179,6 +191,7 @@ impl fmt::Display for FailureKind {
             FailureKind::Tls => "tls error",
             FailureKind::Connect => "connect error",
             FailureKind::Unsent => "closed before the request was sent",
+            FailureKind::Unprocessed => "refused unprocessed by the upstream",
             FailureKind::ConnectionReset => "connection reset",
             FailureKind::ConnectionClosed => "connection closed",
             FailureKind::Transport => "transport error",
@@ -217,6 +230,13 @@ fn client_error(err: &(dyn Error + 'static)) -> ClientError {
             ..ClientError::default()
         };
     }
+    if let Some(h2) = err.downcast_ref::<h2::Error>() {
+        return ClientError {
+            is_client: true,
+            kind: is_unprocessed(h2).then_some(FailureKind::Unprocessed),
+            ..ClientError::default()
+        };
+    }
     if let Some(client) = err.downcast_ref::<hyper_util::client::legacy::Error>() {
         return ClientError {
             is_client: true,
@@ -233,6 +253,18 @@ fn client_error(err: &(dyn Error + 'static)) -> ClientError {
         },
         None => ClientError::default(),
     }
+}
+
+/// Whether an HTTP/2 error says the upstream did not process the request.
+///
+/// NOTE: `h2` fails a stream with a remote `GOAWAY` only when the stream is
+/// above the last stream the `GOAWAY` announces (or is opened after it);
+/// streams at or below it fail later, when the connection closes, with an I/O
+/// error. So any remote `GOAWAY` on a request means it was not processed,
+/// whatever its error code.
+#[cfg(feature = "transport")]
+fn is_unprocessed(err: &h2::Error) -> bool {
+    err.is_remote() && (err.is_go_away() || err.reason() == Some(h2::Reason::REFUSED_STREAM))
 }
 
 /// Without the `transport` feature no hyper error can be named.
@@ -390,6 +422,21 @@ mod tests {
         assert_eq!(
             kind(io::Error::from(io::ErrorKind::InvalidData)),
             FailureKind::Transport
+        );
+    }
+
+    #[test]
+    #[cfg(feature = "transport")]
+    fn only_remote_http2_refusals_are_unprocessed() {
+        // A reason that did not come from the upstream (one `h2` or the caller
+        // chose) proves nothing about what the upstream did.
+        let local = h2::Error::from(h2::Reason::REFUSED_STREAM);
+        assert_eq!(kind(local), FailureKind::Transport);
+        assert!(FailureKind::Unprocessed.is_before_send());
+        assert!(!FailureKind::Unprocessed.is_timeout());
+        assert_eq!(
+            FailureKind::Unprocessed.to_string(),
+            "refused unprocessed by the upstream"
         );
     }
 

@@ -70,7 +70,8 @@ pub fn feign() -> Resilience<FeignDecoder, FeignRetryer> {
 /// (`Microsoft.Extensions.Http.Resilience`): 30 s in all, 10 s per attempt,
 /// 3 retries with exponential backoff from 2 s and jitter (decorrelated, as
 /// Polly uses for exponential backoff), on the transient outcomes (408, 429,
-/// 5xx but 501 and 505, connect failures). Unlike .NET, a `Retry-After`
+/// 5xx but 501 and 505, connect failures, HTTP/2 streams refused
+/// unprocessed). Unlike .NET, a `Retry-After`
 /// longer than 30 s is capped.
 pub fn standard() -> Resilience<TransientDecoder, ExponentialBackoff> {
     Resilience::new(

@@ -267,8 +267,10 @@ impl<B, E: AsError> Decoder<B, E> for FeignDecoder {
 }
 
 /// Retries what the resilience libraries agree is transient: the statuses
-/// 408, 429, 500, 502, 503 and 504, and failures to connect (the request was
-/// never sent). `Retry-After` is read on 429 and 503.
+/// 408, 429, 500, 502, 503 and 504, and the failures the upstream cannot have
+/// acted on ([`FailureKind::is_before_send`]): failures to connect (the
+/// request was never sent) and HTTP/2 refusals ([`FailureKind::Unprocessed`]).
+/// `Retry-After` is read on 429 and 503.
 ///
 /// This is the consensus of Polly's standard handler, Envoy's `5xx` plus
 /// `retriable-status-codes`, and gRPC's `UNAVAILABLE`. Timeouts and failures
@@ -333,7 +335,9 @@ impl<B, E: AsError> Decoder<B, E> for TransientDecoder {
 /// (`UnknownHostException`: [`FailureKind::Dns`]), a refused or failed connect
 /// (`ConnectException`), and TLS failures (`SSLException`); the deadline is
 /// never retried either. What remains is retried: a connection reset or closed
-/// without a response, or a request that was never written. Whether a sent
+/// without a response, a request that was never written, or one an HTTP/2
+/// upstream refused unprocessed ([`FailureKind::Unprocessed`]; Apache 5
+/// retries such a stream too). Whether a sent
 /// request may be repeated is then up to its idempotency (see
 /// [`RetryPolicy::retry_sent_requests`](super::RetryPolicy::retry_sent_requests)).
 ///

@@ -46,7 +46,9 @@ impl<D, R> RetryPolicy<D, R> {
     /// By default a request that may have reached the upstream is retried
     /// only if it is idempotent (see [`is_idempotent`](super::is_idempotent)),
     /// whether the verdict came from a status or from a failure; a request
-    /// that was never sent is retried whatever its method.
+    /// the upstream cannot have acted on (never sent, or refused unprocessed
+    /// over HTTP/2: [`FailureKind::is_before_send`](crate::FailureKind::is_before_send))
+    /// is retried whatever its method.
     pub const fn new(decoder: D, retryer: R) -> Self {
         Self {
             decoder,

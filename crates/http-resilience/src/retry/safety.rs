@@ -1,7 +1,8 @@
 //! When a request is safe to send again (RFC 9110, section 9.2.2).
 //!
 //! A request may be retried automatically when the upstream cannot have acted
-//! on it (it was never sent: connecting failed), or when acting on it twice is
+//! on it (it was never sent: connecting failed; or an HTTP/2 upstream refused
+//! it unprocessed, RFC 9113 section 8.7), or when acting on it twice is
 //! the same as once: its method is idempotent (GET, HEAD, OPTIONS, TRACE, PUT,
 //! DELETE), it carries an `Idempotency-Key`, or the caller says so with an
 //! [`Idempotency`] extension. Apache HttpClient's `DefaultHttpRequestRetryHandler`

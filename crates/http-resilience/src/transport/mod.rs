@@ -17,6 +17,13 @@
 //!   are exact.
 //! - **pool timer**: hyper-util's pool only evicts idle connections when it
 //!   has a timer, so the builder always sets tokio's.
+//! - **HTTP/2**: off by default (HTTP/1.1 only, as no TLS is negotiated
+//!   here). [`Builder::http2_only`] speaks HTTP/2 on every connection, with
+//!   prior knowledge (h2c) over plain TCP, or under a TLS connector that
+//!   negotiated `h2`. A stream the server refuses unprocessed (`RST_STREAM`
+//!   `REFUSED_STREAM`, or a `GOAWAY` below it) is
+//!   [`FailureKind::Unprocessed`](crate::FailureKind::Unprocessed); hyper-util
+//!   never resends it itself, whatever its hidden-retry switch says.
 //!
 //! # Example
 //!
@@ -80,6 +87,7 @@ pub struct Builder {
     read_timeout: Duration,
     pool_idle_timeout: Option<Duration>,
     pool_max_idle_per_host: usize,
+    http2_only: bool,
 }
 
 // ===== impl Builder =====
@@ -99,6 +107,7 @@ impl Builder {
             read_timeout: Self::DEFAULT_READ_TIMEOUT,
             pool_idle_timeout: Some(Self::DEFAULT_POOL_IDLE_TIMEOUT),
             pool_max_idle_per_host: usize::MAX,
+            http2_only: false,
         }
     }
 
@@ -135,6 +144,31 @@ impl Builder {
     #[must_use]
     pub fn pool_max_idle_per_host(mut self, max: usize) -> Self {
         self.pool_max_idle_per_host = max;
+        self
+    }
+
+    /// Speaks HTTP/2 only (hyper-util's `http2_only`); off by default.
+    ///
+    /// Over plain `http://` this is HTTP/2 with prior knowledge (h2c): the
+    /// client starts every connection with the HTTP/2 preface, so the upstream
+    /// must expect it. Under a TLS connector the upstream must accept `h2`.
+    /// All requests to one host then share one connection, one stream each.
+    ///
+    /// ```
+    /// use bytes::Bytes;
+    /// use http_body_util::Full;
+    /// use http_resilience::transport::Builder;
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), http_resilience::InvalidSetting> {
+    /// let client = Builder::new().http2_only(true).build_http::<Full<Bytes>>()?;
+    /// # let _ = client;
+    /// # Ok(())
+    /// # }
+    /// ```
+    #[must_use]
+    pub fn http2_only(mut self, enabled: bool) -> Self {
+        self.http2_only = enabled;
         self
     }
 
@@ -223,6 +257,7 @@ impl Builder {
             .pool_idle_timeout(self.pool_idle_timeout)
             .pool_max_idle_per_host(self.pool_max_idle_per_host)
             .retry_canceled_requests(false)
+            .http2_only(self.http2_only)
             .build(connector);
         Ok(ReadTimeout::after_connect(client, self.read_timeout))
     }

@@ -1,0 +1,705 @@
+//! HTTP/2 connections (cleartext, prior knowledge).
+//!
+//! The `h2` crate serves the streams. Between it and the socket sits a [`Gate`] that reads
+//! the frame headers going both ways, for two things `h2` cannot do on its own:
+//!
+//! - turning a new stream away with a `GOAWAY` whose last stream identifier is *below* it
+//!   (`h2` only ever announces the highest stream it has received, which would cover the
+//!   stream): the gate drops the stream's frames before `h2` sees them and writes the
+//!   `GOAWAY` itself, between two of `h2`'s frames;
+//! - knowing when a response head or body bytes have left for the socket, so that a fault
+//!   that closes the connection after them does not cut frames still queued inside `h2`.
+//!
+//! The gate also takes each stream's scripted response from the queue when the stream's
+//! first `HEADERS` frame arrives, so scripts are consumed in the order streams are opened.
+
+use std::collections::HashMap;
+use std::io;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::task::{ready, Context, Poll};
+
+use bytes::{Buf, Bytes, BytesMut};
+use h2::server::SendResponse;
+use h2::{Reason, RecvStream};
+use http::header::{HeaderName, CONNECTION, CONTENT_LENGTH, TE, TRANSFER_ENCODING, UPGRADE};
+use http::{HeaderValue, Method, StatusCode};
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio::net::TcpStream;
+use tokio::sync::{mpsc, watch};
+use tokio::task::JoinSet;
+
+use crate::request::RecordedRequest;
+use crate::response::{Behaviour, MockResponse};
+use crate::server::{arm_reset, lock, OpenConnection, State};
+
+/// The connection preface a client sends before its first frame (RFC 9113, section 3.4).
+const PREFACE_LEN: usize = 24;
+/// The length of a frame header.
+const FRAME_HEAD_LEN: usize = 9;
+/// Frame types (RFC 9113, section 6).
+const DATA: u8 = 0x0;
+const HEADERS: u8 = 0x1;
+const GOAWAY: u8 = 0x7;
+const CONTINUATION: u8 = 0x9;
+/// The flag that ends a header block.
+const END_HEADERS: u8 = 0x4;
+/// The largest request body read, as on HTTP/1.1; a longer one resets the stream.
+const MAX_BODY_LEN: usize = 64 * 1024 * 1024;
+
+/// What a stream asks of its connection.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Command {
+    /// Drop the connection now (FIN, or RST when [`Shared::reset`] is set).
+    Close,
+    /// Send a `GOAWAY` covering every stream received, then close.
+    GoAway,
+}
+
+/// How much of one stream's response has been written to the socket.
+#[derive(Debug, Clone, Copy, Default)]
+struct Written {
+    head: bool,
+    data: usize,
+}
+
+/// The state of one connection shared by its task, its stream tasks and its gate.
+#[derive(Debug)]
+struct Shared {
+    /// The scripted response of each stream the gate let through, until it is answered.
+    scripts: Mutex<HashMap<u32, MockResponse>>,
+    /// What has been written of each stream's response.
+    written: watch::Sender<HashMap<u32, Written>>,
+    commands: mpsc::UnboundedSender<Command>,
+    /// Close with RST rather than FIN.
+    reset: AtomicBool,
+}
+
+impl Shared {
+    /// Waits until the head and at least `data` body bytes of stream `id` are written.
+    async fn written(&self, id: u32, data: usize) {
+        let mut updates = self.written.subscribe();
+        let _ = updates
+            .wait_for(|all| all.get(&id).is_some_and(|w| w.head && w.data >= data))
+            .await;
+    }
+
+    fn command(&self, command: Command) {
+        // NOTE: the receiver lives as long as the connection task, which owns every stream
+        // task; a failed send means the connection is already gone.
+        let _ = self.commands.send(command);
+    }
+}
+
+/// Serves one HTTP/2 connection until it ends.
+pub(crate) async fn serve(stream: TcpStream, state: Arc<State>, _open: OpenConnection) {
+    let _ = stream.set_nodelay(true);
+    let (commands, mut orders) = mpsc::unbounded_channel();
+    let shared = Arc::new(Shared {
+        scripts: Mutex::default(),
+        written: watch::Sender::new(HashMap::new()),
+        commands,
+        reset: AtomicBool::new(false),
+    });
+    let gate = Gate::new(stream, Arc::clone(&state), Arc::clone(&shared));
+    let Ok(mut connection) = h2::server::handshake(gate).await else {
+        return;
+    };
+    // NOTE: dropped with this task, which aborts the stream tasks and closes the socket.
+    let mut streams = JoinSet::new();
+    loop {
+        tokio::select! {
+            accepted = connection.accept() => match accepted {
+                Some(Ok((request, respond))) => {
+                    let id = respond.stream_id().as_u32();
+                    let script = lock(&shared.scripts)
+                        .remove(&id)
+                        .unwrap_or_else(MockResponse::unscripted);
+                    while streams.try_join_next().is_some() {}
+                    streams.spawn(answer(request, respond, script, Arc::clone(&state), Arc::clone(&shared)));
+                }
+                Some(Err(_)) | None => return,
+            },
+            Some(order) = orders.recv() => match order {
+                Command::Close => return,
+                // `h2` announces the highest stream it received, then closes once the
+                // frame is flushed; `accept` drives it and ends with `None`.
+                Command::GoAway => connection.abrupt_shutdown(Reason::NO_ERROR),
+            },
+        }
+    }
+}
+
+/// Applies a script to one stream.
+async fn answer(
+    request: http::Request<RecvStream>,
+    mut respond: SendResponse<Bytes>,
+    script: MockResponse,
+    state: Arc<State>,
+    shared: Arc<Shared>,
+) {
+    let id = respond.stream_id().as_u32();
+    let behaviour = script.behaviour();
+    if matches!(
+        behaviour,
+        Behaviour::RefuseStream | Behaviour::GoAwayUnprocessed
+    ) {
+        // NOTE: `GoAwayUnprocessed` is handled by the gate before `h2` sees the stream; it
+        // only gets here if it was queued after the stream passed, and is then a refusal.
+        if !script.head_delay().is_zero() {
+            tokio::time::sleep(script.head_delay()).await;
+        }
+        respond.send_reset(Reason::REFUSED_STREAM);
+        state.refuse();
+        return;
+    }
+    let (parts, mut body) = request.into_parts();
+    let Ok(received) = read_body(&mut body).await else {
+        return;
+    };
+    let head_only = parts.method == Method::HEAD;
+    state.record(RecordedRequest {
+        method: parts.method,
+        uri: parts.uri,
+        version: parts.version,
+        headers: parts.headers,
+        body: received,
+    });
+    if behaviour != Behaviour::NoResponse && !script.head_delay().is_zero() {
+        tokio::time::sleep(script.head_delay()).await;
+    }
+    let body = if head_only {
+        Bytes::new()
+    } else {
+        script.body().clone()
+    };
+    let _ = respond_with(&mut respond, &script, body, &shared, id).await;
+    // NOTE: behaviours that never finish the stream hold it open until the connection ends.
+    std::future::pending::<()>().await;
+}
+
+/// Writes what the behaviour calls for; returns early if the stream or connection fails.
+async fn respond_with(
+    respond: &mut SendResponse<Bytes>,
+    script: &MockResponse,
+    body: Bytes,
+    shared: &Shared,
+    id: u32,
+) -> Result<(), h2::Error> {
+    let head = encode_head(script);
+    match script.behaviour() {
+        Behaviour::Respond => {
+            let mut stream = respond.send_response(head, body.is_empty())?;
+            if !body.is_empty() {
+                stream.send_data(body, true)?;
+            }
+        }
+        Behaviour::NoResponse => {}
+        Behaviour::StallAfterHead => {
+            respond.send_response(head, false)?;
+        }
+        Behaviour::Drip { chunk, pause } => {
+            let mut stream = respond.send_response(head, body.is_empty())?;
+            if !body.is_empty() {
+                for piece in body.chunks(chunk.max(1)) {
+                    tokio::time::sleep(pause).await;
+                    stream.send_data(body.slice_ref(piece), false)?;
+                }
+                stream.send_data(Bytes::new(), true)?;
+            }
+        }
+        Behaviour::CloseBeforeResponse => shared.command(Command::Close),
+        Behaviour::ResetBeforeResponse => {
+            shared.reset.store(true, Ordering::SeqCst);
+            shared.command(Command::Close);
+        }
+        Behaviour::CloseAfterHead => {
+            respond.send_response(head, false)?;
+            shared.written(id, 0).await;
+            shared.command(Command::Close);
+        }
+        Behaviour::ResetMidBody { sent } => {
+            let mut stream = respond.send_response(head, false)?;
+            let sent = sent.min(body.len());
+            if sent > 0 {
+                stream.send_data(body.slice(..sent), false)?;
+            }
+            shared.written(id, sent).await;
+            shared.reset.store(true, Ordering::SeqCst);
+            shared.command(Command::Close);
+        }
+        Behaviour::GoAwayAfterProcessing => shared.command(Command::GoAway),
+        // The refusals were dealt with before the body was read.
+        Behaviour::RefuseStream | Behaviour::GoAwayUnprocessed => {}
+    }
+    Ok(())
+}
+
+/// Reads a request body in full, giving its flow-control capacity back as it goes.
+async fn read_body(body: &mut RecvStream) -> Result<Bytes, h2::Error> {
+    let mut all = BytesMut::new();
+    while let Some(chunk) = body.data().await {
+        let chunk = chunk?;
+        let _ = body.flow_control().release_capacity(chunk.len());
+        if all.len() + chunk.len() > MAX_BODY_LEN {
+            return Err(h2::Error::from(Reason::REFUSED_STREAM));
+        }
+        all.extend_from_slice(&chunk);
+    }
+    Ok(all.freeze())
+}
+
+/// The response head of a script: its status (`500` if HTTP cannot carry it), its headers
+/// less the connection-specific ones HTTP/2 forbids, and `content-length` unless scripted.
+fn encode_head(script: &MockResponse) -> http::Response<()> {
+    let mut head = http::Response::new(());
+    *head.status_mut() =
+        StatusCode::from_u16(script.status()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    let forbidden = [
+        CONNECTION,
+        TRANSFER_ENCODING,
+        UPGRADE,
+        TE,
+        HeaderName::from_static("keep-alive"),
+        HeaderName::from_static("proxy-connection"),
+    ];
+    for (name, value) in script.headers() {
+        if !forbidden.contains(name) {
+            head.headers_mut().append(name.clone(), value.clone());
+        }
+    }
+    if !head.headers().contains_key(CONTENT_LENGTH) {
+        head.headers_mut()
+            .insert(CONTENT_LENGTH, HeaderValue::from(script.body().len()));
+    }
+    head
+}
+
+/// A `GOAWAY` frame with the error code `NO_ERROR` and no debug data.
+fn goaway_frame(last_stream: u32) -> Bytes {
+    let mut frame = Vec::with_capacity(FRAME_HEAD_LEN + 8);
+    frame.extend_from_slice(&[0, 0, 8, GOAWAY, 0]);
+    frame.extend_from_slice(&0u32.to_be_bytes());
+    frame.extend_from_slice(&(last_stream & 0x7fff_ffff).to_be_bytes());
+    frame.extend_from_slice(&u32::from(Reason::NO_ERROR).to_be_bytes());
+    Bytes::from(frame)
+}
+
+/// The socket as `h2` sees it; see the module docs.
+#[derive(Debug)]
+struct Gate {
+    io: TcpStream,
+    state: Arc<State>,
+    shared: Arc<Shared>,
+    /// Bytes of the client preface still to pass on.
+    preface: usize,
+    /// Bytes read from the socket and not yet judged.
+    raw: BytesMut,
+    /// Bytes judged and waiting for `h2` to read them.
+    ready: BytesMut,
+    /// The highest stream the client opened.
+    highest: u32,
+    /// The last stream identifier of the gate's `GOAWAY`, once it decided to send one:
+    /// frames of higher streams are dropped.
+    last: Option<u32>,
+    /// The gate's `GOAWAY`, until it is written in full.
+    goaway: Option<Bytes>,
+    /// The header of `h2`'s frame being written, and how much of it is.
+    out_head: [u8; FRAME_HEAD_LEN],
+    out_head_len: usize,
+    /// Payload bytes of that frame still to write.
+    out_left: usize,
+}
+
+impl Gate {
+    fn new(io: TcpStream, state: Arc<State>, shared: Arc<Shared>) -> Self {
+        Self {
+            io,
+            state,
+            shared,
+            preface: PREFACE_LEN,
+            raw: BytesMut::new(),
+            ready: BytesMut::new(),
+            highest: 0,
+            last: None,
+            goaway: None,
+            out_head: [0; FRAME_HEAD_LEN],
+            out_head_len: 0,
+            out_left: 0,
+        }
+    }
+
+    /// Judges the next complete unit of `raw` (preface bytes or one frame); `false` if more
+    /// bytes are needed.
+    fn judge(&mut self) -> bool {
+        if self.preface > 0 {
+            let n = self.preface.min(self.raw.len());
+            self.preface -= n;
+            self.ready.extend_from_slice(&self.raw.split_to(n));
+            return n > 0;
+        }
+        if self.raw.len() < FRAME_HEAD_LEN {
+            return false;
+        }
+        let len = usize::from(self.raw[0]) << 16
+            | usize::from(self.raw[1]) << 8
+            | usize::from(self.raw[2]);
+        if self.raw.len() < FRAME_HEAD_LEN + len {
+            return false;
+        }
+        let frame = self.raw.split_to(FRAME_HEAD_LEN + len);
+        let kind = frame[3];
+        let stream = u32::from_be_bytes([frame[5], frame[6], frame[7], frame[8]]) & 0x7fff_ffff;
+        if self.last.is_some_and(|last| stream > last) {
+            return true;
+        }
+        if kind == HEADERS && stream > self.highest {
+            let before = self.highest;
+            self.highest = stream;
+            let script = self.state.next_response();
+            if script.behaviour() == Behaviour::GoAwayUnprocessed {
+                self.state.refuse();
+                self.last = Some(before);
+                self.goaway = Some(goaway_frame(before));
+                return true;
+            }
+            lock(&self.shared.scripts).insert(stream, script);
+        }
+        self.ready.extend_from_slice(&frame);
+        true
+    }
+
+    /// Writes the gate's `GOAWAY` if one is due and `h2` is between two frames; once it is
+    /// written, asks the connection to close.
+    fn poll_goaway(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        while let Some(frame) = &mut self.goaway {
+            if self.out_head_len != 0 {
+                // NOTE: `h2` is in the middle of a frame and will write the rest of it.
+                return Poll::Ready(Ok(()));
+            }
+            let n = ready!(Pin::new(&mut self.io).poll_write(cx, frame))?;
+            frame.advance(n);
+            if frame.is_empty() {
+                self.goaway = None;
+                self.shared.command(Command::Close);
+            }
+        }
+        Poll::Ready(Ok(()))
+    }
+
+    /// Follows `h2`'s frames through `written`, bytes that were just written.
+    fn track(&mut self, mut written: &[u8]) {
+        while !written.is_empty() {
+            if self.out_head_len < FRAME_HEAD_LEN {
+                let n = (FRAME_HEAD_LEN - self.out_head_len).min(written.len());
+                self.out_head[self.out_head_len..self.out_head_len + n]
+                    .copy_from_slice(&written[..n]);
+                self.out_head_len += n;
+                written = &written[n..];
+                if self.out_head_len == FRAME_HEAD_LEN {
+                    let head = self.out_head;
+                    self.out_left = usize::from(head[0]) << 16
+                        | usize::from(head[1]) << 8
+                        | usize::from(head[2]);
+                }
+            } else {
+                let n = self.out_left.min(written.len());
+                self.out_left -= n;
+                written = &written[n..];
+                self.progress(n);
+            }
+            if self.out_head_len == FRAME_HEAD_LEN && self.out_left == 0 {
+                if matches!(self.out_head[3], HEADERS | CONTINUATION)
+                    && self.out_head[4] & END_HEADERS != 0
+                {
+                    let stream = self.out_stream();
+                    self.shared.written.send_modify(|all| {
+                        all.entry(stream).or_default().head = true;
+                    });
+                }
+                self.out_head_len = 0;
+            }
+        }
+    }
+
+    /// The stream of `h2`'s frame being written.
+    fn out_stream(&self) -> u32 {
+        let head = self.out_head;
+        u32::from_be_bytes([head[5], head[6], head[7], head[8]]) & 0x7fff_ffff
+    }
+
+    /// Notes `payload` more bytes of the current frame as written.
+    fn progress(&self, payload: usize) {
+        if self.out_head[3] == DATA && payload > 0 {
+            let stream = self.out_stream();
+            self.shared.written.send_modify(|all| {
+                all.entry(stream).or_default().data += payload;
+            });
+        }
+    }
+}
+
+impl AsyncRead for Gate {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        let this = self.get_mut();
+        loop {
+            if !this.ready.is_empty() {
+                let n = this.ready.len().min(buf.remaining());
+                buf.put_slice(&this.ready.split_to(n));
+                return Poll::Ready(Ok(()));
+            }
+            if this.judge() {
+                continue;
+            }
+            if this.goaway.is_some() {
+                ready!(this.poll_goaway(cx))?;
+            }
+            let mut chunk = [0; 8 * 1024];
+            let mut read = ReadBuf::new(&mut chunk);
+            ready!(Pin::new(&mut this.io).poll_read(cx, &mut read))?;
+            if read.filled().is_empty() {
+                // The client closed; an incomplete frame left in `raw` is dropped.
+                return Poll::Ready(Ok(()));
+            }
+            this.raw.extend_from_slice(read.filled());
+        }
+    }
+}
+
+impl AsyncWrite for Gate {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        let this = self.get_mut();
+        ready!(this.poll_goaway(cx))?;
+        // NOTE: each write stops at the end of a frame header or payload, so that a frame
+        // boundary is always between two writes, where the gate's GOAWAY can go.
+        let limit = if this.out_head_len < FRAME_HEAD_LEN {
+            FRAME_HEAD_LEN - this.out_head_len
+        } else {
+            this.out_left
+        };
+        let piece = &buf[..limit.min(buf.len())];
+        let n = ready!(Pin::new(&mut this.io).poll_write(cx, piece))?;
+        this.track(&piece[..n]);
+        Poll::Ready(Ok(n))
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        let this = self.get_mut();
+        ready!(this.poll_goaway(cx))?;
+        Pin::new(&mut this.io).poll_flush(cx)
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        let this = self.get_mut();
+        ready!(this.poll_goaway(cx))?;
+        Pin::new(&mut this.io).poll_shutdown(cx)
+    }
+}
+
+impl Drop for Gate {
+    fn drop(&mut self) {
+        if self.shared.reset.load(Ordering::SeqCst) {
+            let _ = arm_reset(&self.io);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use h2::client::SendRequest;
+    use tokio::time::timeout;
+
+    use super::*;
+    use crate::MockServer;
+
+    const LIMIT: Duration = Duration::from_secs(5);
+
+    /// An HTTP/2 client connection to `server`, its connection driven in the background.
+    async fn connect(server: &MockServer) -> SendRequest<Bytes> {
+        let tcp = TcpStream::connect(server.addr()).await.unwrap();
+        let (client, connection) = h2::client::handshake(tcp).await.unwrap();
+        tokio::spawn(async move {
+            let _ = connection.await;
+        });
+        client
+    }
+
+    /// Sends a request with `body` and reads the whole response.
+    async fn send(
+        client: &mut SendRequest<Bytes>,
+        method: Method,
+        body: &'static str,
+    ) -> Result<(StatusCode, Bytes), h2::Error> {
+        timeout(LIMIT, async {
+            let mut ready = client.clone().ready().await?;
+            let request = http::Request::builder()
+                .method(method)
+                .uri("http://127.0.0.1/orders")
+                .body(())
+                .unwrap();
+            let (response, mut stream) = ready.send_request(request, body.is_empty())?;
+            if !body.is_empty() {
+                stream.send_data(Bytes::from_static(body.as_bytes()), true)?;
+            }
+            let response = response.await?;
+            let status = response.status();
+            let mut body = response.into_body();
+            let mut all = BytesMut::new();
+            while let Some(chunk) = body.data().await {
+                all.extend_from_slice(&chunk?);
+            }
+            Ok((status, all.freeze()))
+        })
+        .await
+        .expect("the exchange hung")
+    }
+
+    #[tokio::test]
+    async fn answers_streams_in_order_and_records_them() {
+        let server = MockServer::start_h2().await.unwrap();
+        server.enqueue(MockResponse::ok("first").with_header("connection", "close"));
+        server.enqueue(MockResponse::new(503).with_header("retry-after", "1"));
+        let mut client = connect(&server).await;
+        let (status, body) = send(&mut client, Method::POST, "{}").await.unwrap();
+        assert_eq!((status, &body[..]), (StatusCode::OK, &b"first"[..]));
+        let (status, body) = send(&mut client, Method::GET, "").await.unwrap();
+        assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE);
+        assert!(body.is_empty());
+        // Unscripted streams get the marked 500.
+        let (status, _) = send(&mut client, Method::GET, "").await.unwrap();
+        assert_eq!(status, StatusCode::INTERNAL_SERVER_ERROR);
+
+        let requests = server.requests();
+        assert_eq!(requests.len(), 3);
+        assert_eq!(requests[0].method, Method::POST);
+        assert_eq!(requests[0].version, http::Version::HTTP_2);
+        assert_eq!(requests[0].uri.path(), "/orders");
+        assert_eq!(&requests[0].body[..], b"{}");
+        assert_eq!(server.connection_count(), 1);
+        assert_eq!(server.refused_count(), 0);
+    }
+
+    #[tokio::test]
+    async fn refused_stream_is_counted_not_recorded() {
+        let server = MockServer::start_h2().await.unwrap();
+        server.enqueue(MockResponse::refuse_stream());
+        server.enqueue(MockResponse::ok("again"));
+        let mut client = connect(&server).await;
+        let err = send(&mut client, Method::POST, "{}").await.unwrap_err();
+        assert_eq!(err.reason(), Some(Reason::REFUSED_STREAM), "{err:?}");
+        assert!(err.is_reset() && err.is_remote(), "{err:?}");
+        assert_eq!(server.refused_count(), 1);
+        assert_eq!(server.request_count(), 0);
+        // The connection stays usable.
+        let (status, body) = send(&mut client, Method::POST, "{}").await.unwrap();
+        assert_eq!((status, &body[..]), (StatusCode::OK, &b"again"[..]));
+        assert_eq!(server.request_count(), 1);
+        assert_eq!(server.connection_count(), 1);
+    }
+
+    #[tokio::test]
+    async fn goaway_below_the_stream_turns_it_away_unread() {
+        let server = MockServer::start_h2().await.unwrap();
+        server.enqueue(MockResponse::ok("one"));
+        server.enqueue(MockResponse::goaway_unprocessed());
+        let mut client = connect(&server).await;
+        send(&mut client, Method::GET, "").await.unwrap();
+        let err = send(&mut client, Method::POST, "{}").await.unwrap_err();
+        assert!(err.is_go_away() && err.is_remote(), "{err:?}");
+        assert_eq!(err.reason(), Some(Reason::NO_ERROR));
+        assert_eq!(server.refused_count(), 1);
+        assert_eq!(server.request_count(), 1);
+        // The server closes the connection after the GOAWAY.
+        timeout(LIMIT, async {
+            while server.open_connections() != 0 {
+                tokio::time::sleep(Duration::from_millis(5)).await;
+            }
+        })
+        .await
+        .unwrap();
+    }
+
+    #[tokio::test]
+    async fn goaway_on_the_first_stream_announces_none() {
+        let server = MockServer::start_h2().await.unwrap();
+        server.enqueue(MockResponse::goaway_unprocessed());
+        let mut client = connect(&server).await;
+        let err = send(&mut client, Method::GET, "").await.unwrap_err();
+        assert!(err.is_go_away() && err.is_remote(), "{err:?}");
+        assert_eq!((server.refused_count(), server.request_count()), (1, 0));
+    }
+
+    #[tokio::test]
+    async fn goaway_after_processing_records_then_closes() {
+        let server = MockServer::start_h2().await.unwrap();
+        server.enqueue(MockResponse::goaway_after_processing());
+        let mut client = connect(&server).await;
+        let err = send(&mut client, Method::POST, "{}").await.unwrap_err();
+        // The GOAWAY covers the stream, so it is not what fails it: the close is.
+        assert!(!err.is_go_away(), "{err:?}");
+        assert!(err.is_io(), "{err:?}");
+        assert_eq!((server.refused_count(), server.request_count()), (0, 1));
+    }
+
+    #[tokio::test]
+    async fn socket_faults_wait_for_the_frames_before_them() {
+        let server = MockServer::start_h2().await.unwrap();
+        server.enqueue(MockResponse::reset_mid_body("0123456789", 4));
+        let mut client = connect(&server).await;
+        let request = http::Request::get("http://127.0.0.1/").body(()).unwrap();
+        let (response, _) = client.send_request(request, true).unwrap();
+        let response = timeout(LIMIT, response).await.unwrap().unwrap();
+        assert_eq!(response.headers()[CONTENT_LENGTH], "10");
+        let mut body = response.into_body();
+        let mut got = BytesMut::new();
+        let failed = timeout(LIMIT, async {
+            while let Some(chunk) = body.data().await {
+                match chunk {
+                    Ok(chunk) => got.extend_from_slice(&chunk),
+                    Err(err) => return Some(err),
+                }
+            }
+            None
+        })
+        .await
+        .unwrap();
+        assert_eq!(&got[..], b"0123");
+        assert!(failed.is_some());
+    }
+
+    #[test]
+    fn heads_drop_connection_specific_fields() {
+        let script = MockResponse::new(204)
+            .with_header("connection", "close")
+            .with_header("transfer-encoding", "chunked")
+            .with_header("x-kept", "1");
+        let head = encode_head(&script);
+        assert_eq!(head.status(), StatusCode::NO_CONTENT);
+        assert_eq!(head.headers().len(), 2, "{:?}", head.headers());
+        assert_eq!(head.headers()[CONTENT_LENGTH], "0");
+        assert_eq!(
+            encode_head(&MockResponse::new(42)).status(),
+            StatusCode::INTERNAL_SERVER_ERROR
+        );
+    }
+
+    #[test]
+    fn goaway_frame_is_well_formed() {
+        let frame = goaway_frame(5);
+        assert_eq!(
+            &frame[..],
+            &[0, 0, 8, GOAWAY, 0, 0, 0, 0, 0, 0, 0, 0, 5, 0, 0, 0, 0]
+        );
+    }
+}
