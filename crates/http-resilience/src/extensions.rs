@@ -26,6 +26,14 @@ pub(crate) fn saturating_after(now: Instant, duration: Duration) -> Instant {
 ///
 /// The instant is tokio's, so it follows `tokio::time::pause()`.
 ///
+/// A deadline that `DeadlineLayer` recorded is *enforced*: that layer's own
+/// timer ends the call at the instant. An attempt that the deadline would end
+/// first then needs no timer of its own, and `AttemptTimeout` sets none. A
+/// deadline made here with [`at`](Self::at) or [`after`](Self::after) and
+/// read by `AttemptTimeout` with no `DeadlineLayer` outside it is enforced by
+/// `AttemptTimeout` itself. Two deadlines are equal when their instants and
+/// budgets are, enforced or not.
+///
 /// # Example
 ///
 /// ```
@@ -42,10 +50,26 @@ pub(crate) fn saturating_after(now: Instant, duration: Duration) -> Instant {
 /// assert!(found.remaining() <= Duration::from_secs(2));
 /// # }
 /// ```
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy)]
 pub struct RequestDeadline {
     instant: Instant,
     budget: Duration,
+    // Whether a `Deadline` layer's timer ends the call at `instant`.
+    enforced: bool,
+}
+
+impl PartialEq for RequestDeadline {
+    fn eq(&self, other: &Self) -> bool {
+        (self.instant, self.budget) == (other.instant, other.budget)
+    }
+}
+
+impl Eq for RequestDeadline {}
+
+impl std::hash::Hash for RequestDeadline {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        (self.instant, self.budget).hash(state);
+    }
 }
 
 // ===== impl RequestDeadline =====
@@ -56,6 +80,7 @@ impl RequestDeadline {
         Self {
             instant,
             budget: instant.saturating_duration_since(Instant::now()),
+            enforced: false,
         }
     }
 
@@ -72,6 +97,7 @@ impl RequestDeadline {
         Self {
             instant: saturating_after(now, budget),
             budget,
+            enforced: false,
         }
     }
 
@@ -104,6 +130,17 @@ impl RequestDeadline {
         } else {
             self
         }
+    }
+
+    /// The same deadline, marked as ended by a `Deadline` layer's timer.
+    pub(crate) const fn enforced(mut self) -> Self {
+        self.enforced = true;
+        self
+    }
+
+    /// Whether a `Deadline` layer's timer ends the call at this deadline.
+    pub(crate) const fn is_enforced(&self) -> bool {
+        self.enforced
     }
 
     /// The deadline carried by `request`, if any.

@@ -35,6 +35,12 @@ pin_project! {
             sleep: Option<Pin<Box<Sleep>>>,
             expiry: Expiry,
         },
+        // The attempt is bounded from outside: a `Deadline` layer ends it
+        // before its own limit would.
+        Unbounded {
+            #[pin]
+            response: F,
+        },
         // The request's deadline had already passed: the inner service was not called.
         Expired {
             budget: Duration,
@@ -77,6 +83,12 @@ impl<F> ResponseFuture<F> {
         }
     }
 
+    pub(crate) fn unbounded(response: F) -> Self {
+        Self {
+            state: State::Unbounded { response },
+        }
+    }
+
     pub(crate) fn expired(budget: Duration) -> Self {
         Self {
             state: State::Expired { budget },
@@ -112,6 +124,7 @@ where
                 state.set(State::Done);
                 Poll::Ready(Err(error))
             }
+            StateProj::Unbounded { response } => response.poll(cx).map_err(Into::into),
             StateProj::Expired { budget } => {
                 let error = DeadlineExceeded::new(*budget).into();
                 state.set(State::Done);
@@ -129,6 +142,7 @@ impl<F> fmt::Debug for ResponseFuture<F> {
                 Expiry::Attempt(_) => "running",
                 Expiry::Deadline(_) => "running until the deadline",
             },
+            State::Unbounded { .. } => "running until the enforced deadline",
             State::Expired { .. } => "deadline already passed",
             State::Done => "done",
         };

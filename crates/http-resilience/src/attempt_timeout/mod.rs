@@ -56,6 +56,10 @@
 //! not [`AttemptTimedOut`]: the caller learns which budget ran out. A request
 //! whose deadline has already passed is not sent at all.
 //!
+//! When that deadline was recorded by a `DeadlineLayer`, whose own timer ends
+//! the call at the same instant with the same error, the attempt sets no timer
+//! of its own: one timer per call is enough.
+//!
 //! By default every attempt keeps its own limit, the last one included.
 //! [`final_attempt_uses_deadline`](AttemptTimeout::final_attempt_uses_deadline)
 //! (or the layer's method of the same name) lets the last attempt a retry
@@ -147,6 +151,13 @@ where
         let (end, expiry) = match RequestDeadline::of(&request) {
             Some(deadline) if deadline.instant() <= now => {
                 return ResponseFuture::expired(deadline.budget());
+            }
+            // NOTE: a `Deadline` layer outside ends the call at its instant
+            // with the same error, so a second timer there would be waste.
+            Some(deadline)
+                if deadline.is_enforced() && (unbounded || deadline.instant() <= own_end) =>
+            {
+                return ResponseFuture::unbounded(self.inner.call(request));
             }
             // NOTE: on a tie the deadline wins: it is the budget that ran out.
             Some(deadline) if unbounded || deadline.instant() <= own_end => {

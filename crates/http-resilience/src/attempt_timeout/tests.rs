@@ -146,3 +146,38 @@ fn an_attempt_left_pending_starts_the_timer() {
         let _ = svc.oneshot(Request::new(())).await;
     });
 }
+
+/// Calls an `AttemptTimeout` whose inner service answers after one pending
+/// poll, on a runtime without timers, with `deadline` on the request.
+fn pending_once_under(deadline: RequestDeadline) {
+    without_timers().block_on(async {
+        let svc = AttemptTimeoutLayer::new(LIMIT).layer(tower::service_fn(|_: Req| async {
+            tokio::task::yield_now().await;
+            Ok::<_, std::convert::Infallible>(Resp::new("ok"))
+        }));
+        let mut request = Request::new(());
+        request.extensions_mut().insert(deadline);
+        assert_eq!(svc.oneshot(request).await.unwrap().body(), &"ok");
+    });
+}
+
+#[test]
+fn an_enforced_deadline_before_the_limit_needs_no_second_timer() {
+    // A `Deadline` layer outside would end the attempt first.
+    let deadline = without_timers().block_on(async { RequestDeadline::after(LIMIT / 2) });
+    pending_once_under(deadline.enforced());
+}
+
+#[test]
+#[should_panic(expected = "timers are disabled")]
+fn a_deadline_no_layer_enforces_gets_the_attempts_timer() {
+    let deadline = without_timers().block_on(async { RequestDeadline::after(LIMIT / 2) });
+    pending_once_under(deadline);
+}
+
+#[test]
+#[should_panic(expected = "timers are disabled")]
+fn an_enforced_deadline_after_the_limit_leaves_the_limit_its_timer() {
+    let deadline = without_timers().block_on(async { RequestDeadline::after(LIMIT * 2) });
+    pending_once_under(deadline.enforced());
+}

@@ -602,7 +602,6 @@ async fn a_first_attempt_not_accepted_carries_its_summary() {
 mod discard {
     use super::*;
     use http_body::{Body, Frame, SizeHint};
-    use tower::{Layer, ServiceExt};
     use std::{
         pin::Pin,
         sync::{
@@ -611,6 +610,7 @@ mod discard {
         },
         task::{Context, Poll},
     };
+    use tower::{Layer, ServiceExt};
 
     /// A response body whose data has arrived (`ready`) or never will.
     struct Probe {
