@@ -112,7 +112,6 @@ pub(crate) fn ours<S, T>(
 where
     S: Service<Req, Response = Response<T>> + Clone,
     S::Error: Into<tower::BoxError>,
-    T: http_body::Body,
 {
     let policy = RetryPolicy::new(
         StatusDecoder::new([503]),

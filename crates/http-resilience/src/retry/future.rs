@@ -5,15 +5,13 @@ use super::{
     WaitSource,
 };
 use crate::{Attempts, RequestDeadline, RetryReport, Stop};
-use bytes::Buf;
-use http_body::Body;
 use pin_project_lite::pin_project;
 use std::{
     fmt,
     future::Future,
     pin::Pin,
     sync::Arc,
-    task::{ready, Context, Poll, Waker},
+    task::{ready, Context, Poll},
     time::Duration,
 };
 use tokio::time::Sleep;
@@ -99,7 +97,6 @@ impl<S, B, T, D, R> Future for ResponseFuture<S, B, D, R>
 where
     S: Service<http::Request<B>, Response = http::Response<T>>,
     B: TryCloneBody,
-    T: Body,
     D: Decoder<T, S::Error>,
     R: Retryer,
 {
@@ -193,11 +190,9 @@ where
                     }
                     match next {
                         Ok(delay) => {
-                            // The discarded response goes before the next
-                            // attempt starts.
-                            if let Ok(response) = outcome {
-                                discard(response.into_body());
-                            }
+                            // NOTE: the discarded response (and its unread
+                            // body) is dropped here, before the next attempt.
+                            drop(outcome);
                             if delay.is_zero() {
                                 this.state.set(State::Readying);
                             } else {
@@ -346,35 +341,5 @@ fn fits<D, R>(
             Err(Stop::WouldMissDeadline)
         }
         _ => Ok(delay),
-    }
-}
-
-/// The most of a discarded response body that [`discard`] reads.
-const DISCARD_LIMIT: u64 = 64 * 1024;
-
-/// Reads what has already arrived of a discarded response body, up to
-/// [`DISCARD_LIMIT`] bytes and without waiting, then drops it.
-///
-/// hyper hands an HTTP/1.1 connection back to its pool only once the response
-/// body has been read to its end. The small body of a 503 or 429 usually
-/// arrives with the head, so reading it here returns the connection in time
-/// for the next attempt to reuse it. A body that is larger, or not all there
-/// yet, is dropped unread, as a caller would drop it, and hyper then closes
-/// its connection.
-fn discard<T: Body>(body: T) {
-    if body.is_end_stream() || body.size_hint().lower() > DISCARD_LIMIT {
-        return;
-    }
-    let mut body = std::pin::pin!(body);
-    // NOTE: a no-op waker: nothing is waited for, and a body that is not
-    // ready must not wake this task after it was dropped.
-    let mut cx = Context::from_waker(Waker::noop());
-    let mut left = DISCARD_LIMIT;
-    while let Poll::Ready(Some(Ok(frame))) = body.as_mut().poll_frame(&mut cx) {
-        let len = frame.data_ref().map_or(0, |data| data.remaining() as u64);
-        match left.checked_sub(len) {
-            Some(rest) => left = rest,
-            None => return,
-        }
     }
 }

@@ -84,11 +84,8 @@
 //!
 //! The decision is made on the response *head*. Once a head is returned to the
 //! caller, the call is committed: no further attempt is made, whatever happens
-//! while the body is read. A retryable response that is discarded goes before
-//! the next attempt starts: what has already arrived of its body, up to 64 KiB,
-//! is read without waiting (so hyper can hand its HTTP/1.1 connection back to
-//! the pool for the next attempt), and the rest is dropped unread. This is why
-//! the response body must be an [`http_body::Body`].
+//! while the body is read. A retryable response that is discarded is dropped
+//! (with its unread body) before the next attempt starts.
 //!
 //! # Request bodies
 //!
@@ -226,7 +223,6 @@ impl<S, B, T, D, R> Service<http::Request<B>> for StatusRetry<S, RetryPolicy<D, 
 where
     S: Service<http::Request<B>, Response = http::Response<T>> + Clone,
     B: TryCloneBody,
-    T: http_body::Body,
     D: Decoder<T, S::Error>,
     R: Retryer,
 {
