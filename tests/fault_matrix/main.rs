@@ -513,7 +513,7 @@ fn stack(preset: Preset) -> Stack {
             let retry = presets::seed().retry().clone();
             assert_eq!(retry.retryer().retries() + 1, SEED_ATTEMPTS);
             assert_eq!(retry.deadline_margin(), None, "not deadline-aware");
-            let resilience = Resilience::try_new(DEADLINE, ATTEMPT, retry).expect("valid limits");
+            let resilience = Resilience::new(DEADLINE, ATTEMPT, retry).expect("valid limits");
             BoxCloneService::new(resilience.layer().layer(client))
         }
         Preset::Standard => {
@@ -529,11 +529,12 @@ fn stack(preset: Preset) -> Stack {
                 |decoder| decoder,
                 |preset| {
                     ExponentialBackoff::new(ms(10), 2.0, DEADLINE, preset.max_attempts())
+                        .expect("valid backoff")
                         .with_jitter(preset.jitter())
                         .with_seed(1)
                 },
             );
-            let resilience = Resilience::try_new(DEADLINE, ATTEMPT, retry).expect("valid limits");
+            let resilience = Resilience::new(DEADLINE, ATTEMPT, retry).expect("valid limits");
             BoxCloneService::new(resilience.layer().layer(client))
         }
     }

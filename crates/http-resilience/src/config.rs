@@ -547,8 +547,7 @@ impl Fields {
         if let Some(min_attempt) = self.min_attempt {
             retry = retry.deadline_aware(min_attempt);
         }
-        Resilience::new(self.deadline, self.attempt_timeout, retry)
-            .map_err(|err| err.within(path))
+        Resilience::new(self.deadline, self.attempt_timeout, retry).map_err(|err| err.within(path))
     }
 
     fn decoder(&self) -> Result<AnyDecoder, InvalidSetting> {
@@ -604,7 +603,7 @@ impl Fields {
                     return Err(max_delay_below("the delay"));
                 }
                 Backoff::Fixed(
-                    FixedDelay::new(self.delay, self.max_attempts - 1)
+                    FixedDelay::new(self.delay, self.max_attempts.saturating_sub(1))
                         .with_max_delay(self.max_delay),
                 )
             }

@@ -104,7 +104,7 @@ pub fn conservative() -> Resilience<TransientDecoder, ExponentialBackoff> {
                 Duration::from_secs(2),
                 2,
             )
-                .with_jitter(Jitter::Full),
+            .with_jitter(Jitter::Full),
         )
         .deadline_aware(MIN_USEFUL_ATTEMPT),
     )

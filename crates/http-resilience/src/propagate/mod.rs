@@ -257,7 +257,11 @@ where
             let value = format_timeout(budget, self.format);
             // NOTE: `insert` would panic on a header map already at its largest
             // size; such a request goes on without the budget.
-            if request.headers_mut().try_insert(&self.header, value).is_err() {
+            if request
+                .headers_mut()
+                .try_insert(&self.header, value)
+                .is_err()
+            {
                 tracing::debug!(header = %self.header, "the header map is full: budget not sent");
             }
         }

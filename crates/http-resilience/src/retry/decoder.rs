@@ -543,7 +543,8 @@ pub struct InvalidHeader {
 pub enum HeaderPart {
     /// The name: it must be a lowercase token (`x-should-retry`).
     Name,
-    /// The value: it must be visible ASCII, spaces and tabs.
+    /// The value: it must hold no control character other than a tab (no
+    /// line break, no NUL, no DEL).
     Value,
 }
 
@@ -569,12 +570,11 @@ impl InvalidHeader {
 impl fmt::Display for InvalidHeader {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let text = match self.part {
-            HeaderPart::Name => format!(
-                "header name must be a lowercase token, got {:?}",
-                self.name
-            ),
+            HeaderPart::Name => {
+                format!("header name must be a lowercase token, got {:?}", self.name)
+            }
             HeaderPart::Value => format!(
-                "value of header {} must be visible ASCII, got {:?}",
+                "value of header {} must hold no control characters, got {:?}",
                 self.name, self.value
             ),
         };
@@ -1007,15 +1007,16 @@ mod tests {
         assert_eq!((err.part(), err.value()), (HeaderPart::Value, "two\nlines"));
         assert_eq!(
             err.to_string(),
-            "value of header x-ok must be visible ASCII, got \"two\\nlines\""
+            "value of header x-ok must hold no control characters, got \"two\\nlines\""
         );
     }
 
     #[test]
     fn or_takes_the_first_retry() {
-        let decoder = StatusDecoder::new([503])
-            .unwrap()
-            .or(RetryOnHeader::new("x-should-retry", "true").unwrap());
+        let decoder =
+            StatusDecoder::new([503])
+                .unwrap()
+                .or(RetryOnHeader::new("x-should-retry", "true").unwrap());
         assert_eq!(decoder.decode(&response(503)), Verdict::retry(status(503)));
         assert_eq!(
             decoder.decode(&with_header(500, "x-should-retry", "true")),

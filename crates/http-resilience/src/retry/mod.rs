@@ -145,8 +145,8 @@ pub use self::{
     body::{SendOnce, TryCloneBody},
     budget::RetryBudget,
     decoder::{
-        AnyDecoder, ApacheDecoder, Decoder, FeignDecoder, HeaderPart, InvalidHeader, InvalidStatus, Or, Reason,
-        RetryOnHeader, StatusDecoder, TransientDecoder, Verdict,
+        AnyDecoder, ApacheDecoder, Decoder, FeignDecoder, HeaderPart, InvalidHeader, InvalidStatus,
+        Or, Reason, RetryOnHeader, StatusDecoder, TransientDecoder, Verdict,
     },
     events::{RetryEvent, RetryListener, WaitSource},
     layer::StatusRetryLayer,

@@ -629,7 +629,8 @@ mod tests {
             ]
         );
         // A huge attempt number saturates at the cap instead of overflowing.
-        let mut wide = ExponentialBackoff::new(ms(1), 10.0, Duration::from_secs(60), u32::MAX).unwrap();
+        let mut wide =
+            ExponentialBackoff::new(ms(1), 10.0, Duration::from_secs(60), u32::MAX).unwrap();
         assert_eq!(
             wide.next_delay(u32::MAX - 1, None),
             Some(Duration::from_secs(60))

@@ -13,7 +13,10 @@ type Req = Request<String>;
 type Resp = Response<&'static str>;
 
 fn seed_policy(delay: Duration) -> RetryPolicy<StatusDecoder, FixedDelay> {
-    RetryPolicy::new(StatusDecoder::new([503]).unwrap(), FixedDelay::new(delay, 2))
+    RetryPolicy::new(
+        StatusDecoder::new([503]).unwrap(),
+        FixedDelay::new(delay, 2),
+    )
 }
 
 fn request(body: &'static str) -> Req {
