@@ -131,10 +131,10 @@ pub fn gateway_with(
         );
     };
     let policy = RetryPolicy::new(
-        StatusDecoder::new([503]),
+        StatusDecoder::new([503])?,
         FixedDelay::new(RETRY_DELAY, RETRIES),
     );
-    let resilience = Resilience::try_new(deadline, attempt, policy)?;
+    let resilience = Resilience::new(deadline, attempt, policy)?;
     let client = transport::Builder::new().build_http::<Outbound>()?;
     let client = tower::ServiceBuilder::new()
         .layer(resilience.layer())

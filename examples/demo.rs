@@ -18,7 +18,7 @@ use http_resilience::{
         AnyDecoder, Backoff, Decoder, ExponentialBackoff, RetryEvent, RetryPolicy,
         StatusRetryLayer, TransientDecoder, WaitSource,
     },
-    transport, Attempts, BoxError, FailureKind, Resilience,
+    transport, Attempts, BoxError, FailureKind, InvalidSetting, Resilience,
 };
 use http_resilience_mock::{MockResponse, MockServer};
 use hyper::body::Incoming;
@@ -63,10 +63,13 @@ type Body = ReadTimeoutBody<Incoming>;
 /// The transport's read timeout of the seed.
 const READ: Duration = Duration::from_secs(5);
 
-/// The seed's policy with other limits.
-fn seed_with(attempt: Duration, total: Duration) -> Resilience<AnyDecoder, Backoff> {
+/// The seed's policy with other limits; an error when they do not fit.
+fn seed_with(
+    attempt: Duration,
+    total: Duration,
+) -> Result<Resilience<AnyDecoder, Backoff>, InvalidSetting> {
     let (decoder, retryer) = presets::seed().retry().clone().into_parts();
-    Resilience::new(total, attempt, RetryPolicy::new(decoder, retryer)).erase()
+    Ok(Resilience::new(total, attempt, RetryPolicy::new(decoder, retryer))?.erase())
 }
 
 /// How a scenario calls the upstream.
@@ -249,7 +252,7 @@ async fn main() -> Result<(), BoxError> {
         &timeline,
         "3. An upstream that never answers, attempt limit 1s (timeouts are not retried)",
         vec![MockResponse::no_response()],
-        seed_with(Duration::from_secs(1), Duration::from_secs(8)),
+        seed_with(Duration::from_secs(1), Duration::from_secs(8))?,
         READ,
     )
     .await?;
@@ -275,7 +278,7 @@ async fn main() -> Result<(), BoxError> {
             1,
             Duration::from_millis(150),
         )],
-        seed_with(Duration::from_secs(1), Duration::from_secs(1)),
+        seed_with(Duration::from_secs(1), Duration::from_secs(1))?,
         READ,
     )
     .await?;
@@ -290,10 +293,10 @@ async fn main() -> Result<(), BoxError> {
                 2.0,
                 Duration::from_millis(800),
                 4,
-            )
+            )?
             .with_jitter(http_resilience::retry::Jitter::Equal),
         ),
-    )
+    )?
     .erase();
     scenario(
         Call::Get,
@@ -337,10 +340,10 @@ async fn main() -> Result<(), BoxError> {
         Duration::from_secs(1),
         RetryPolicy::new(
             TransientDecoder::new(),
-            ExponentialBackoff::new(Duration::from_millis(50), 2.0, Duration::from_secs(10), 4),
+            ExponentialBackoff::new(Duration::from_millis(50), 2.0, Duration::from_secs(10), 4)?,
         )
         .deadline_aware(Duration::from_millis(200)),
-    )
+    )?
     .erase();
     scenario(
         Call::Get,

@@ -55,7 +55,7 @@ async fn deadline_aware_retries_return_the_last_outcome_instead_of_timing_out() 
     // total 1.5 s, delay 1 s, instant 503s. The second wait cannot fit, so the
     // second 503 comes back at once, at 1 s, not a deadline error at 1.5 s.
     let policy = RetryPolicy::new(
-        StatusDecoder::new([503]),
+        StatusDecoder::new([503]).unwrap(),
         FixedDelay::new(Duration::from_secs(1), 2),
     )
     .deadline_aware(Duration::from_millis(100));
@@ -83,7 +83,7 @@ async fn deadline_aware_retries_return_the_last_outcome_instead_of_timing_out() 
 #[tokio::test(flavor = "current_thread", start_paused = true)]
 async fn without_the_switch_the_deadline_cuts_the_wait() {
     let policy = RetryPolicy::new(
-        StatusDecoder::new([503]),
+        StatusDecoder::new([503]).unwrap(),
         FixedDelay::new(Duration::from_secs(1), 2),
     );
     let (upstream, handle) = mock::pair::<Req, Resp>();
@@ -106,9 +106,13 @@ async fn a_retry_after_longer_than_the_budget_is_not_slept_through() {
     // The server asks for 5 s; 2 s are left. .NET's standard handler sleeps
     // into its timeout here (dotnet/extensions#7701); this returns at once.
     let backoff =
-        ExponentialBackoff::new(Duration::from_millis(100), 2.0, Duration::from_secs(10), 4);
-    let policy = RetryPolicy::new(StatusDecoder::new([503]).with_retry_after(), backoff)
-        .deadline_aware(Duration::from_millis(100));
+        ExponentialBackoff::new(Duration::from_millis(100), 2.0, Duration::from_secs(10), 4)
+            .unwrap();
+    let policy = RetryPolicy::new(
+        StatusDecoder::new([503]).unwrap().with_retry_after(),
+        backoff,
+    )
+    .deadline_aware(Duration::from_millis(100));
     let (upstream, handle) = mock::pair::<Req, Resp>();
     let server = always(503, handle);
     let svc = ServiceBuilder::new()
@@ -138,7 +142,7 @@ async fn listeners_hear_every_retry_and_the_give_up() {
     let events = Arc::new(Mutex::new(Vec::new()));
     let heard = events.clone();
     let policy = RetryPolicy::new(
-        StatusDecoder::new([503]),
+        StatusDecoder::new([503]).unwrap(),
         FixedDelay::new(Duration::from_millis(10), 1),
     )
     .with_listener(move |event: &RetryEvent| heard.lock().unwrap().push(*event));
@@ -174,7 +178,7 @@ async fn listeners_hear_every_retry_and_the_give_up() {
 async fn each_attempt_carries_its_number_in_a_header() {
     let name = HeaderName::from_static("x-attempt");
     let policy = RetryPolicy::new(
-        StatusDecoder::new([503]),
+        StatusDecoder::new([503]).unwrap(),
         FixedDelay::new(Duration::ZERO, 2),
     )
     .with_attempt_header(name.clone());
@@ -206,7 +210,7 @@ async fn a_shared_budget_bounds_the_retries_of_many_callers() {
     }
     let budget = Arc::new(RetryBudget::new(10, 0.1).unwrap());
     let policy = RetryPolicy::new(
-        StatusDecoder::new([503]),
+        StatusDecoder::new([503]).unwrap(),
         FixedDelay::new(Duration::ZERO, 3),
     )
     .with_budget(budget.clone());
@@ -245,7 +249,7 @@ async fn the_final_attempt_may_use_the_whole_remaining_budget() {
     // needs 1 s, twice its 500 ms limit, and 2 s are left.
     for (unbounded, expected) in [(false, "attempt"), (true, "ok")] {
         let policy = RetryPolicy::new(
-            StatusDecoder::new([503]),
+            StatusDecoder::new([503]).unwrap(),
             FixedDelay::new(Duration::ZERO, 1),
         );
         let mut attempt = AttemptTimeoutLayer::new(Duration::from_millis(500));

@@ -569,7 +569,7 @@ fn stack(preset: Preset, http2: bool) -> Stack {
             let retry = presets::seed().retry().clone();
             assert_eq!(retry.retryer().retries() + 1, SEED_ATTEMPTS);
             assert_eq!(retry.deadline_margin(), None, "not deadline-aware");
-            let resilience = Resilience::try_new(DEADLINE, ATTEMPT, retry).expect("valid limits");
+            let resilience = Resilience::new(DEADLINE, ATTEMPT, retry).expect("valid limits");
             BoxCloneService::new(resilience.layer().layer(client))
         }
         Preset::Standard => {
@@ -585,11 +585,12 @@ fn stack(preset: Preset, http2: bool) -> Stack {
                 |decoder| decoder,
                 |preset| {
                     ExponentialBackoff::new(ms(10), 2.0, DEADLINE, preset.max_attempts())
+                        .expect("valid backoff")
                         .with_jitter(preset.jitter())
                         .with_seed(1)
                 },
             );
-            let resilience = Resilience::try_new(DEADLINE, ATTEMPT, retry).expect("valid limits");
+            let resilience = Resilience::new(DEADLINE, ATTEMPT, retry).expect("valid limits");
             BoxCloneService::new(resilience.layer().layer(client))
         }
     }

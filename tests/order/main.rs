@@ -27,7 +27,7 @@ const SLOW: Duration = Duration::from_millis(400);
 
 fn retry_503() -> StatusRetryLayer<RetryPolicy<StatusDecoder, FixedDelay>> {
     StatusRetryLayer::new(RetryPolicy::new(
-        StatusDecoder::new([503]),
+        StatusDecoder::new([503]).unwrap(),
         FixedDelay::new(DELAY, 2),
     ))
 }

@@ -32,7 +32,10 @@ async fn each_attempt_sends_the_budget_it_has_left() {
     let client = transport::Builder::new()
         .build_http::<http_body_util::Full<bytes::Bytes>>()
         .expect("valid transport");
-    let policy = RetryPolicy::new(StatusDecoder::new([503]), FixedDelay::new(DELAY, 1));
+    let policy = RetryPolicy::new(
+        StatusDecoder::new([503]).unwrap(),
+        FixedDelay::new(DELAY, 1),
+    );
     let svc = ServiceBuilder::new()
         .layer(DeadlineLayer::new(TOTAL))
         .layer(StatusRetryLayer::new(policy))

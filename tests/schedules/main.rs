@@ -63,7 +63,7 @@ fn always_503(n: usize) -> Vec<u16> {
 #[tokio::test(flavor = "current_thread", start_paused = true)]
 async fn fixed_delay_waits_the_same_each_time() {
     let policy = RetryPolicy::new(
-        StatusDecoder::new([503]),
+        StatusDecoder::new([503]).unwrap(),
         FixedDelay::new(Duration::from_millis(10), 2),
     );
     let (times, attempts) = attempt_times(policy, &always_503(5)).await;
@@ -74,7 +74,10 @@ async fn fixed_delay_waits_the_same_each_time() {
 #[tokio::test(flavor = "current_thread", start_paused = true)]
 async fn exponential_default_follows_feigns_documented_numbers() {
     // 100 ms, x1.5, capped at 1 s, 5 attempts in all.
-    let policy = RetryPolicy::new(StatusDecoder::new([503]), ExponentialBackoff::default());
+    let policy = RetryPolicy::new(
+        StatusDecoder::new([503]).unwrap(),
+        ExponentialBackoff::default(),
+    );
     let (times, attempts) = attempt_times(policy, &always_503(8)).await;
     // Waits of 100, 150, 225 and 337.5 ms; the clock ticks in whole ms.
     let waits: Vec<u128> = times.windows(2).map(|w| w[1] - w[0]).collect();
@@ -90,15 +93,16 @@ async fn exponential_caps_at_the_max_delay() {
         3.0,
         Duration::from_millis(500),
         6,
-    );
-    let policy = RetryPolicy::new(StatusDecoder::new([503]), backoff);
+    )
+    .unwrap();
+    let policy = RetryPolicy::new(StatusDecoder::new([503]).unwrap(), backoff);
     let (times, _) = attempt_times(policy, &always_503(8)).await;
     assert_eq!(times, [0, 100, 400, 900, 1400, 1900]);
 }
 
 #[tokio::test(flavor = "current_thread", start_paused = true)]
 async fn feign_retryer_waits_as_feigns_code() {
-    let policy = RetryPolicy::new(StatusDecoder::new([503]), FeignRetryer::default());
+    let policy = RetryPolicy::new(StatusDecoder::new([503]).unwrap(), FeignRetryer::default());
     let (times, attempts) = attempt_times(policy, &always_503(8)).await;
     // Waits of 150, 225, 337 and 506 ms.
     assert_eq!(times, [0, 150, 375, 712, 1218]);
@@ -107,7 +111,7 @@ async fn feign_retryer_waits_as_feigns_code() {
 
 #[tokio::test(flavor = "current_thread", start_paused = true)]
 async fn a_success_ends_the_schedule() {
-    let policy = RetryPolicy::new(StatusDecoder::new([503]), FeignRetryer::default());
+    let policy = RetryPolicy::new(StatusDecoder::new([503]).unwrap(), FeignRetryer::default());
     let (times, attempts) = attempt_times(policy, &[503, 200, 503]).await;
     assert_eq!(times, [0, 150]);
     assert_eq!(attempts, 2);
@@ -119,9 +123,10 @@ async fn seeded_jitter_gives_the_same_schedule_every_run() {
         let run = || {
             let backoff =
                 ExponentialBackoff::new(Duration::from_millis(100), 2.0, Duration::from_secs(2), 5)
+                    .unwrap()
                     .with_jitter(jitter)
                     .with_seed(7);
-            RetryPolicy::new(StatusDecoder::new([503]), backoff)
+            RetryPolicy::new(StatusDecoder::new([503]).unwrap(), backoff)
         };
         let (first, _) = attempt_times(run(), &always_503(5)).await;
         let (second, _) = attempt_times(run(), &always_503(5)).await;

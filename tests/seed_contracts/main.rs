@@ -162,7 +162,7 @@ fn reply(status: u16, body: &str) -> Resp {
 async fn total_budget_includes_the_retry_delay() {
     // Total 1.5 s, delay 1 s, attempt limit 1 s, instant 503s.
     let policy = RetryPolicy::new(
-        StatusDecoder::new([503]),
+        StatusDecoder::new([503]).unwrap(),
         FixedDelay::new(Duration::from_secs(1), 2),
     );
     let (upstream, mut handle) = mock::pair::<Req, Resp>();
@@ -206,7 +206,7 @@ async fn attempt_budget_restarts_after_a_retry() {
     // Attempt 400 ms (503), delay 200 ms, attempt 400 ms (200); attempt limit
     // 500 ms, total 2 s.
     let policy = RetryPolicy::new(
-        StatusDecoder::new([503]),
+        StatusDecoder::new([503]).unwrap(),
         FixedDelay::new(Duration::from_millis(200), 2),
     );
     let (upstream, mut handle) = mock::pair::<Req, Resp>();

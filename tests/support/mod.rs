@@ -54,7 +54,10 @@ pub fn seed_stack(
         .read_timeout(seed.read)
         .build_http::<Full<Bytes>>()
         .expect("valid transport");
-    let policy = RetryPolicy::new(StatusDecoder::new([503]), FixedDelay::new(seed.delay, 2));
+    let policy = RetryPolicy::new(
+        StatusDecoder::new([503]).unwrap(),
+        FixedDelay::new(seed.delay, 2),
+    );
     ServiceBuilder::new()
         .layer(DeadlineLayer::new(seed.total))
         .layer(StatusRetryLayer::new(policy))

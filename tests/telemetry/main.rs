@@ -80,7 +80,7 @@ fn a_span_per_call_and_an_event_per_attempt() {
         .unwrap();
     runtime.block_on(async {
         let policy = RetryPolicy::new(
-            StatusDecoder::new([503]),
+            StatusDecoder::new([503]).unwrap(),
             FixedDelay::new(Duration::from_millis(10), 1),
         );
         let (upstream, mut handle) =

@@ -268,7 +268,7 @@ async fn case(variant: &str, calls: usize, due: Due) -> Sample {
 /// The retry policy of the other benches: 503, at most 2 retries, no wait.
 fn policy() -> RetryPolicy<StatusDecoder, FixedDelay> {
     RetryPolicy::new(
-        StatusDecoder::new([503]),
+        StatusDecoder::new([503]).expect("503 is a status code"),
         FixedDelay::new(Duration::ZERO, 2),
     )
 }
@@ -283,7 +283,7 @@ fn ours<S>(
     >,
 > {
     let policy = RetryPolicy::new(
-        StatusDecoder::new([503]),
+        StatusDecoder::new([503]).expect("503 is a status code"),
         FixedDelay::new(Duration::ZERO, 2),
     );
     ServiceBuilder::new()

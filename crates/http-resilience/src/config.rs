@@ -161,8 +161,8 @@
 use crate::{
     resilience::Resilience,
     retry::{
-        AnyDecoder, Backoff, ExponentialBackoff, FeignDecoder, FeignRetryer, FixedDelay, Jitter,
-        RetryPolicy, StatusDecoder, TransientDecoder,
+        AnyDecoder, Backoff, ExponentialBackoff, FeignDecoder, FeignRetryer, FixedDelay,
+        InvalidStatus, Jitter, RetryPolicy, StatusDecoder, TransientDecoder,
     },
     InvalidSetting, ResilienceLayer,
 };
@@ -547,8 +547,7 @@ impl Fields {
         if let Some(min_attempt) = self.min_attempt {
             retry = retry.deadline_aware(min_attempt);
         }
-        Resilience::try_new(self.deadline, self.attempt_timeout, retry)
-            .map_err(|err| err.within(path))
+        Resilience::new(self.deadline, self.attempt_timeout, retry).map_err(|err| err.within(path))
     }
 
     fn decoder(&self) -> Result<AnyDecoder, InvalidSetting> {
@@ -556,26 +555,20 @@ impl Fields {
             DecoderKind::Feign => AnyDecoder::Feign(FeignDecoder::new()),
             DecoderKind::Transient => AnyDecoder::Transient(TransientDecoder::new()),
             DecoderKind::Statuses => {
-                let statuses = match self.statuses.as_deref() {
-                    None => {
-                        return Err(InvalidSetting::new(
-                            "statuses",
-                            "must be given with decoder = \"statuses\"",
-                        ))
-                    }
-                    Some([]) => {
-                        return Err(InvalidSetting::new(
-                            "statuses",
-                            "must list at least one status, got []",
-                        ))
-                    }
-                    Some(statuses) => statuses,
-                };
-                let decoder = StatusDecoder::try_new(statuses.iter().copied()).map_err(|err| {
-                    InvalidSetting::new(
+                let Some(statuses) = self.statuses.as_deref() else {
+                    return Err(InvalidSetting::new(
                         "statuses",
-                        format!("must be in 100..=599, got {}", err.code()),
-                    )
+                        "must be given with decoder = \"statuses\"",
+                    ));
+                };
+                let decoder = StatusDecoder::new(statuses.iter().copied()).map_err(|err| {
+                    let problem = match err {
+                        InvalidStatus::OutOfRange(code) => {
+                            format!("must be in 100..=599, got {code}")
+                        }
+                        _ => "must list at least one status, got []".to_owned(),
+                    };
+                    InvalidSetting::new("statuses", problem)
                 })?;
                 AnyDecoder::Statuses(if self.retry_after {
                     decoder.with_retry_after()
@@ -610,7 +603,7 @@ impl Fields {
                     return Err(max_delay_below("the delay"));
                 }
                 Backoff::Fixed(
-                    FixedDelay::new(self.delay, self.max_attempts - 1)
+                    FixedDelay::new(self.delay, self.max_attempts.saturating_sub(1))
                         .with_max_delay(self.max_delay),
                 )
             }
@@ -625,7 +618,7 @@ impl Fields {
                 ))
             }
             BackoffKind::Exponential => {
-                let backoff = ExponentialBackoff::try_new(
+                let backoff = ExponentialBackoff::new(
                     self.delay,
                     self.multiplier,
                     self.max_delay,

@@ -7,10 +7,16 @@ use std::{
 };
 use tokio::time::Instant;
 
-/// `now + duration`, clamped to about thirty years ahead when the sum does not
-/// fit an `Instant`: no call outlives that horizon.
+/// About thirty years: the horizon that stands for "never" where a duration
+/// does not fit an `Instant`, as tokio's own `Instant::far_future`.
+pub(crate) const FAR_FUTURE: Duration = Duration::from_secs(86_400 * 365 * 30);
+
+/// `now + duration`, clamped to [`FAR_FUTURE`] ahead when the sum does not fit
+/// an `Instant` (`Duration::MAX`, say): no call outlives that horizon.
 pub(crate) fn saturating_after(now: Instant, duration: Duration) -> Instant {
-    const FAR_FUTURE: Duration = Duration::from_secs(86_400 * 365 * 30);
+    // NOTE: `now` is a reading of the monotonic clock, which counts from about
+    // boot; thirty years more fit an `Instant` on every platform (tokio adds
+    // the same to `Instant::now()` for every `timeout` too long to represent).
     now.checked_add(duration)
         .unwrap_or_else(|| now + FAR_FUTURE)
 }

@@ -46,7 +46,7 @@
 //!     .build_http::<Full<Bytes>>()?;
 //!
 //! let policy = RetryPolicy::new(
-//!     StatusDecoder::new([503]),
+//!     StatusDecoder::new([503])?,
 //!     FixedDelay::new(Duration::from_millis(10), 2),
 //! );
 //! let svc = ServiceBuilder::new()

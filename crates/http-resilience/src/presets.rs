@@ -43,11 +43,11 @@ use std::time::Duration;
 /// attempts), 10 ms apart; 3 s per attempt, 8 s in all. `Retry-After` is
 /// ignored, as in the seed.
 pub fn seed() -> Resilience<StatusDecoder, FixedDelay> {
-    Resilience::new(
+    Resilience::known_good(
         Duration::from_secs(8),
         Duration::from_secs(3),
         RetryPolicy::new(
-            StatusDecoder::new([503]),
+            StatusDecoder::known_good(&[503]),
             FixedDelay::new(Duration::from_millis(10), 2),
         ),
     )
@@ -59,7 +59,7 @@ pub fn seed() -> Resilience<StatusDecoder, FixedDelay> {
 /// default read timeout, 60 s. Feign has no deadline of its own; 5 minutes
 /// covers its worst case (5 attempts of 60 s).
 pub fn feign() -> Resilience<FeignDecoder, FeignRetryer> {
-    Resilience::new(
+    Resilience::known_good(
         Duration::from_secs(300),
         Duration::from_secs(60),
         RetryPolicy::new(FeignDecoder::new(), FeignRetryer::default()),
@@ -74,12 +74,12 @@ pub fn feign() -> Resilience<FeignDecoder, FeignRetryer> {
 /// unprocessed). Unlike .NET, a `Retry-After`
 /// longer than 30 s is capped.
 pub fn standard() -> Resilience<TransientDecoder, ExponentialBackoff> {
-    Resilience::new(
+    Resilience::known_good(
         Duration::from_secs(30),
         Duration::from_secs(10),
         RetryPolicy::new(
             TransientDecoder::new(),
-            ExponentialBackoff::new(Duration::from_secs(2), 2.0, Duration::from_secs(30), 4)
+            ExponentialBackoff::known_good(Duration::from_secs(2), 2.0, Duration::from_secs(30), 4)
                 .with_jitter(Jitter::Decorrelated),
         )
         .deadline_aware(MIN_USEFUL_ATTEMPT),
@@ -94,13 +94,18 @@ pub const MIN_USEFUL_ATTEMPT: Duration = Duration::from_millis(500);
 /// per attempt, 10 s in all. For calls where a second try is worth it but
 /// load on a struggling upstream must stay low. (This crate's own choice.)
 pub fn conservative() -> Resilience<TransientDecoder, ExponentialBackoff> {
-    Resilience::new(
+    Resilience::known_good(
         Duration::from_secs(10),
         Duration::from_secs(5),
         RetryPolicy::new(
             TransientDecoder::new(),
-            ExponentialBackoff::new(Duration::from_millis(500), 2.0, Duration::from_secs(2), 2)
-                .with_jitter(Jitter::Full),
+            ExponentialBackoff::known_good(
+                Duration::from_millis(500),
+                2.0,
+                Duration::from_secs(2),
+                2,
+            )
+            .with_jitter(Jitter::Full),
         )
         .deadline_aware(MIN_USEFUL_ATTEMPT),
     )
@@ -112,7 +117,7 @@ pub fn conservative() -> Resilience<TransientDecoder, ExponentialBackoff> {
 /// retried only when idempotent (`requestSentRetryEnabled` off). Apache sets no
 /// time limits of its own; 10 s per attempt and 60 s in all are this crate's.
 pub fn apache() -> Resilience<ApacheDecoder, FixedDelay> {
-    Resilience::new(
+    Resilience::known_good(
         Duration::from_secs(60),
         Duration::from_secs(10),
         RetryPolicy::new(ApacheDecoder::new(), FixedDelay::new(Duration::ZERO, 3)),
@@ -136,5 +141,48 @@ mod tests {
         assert_eq!(standard.retry().retryer().jitter(), Jitter::Decorrelated);
         assert_eq!(conservative().retry().retryer().max_attempts(), 2);
         assert_eq!(feign().attempt_timeout(), Duration::from_secs(60));
+    }
+
+    /// The presets skip the checks of the public constructors; these hold
+    /// their numbers to the same checks.
+    fn passes_the_checks<D: Clone, R: Clone>(name: &str, preset: &Resilience<D, R>) {
+        if let Err(err) = Resilience::new(
+            preset.deadline(),
+            preset.attempt_timeout(),
+            preset.retry().clone(),
+        ) {
+            panic!("{name}: {err}");
+        }
+    }
+
+    fn backoff_passes_the_checks(name: &str, backoff: &ExponentialBackoff) {
+        let checked = ExponentialBackoff::new(
+            backoff.initial(),
+            backoff.multiplier(),
+            backoff.max_delay(),
+            backoff.max_attempts(),
+        );
+        if let Err(err) = checked {
+            panic!("{name}: {err}");
+        }
+    }
+
+    #[test]
+    fn presets_pass_the_checks_of_the_public_constructors() {
+        passes_the_checks("seed", &seed());
+        passes_the_checks("feign", &feign());
+        passes_the_checks("standard", &standard());
+        passes_the_checks("conservative", &conservative());
+        passes_the_checks("apache", &apache());
+        backoff_passes_the_checks("standard", standard().retry().retryer());
+        backoff_passes_the_checks("conservative", conservative().retry().retryer());
+        backoff_passes_the_checks("default", &ExponentialBackoff::default());
+        let statuses: Vec<u16> = seed()
+            .retry()
+            .decoder()
+            .statuses()
+            .map(|s| s.as_u16())
+            .collect();
+        assert_eq!(statuses, [503]);
     }
 }

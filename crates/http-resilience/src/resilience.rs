@@ -57,9 +57,28 @@ impl<D, R> Resilience<D, R> {
     ///
     /// # Errors
     ///
-    /// [`InvalidSetting`] when a limit is zero, or the attempt timeout is
-    /// longer than the deadline (no attempt could use it).
-    pub fn try_new(
+    /// [`InvalidSetting`] when a limit is zero (field `deadline` or
+    /// `attempt_timeout`), or the attempt timeout is longer than the deadline
+    /// (field `attempt_timeout`: no attempt could use it).
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// use http_resilience::{
+    ///     retry::{FixedDelay, RetryPolicy, StatusDecoder},
+    ///     Resilience,
+    /// };
+    /// use std::time::Duration;
+    ///
+    /// let retry = RetryPolicy::new(StatusDecoder::new([503])?, FixedDelay::never());
+    /// let policy = Resilience::new(Duration::from_secs(8), Duration::from_secs(3), retry.clone())?;
+    /// assert_eq!(policy.attempt_timeout(), Duration::from_secs(3));
+    ///
+    /// let err = Resilience::new(Duration::from_secs(1), Duration::from_secs(3), retry).unwrap_err();
+    /// assert_eq!(err.field(), "attempt_timeout");
+    /// # Ok::<(), http_resilience::BoxError>(())
+    /// ```
+    pub fn new(
         deadline: Duration,
         attempt_timeout: Duration,
         retry: RetryPolicy<D, R>,
@@ -82,23 +101,21 @@ impl<D, R> Resilience<D, R> {
                 format!("must not exceed the deadline ({deadline:?}), got {attempt_timeout:?}"),
             ));
         }
-        Ok(Self {
+        Ok(Self::known_good(deadline, attempt_timeout, retry))
+    }
+
+    /// The policy from limits known to pass [`new`](Self::new)'s checks: the
+    /// fixed numbers of the presets, which their tests hold valid. Nothing is
+    /// checked here.
+    pub(crate) const fn known_good(
+        deadline: Duration,
+        attempt_timeout: Duration,
+        retry: RetryPolicy<D, R>,
+    ) -> Self {
+        Self {
             deadline,
             attempt_timeout,
             retry,
-        })
-    }
-
-    /// A policy, as [`try_new`](Self::try_new).
-    ///
-    /// # Panics
-    ///
-    /// Panics where [`try_new`](Self::try_new) returns an error.
-    #[track_caller]
-    pub fn new(deadline: Duration, attempt_timeout: Duration, retry: RetryPolicy<D, R>) -> Self {
-        match Self::try_new(deadline, attempt_timeout, retry) {
-            Ok(policy) => policy,
-            Err(err) => panic!("{err}"),
         }
     }
 
@@ -198,7 +215,7 @@ mod tests {
 
     fn retry() -> RetryPolicy<StatusDecoder, FixedDelay> {
         RetryPolicy::new(
-            StatusDecoder::new([503]),
+            StatusDecoder::new([503]).unwrap(),
             FixedDelay::new(Duration::ZERO, 1),
         )
     }
@@ -206,21 +223,21 @@ mod tests {
     #[test]
     fn rejects_limits_that_do_not_fit() {
         let secs = Duration::from_secs;
-        let err = Resilience::try_new(secs(8), secs(10), retry()).unwrap_err();
+        let err = Resilience::new(secs(8), secs(10), retry()).unwrap_err();
         assert_eq!(
             err.to_string(),
             "attempt_timeout must not exceed the deadline (8s), got 10s"
         );
-        let err = Resilience::try_new(Duration::ZERO, secs(1), retry()).unwrap_err();
+        let err = Resilience::new(Duration::ZERO, secs(1), retry()).unwrap_err();
         assert_eq!(
             err.to_string(),
             "deadline must be greater than zero, got 0s"
         );
-        let err = Resilience::try_new(secs(1), Duration::ZERO, retry()).unwrap_err();
+        let err = Resilience::new(secs(1), Duration::ZERO, retry()).unwrap_err();
         assert_eq!(
             err.to_string(),
             "attempt_timeout must be greater than zero, got 0s"
         );
-        assert!(Resilience::try_new(secs(3), secs(3), retry()).is_ok());
+        assert!(Resilience::new(secs(3), secs(3), retry()).is_ok());
     }
 }

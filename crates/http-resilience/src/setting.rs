@@ -15,7 +15,7 @@ use std::{error::Error, fmt};
 /// use http_resilience::retry::ExponentialBackoff;
 /// use std::time::Duration;
 ///
-/// let err = ExponentialBackoff::try_new(Duration::from_millis(100), 0.5, Duration::from_secs(1), 5)
+/// let err = ExponentialBackoff::new(Duration::from_millis(100), 0.5, Duration::from_secs(1), 5)
 ///     .unwrap_err();
 /// assert_eq!(err.field(), "multiplier");
 /// assert_eq!(err.to_string(), "multiplier must be >= 1.0, got 0.5");

@@ -114,7 +114,7 @@ where
     S::Error: Into<tower::BoxError>,
 {
     let policy = RetryPolicy::new(
-        StatusDecoder::new([503]),
+        StatusDecoder::new([503]).expect("503 is a status code"),
         FixedDelay::new(Duration::ZERO, RETRIES),
     );
     ServiceBuilder::new()

@@ -15,6 +15,11 @@ pub struct AttemptTimeoutLayer {
 
 impl AttemptTimeoutLayer {
     /// A layer that bounds each attempt by `limit`.
+    ///
+    /// Every limit is accepted. With a zero limit only a response that is
+    /// ready at once gets through (the response is polled before the timer);
+    /// a limit too long to count from now (`Duration::MAX`) is held to about
+    /// thirty years, which is no limit in practice.
     pub const fn new(limit: Duration) -> Self {
         Self {
             limit,

@@ -104,6 +104,11 @@ pub struct AttemptTimeout<S> {
 
 impl<S> AttemptTimeout<S> {
     /// Wraps `inner`, bounding each call by `limit`.
+    ///
+    /// Every limit is accepted. With a zero limit only a response that is
+    /// ready at once gets through (the response is polled before the timer);
+    /// a limit too long to count from now (`Duration::MAX`) is held to about
+    /// thirty years, which is no limit in practice.
     pub const fn new(inner: S, limit: Duration) -> Self {
         Self {
             inner,

@@ -14,6 +14,12 @@ pub struct DeadlineLayer {
 
 impl DeadlineLayer {
     /// A layer that gives every call `budget` in all.
+    ///
+    /// Every budget is accepted. A zero budget fails every call at once with
+    /// [`DeadlineExceeded`](crate::deadline::error::DeadlineExceeded), without
+    /// calling the inner service; a budget too long to count from now
+    /// (`Duration::MAX`) is held to about thirty years, which is no deadline
+    /// in practice.
     pub const fn new(budget: Duration) -> Self {
         Self { budget }
     }

@@ -84,6 +84,12 @@ pub struct Deadline<S> {
 
 impl<S> Deadline<S> {
     /// Wraps `inner`, giving every call `budget` in all.
+    ///
+    /// Every budget is accepted. A zero budget fails every call at once with
+    /// [`DeadlineExceeded`](crate::deadline::error::DeadlineExceeded), without
+    /// calling the inner service; a budget too long to count from now
+    /// (`Duration::MAX`) is held to about thirty years, which is no deadline
+    /// in practice.
     pub const fn new(inner: S, budget: Duration) -> Self {
         Self { inner, budget }
     }

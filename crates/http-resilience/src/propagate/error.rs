@@ -52,7 +52,9 @@ impl InvalidTimeoutHeader {
     /// Public so that tests and mocks can produce the same error the parser
     /// does.
     pub fn new(value: &[u8], problem: TimeoutProblem) -> Self {
-        let mut kept = value[..value.len().min(Self::KEPT)]
+        let mut kept = value
+            .get(..Self::KEPT)
+            .unwrap_or(value)
             .escape_ascii()
             .to_string();
         if value.len() > Self::KEPT {

@@ -64,6 +64,9 @@ pub enum TimeoutFormat {
 /// The largest value gRPC allows before the unit: eight digits.
 const GRPC_MAX_VALUE: u64 = 99_999_999;
 
+/// The largest value gRPC allows, in its coarsest unit.
+const GRPC_MAX: HeaderValue = HeaderValue::from_static("99999999H");
+
 /// gRPC's units, finest first, with their length in nanoseconds.
 const GRPC_UNITS: [(u8, u128); 6] = [
     (b'n', 1),
@@ -105,8 +108,9 @@ pub fn format_timeout(remaining: Duration, format: TimeoutFormat) -> HeaderValue
                 .unwrap_or((u128::from(GRPC_MAX_VALUE), b'H'));
             let mut text = value.to_string();
             text.push(char::from(unit));
-            // NOTE: digits and an ASCII letter are always a valid header value.
-            HeaderValue::from_str(&text).expect("digits and a unit are a valid header value")
+            // NOTE: digits and an ASCII letter are always a valid header
+            // value, so the fallback is never taken; it spares a panic path.
+            HeaderValue::from_str(&text).unwrap_or(GRPC_MAX)
         }
     }
 }
@@ -154,7 +158,7 @@ pub fn parse_timeout(
     if text.iter().any(|b| b.is_ascii_whitespace()) {
         return fail(TimeoutProblem::Whitespace);
     }
-    if text[0] == b'-' {
+    if text.first() == Some(&b'-') {
         return fail(TimeoutProblem::Negative);
     }
     match format {
@@ -163,9 +167,9 @@ pub fn parse_timeout(
             Err(problem) => fail(problem),
         },
         TimeoutFormat::Grpc => {
-            // NOTE: `text` is not empty, checked above.
-            let (digits, unit) = text.split_at(text.len() - 1);
-            let unit = unit[0];
+            let Some((&unit, digits)) = text.split_last() else {
+                return fail(TimeoutProblem::Empty);
+            };
             if unit.is_ascii_digit() {
                 return fail(TimeoutProblem::MissingUnit);
             }
@@ -199,7 +203,9 @@ fn trim_whitespace(bytes: &[u8]) -> &[u8] {
         .iter()
         .rposition(|b| !is_ows(b))
         .map_or(start, |i| i + 1);
-    &bytes[start..end]
+    // NOTE: `start <= end <= bytes.len()`: the last byte kept is at or after
+    // the first, and when none is kept both are `start`.
+    bytes.get(start..end).unwrap_or_default()
 }
 
 /// A non-empty run of ASCII digits as a `u64`.

@@ -254,9 +254,16 @@ where
             (left, limit) => left.or(limit),
         };
         if let Some(budget) = budget {
-            request
+            let value = format_timeout(budget, self.format);
+            // NOTE: `insert` would panic on a header map already at its largest
+            // size; such a request goes on without the budget.
+            if request
                 .headers_mut()
-                .insert(self.header.clone(), format_timeout(budget, self.format));
+                .try_insert(&self.header, value)
+                .is_err()
+            {
+                tracing::debug!(header = %self.header, "the header map is full: budget not sent");
+            }
         }
         self.inner.call(request)
     }

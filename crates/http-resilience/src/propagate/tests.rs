@@ -268,7 +268,10 @@ fn malformed_values_are_errors_that_name_the_problem() {
 #[tokio::test(flavor = "current_thread", start_paused = true)]
 async fn each_attempt_carries_the_budget_left_when_it_starts() {
     let (upstream, mut handle) = mock::pair::<Req, Resp>();
-    let policy = RetryPolicy::new(StatusDecoder::new([503]), FixedDelay::new(DELAY, 1));
+    let policy = RetryPolicy::new(
+        StatusDecoder::new([503]).unwrap(),
+        FixedDelay::new(DELAY, 1),
+    );
     let svc = ServiceBuilder::new()
         .layer(DeadlineLayer::new(BUDGET))
         .layer(StatusRetryLayer::new(policy))

@@ -33,18 +33,18 @@ impl Gap {
     /// Called after a read found nothing ready: arms the timer if needed and
     /// reports whether the gap has exceeded the limit.
     pub(crate) fn poll_expired(&mut self, cx: &mut Context<'_>) -> Poll<()> {
-        if !self.armed {
-            self.armed = true;
-            let end = saturating_after(Instant::now(), self.limit);
-            match &mut self.sleep {
-                Some(sleep) => sleep.as_mut().reset(end),
-                None => self.sleep = Some(Box::pin(tokio::time::sleep_until(end))),
-            }
+        let limit = self.limit;
+        let end = || saturating_after(Instant::now(), limit);
+        let was_armed = std::mem::replace(&mut self.armed, true);
+        let mut fresh = false;
+        let sleep = self.sleep.get_or_insert_with(|| {
+            fresh = true;
+            Box::pin(tokio::time::sleep_until(end()))
+        });
+        if !was_armed && !fresh {
+            sleep.as_mut().reset(end());
         }
-        match &mut self.sleep {
-            Some(sleep) => sleep.as_mut().poll(cx),
-            None => unreachable!("armed above"),
-        }
+        sleep.as_mut().poll(cx)
     }
 
     /// Called when data arrived: the next wait starts afresh.

@@ -15,6 +15,10 @@ pub struct ReadTimeoutLayer {
 
 impl ReadTimeoutLayer {
     /// A layer that allows waits of at most `limit` for data.
+    ///
+    /// Every limit is accepted. With a zero limit any read that has to wait
+    /// fails; a limit too long to count from now (`Duration::MAX`) is held to
+    /// about thirty years, which is no limit in practice.
     pub const fn new(limit: Duration) -> Self {
         Self { limit }
     }

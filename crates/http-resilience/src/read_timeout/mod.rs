@@ -100,6 +100,10 @@ pub struct ReadTimeout<S> {
 
 impl<S> ReadTimeout<S> {
     /// Wraps `inner`, allowing waits of at most `limit` for data.
+    ///
+    /// Every limit is accepted. With a zero limit any read that has to wait
+    /// fails; a limit too long to count from now (`Duration::MAX`) is held to
+    /// about thirty years, which is no limit in practice.
     pub const fn new(inner: S, limit: Duration) -> Self {
         Self {
             inner,

@@ -7,13 +7,14 @@
 //! use http_resilience::retry::{Decoder, StatusDecoder, Verdict};
 //!
 //! // The seed's decoder, and a closure that also retries every error.
-//! let seed = StatusDecoder::new([503]);
+//! let seed = StatusDecoder::new([503])?;
 //! let with_errors = move |outcome: &Result<Response<()>, std::io::Error>| match outcome {
 //!     Err(_) => Verdict::retry("transport error"),
 //!     ok => seed.decode(ok),
 //! };
 //! let refused = std::io::Error::from(std::io::ErrorKind::ConnectionRefused);
 //! assert!(with_errors.decode(&Err(refused)).is_retry());
+//! # Ok::<(), http_resilience::BoxError>(())
 //! ```
 
 use super::retry_after;
@@ -64,7 +65,7 @@ where
 /// returned: a status below 400 is accepted, any other status and every error
 /// fail.
 ///
-/// `StatusDecoder::new([503])` is the policy of seed 000: only
+/// `StatusDecoder::new([503])?` is the policy of seed 000: only
 /// `503 Service Unavailable` is retried; timeouts and other errors are returned
 /// at once. The seed ignores `Retry-After`, and so does this decoder unless
 /// [`with_retry_after`](Self::with_retry_after) is set.
@@ -75,13 +76,14 @@ where
 /// use http::Response;
 /// use http_resilience::retry::{Decoder, StatusDecoder, Verdict};
 ///
-/// let decoder = StatusDecoder::new([503]);
-/// let response = |status| Response::builder().status(status).body(()).unwrap();
+/// let decoder = StatusDecoder::new([503])?;
+/// let response = |status| Response::builder().status(status).body(());
 ///
 /// let retry_503: &dyn Decoder<(), std::io::Error> = &decoder;
-/// assert!(retry_503.decode(&Ok(response(503))).is_retry());
-/// assert!(!retry_503.decode(&Ok(response(500))).is_retry());
-/// assert!(retry_503.decode(&Ok(response(200))).is_accept());
+/// assert!(retry_503.decode(&Ok(response(503)?)).is_retry());
+/// assert!(!retry_503.decode(&Ok(response(500)?)).is_retry());
+/// assert!(retry_503.decode(&Ok(response(200)?)).is_accept());
+/// # Ok::<(), http_resilience::BoxError>(())
 /// ```
 #[derive(Clone, Copy, PartialEq, Eq, Hash)]
 pub struct StatusDecoder {
@@ -100,37 +102,62 @@ const LAST: u16 = 599;
 impl StatusDecoder {
     /// A decoder that retries the given statuses.
     ///
-    /// # Panics
+    /// # Errors
     ///
-    /// Panics if a status is outside `100..=599`; [`try_new`](Self::try_new)
-    /// returns an error instead.
-    #[track_caller]
-    pub fn new(statuses: impl IntoIterator<Item = u16>) -> Self {
-        match Self::try_new(statuses) {
-            Ok(decoder) => decoder,
-            Err(err) => panic!("{err}"),
+    /// [`InvalidStatus::OutOfRange`] if a status is outside `100..=599`, and
+    /// [`InvalidStatus::Empty`] if there is none: a decoder that retries no
+    /// status is a mistake more often than a wish (and
+    /// [`ApacheDecoder`] says it on purpose).
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// use http_resilience::retry::{InvalidStatus, StatusDecoder};
+    ///
+    /// let decoder = StatusDecoder::new([502, 503])?;
+    /// assert_eq!(decoder.statuses().count(), 2);
+    ///
+    /// assert_eq!(StatusDecoder::new([503, 99]).unwrap_err(), InvalidStatus::OutOfRange(99));
+    /// assert_eq!(StatusDecoder::new([]).unwrap_err(), InvalidStatus::Empty);
+    /// # Ok::<(), http_resilience::BoxError>(())
+    /// ```
+    pub fn new(statuses: impl IntoIterator<Item = u16>) -> Result<Self, InvalidStatus> {
+        let mut decoder = Self::EMPTY;
+        let mut any = false;
+        for status in statuses {
+            if !(FIRST..=LAST).contains(&status) {
+                return Err(InvalidStatus::OutOfRange(status));
+            }
+            decoder.bits = with_status(decoder.bits, status);
+            any = true;
+        }
+        if !any {
+            return Err(InvalidStatus::Empty);
+        }
+        Ok(decoder)
+    }
+
+    /// The decoder of a fixed list known to pass [`new`](Self::new)'s
+    /// checks, for the presets and [`TransientDecoder`]; their tests hold the
+    /// lists valid. A code outside `100..=599` is skipped, never a panic.
+    pub(crate) const fn known_good(statuses: &[u16]) -> Self {
+        let mut bits = Self::EMPTY.bits;
+        let mut rest = statuses;
+        while let [status, tail @ ..] = rest {
+            bits = with_status(bits, *status);
+            rest = tail;
+        }
+        Self {
+            bits,
+            retry_after: false,
         }
     }
 
-    /// A decoder that retries the given statuses.
-    ///
-    /// # Errors
-    ///
-    /// [`InvalidStatus`] if a status is outside `100..=599`.
-    pub fn try_new(statuses: impl IntoIterator<Item = u16>) -> Result<Self, InvalidStatus> {
-        let mut bits = [0; 8];
-        for status in statuses {
-            if !(FIRST..=LAST).contains(&status) {
-                return Err(InvalidStatus(status));
-            }
-            let index = usize::from(status - FIRST);
-            bits[index / 64] |= 1 << (index % 64);
-        }
-        Ok(Self {
-            bits,
-            retry_after: false,
-        })
-    }
+    /// The decoder with no status, before any is added.
+    const EMPTY: Self = Self {
+        bits: [0; 8],
+        retry_after: false,
+    };
 
     /// Also reads `Retry-After` on the retried statuses 429 and 503, and asks
     /// for the delay it gives. A malformed value is ignored (the retryer's
@@ -143,12 +170,10 @@ impl StatusDecoder {
 
     /// Whether `status` is retried.
     pub fn contains(&self, status: StatusCode) -> bool {
-        let status = status.as_u16();
-        if !(FIRST..=LAST).contains(&status) {
-            return false;
+        match slot(status.as_u16()) {
+            Some((word, bit)) => self.bits[word] & bit != 0,
+            None => false,
         }
-        let index = usize::from(status - FIRST);
-        self.bits[index / 64] & (1 << (index % 64)) != 0
     }
 
     /// The retried statuses, in ascending order.
@@ -157,6 +182,26 @@ impl StatusDecoder {
             .filter_map(|code| StatusCode::from_u16(code).ok())
             .filter(|status| self.contains(*status))
     }
+}
+
+/// The word of a [`StatusDecoder`]'s bits that holds `status`, and its bit in
+/// that word; `None` outside `100..=599`.
+const fn slot(status: u16) -> Option<(usize, u64)> {
+    if status < FIRST || status > LAST {
+        return None;
+    }
+    let index = (status - FIRST) as usize;
+    // NOTE: `index` is below 500, so the word is below 8, the length of
+    // `bits`, and the shift below 64.
+    Some((index / 64, 1 << (index % 64)))
+}
+
+/// `bits` with `status` added; a status outside `100..=599` is left out.
+const fn with_status(mut bits: [u64; 8], status: u16) -> [u64; 8] {
+    if let Some((word, bit)) = slot(status) {
+        bits[word] |= bit;
+    }
+    bits
 }
 
 impl StatusDecoder {
@@ -304,7 +349,7 @@ impl TransientDecoder {
     /// The decoder.
     pub fn new() -> Self {
         Self {
-            statuses: StatusDecoder::new(Self::STATUSES).with_retry_after(),
+            statuses: StatusDecoder::known_good(&Self::STATUSES).with_retry_after(),
         }
     }
 }
@@ -428,9 +473,13 @@ impl<B, E: AsError> Decoder<B, E> for ApacheDecoder {
 /// use http::Response;
 /// use http_resilience::retry::{Decoder, RetryOnHeader};
 ///
-/// let decoder = RetryOnHeader::new("x-should-retry", "true");
-/// let asked = Response::builder().header("x-should-retry", "TRUE").body(()).unwrap();
+/// let decoder = RetryOnHeader::new("x-should-retry", "true")?;
+/// let asked = Response::builder().header("x-should-retry", "TRUE").body(())?;
 /// assert!(Decoder::<(), ()>::decode(&decoder, &Ok(asked)).is_retry());
+///
+/// let err = RetryOnHeader::new("X-Should-Retry", "true").unwrap_err();
+/// assert_eq!(err.part(), http_resilience::retry::HeaderPart::Name);
+/// # Ok::<(), http_resilience::BoxError>(())
 /// ```
 #[derive(Debug, Clone)]
 pub struct RetryOnHeader {
@@ -445,35 +494,22 @@ impl RetryOnHeader {
     /// Retries responses whose header `name` equals `value`, ignoring ASCII
     /// case.
     ///
-    /// # Panics
-    ///
-    /// Panics if `name` is not a valid lowercase header name or `value` not a
-    /// valid header value; [`try_new`](Self::try_new) returns an error instead.
-    #[track_caller]
-    pub fn new(name: &'static str, value: &str) -> Self {
-        match Self::try_new(name, value) {
-            Ok(decoder) => decoder,
-            Err(err) => panic!("{err}"),
-        }
-    }
-
-    /// Retries responses whose header `name` equals `value`, ignoring ASCII
-    /// case.
-    ///
     /// # Errors
     ///
-    /// [`InvalidHeader`] if `name` is not a valid lowercase header name or
-    /// `value` not a valid header value.
-    pub fn try_new(name: &'static str, value: &str) -> Result<Self, InvalidHeader> {
-        let invalid = || InvalidHeader {
+    /// [`InvalidHeader`] if `name` is not a valid lowercase header name
+    /// ([`HeaderPart::Name`]) or `value` not a valid header value
+    /// ([`HeaderPart::Value`]).
+    pub fn new(name: &'static str, value: &str) -> Result<Self, InvalidHeader> {
+        let invalid = |part| InvalidHeader {
             name,
             value: value.to_owned(),
+            part,
         };
-        let header = HeaderName::from_bytes(name.as_bytes()).map_err(|_| invalid())?;
-        if header.as_str() != name {
-            return Err(invalid());
-        }
-        let value = HeaderValue::from_str(value).map_err(|_| invalid())?;
+        let header = match HeaderName::from_bytes(name.as_bytes()) {
+            Ok(header) if header.as_str() == name => header,
+            _ => return Err(invalid(HeaderPart::Name)),
+        };
+        let value = HeaderValue::from_str(value).map_err(|_| invalid(HeaderPart::Value))?;
         Ok(Self {
             name: header,
             reason: name,
@@ -497,19 +533,56 @@ impl<B, E> Decoder<B, E> for RetryOnHeader {
     }
 }
 
-/// A header name or value given to [`RetryOnHeader`] is not valid.
+/// A header name or value given to [`RetryOnHeader::new`] is not valid.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct InvalidHeader {
     name: &'static str,
     value: String,
+    part: HeaderPart,
+}
+
+/// The part of a header that [`InvalidHeader`] rejects.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum HeaderPart {
+    /// The name: it must be a lowercase token (`x-should-retry`).
+    Name,
+    /// The value: it must hold no control character other than a tab (no
+    /// line break, no NUL, no DEL).
+    Value,
+}
+
+// ===== impl InvalidHeader =====
+
+impl InvalidHeader {
+    /// The header name as given.
+    pub const fn name(&self) -> &'static str {
+        self.name
+    }
+
+    /// The header value as given.
+    pub fn value(&self) -> &str {
+        &self.value
+    }
+
+    /// Which of the two is not valid.
+    pub const fn part(&self) -> HeaderPart {
+        self.part
+    }
 }
 
 impl fmt::Display for InvalidHeader {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.pad(&format!(
-            "invalid header for RetryOnHeader: {:?}: {:?} (names are lowercase tokens)",
-            self.name, self.value
-        ))
+        let text = match self.part {
+            HeaderPart::Name => {
+                format!("header name must be a lowercase token, got {:?}", self.name)
+            }
+            HeaderPart::Value => format!(
+                "value of header {} must hold no control characters, got {:?}",
+                self.name, self.value
+            ),
+        };
+        f.pad(&text)
     }
 }
 
@@ -594,17 +667,18 @@ decoder_or!(StatusDecoder, FeignDecoder, TransientDecoder, ApacheDecoder, RetryO
 /// use http::Response;
 /// use http_resilience::retry::{Decoder, Or, RetryOnHeader, StatusDecoder, Verdict};
 ///
-/// let decoder = StatusDecoder::new([503]).or(RetryOnHeader::new("x-should-retry", "true"));
-/// let asked = Response::builder().status(500).header("x-should-retry", "true").body(()).unwrap();
+/// let decoder = StatusDecoder::new([503])?.or(RetryOnHeader::new("x-should-retry", "true")?);
+/// let asked = Response::builder().status(500).header("x-should-retry", "true").body(())?;
 /// assert!(Decoder::<(), ()>::decode(&decoder, &Ok(asked)).is_retry());
 ///
 /// let teapot = |outcome: &Result<Response<()>, ()>| match outcome {
 ///     Ok(r) if r.status() == 418 => Verdict::retry("teapot"),
 ///     _ => Verdict::Accept,
 /// };
-/// let decoder = Or::new(teapot, StatusDecoder::new([503]));
-/// let brewing = Response::builder().status(418).body(()).unwrap();
+/// let decoder = Or::new(teapot, StatusDecoder::new([503])?);
+/// let brewing = Response::builder().status(418).body(())?;
 /// assert!(decoder.decode(&Ok(brewing)).is_retry());
+/// # Ok::<(), http_resilience::BoxError>(())
 /// ```
 #[derive(Debug, Clone, Copy)]
 pub struct Or<A, B> {
@@ -654,22 +728,36 @@ impl fmt::Debug for StatusDecoder {
     }
 }
 
-/// A status code outside `100..=599` was given to [`StatusDecoder`].
+/// The statuses given to [`StatusDecoder::new`] make no sense.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct InvalidStatus(u16);
+#[non_exhaustive]
+pub enum InvalidStatus {
+    /// A status code outside `100..=599`.
+    OutOfRange(u16),
+    /// No status at all.
+    Empty,
+}
 
 // ===== impl InvalidStatus =====
 
 impl InvalidStatus {
-    /// The rejected code.
-    pub const fn code(&self) -> u16 {
-        self.0
+    /// The rejected code, if one was out of range.
+    pub const fn code(&self) -> Option<u16> {
+        match self {
+            InvalidStatus::OutOfRange(code) => Some(*code),
+            InvalidStatus::Empty => None,
+        }
     }
 }
 
 impl fmt::Display for InvalidStatus {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.pad(&format!("status code must be in 100..=599, got {}", self.0))
+        match self {
+            InvalidStatus::OutOfRange(code) => {
+                f.pad(&format!("status code must be in 100..=599, got {code}"))
+            }
+            InvalidStatus::Empty => f.pad("statuses must list at least one status, got none"),
+        }
     }
 }
 
@@ -707,7 +795,7 @@ mod tests {
 
     #[test]
     fn status_decoder_retries_only_listed_statuses() {
-        let decoder = StatusDecoder::new([503, 429]);
+        let decoder = StatusDecoder::new([503, 429]).unwrap();
         assert_eq!(decoder.decode(&response(503)), Verdict::retry(status(503)));
         assert_eq!(decoder.decode(&response(429)), Verdict::retry(status(429)));
         for code in [100, 200, 204, 302] {
@@ -724,7 +812,7 @@ mod tests {
 
     #[test]
     fn status_decoder_fails_errors() {
-        let decoder = StatusDecoder::new([503]);
+        let decoder = StatusDecoder::new([503]).unwrap();
         let verdict = decoder.decode(&error(io::Error::from(io::ErrorKind::ConnectionRefused)));
         assert_eq!(verdict, Verdict::fail(Reason::Error));
     }
@@ -732,7 +820,7 @@ mod tests {
     #[test]
     fn status_decoder_ignores_retry_after_unless_asked() {
         let paced = with_header(503, "retry-after", "3");
-        let seed = StatusDecoder::new([503]);
+        let seed = StatusDecoder::new([503]).unwrap();
         assert_eq!(seed.decode(&paced).server_delay(), None);
         let reading = seed.with_retry_after();
         assert_eq!(
@@ -743,7 +831,7 @@ mod tests {
         let garbage = reading.decode(&with_header(503, "retry-after", "soon"));
         assert_eq!(garbage, Verdict::retry(status(503)));
         // Only 429 and 503 are read.
-        let other = StatusDecoder::new([500]).with_retry_after();
+        let other = StatusDecoder::new([500]).unwrap().with_retry_after();
         assert_eq!(
             other
                 .decode(&with_header(500, "retry-after", "3"))
@@ -754,7 +842,7 @@ mod tests {
 
     #[test]
     fn holds_both_ends_of_the_range() {
-        let decoder = StatusDecoder::new([100, 599]);
+        let decoder = StatusDecoder::new([100, 599]).unwrap();
         let listed: Vec<u16> = decoder.statuses().map(|s| s.as_u16()).collect();
         assert_eq!(listed, [100, 599]);
         assert_eq!(format!("{decoder:?}"), "{100, 599}");
@@ -766,18 +854,38 @@ mod tests {
 
     #[test]
     fn rejects_codes_out_of_range() {
-        assert_eq!(StatusDecoder::try_new([99]), Err(InvalidStatus(99)));
-        assert_eq!(StatusDecoder::try_new([503, 600]), Err(InvalidStatus(600)));
+        assert_eq!(StatusDecoder::new([99]), Err(InvalidStatus::OutOfRange(99)));
         assert_eq!(
-            InvalidStatus(600).to_string(),
+            StatusDecoder::new([503, 600]),
+            Err(InvalidStatus::OutOfRange(600))
+        );
+        assert_eq!(
+            InvalidStatus::OutOfRange(600).to_string(),
             "status code must be in 100..=599, got 600"
+        );
+        assert_eq!(InvalidStatus::OutOfRange(0).code(), Some(0));
+    }
+
+    #[test]
+    fn rejects_an_empty_set() {
+        assert_eq!(StatusDecoder::new([]), Err(InvalidStatus::Empty));
+        assert_eq!(InvalidStatus::Empty.code(), None);
+        assert_eq!(
+            InvalidStatus::Empty.to_string(),
+            "statuses must list at least one status, got none"
         );
     }
 
     #[test]
-    #[should_panic(expected = "status code must be in 100..=599, got 0")]
-    fn new_panics_on_codes_out_of_range() {
-        let _ = StatusDecoder::new([0]);
+    fn known_good_lists_match_the_checked_constructor() {
+        assert_eq!(
+            StatusDecoder::known_good(&TransientDecoder::STATUSES),
+            StatusDecoder::new(TransientDecoder::STATUSES).unwrap()
+        );
+        assert_eq!(
+            StatusDecoder::known_good(&[503]),
+            StatusDecoder::new([503]).unwrap()
+        );
     }
 
     #[test]
@@ -881,7 +989,7 @@ mod tests {
 
     #[test]
     fn header_decoder_matches_ignoring_case() {
-        let decoder = RetryOnHeader::new("x-should-retry", "true");
+        let decoder = RetryOnHeader::new("x-should-retry", "true").unwrap();
         assert_eq!(
             decoder.decode(&with_header(500, "x-should-retry", "True")),
             Verdict::retry(Reason::Header("x-should-retry"))
@@ -891,18 +999,28 @@ mod tests {
             Verdict::Accept
         );
         assert_eq!(decoder.decode(&response(500)), Verdict::Accept);
-        assert!(RetryOnHeader::try_new("X-Upper", "true").is_err());
-        assert!(RetryOnHeader::try_new("bad name", "true").is_err());
-        let err = RetryOnHeader::try_new("x-ok", "two\nlines").unwrap_err();
+        let err = RetryOnHeader::new("X-Upper", "true").unwrap_err();
+        assert_eq!((err.part(), err.name()), (HeaderPart::Name, "X-Upper"));
         assert_eq!(
             err.to_string(),
-            "invalid header for RetryOnHeader: \"x-ok\": \"two\\nlines\" (names are lowercase tokens)"
+            "header name must be a lowercase token, got \"X-Upper\""
+        );
+        let err = RetryOnHeader::new("bad name", "true").unwrap_err();
+        assert_eq!(err.part(), HeaderPart::Name);
+        let err = RetryOnHeader::new("x-ok", "two\nlines").unwrap_err();
+        assert_eq!((err.part(), err.value()), (HeaderPart::Value, "two\nlines"));
+        assert_eq!(
+            err.to_string(),
+            "value of header x-ok must hold no control characters, got \"two\\nlines\""
         );
     }
 
     #[test]
     fn or_takes_the_first_retry() {
-        let decoder = StatusDecoder::new([503]).or(RetryOnHeader::new("x-should-retry", "true"));
+        let decoder =
+            StatusDecoder::new([503])
+                .unwrap()
+                .or(RetryOnHeader::new("x-should-retry", "true").unwrap());
         assert_eq!(decoder.decode(&response(503)), Verdict::retry(status(503)));
         assert_eq!(
             decoder.decode(&with_header(500, "x-should-retry", "true")),

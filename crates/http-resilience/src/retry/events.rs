@@ -13,13 +13,14 @@
 //!
 //! let retries = Arc::new(AtomicU32::new(0));
 //! let counter = retries.clone();
-//! let policy = RetryPolicy::new(StatusDecoder::new([503]), FixedDelay::new(Default::default(), 2))
+//! let policy = RetryPolicy::new(StatusDecoder::new([503])?, FixedDelay::new(Default::default(), 2))
 //!     .with_listener(move |event: &RetryEvent| {
 //!         if let RetryEvent::Retry { .. } = event {
 //!             counter.fetch_add(1, Ordering::Relaxed);
 //!         }
 //!     });
 //! # let _ = policy;
+//! # Ok::<(), http_resilience::BoxError>(())
 //! ```
 
 use super::Verdict;

@@ -154,9 +154,9 @@ where
                             tracing::debug!(
                                 attempt = *this.attempts,
                                 %verdict,
-                                wait_ms = wait.as_millis() as u64,
+                                wait_ms = whole_millis(wait),
                                 %source,
-                                remaining_ms = remaining.map(|r| r.as_millis() as u64),
+                                remaining_ms = remaining.map(whole_millis),
                                 "retrying"
                             );
                             RetryEvent::Retry {
@@ -175,7 +175,7 @@ where
                                 attempts = *this.attempts,
                                 %verdict,
                                 %stop,
-                                remaining_ms = deadline.map(|d| d.remaining().as_millis() as u64),
+                                remaining_ms = deadline.map(|d| whole_millis(d.remaining())),
                                 "done"
                             );
                             RetryEvent::GiveUp {
@@ -248,6 +248,10 @@ where
                     }
                     // Keep a pristine copy for a later attempt; should copying
                     // fail now, this attempt is the last.
+                    // NOTE: the `expect` is an invariant of this state machine,
+                    // not of any input: `Readying` is entered after `decide`
+                    // found the request present, and only a state that took it
+                    // has moved to `Done` since.
                     let mut request = match this.request.as_ref().and_then(Pristine::next_attempt) {
                         Some(copy) => copy,
                         None => this
@@ -256,15 +260,13 @@ where
                             .expect("Readying is entered only with a request to replay")
                             .into_request(),
                     };
-                    *this.attempts += 1;
+                    *this.attempts = this.attempts.saturating_add(1);
                     if this.request.is_none() || this.retryer.max_attempts() == Some(*this.attempts)
                     {
                         request.extensions_mut().insert(crate::FinalAttempt);
                     }
                     if let Some(name) = this.policy.attempt_header() {
-                        request
-                            .headers_mut()
-                            .insert(name.clone(), http::HeaderValue::from(*this.attempts));
+                        super::set_attempt_header(&mut request, name, *this.attempts);
                     }
                     if let Some(report) = this.report.as_ref() {
                         report.record_attempt(*this.attempts);
@@ -325,6 +327,11 @@ fn decide<D, R, B: TryCloneBody>(
         return Err(Stop::NotIdempotent);
     }
     Ok(())
+}
+
+/// `duration` in whole milliseconds for the logs, at most `u64::MAX`.
+fn whole_millis(duration: Duration) -> u64 {
+    u64::try_from(duration.as_millis()).unwrap_or(u64::MAX)
 }
 
 /// With deadline-aware scheduling, whether a wait of `delay` and then a

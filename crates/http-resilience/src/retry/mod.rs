@@ -28,9 +28,9 @@
 //! use tower::{ServiceBuilder, ServiceExt};
 //!
 //! # #[tokio::main(flavor = "current_thread", start_paused = true)]
-//! # async fn main() {
+//! # async fn main() -> Result<(), http_resilience::BoxError> {
 //! let policy = RetryPolicy::new(
-//!     StatusDecoder::new([503]),
+//!     StatusDecoder::new([503])?,
 //!     FixedDelay::new(Duration::from_millis(10), 2),
 //! );
 //! let calls = Arc::new(AtomicU32::new(0));
@@ -43,10 +43,11 @@
 //!         async { Ok::<_, Infallible>(Response::builder().status(503).body(String::new()).unwrap()) }
 //!     });
 //!
-//! let response = svc.oneshot(Request::new(String::new())).await.unwrap();
+//! let response = svc.oneshot(Request::new(String::new())).await?;
 //! assert_eq!(response.status(), StatusCode::SERVICE_UNAVAILABLE);
 //! assert_eq!(Attempts::of(&response), 3);
 //! assert_eq!(calls.load(Ordering::SeqCst), 3);
+//! # Ok(())
 //! # }
 //! ```
 //!
@@ -144,8 +145,8 @@ pub use self::{
     body::{SendOnce, TryCloneBody},
     budget::RetryBudget,
     decoder::{
-        AnyDecoder, ApacheDecoder, Decoder, FeignDecoder, InvalidHeader, InvalidStatus, Or, Reason,
-        RetryOnHeader, StatusDecoder, TransientDecoder, Verdict,
+        AnyDecoder, ApacheDecoder, Decoder, FeignDecoder, HeaderPart, InvalidHeader, InvalidStatus,
+        Or, Reason, RetryOnHeader, StatusDecoder, TransientDecoder, Verdict,
     },
     events::{RetryEvent, RetryListener, WaitSource},
     layer::StatusRetryLayer,
@@ -236,9 +237,7 @@ where
 
     fn call(&mut self, mut request: http::Request<B>) -> Self::Future {
         if let Some(name) = self.policy.attempt_header() {
-            request
-                .headers_mut()
-                .insert(name.clone(), http::HeaderValue::from(1u32));
+            set_attempt_header(&mut request, name, 1);
         }
         let span = tracing::debug_span!(
             "retry",
@@ -277,6 +276,17 @@ where
             report,
             span,
         )
+    }
+}
+
+/// Writes the attempt number `n` in the header `name` of `request`.
+///
+/// NOTE: `try_insert` because `insert` panics on a header map already at its
+/// largest size; such a request goes on without the header.
+fn set_attempt_header<B>(request: &mut http::Request<B>, name: &http::HeaderName, n: u32) {
+    let value = http::HeaderValue::from(n);
+    if request.headers_mut().try_insert(name, value).is_err() {
+        tracing::debug!(header = %name, "the header map is full: attempt number not sent");
     }
 }
 

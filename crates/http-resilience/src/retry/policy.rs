@@ -19,10 +19,11 @@ use std::{any::type_name, fmt, sync::Arc, time::Duration};
 /// use std::time::Duration;
 ///
 /// let policy = RetryPolicy::new(
-///     StatusDecoder::new([503]),
+///     StatusDecoder::new([503])?,
 ///     FixedDelay::new(Duration::from_millis(10), 2),
 /// );
 /// assert_eq!(policy.retryer().retries(), 2);
+/// # Ok::<(), http_resilience::BoxError>(())
 /// ```
 #[derive(Clone)]
 pub struct RetryPolicy<D, R> {

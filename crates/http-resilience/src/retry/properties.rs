@@ -31,6 +31,7 @@ proptest! {
     ) {
         let max_delay = initial + extra;
         let prototype = ExponentialBackoff::new(initial, multiplier, max_delay, max_attempts)
+            .unwrap()
             .with_jitter(jitter)
             .with_seed(seed);
         let mut retryer = prototype.for_request();
@@ -62,7 +63,7 @@ proptest! {
         cap in millis(0..100_000),
     ) {
         let asked = Duration::new(asked, nanos);
-        let mut exponential = ExponentialBackoff::new(Duration::ZERO, 2.0, cap, 3).for_request();
+        let mut exponential = ExponentialBackoff::new(Duration::ZERO, 2.0, cap, 3).unwrap().for_request();
         prop_assert!(exponential.next_delay(1, Some(asked)).unwrap() <= cap);
         let mut fixed = FixedDelay::new(Duration::ZERO, 2).with_max_delay(cap);
         prop_assert!(fixed.next_delay(1, Some(asked)).unwrap() <= cap);

@@ -315,7 +315,7 @@ impl Buffer {
         if self.state != Fill::Filling {
             return;
         }
-        if self.len + bytes.len() > self.cap {
+        if self.len.saturating_add(bytes.len()) > self.cap {
             self.spoil(Spoiled::OverCap);
         } else {
             self.len += bytes.len();

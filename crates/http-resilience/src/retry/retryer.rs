@@ -226,13 +226,30 @@ pub struct ExponentialBackoff {
 // ===== impl ExponentialBackoff =====
 
 impl ExponentialBackoff {
-    /// An exponential backoff.
+    /// An exponential backoff: waits of `initial`, then `multiplier` times
+    /// longer each, at most `max_delay`, for `max_attempts` attempts in all.
     ///
     /// # Errors
     ///
-    /// [`InvalidSetting`] when `multiplier` is below 1 (or not a number),
-    /// `max_delay` is below `initial`, or `max_attempts` is zero.
-    pub fn try_new(
+    /// [`InvalidSetting`] when `multiplier` is below 1, infinite or not a
+    /// number (field `multiplier`), `max_delay` is below `initial` (field
+    /// `max_delay`), or `max_attempts` is zero (field `max_attempts`).
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// use http_resilience::retry::ExponentialBackoff;
+    /// use std::time::Duration;
+    ///
+    /// let backoff = ExponentialBackoff::new(Duration::from_millis(50), 2.0, Duration::from_secs(2), 4)?;
+    /// assert_eq!(backoff.max_attempts(), 4);
+    ///
+    /// let err = ExponentialBackoff::new(Duration::from_millis(50), f64::NAN, Duration::from_secs(2), 4)
+    ///     .unwrap_err();
+    /// assert_eq!(err.field(), "multiplier");
+    /// # Ok::<(), http_resilience::BoxError>(())
+    /// ```
+    pub fn new(
         initial: Duration,
         multiplier: f64,
         max_delay: Duration,
@@ -256,8 +273,25 @@ impl ExponentialBackoff {
                 "must be at least 1, got 0",
             ));
         }
+        Ok(Self::known_good(
+            initial,
+            multiplier,
+            max_delay,
+            max_attempts,
+        ))
+    }
+
+    /// The backoff from settings known to pass [`new`](Self::new)'s checks:
+    /// the fixed numbers of the default and of the presets, which their tests
+    /// hold valid. Nothing is checked here.
+    pub(crate) fn known_good(
+        initial: Duration,
+        multiplier: f64,
+        max_delay: Duration,
+        max_attempts: u32,
+    ) -> Self {
         let seeds = Seeds::random();
-        Ok(Self {
+        Self {
             initial,
             multiplier,
             max_delay,
@@ -266,19 +300,6 @@ impl ExponentialBackoff {
             rng: seeds.next_rng(),
             seeds,
             previous: initial,
-        })
-    }
-
-    /// An exponential backoff.
-    ///
-    /// # Panics
-    ///
-    /// Panics where [`try_new`](Self::try_new) returns an error.
-    #[track_caller]
-    pub fn new(initial: Duration, multiplier: f64, max_delay: Duration, max_attempts: u32) -> Self {
-        match Self::try_new(initial, multiplier, max_delay, max_attempts) {
-            Ok(backoff) => backoff,
-            Err(err) => panic!("{err}"),
         }
     }
 
@@ -327,19 +348,28 @@ impl ExponentialBackoff {
     /// multiplier^(attempts − 1)`, capped.
     fn base(&self, attempts: u32) -> Duration {
         let exponent = i32::try_from(attempts.saturating_sub(1)).unwrap_or(i32::MAX);
-        let nanos = self.initial.as_nanos() as f64 * self.multiplier.powi(exponent);
+        // NOTE: `u128 as f64` rounds to the nearest float; it cannot fail.
+        let nanos = (self.initial.as_nanos() as f64 * self.multiplier.powi(exponent)).round();
         // NOTE: an overflow to infinity (or NaN) compares as not less.
         if nanos.partial_cmp(&(self.max_delay.as_nanos() as f64)) != Some(std::cmp::Ordering::Less)
         {
             return self.max_delay;
         }
-        Duration::from_nanos(nanos.round() as u64)
+        // NOTE: below 2^64 ns (some 584 years) the cast is exact; beyond, a
+        // `u64` cannot hold the nanoseconds, so the delay goes through seconds.
+        if nanos < u64::MAX as f64 {
+            Duration::from_nanos(nanos as u64)
+        } else {
+            Duration::try_from_secs_f64(nanos / 1e9)
+                .map_or(self.max_delay, |delay| delay.min(self.max_delay))
+        }
     }
 }
 
 impl Default for ExponentialBackoff {
+    /// OpenFeign's documented numbers: 100 ms, × 1.5, at most 1 s, 5 attempts.
     fn default() -> Self {
-        Self::new(Duration::from_millis(100), 1.5, Duration::from_secs(1), 5)
+        Self::known_good(Duration::from_millis(100), 1.5, Duration::from_secs(1), 5)
     }
 }
 
@@ -357,7 +387,7 @@ impl Retryer for ExponentialBackoff {
         let delay = match self.jitter {
             Jitter::None => base,
             Jitter::Full => scale(base, self.rng.next_unit()),
-            Jitter::Equal => base / 2 + scale(base / 2, self.rng.next_unit()),
+            Jitter::Equal => (base / 2).saturating_add(scale(base / 2, self.rng.next_unit())),
             Jitter::Decorrelated => {
                 let previous = self.previous.max(Duration::from_millis(1));
                 let high = previous.saturating_mul(3).min(self.max_delay);
@@ -428,6 +458,10 @@ pub struct FeignRetryer {
 impl FeignRetryer {
     /// Feign's retryer with its three parameters; `max_attempts` counts the
     /// first attempt too.
+    ///
+    /// Every value has a meaning, as in Feign, so nothing is refused: a
+    /// `max_attempts` of 0 allows the first attempt only, as 1 does, and a
+    /// `max_period` below `period` caps every wait at `max_period`.
     pub const fn new(period: Duration, max_period: Duration, max_attempts: u32) -> Self {
         Self {
             period,
@@ -440,7 +474,7 @@ impl FeignRetryer {
     /// `period × 1.5^(attempt − 1)` in whole milliseconds, capped, as Feign's
     /// `nextMaxInterval`.
     fn next_max_interval(&self) -> Duration {
-        let exponent = i32::try_from(self.attempt - 1).unwrap_or(i32::MAX);
+        let exponent = i32::try_from(self.attempt.saturating_sub(1)).unwrap_or(i32::MAX);
         let millis = self.period.as_millis() as f64 * 1.5f64.powi(exponent);
         // NOTE: Java's `(long)` cast truncates, and saturates beyond range.
         let interval = Duration::from_millis(if millis >= u64::MAX as f64 {
@@ -479,7 +513,8 @@ impl Retryer for FeignRetryer {
     }
 
     fn max_attempts(&self) -> Option<u32> {
-        Some(self.max_attempts)
+        // NOTE: Feign makes the first attempt even when `maxAttempts` is 0.
+        Some(self.max_attempts.max(1))
     }
 }
 
@@ -581,7 +616,7 @@ mod tests {
     #[test]
     fn exponential_grows_and_caps() {
         let ms = Duration::from_millis;
-        let backoff = ExponentialBackoff::new(ms(100), 2.0, ms(500), 6);
+        let backoff = ExponentialBackoff::new(ms(100), 2.0, ms(500), 6).unwrap();
         assert_eq!(
             schedule(&backoff, 6),
             [
@@ -594,11 +629,32 @@ mod tests {
             ]
         );
         // A huge attempt number saturates at the cap instead of overflowing.
-        let mut wide = ExponentialBackoff::new(ms(1), 10.0, Duration::from_secs(60), u32::MAX);
+        let mut wide =
+            ExponentialBackoff::new(ms(1), 10.0, Duration::from_secs(60), u32::MAX).unwrap();
         assert_eq!(
             wide.next_delay(u32::MAX - 1, None),
             Some(Duration::from_secs(60))
         );
+    }
+
+    #[test]
+    fn delays_beyond_584_years_are_not_cut_short() {
+        // 2^64 ns is some 584 years: a longer delay is counted in seconds.
+        let millennium = Duration::from_secs(1000 * 365 * 86_400);
+        let backoff = ExponentialBackoff::new(millennium, 1.0, Duration::MAX, 3).unwrap();
+        assert_eq!(schedule(&backoff, 1), [Some(millennium)]);
+        let backoff = ExponentialBackoff::new(Duration::MAX, 10.0, Duration::MAX, 3).unwrap();
+        assert_eq!(
+            schedule(&backoff, 3),
+            [Some(Duration::MAX), Some(Duration::MAX), None]
+        );
+    }
+
+    #[test]
+    fn feign_with_zero_attempts_makes_the_first_only() {
+        let mut feign = FeignRetryer::new(Duration::from_millis(100), Duration::ZERO, 0);
+        assert_eq!(feign.max_attempts(), Some(1));
+        assert_eq!(feign.next_delay(1, None), None);
     }
 
     #[test]
@@ -614,6 +670,7 @@ mod tests {
         let ms = Duration::from_millis;
         for jitter in [Jitter::Full, Jitter::Equal, Jitter::Decorrelated] {
             let backoff = ExponentialBackoff::new(ms(100), 2.0, ms(2000), 8)
+                .unwrap()
                 .with_jitter(jitter)
                 .with_seed(42);
             let first = schedule(&backoff, 7);
@@ -621,6 +678,7 @@ mod tests {
             assert_ne!(first, second, "{jitter:?}: each request draws afresh");
             let again = schedule(
                 &ExponentialBackoff::new(ms(100), 2.0, ms(2000), 8)
+                    .unwrap()
                     .with_jitter(jitter)
                     .with_seed(42),
                 7,
@@ -642,17 +700,17 @@ mod tests {
     #[test]
     fn invalid_backoffs_are_rejected_by_name() {
         let ms = Duration::from_millis;
-        let err = ExponentialBackoff::try_new(ms(100), 0.5, ms(1000), 5).unwrap_err();
+        let err = ExponentialBackoff::new(ms(100), 0.5, ms(1000), 5).unwrap_err();
         assert_eq!(err.to_string(), "multiplier must be >= 1.0, got 0.5");
         assert_eq!(err.field(), "multiplier");
-        let err = ExponentialBackoff::try_new(ms(100), f64::NAN, ms(1000), 5).unwrap_err();
+        let err = ExponentialBackoff::new(ms(100), f64::NAN, ms(1000), 5).unwrap_err();
         assert_eq!(err.to_string(), "multiplier must be >= 1.0, got NaN");
-        let err = ExponentialBackoff::try_new(ms(100), 1.5, ms(50), 5).unwrap_err();
+        let err = ExponentialBackoff::new(ms(100), 1.5, ms(50), 5).unwrap_err();
         assert_eq!(
             err.to_string(),
             "max_delay must be >= the initial delay (100ms), got 50ms"
         );
-        let err = ExponentialBackoff::try_new(ms(100), 1.5, ms(1000), 0).unwrap_err();
+        let err = ExponentialBackoff::new(ms(100), 1.5, ms(1000), 0).unwrap_err();
         assert_eq!(err.to_string(), "max_attempts must be at least 1, got 0");
         assert_eq!(err.problem(), "must be at least 1, got 0");
     }

@@ -13,7 +13,10 @@ type Req = Request<String>;
 type Resp = Response<String>;
 
 fn seed_policy(delay: Duration) -> RetryPolicy<StatusDecoder, FixedDelay> {
-    RetryPolicy::new(StatusDecoder::new([503]), FixedDelay::new(delay, 2))
+    RetryPolicy::new(
+        StatusDecoder::new([503]).unwrap(),
+        FixedDelay::new(delay, 2),
+    )
 }
 
 fn request(body: &'static str) -> Req {
@@ -305,7 +308,7 @@ async fn every_request_gets_a_fresh_retryer() {
     // Feign's retryer counts its attempts itself: shared state would leave the
     // second request without retries.
     let policy = RetryPolicy::new(
-        StatusDecoder::new([503]),
+        StatusDecoder::new([503]).unwrap(),
         FeignRetryer::new(Duration::ZERO, Duration::ZERO, 3),
     );
     let (mut svc, mut handle) = mock::spawn_layer::<Req, Resp, _>(StatusRetryLayer::new(policy));
@@ -330,7 +333,7 @@ async fn stops_retrying_once_the_request_deadline_has_passed() {
     // A deadline inherited by the request (no Deadline layer outside), and a
     // retryer that would go on: no attempt is made past the deadline.
     let policy = RetryPolicy::new(
-        StatusDecoder::new([503]),
+        StatusDecoder::new([503]).unwrap(),
         FixedDelay::new(Duration::from_millis(100), 10),
     );
     let (mut svc, mut handle) = spawn(policy);
@@ -422,7 +425,7 @@ mod safety {
 
     fn seed() -> RetryPolicy<StatusDecoder, FixedDelay> {
         RetryPolicy::new(
-            StatusDecoder::new([503]),
+            StatusDecoder::new([503]).unwrap(),
             FixedDelay::new(Duration::ZERO, 2),
         )
     }
@@ -508,7 +511,7 @@ mod safety {
     async fn a_call_out_of_retries_reads_exhausted_even_with_an_empty_budget() {
         let budget = std::sync::Arc::new(RetryBudget::new(4, 0.1).unwrap());
         let policy = RetryPolicy::new(
-            StatusDecoder::new([503]),
+            StatusDecoder::new([503]).unwrap(),
             FixedDelay::new(Duration::ZERO, 1),
         )
         .with_budget(budget.clone());

@@ -64,7 +64,7 @@ pub use self::connect::{
     TypedResolver,
 };
 
-use crate::{read_timeout::ReadTimeout, InvalidSetting};
+use crate::{extensions::FAR_FUTURE, read_timeout::ReadTimeout, InvalidSetting};
 use hyper_util::{
     client::legacy::{
         connect::{dns::GaiResolver, HttpConnector},
@@ -111,7 +111,9 @@ impl Builder {
         }
     }
 
-    /// The limit on setting up one TCP connection.
+    /// The limit on setting up one TCP connection. A limit too long to
+    /// count from now (`Duration::MAX`) means no limit in practice, as in
+    /// tokio's `timeout`.
     #[must_use]
     pub fn connect_timeout(mut self, limit: Duration) -> Self {
         self.connect_timeout = Some(limit);
@@ -125,7 +127,9 @@ impl Builder {
         self
     }
 
-    /// The longest wait for the response head or for the next body frame.
+    /// The longest wait for the response head or for the next body frame. A
+    /// limit too long to count from now (`Duration::MAX`) is held to about
+    /// thirty years, which no read outlives.
     #[must_use]
     pub fn read_timeout(mut self, limit: Duration) -> Self {
         self.read_timeout = limit;
@@ -133,7 +137,9 @@ impl Builder {
     }
 
     /// How long an idle pooled connection is kept; `None` keeps it until the
-    /// server closes it.
+    /// server closes it. A limit above about thirty years is held to thirty
+    /// years (hyper-util's pool would overflow the clock with
+    /// `Duration::MAX`), which is the same as `None` in practice.
     #[must_use]
     pub fn pool_idle_timeout(mut self, limit: Option<Duration>) -> Self {
         self.pool_idle_timeout = limit;
@@ -254,7 +260,7 @@ impl Builder {
         let client = Client::builder(TokioExecutor::new())
             .timer(TokioTimer::new())
             .pool_timer(TokioTimer::new())
-            .pool_idle_timeout(self.pool_idle_timeout)
+            .pool_idle_timeout(self.pool_idle_timeout.map(|limit| limit.min(FAR_FUTURE)))
             .pool_max_idle_per_host(self.pool_max_idle_per_host)
             .retry_canceled_requests(false)
             .http2_only(self.http2_only)
