@@ -545,7 +545,7 @@ fn pass(
 /// Waits until no server has an open connection and the runtime is back to
 /// `tasks` alive tasks; returns how long that took.
 fn settle(runtime: &Runtime, servers: &mut Servers, tasks: usize) -> Duration {
-    let start = std::time::Instant::now();
+    let start = Instant::now();
     loop {
         let open: usize = servers.stats().iter().map(|&(_, open)| open).sum();
         let alive = runtime.metrics().num_alive_tasks();
