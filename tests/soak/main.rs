@@ -382,12 +382,17 @@ fn stack(
                     Duration::from_millis(100),
                     MAX_ATTEMPTS,
                 )
+                .expect("a valid backoff")
                 .with_jitter(Jitter::Decorrelated)
             },
         )
         .with_attempt_header(http::HeaderName::from_static(ATTEMPT_HEADER));
     ServiceBuilder::new()
-        .layer(Resilience::new(DEADLINE, ATTEMPT, retry).layer())
+        .layer(
+            Resilience::new(DEADLINE, ATTEMPT, retry)
+                .expect("valid limits")
+                .layer(),
+        )
         .map_request(move |request| route(&ports, request))
         .service(client)
 }
@@ -411,7 +416,7 @@ where
             Err(err) => Outcome::Failed(FailureKind::of(&*err), report.attempts()),
             Ok(response) => {
                 let status = response.status().as_u16();
-                let attempts = Attempts::of(&response).unwrap_or(0);
+                let attempts = Attempts::of(&response);
                 match response.into_body().collect().await {
                     Ok(_) => Outcome::Status(status, attempts),
                     Err(err) => Outcome::BodyFailed(FailureKind::of(&*err)),
