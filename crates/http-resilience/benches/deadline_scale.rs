@@ -211,8 +211,10 @@ where
     }
     let mut late_ns: Vec<i64> = records.iter().map(|r| r.late_ns).collect();
     late_ns.sort_unstable();
-    let live = stats.bytes_allocated as f64 - stats.bytes_deallocated as f64
-        + stats.bytes_reallocated as f64;
+    // NOTE: `stats_alloc` already counts a realloc's growth in
+    // `bytes_allocated` and its shrinking in `bytes_deallocated`;
+    // `bytes_reallocated` repeats the net change, so it is not added.
+    let live = stats.bytes_allocated as f64 - stats.bytes_deallocated as f64;
     Sample {
         late_ns,
         live_bytes_per_call: live / calls as f64,
