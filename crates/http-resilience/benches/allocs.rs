@@ -23,7 +23,9 @@ use std::{
         Arc,
     },
 };
-use support::{call, flaky_service, hand_loop, ok_service, ours, tower_nesting, Req};
+use support::{
+    call, flaky_service, hand_loop, ok_service, ours, tower_nesting, with_deadline_extension, Req,
+};
 use tower::Service;
 
 #[global_allocator]
@@ -92,6 +94,9 @@ async fn measure() -> Vec<Row> {
     let mut svc = tower_nesting(ok_service());
     let stats = count!(call(&mut svc));
     rows.push(Row::new("200", "tower nesting", stats).future(future_size(&svc)));
+    let mut svc = with_deadline_extension(ok_service());
+    let stats = count!(call(&mut svc));
+    rows.push(Row::new("200", "bare + deadline extension", stats).future(future_size(&svc)));
     let mut svc = ours(ok_service());
     let stats = count!(call(&mut svc));
     rows.push(Row::new("200", "ours", stats).future(future_size(&svc)));
@@ -148,12 +153,12 @@ fn main() {
     );
     println!();
     println!(
-        "{:<12} {:<14} {:>10} {:>10} {:>12} {:>12}",
+        "{:<12} {:<26} {:>10} {:>10} {:>12} {:>12}",
         "path", "variant", "allocs", "reallocs", "bytes", "future (B)"
     );
     for row in &rows {
         println!(
-            "{:<12} {:<14} {:>10.2} {:>10.2} {:>12.1} {:>12}",
+            "{:<12} {:<26} {:>10.2} {:>10.2} {:>12.1} {:>12}",
             row.path, row.variant, row.allocs, row.reallocs, row.bytes, row.future
         );
     }

@@ -15,7 +15,9 @@ use std::{
     },
     time::Duration,
 };
-use support::{call, flaky_service, hand_loop, ok_service, ours, tower_nesting, Req};
+use support::{
+    call, flaky_service, hand_loop, ok_service, ours, tower_nesting, with_deadline_extension, Req,
+};
 use tokio::{runtime::Runtime, time::Instant};
 use tower::Service;
 
@@ -57,6 +59,13 @@ fn overhead(c: &mut Criterion) {
         &rt,
         "ok/tower",
         tower_nesting(ok_service()),
+        &calls,
+    );
+    per_call(
+        &mut group,
+        &rt,
+        "ok/bare_with_deadline",
+        with_deadline_extension(ok_service()),
         &calls,
     );
     per_call(&mut group, &rt, "ok/ours", ours(ok_service()), &calls);

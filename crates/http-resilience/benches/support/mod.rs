@@ -18,6 +18,7 @@ use http_resilience::{
     attempt_timeout::AttemptTimeoutLayer,
     deadline::{body::DeadlineBody, DeadlineLayer},
     retry::{FixedDelay, RetryPolicy, StatusDecoder, StatusRetryLayer},
+    RequestDeadline,
 };
 use std::{
     convert::Infallible,
@@ -121,6 +122,26 @@ where
         .layer(DeadlineLayer::new(CALL_LIMIT))
         .layer(StatusRetryLayer::new(policy))
         .layer(AttemptTimeoutLayer::new(ATTEMPT_LIMIT))
+        .service(inner)
+}
+
+/// The part of our cost that the design fixes: `inner` behind a step that
+/// does what [`DeadlineLayer`] must do to every request, read the clock and
+/// record a [`RequestDeadline`] in the request's (empty) extensions, and
+/// nothing else.
+pub(crate) fn with_deadline_extension<S>(
+    inner: S,
+) -> impl Service<Req, Response = S::Response, Error = S::Error> + Clone
+where
+    S: Service<Req> + Clone,
+{
+    ServiceBuilder::new()
+        .map_request(|mut request: Req| {
+            request
+                .extensions_mut()
+                .insert(RequestDeadline::after(CALL_LIMIT));
+            request
+        })
         .service(inner)
 }
 
