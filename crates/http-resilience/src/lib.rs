@@ -151,6 +151,18 @@ pub use self::{
 /// The boxed error that the layers which create failures return, as in tower.
 pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
+/// What the unit tests of several modules share.
+#[cfg(test)]
+pub(crate) mod test_support {
+    /// A runtime without a timer: creating any tokio sleep on it panics with
+    /// "timers are disabled", which is how a test proves a path makes none.
+    pub(crate) fn without_timers() -> tokio::runtime::Runtime {
+        tokio::runtime::Builder::new_current_thread()
+            .build()
+            .expect("a current-thread runtime")
+    }
+}
+
 #[cfg(test)]
 mod tests {
     /// The TOML snippets in the docs name the current version.

@@ -1,4 +1,5 @@
 use super::{error::AttemptTimedOut, AttemptTimeoutLayer};
+use crate::test_support::without_timers;
 use crate::{deadline::error::DeadlineExceeded, RequestDeadline};
 use http::{Request, Response};
 use std::time::Duration;
@@ -115,13 +116,6 @@ fn futures_and_layers_print() {
         format!("{layer:?}"),
         "AttemptTimeoutLayer { limit: 500ms, final_uses_deadline: false }"
     );
-}
-
-/// A runtime without a timer: creating any tokio sleep panics on it.
-fn without_timers() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_current_thread()
-        .build()
-        .unwrap()
 }
 
 #[test]

@@ -1,4 +1,5 @@
 use super::{error::DeadlineExceeded, Deadline, DeadlineLayer};
+use crate::test_support::without_timers;
 use crate::RequestDeadline;
 use bytes::Bytes;
 use http::{Request, Response};
@@ -145,13 +146,6 @@ async fn an_expired_inherited_deadline_fails_without_calling() {
         Duration::from_millis(5)
     );
     assert_pending!(handle.poll_request(), "nothing was sent");
-}
-
-/// A runtime without a timer: creating any tokio sleep panics on it.
-fn without_timers() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_current_thread()
-        .build()
-        .unwrap()
 }
 
 #[test]

@@ -197,10 +197,7 @@ async fn every_retry_waits_for_readiness() {
 #[test]
 fn zero_delay_does_not_touch_the_timer() {
     // NOTE: a runtime without a timer: creating any tokio sleep would panic.
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .build()
-        .unwrap();
-    runtime.block_on(async {
+    crate::test_support::without_timers().block_on(async {
         let (mut svc, mut handle) = spawn(seed_policy(Duration::ZERO));
         handle.allow(1);
         assert_ready!(svc.poll_ready()).unwrap();
@@ -232,10 +229,7 @@ fn zero_delay_does_not_touch_the_timer() {
 fn a_nonzero_delay_needs_the_timer() {
     // The counterpart of the test above: the same flow with a 1 ms delay does
     // create a timer, which this runtime cannot provide.
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .build()
-        .unwrap();
-    runtime.block_on(async {
+    crate::test_support::without_timers().block_on(async {
         let (mut svc, mut handle) = spawn(seed_policy(Duration::from_millis(1)));
         handle.allow(1);
         assert_ready!(svc.poll_ready()).unwrap();
