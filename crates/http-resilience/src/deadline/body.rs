@@ -67,6 +67,21 @@ impl<B> DeadlineBody<B> {
         }
     }
 
+    /// Wraps `inner` with the timer the call already armed for the same
+    /// deadline, if any, so that reading the body sets no second one.
+    pub(crate) fn with_timer(
+        inner: B,
+        deadline: RequestDeadline,
+        sleep: Option<Pin<Box<Sleep>>>,
+    ) -> Self {
+        Self {
+            inner,
+            sleep,
+            deadline,
+            expired: false,
+        }
+    }
+
     define_inner_service_accessors!(B, "body");
 }
 

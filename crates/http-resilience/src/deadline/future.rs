@@ -76,8 +76,13 @@ where
                 // same poll as the deadline is returned, and its body then reports
                 // the deadline on the first read.
                 if let Poll::Ready(result) = response.poll(cx) {
+                    // NOTE: the timer, if the call armed one, is due at the
+                    // same instant: the body takes it over.
+                    let timer = sleep.take();
                     result
-                        .map(|response| response.map(|body| DeadlineBody::new(body, deadline)))
+                        .map(|response| {
+                            response.map(|body| DeadlineBody::with_timer(body, deadline, timer))
+                        })
                         .map_err(Into::into)
                 } else {
                     let sleep = sleep.get_or_insert_with(|| {

@@ -172,3 +172,24 @@ fn a_call_left_pending_starts_the_timer() {
         let _ = svc.oneshot(Request::new(())).await;
     });
 }
+
+#[tokio::test(flavor = "current_thread", start_paused = true)]
+async fn a_body_read_in_another_task_still_ends_at_the_deadline() {
+    // The head takes a while, so the call arms its timer; the body takes it
+    // over and is read in another task, which the timer must wake.
+    let svc = DeadlineLayer::new(BUDGET).layer(tower::service_fn(|_: Req| async {
+        time::sleep(Duration::from_millis(500)).await;
+        Ok::<_, Infallible>(Response::new(ScriptedBody::new().data("a").stall()))
+    }));
+    let start = Instant::now();
+    let body = svc.oneshot(Request::new(())).await.unwrap().into_body();
+    let reader = tokio::spawn(async move {
+        let mut body = body;
+        let first = body.frame().await.unwrap().unwrap().into_data().unwrap();
+        assert_eq!(first, Bytes::from_static(b"a"));
+        body.frame().await.unwrap().unwrap_err()
+    });
+    let err = time::timeout(BUDGET * 10, reader).await.unwrap().unwrap();
+    assert!(err.is::<DeadlineExceeded>(), "{err}");
+    assert_eq!(start.elapsed(), BUDGET);
+}
