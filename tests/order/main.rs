@@ -136,3 +136,41 @@ async fn deadline_inside_the_retry_restarts_for_every_attempt() {
         .collect();
     assert_eq!(deadlines, [ATTEMPT; 3], "a new deadline for every attempt");
 }
+
+#[tokio::test(flavor = "current_thread", start_paused = true)]
+async fn a_deadline_that_ends_an_attempt_is_the_deadline_layers_alone() {
+    // The deadline (300 ms) comes before the attempt's limit (500 ms): the
+    // attempt sets no timer, the deadline layer ends the call, and the retry
+    // layer, cut off mid-attempt, reports no outcome.
+    let (upstream, handle) = mock::pair::<Req, Resp>();
+    let start = Instant::now();
+    let server = slow_unavailable(start, handle);
+    let events = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let heard = events.clone();
+    let policy = RetryPolicy::new(
+        StatusDecoder::new([503]).unwrap(),
+        FixedDelay::new(DELAY, 2),
+    )
+    .with_listener(move |event: &http_resilience::retry::RetryEvent| {
+        heard.lock().unwrap().push(format!("{event:?}"));
+    });
+    let report = http_resilience::RetryReport::new();
+    let mut request = Request::new(String::new());
+    request.extensions_mut().insert(report.clone());
+    let svc = ServiceBuilder::new()
+        .layer(DeadlineLayer::new(Duration::from_millis(300)))
+        .layer(StatusRetryLayer::new(policy))
+        .layer(AttemptTimeoutLayer::new(ATTEMPT))
+        .service(upstream);
+    let err = guarded(svc.oneshot(request)).await.unwrap_err();
+    assert!(err.is::<DeadlineExceeded>(), "{err}");
+    assert_eq!(start.elapsed(), Duration::from_millis(300));
+    assert_eq!(report.attempts(), 1);
+    assert_eq!(report.summary(), None);
+    assert!(
+        events.lock().unwrap().is_empty(),
+        "{:?}",
+        events.lock().unwrap()
+    );
+    drop(server);
+}

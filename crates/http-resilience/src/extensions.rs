@@ -333,7 +333,9 @@ impl RetryReport {
     }
 
     /// The summary of the finished call: attempts, last verdict, and why it
-    /// stopped; `None` while the call runs.
+    /// stopped; `None` while the call runs, and for a call ended from outside
+    /// the retry layer (dropped, or cut by a `DeadlineLayer` around it), which
+    /// the retry layer never saw finish.
     pub fn summary(&self) -> Option<Attempts> {
         self.lock().1
     }

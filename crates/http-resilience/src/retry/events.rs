@@ -5,6 +5,14 @@
 //! so that counters can be fed without parsing logs. (Every event is also
 //! logged with `tracing` at debug level.)
 //!
+//! A call ended from outside the retry layer makes no give-up: the caller
+//! dropped it, or a [`DeadlineLayer`](crate::deadline::DeadlineLayer) around
+//! the retry layer ran out, during a wait or during an attempt that the
+//! deadline ends before the attempt's own limit (such an attempt sets no timer
+//! of its own, see [`attempt_timeout`](crate::attempt_timeout)). The retry
+//! layer sees no outcome then; the caller gets `DeadlineExceeded` from the
+//! deadline itself.
+//!
 //! # Example
 //!
 //! ```
