@@ -72,6 +72,7 @@ impl Expiry {
 // ===== impl ResponseFuture =====
 
 impl<F> ResponseFuture<F> {
+    #[inline]
     pub(crate) fn new(response: F, end: Instant, expiry: Expiry) -> Self {
         Self {
             state: State::Running {
@@ -103,6 +104,7 @@ where
 {
     type Output = Result<T, BoxError>;
 
+    #[inline]
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let mut state = self.project().state;
         match state.as_mut().project() {

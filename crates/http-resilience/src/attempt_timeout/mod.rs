@@ -148,6 +148,7 @@ where
         self.inner.poll_ready(cx).map_err(Into::into)
     }
 
+    #[inline]
     fn call(&mut self, request: http::Request<B>) -> Self::Future {
         let now = Instant::now();
         let own_end = saturating_after(now, self.limit);

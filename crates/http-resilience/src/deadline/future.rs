@@ -41,6 +41,7 @@ pin_project! {
 // ===== impl ResponseFuture =====
 
 impl<F> ResponseFuture<F> {
+    #[inline]
     pub(crate) fn new(response: F, deadline: RequestDeadline) -> Self {
         Self {
             state: State::Running {
@@ -66,6 +67,7 @@ where
 {
     type Output = Result<http::Response<DeadlineBody<B>>, BoxError>;
 
+    #[inline]
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let this = self.project();
         let deadline = *this.deadline;

@@ -115,6 +115,7 @@ where
         self.inner.poll_ready(cx).map_err(Into::into)
     }
 
+    #[inline]
     fn call(&mut self, mut request: http::Request<B>) -> Self::Future {
         // NOTE: one clock read serves both the new deadline and the check.
         let now = tokio::time::Instant::now();

@@ -71,6 +71,7 @@ impl<S, B, D, R> ResponseFuture<S, B, D, R>
 where
     S: Service<http::Request<B>>,
 {
+    #[inline]
     pub(crate) fn new(
         future: S::Future,
         service: S,
@@ -102,6 +103,7 @@ where
 {
     type Output = Result<http::Response<T>, S::Error>;
 
+    #[inline]
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let mut this = self.project();
         let _entered = this.span.enter();

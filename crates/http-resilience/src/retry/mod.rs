@@ -235,6 +235,7 @@ where
         self.inner.poll_ready(cx)
     }
 
+    #[inline]
     fn call(&mut self, mut request: http::Request<B>) -> Self::Future {
         if let Some(name) = self.policy.attempt_header() {
             set_attempt_header(&mut request, name, 1);
