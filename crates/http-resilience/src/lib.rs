@@ -138,6 +138,7 @@ pub mod read_timeout;
 pub mod resilience;
 pub mod retry;
 mod setting;
+mod timer;
 #[cfg(feature = "transport")]
 pub mod transport;
 

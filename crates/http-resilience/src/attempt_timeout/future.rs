@@ -2,6 +2,7 @@
 
 use super::error::AttemptTimedOut;
 use crate::deadline::error::DeadlineExceeded;
+use crate::timer::{poll_until, LazySleep};
 use crate::BoxError;
 use pin_project_lite::pin_project;
 use std::{
@@ -11,7 +12,7 @@ use std::{
     task::{ready, Context, Poll},
     time::Duration,
 };
-use tokio::time::{Instant, Sleep};
+use tokio::time::Instant;
 
 pin_project! {
     /// Response future of [`AttemptTimeout`](super::AttemptTimeout).
@@ -32,7 +33,7 @@ pin_project! {
             // the attempt pending, so that an attempt answered at once never
             // touches the timer.
             end: Instant,
-            sleep: Option<Pin<Box<Sleep>>>,
+            sleep: LazySleep,
             expiry: Expiry,
         },
         // The attempt is bounded from outside: a `Deadline` layer ends it
@@ -119,8 +120,7 @@ where
                 if let Poll::Ready(result) = response.poll(cx) {
                     return Poll::Ready(result.map_err(Into::into));
                 }
-                let sleep = sleep.get_or_insert_with(|| Box::pin(tokio::time::sleep_until(*end)));
-                ready!(sleep.as_mut().poll(cx));
+                ready!(poll_until(sleep, *end, cx));
                 let error = expiry.into_error();
                 // Drop the inner future (and the attempt) at once.
                 state.set(State::Done);

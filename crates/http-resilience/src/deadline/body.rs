@@ -20,16 +20,15 @@
 //! ```
 
 use super::error::DeadlineExceeded;
+use crate::timer::{poll_until, LazySleep};
 use crate::{BoxError, RequestDeadline};
 use http_body::{Body, Frame, SizeHint};
 use pin_project_lite::pin_project;
 use std::{
     fmt,
-    future::Future,
     pin::Pin,
     task::{Context, Poll},
 };
-use tokio::time::Sleep;
 
 pin_project! {
     /// A response body that fails with [`DeadlineExceeded`] when it is still
@@ -48,7 +47,7 @@ pin_project! {
     pub struct DeadlineBody<B> {
         #[pin]
         inner: B,
-        sleep: Option<Pin<Box<Sleep>>>,
+        sleep: LazySleep,
         deadline: RequestDeadline,
         expired: bool,
     }
@@ -59,21 +58,12 @@ pin_project! {
 impl<B> DeadlineBody<B> {
     /// Wraps `inner`, bounding its reading by `deadline`.
     pub fn new(inner: B, deadline: RequestDeadline) -> Self {
-        Self {
-            inner,
-            sleep: None,
-            deadline,
-            expired: false,
-        }
+        Self::with_timer(inner, deadline, None)
     }
 
     /// Wraps `inner` with the timer the call already armed for the same
     /// deadline, if any, so that reading the body sets no second one.
-    pub(crate) fn with_timer(
-        inner: B,
-        deadline: RequestDeadline,
-        sleep: Option<Pin<Box<Sleep>>>,
-    ) -> Self {
+    pub(crate) fn with_timer(inner: B, deadline: RequestDeadline, sleep: LazySleep) -> Self {
         Self {
             inner,
             sleep,
@@ -106,10 +96,7 @@ where
             if let Poll::Ready(frame) = this.inner.poll_frame(cx) {
                 return Poll::Ready(frame.map(|result| result.map_err(Into::into)));
             }
-            let sleep = this
-                .sleep
-                .get_or_insert_with(|| Box::pin(tokio::time::sleep_until(deadline.instant())));
-            if sleep.as_mut().poll(cx).is_pending() {
+            if poll_until(this.sleep, deadline.instant(), cx).is_pending() {
                 return Poll::Pending;
             }
         }

@@ -1,6 +1,7 @@
 //! Future types
 
 use super::{body::DeadlineBody, error::DeadlineExceeded};
+use crate::timer::{poll_until, LazySleep};
 use crate::{BoxError, RequestDeadline};
 use pin_project_lite::pin_project;
 use std::{
@@ -9,7 +10,6 @@ use std::{
     pin::Pin,
     task::{ready, Context, Poll},
 };
-use tokio::time::Sleep;
 
 pin_project! {
     /// Response future of [`Deadline`](super::Deadline).
@@ -29,7 +29,7 @@ pin_project! {
             response: F,
             // Made at the first poll that leaves the call pending, so that a
             // call answered at once never touches the timer.
-            sleep: Option<Pin<Box<Sleep>>>,
+            sleep: LazySleep,
         },
         // The deadline had passed before the call: the inner service was not called.
         Expired,
@@ -87,10 +87,7 @@ where
                         })
                         .map_err(Into::into)
                 } else {
-                    let sleep = sleep.get_or_insert_with(|| {
-                        Box::pin(tokio::time::sleep_until(deadline.instant()))
-                    });
-                    ready!(sleep.as_mut().poll(cx));
+                    ready!(poll_until(sleep, deadline.instant(), cx));
                     Err(DeadlineExceeded::new(deadline.budget()).into())
                 }
             }

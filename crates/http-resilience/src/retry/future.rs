@@ -124,7 +124,7 @@ where
                         Verdict::Retry { after, reason } => {
                             let bound = this.retryer.max_attempts();
                             let spent = bound.is_some_and(|max| *this.attempts >= max);
-                            decide(this.policy, this.request.as_ref(), reason, spent)
+                            decide(this.policy, this.request.as_ref(), deadline, reason, spent)
                                 .and_then(|()| {
                                     this.retryer
                                         .next_delay(*this.attempts, after)
@@ -303,10 +303,11 @@ where
 
 /// Whether a retry asked for with `reason` may be made: the policy is on, the
 /// retryer's bound on attempts is not `spent`, the request can be sent again,
-/// its deadline has not passed, and it is safe to repeat.
+/// its `deadline` has not passed, and it is safe to repeat.
 fn decide<D, R, B: TryCloneBody>(
     policy: &RetryPolicy<D, R>,
     request: Option<&Pristine<B>>,
+    deadline: Option<RequestDeadline>,
     reason: Reason,
     spent: bool,
 ) -> Result<(), Stop> {
@@ -320,7 +321,7 @@ fn decide<D, R, B: TryCloneBody>(
         Some(request) if request.kept().body().is_replayable() => request,
         _ => return Err(Stop::NotReplayable),
     };
-    if request.deadline().is_some_and(|d| d.is_expired()) {
+    if deadline.is_some_and(|d| d.is_expired()) {
         return Err(Stop::DeadlinePassed);
     }
     // NOTE: what `allows` reads (method, headers, the `Idempotency`

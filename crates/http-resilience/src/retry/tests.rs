@@ -563,30 +563,28 @@ mod safety {
     }
 }
 
-#[tokio::test(flavor = "current_thread", start_paused = true)]
-async fn a_first_attempt_accepted_carries_no_summary() {
-    let (mut svc, mut handle) = spawn(seed_policy(Duration::ZERO));
+/// One call under `policy` whose first attempt is answered with `code`.
+async fn first_attempt_answered(policy: Seed, code: u16) -> Resp {
+    let (mut svc, mut handle) = spawn(policy);
     handle.allow(1);
     assert_ready!(svc.poll_ready()).unwrap();
     let fut = svc.call(request("x"));
     expect(&mut handle, "x")
         .await
-        .send_response(status(200, "ok"));
-    let response = fut.await.unwrap();
+        .send_response(status(code, "answer"));
+    fut.await.unwrap()
+}
+
+#[tokio::test(flavor = "current_thread", start_paused = true)]
+async fn a_first_attempt_accepted_carries_no_summary() {
+    let response = first_attempt_answered(seed_policy(Duration::ZERO), 200).await;
     assert!(response.extensions().get::<Attempts>().is_none());
     assert_eq!(Attempts::of(&response), 1);
 }
 
 #[tokio::test(flavor = "current_thread", start_paused = true)]
 async fn a_first_attempt_not_accepted_carries_its_summary() {
-    let (mut svc, mut handle) = spawn(seed_policy(Duration::ZERO).disabled());
-    handle.allow(1);
-    assert_ready!(svc.poll_ready()).unwrap();
-    let fut = svc.call(request("x"));
-    expect(&mut handle, "x")
-        .await
-        .send_response(status(503, "no"));
-    let response = fut.await.unwrap();
+    let response = first_attempt_answered(seed_policy(Duration::ZERO).disabled(), 503).await;
     let summary = response.extensions().get::<Attempts>().copied();
     assert_eq!(
         summary.map(|s| (s.get(), s.stop())),
