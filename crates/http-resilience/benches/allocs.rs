@@ -8,6 +8,10 @@
 //! set-up (the runtime's timer, thread-locals, tracing's call sites) is not
 //! counted.
 //!
+//! A second table gives the response future sizes of the same stacks around
+//! hyper-util's legacy client, whose own future is boxed: what a real stack
+//! holds per call in flight.
+//!
 //! Run: `cargo bench -p http-resilience --bench allocs`; see `BENCHMARKS.md`.
 
 mod support;
@@ -138,6 +142,25 @@ async fn measure() -> Vec<Row> {
     rows
 }
 
+/// Response future sizes around hyper-util's legacy client, the inner service
+/// of a real stack (its own future is boxed). Nothing is called: the sizes
+/// are the types'.
+fn client_future_sizes() -> [(&'static str, usize); 3] {
+    type Client = hyper_util::client::legacy::Client<
+        hyper_util::client::legacy::connect::HttpConnector,
+        support::Body,
+    >;
+    let client = || -> Client {
+        hyper_util::client::legacy::Client::builder(hyper_util::rt::TokioExecutor::new())
+            .build_http()
+    };
+    [
+        ("bare", future_size(&client())),
+        ("tower nesting", future_size(&tower_nesting(client()))),
+        ("ours", future_size(&ours(client()))),
+    ]
+}
+
 /// The retry path really made three attempts and ended with the 200.
 fn check(status: &StatusCode, calls: &AtomicU32) {
     assert_eq!(*status, StatusCode::OK);
@@ -161,5 +184,11 @@ fn main() {
             "{:<12} {:<26} {:>10.2} {:>10.2} {:>12.1} {:>12}",
             row.path, row.variant, row.allocs, row.reallocs, row.bytes, row.future
         );
+    }
+    println!();
+    println!("response future around hyper-util's legacy client (HttpConnector, Full<Bytes>)");
+    println!();
+    for (variant, size) in client_future_sizes() {
+        println!("{variant:<39} {size:>10} B");
     }
 }

@@ -6,9 +6,11 @@
 //!
 //! - **200**: the server answers `ok` at once. Variants: bare hyper-util
 //!   client; our `transport::Builder` client alone; tower's nesting and our
-//!   stack around the bare client; our stack around `transport::Builder`'s
-//!   client (the stack of the crate docs); plain reqwest; reqwest with
-//!   reqwest-middleware and reqwest-retry (2 retries). Ratios are to bare.
+//!   stack around the bare client; the floor of those semantics (a deadline
+//!   extension and two plain tokio timeouts around the bare client, nothing
+//!   else); our stack around `transport::Builder`'s client (the stack of the
+//!   crate docs); plain reqwest; reqwest with reqwest-middleware and
+//!   reqwest-retry (2 retries). Ratios are to bare.
 //! - **503, 503, 200**: the server answers 503 twice and then 200 for each
 //!   request id; every retry waits zero. Variants: a hand loop of (up to) three
 //!   raw calls on the bare client that reads each 503's body; the same loop
@@ -42,7 +44,7 @@ use bytes::Bytes;
 use http::{HeaderValue, Request, Response, StatusCode, Uri};
 use http_body::Body;
 use http_body_util::{BodyExt, Full};
-use http_resilience::transport;
+use http_resilience::{transport, RequestDeadline};
 use hyper_util::{
     client::legacy::{connect::HttpConnector, Client},
     rt::{TokioExecutor, TokioTimer},
@@ -151,6 +153,38 @@ where
             .await
             .map_err(Into::into)?;
         drain(response).await
+    }
+}
+
+/// The least any stack with our semantics does around the bare client: a
+/// `RequestDeadline` recorded on the request (with the extension's three
+/// allocations), one `tokio::time::timeout` for the attempt and one for the
+/// whole call, the body read included. No retry logic, no request copy.
+#[derive(Clone)]
+struct Floor<S> {
+    inner: Tower<S>,
+}
+
+impl<S, T> Caller for Floor<S>
+where
+    S: Service<Req, Response = Response<T>> + Clone + 'static,
+    S::Error: Into<BoxError>,
+    T: Body,
+    T::Error: Into<BoxError>,
+{
+    async fn call(&mut self, mode: Mode, id: u64) -> Result<StatusCode, BoxError> {
+        let call = async {
+            let inner = &mut self.inner;
+            let svc = inner.svc.ready().await.map_err(Into::into)?;
+            let mut request = request(&inner.uri, mode, id);
+            request
+                .extensions_mut()
+                .insert(RequestDeadline::after(CALL_LIMIT));
+            let attempt = tokio::time::timeout(ATTEMPT_LIMIT, svc.call(request));
+            let response = attempt.await?.map_err(Into::into)?;
+            drain(response).await
+        };
+        tokio::time::timeout(CALL_LIMIT, call).await?
     }
 }
 
@@ -501,6 +535,12 @@ async fn bench(server: &Server, rounds: usize) {
         variant(
             "tower nesting",
             Tower::new(support::tower_nesting(bare_client()), &uri),
+        ),
+        variant(
+            "floor: 2 timers + ext",
+            Floor {
+                inner: Tower::new(bare_client(), &uri),
+            },
         ),
         variant("ours", Tower::new(support::ours(bare_client()), &uri)),
         variant(

@@ -38,8 +38,9 @@ pin_project! {
         retryer: R,
         // The caller's report, if the request carried one.
         report: Option<RetryReport>,
-        // The span of the whole call.
-        span: tracing::Span,
+        // The span of the whole call, when a subscriber wants it: boxed, so
+        // that a call nobody traces carries 8 bytes for it, not 40.
+        span: Option<Box<tracing::Span>>,
         // Attempts made so far, the current one included.
         attempts: u32,
     }
@@ -79,7 +80,7 @@ where
         policy: Arc<RetryPolicy<D, R>>,
         retryer: R,
         report: Option<RetryReport>,
-        span: tracing::Span,
+        span: Option<Box<tracing::Span>>,
     ) -> Self {
         Self {
             state: State::Called { future },
@@ -106,7 +107,7 @@ where
     #[inline]
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let mut this = self.project();
-        let _entered = this.span.enter();
+        let _entered = this.span.as_deref().map(tracing::Span::enter);
         loop {
             match this.state.as_mut().project() {
                 StateProj::Called { future } => {
