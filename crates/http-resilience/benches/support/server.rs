@@ -53,8 +53,6 @@ pub(crate) const REQUEST_ID: &str = "x-bench-request-id";
 /// The child stops by itself after this long, whatever happens to the parent.
 const LIFETIME: Duration = Duration::from_secs(900);
 
-/// Runs the server and exits if this process was started with
-/// [`SERVER_ARG`]; returns otherwise.
 /// The number after `flag` on the command line (after `--` on `cargo bench`),
 /// or `default`, kept within `1..=max`.
 pub(crate) fn count_arg(flag: &str, default: usize, max: usize) -> usize {
@@ -69,6 +67,8 @@ pub(crate) fn count_arg(flag: &str, default: usize, max: usize) -> usize {
         .clamp(1, max)
 }
 
+/// Runs the server and exits if this process was started with
+/// [`SERVER_ARG`]; returns otherwise.
 pub(crate) fn serve_if_asked() {
     if std::env::args().skip(1).any(|arg| arg == SERVER_ARG) {
         serve();
