@@ -56,8 +56,10 @@ pin_project! {
         },
         // Waiting before the next attempt.
         Backoff {
-            #[pin]
-            sleep: Sleep,
+            // Boxed: a wait is a slow path anyway, and an inline `Sleep`
+            // (112 bytes) would be the largest state around a client whose
+            // own future is boxed.
+            sleep: Pin<Box<Sleep>>,
         },
         // Waiting for the inner service to be ready for the next attempt.
         Readying,
@@ -200,7 +202,7 @@ where
                                 this.state.set(State::Readying);
                             } else {
                                 this.state.set(State::Backoff {
-                                    sleep: tokio::time::sleep(delay),
+                                    sleep: Box::pin(tokio::time::sleep(delay)),
                                 });
                             }
                         }
@@ -226,7 +228,7 @@ where
                     }
                 }
                 StateProj::Backoff { sleep } => {
-                    ready!(sleep.poll(cx));
+                    ready!(sleep.as_mut().poll(cx));
                     this.state.set(State::Readying);
                 }
                 StateProj::Readying => {
