@@ -25,7 +25,7 @@ use hyper_util::{
     },
     rt::{TokioExecutor, TokioTimer},
 };
-use server::{Server, CONNECTIONS, FLAKY, MODE, REQUEST_ID};
+use server::{Server, CONNECTIONS, CPU, FLAKY, MODE, REQUEST_ID};
 use std::{
     cell::RefCell,
     future::Future,
@@ -45,6 +45,9 @@ static NEXT_ID: AtomicU64 = AtomicU64::new(1);
 thread_local! {
     /// The local port of every response's connection, in order.
     static PORTS: RefCell<Vec<u16>> = const { RefCell::new(Vec::new()) };
+    /// Per response: the server's CPU as it answered, this thread's as the
+    /// head arrived.
+    static CPUS: RefCell<Vec<(i32, i32)>> = const { RefCell::new(Vec::new()) };
 }
 
 // ===== counting connector and executor =====
@@ -113,6 +116,14 @@ fn recorded(
                 .get::<HttpInfo>()
                 .map_or(0, |info| info.local_addr().port());
             PORTS.with(|ports| ports.borrow_mut().push(port));
+            let server_cpu = response
+                .headers()
+                .get(CPU)
+                .and_then(|v| v.to_str().ok())
+                .and_then(|v| v.parse().ok())
+                .unwrap_or(-1);
+                let client_cpu = nix::sched::sched_getcpu().map_or(-1, |cpu| cpu as i32);
+            CPUS.with(|cpus| cpus.borrow_mut().push((server_cpu, client_cpu)));
             response
         })
         .service(client)
@@ -126,6 +137,7 @@ fn request(uri: &Uri, id: u64) -> Req {
     let headers = request.headers_mut();
     headers.insert(MODE, HeaderValue::from_static(FLAKY));
     headers.insert(REQUEST_ID, HeaderValue::from(id));
+    headers.insert(CPU, HeaderValue::from_static("1"));
     request
 }
 
@@ -148,6 +160,11 @@ enum Kind {
     HandDrop,
     Tower,
     Ours,
+    /// `HandRead` again, at another place in the rotation.
+    HandRead2,
+    /// A hand loop that reads each 503 and then sleeps zero (one timer tick
+    /// of tokio, about 1 ms), as reqwest-retry's zero backoff does.
+    Sleeper,
 }
 
 async fn call_tower<S, T>(svc: &mut S, uri: &Uri, id: u64) -> Result<StatusCode, BoxError>
@@ -167,6 +184,7 @@ async fn call_hand<S, T>(
     uri: &Uri,
     id: u64,
     read: bool,
+    sleep: bool,
 ) -> Result<StatusCode, BoxError>
 where
     S: Service<Req, Response = Response<T>>,
@@ -186,6 +204,9 @@ where
             }
         }
         retries += 1;
+        if sleep {
+            tokio::time::sleep(std::time::Duration::ZERO).await;
+        }
     }
 }
 
@@ -237,6 +258,9 @@ struct Counts {
     attempts: u64,
     same_conn_as_previous: u64,
     distinct_conns: usize,
+    /// Exchanges whose answer the server made on the CPU the client then
+    /// received it on.
+    same_cpu: u64,
     micros: f64,
 }
 
@@ -251,13 +275,17 @@ fn caller(kind: Kind, uri: &Uri) -> CallFn {
     Box::new(move |id: u64| -> Pin<Box<dyn Future<Output = Result<StatusCode, BoxError>>>> {
         let uri = uri.clone();
         match kind {
-            Kind::HandRead => {
+            Kind::HandRead | Kind::HandRead2 => {
                 let mut s = hand.clone();
-                Box::pin(async move { call_hand(&mut s, &uri, id, true).await })
+                Box::pin(async move { call_hand(&mut s, &uri, id, true, false).await })
             }
             Kind::HandDrop => {
                 let mut s = hand.clone();
-                Box::pin(async move { call_hand(&mut s, &uri, id, false).await })
+                Box::pin(async move { call_hand(&mut s, &uri, id, false, false).await })
+            }
+            Kind::Sleeper => {
+                let mut s = hand.clone();
+                Box::pin(async move { call_hand(&mut s, &uri, id, true, true).await })
             }
             Kind::Tower => {
                 let mut s = tower.clone();
@@ -279,6 +307,7 @@ async fn run(one: &std::rc::Rc<CallFn>, uri: &Uri, probe: &mut Bare, calls: u64,
         tokio::task::yield_now().await;
     }
     PORTS.with(|p| p.borrow_mut().clear());
+    CPUS.with(|p| p.borrow_mut().clear());
     let accepted_before = accepted(probe, uri).await;
     let (c0, s0, t0) = (
         CONNECTS.load(Ordering::Relaxed),
@@ -323,6 +352,7 @@ async fn run(one: &std::rc::Rc<CallFn>, uri: &Uri, probe: &mut Bare, calls: u64,
         d.dedup();
         counts.distinct_conns = d.len();
     });
+    counts.same_cpu = CPUS.with(|c| c.borrow().iter().filter(|(s, c)| s == c).count() as u64);
     counts
 }
 
@@ -339,7 +369,22 @@ fn median(mut values: Vec<f64>) -> f64 {
 async fn bench(server: &Server, calls: u64, rounds: usize, spawn: bool) {
     let uri: Uri = server.url("/").parse().unwrap();
     let mut probe = client();
-    let kinds = [Kind::HandRead, Kind::HandDrop, Kind::Tower, Kind::Ours];
+    let all_kinds = [
+        Kind::HandRead,
+        Kind::HandDrop,
+        Kind::Tower,
+        Kind::Ours,
+        Kind::HandRead2,
+        Kind::Sleeper,
+    ];
+    // `--only N`: one variant alone (for strace and perf).
+    let only = server::count_arg("--only", 0, all_kinds.len());
+    let kinds: Vec<Kind> = if std::env::args().any(|a| a == "--only") {
+        vec![all_kinds[only - 1]]
+    } else {
+        // `--kinds N`: the first N variants only.
+        all_kinds[..server::count_arg("--kinds", all_kinds.len(), all_kinds.len())].to_vec()
+    };
     let callers: Vec<std::rc::Rc<CallFn>> = kinds.iter().map(|&k| std::rc::Rc::new(caller(k, &uri))).collect();
     for one in &callers {
         run(one, &uri, &mut probe, 256, spawn).await;
@@ -356,6 +401,7 @@ async fn bench(server: &Server, calls: u64, rounds: usize, spawn: bool) {
         "{:<10} {:>7} {:>7} {:>7} {:>7} {:>8} {:>8} {:>9} {:>9} {:>6} {:>8} {:>6}",
         "variant", "parks", "pend", "connect", "spawns", "tpolls", "accepted", "attempts", "sameconn", "conns", "us/call", "x"
     );
+    let _ = "samecpu";
     for (i, kind) in kinds.iter().enumerate() {
         let c = &all[i];
         let calls: u64 = c.iter().map(|c| c.calls).sum();
@@ -375,6 +421,14 @@ async fn bench(server: &Server, calls: u64, rounds: usize, spawn: bool) {
             c.iter().map(|c| c.distinct_conns).max().unwrap_or(0),
             median(c.iter().map(|c| c.micros).collect()),
             ratio,
+        );
+        println!(
+            "{:<10} same-CPU exchanges {} of {} (per round: {:?}); us/call per round: {:?}",
+            "",
+            c.iter().map(|c| c.same_cpu).sum::<u64>(),
+            c.iter().map(|c| c.attempts).sum::<u64>(),
+            c.iter().map(|c| c.same_cpu * 100 / c.attempts.max(1)).collect::<Vec<_>>(),
+            c.iter().map(|c| c.micros as u64).collect::<Vec<_>>(),
         );
     }
 }
