@@ -390,10 +390,18 @@ async fn bench(server: &Server, calls: u64, rounds: usize, spawn: bool) {
         run(one, &uri, &mut probe, 256, spawn).await;
     }
     let mut all: Vec<Vec<Counts>> = kinds.iter().map(|_| Vec::new()).collect();
+    // Every run in the order made: (variant, same-CPU share, us per call).
+    let mut sequence: Vec<(Kind, f64, f64)> = Vec::new();
     for r in 0..rounds {
         for k in 0..kinds.len() {
             let i = (k + r) % kinds.len();
-            all[i].push(run(&callers[i], &uri, &mut probe, calls, spawn).await);
+            let counts = run(&callers[i], &uri, &mut probe, calls, spawn).await;
+            sequence.push((
+                kinds[i],
+                counts.same_cpu as f64 / counts.attempts.max(1) as f64,
+                counts.micros,
+            ));
+            all[i].push(counts);
         }
     }
     println!("spawn = {spawn}; {rounds} rounds of {calls} calls; per call: parks, pend, connect, spawns, tpolls; totals: accepted, attempts, sameconn; conns: max distinct per round");
@@ -402,6 +410,27 @@ async fn bench(server: &Server, calls: u64, rounds: usize, spawn: bool) {
         "variant", "parks", "pend", "connect", "spawns", "tpolls", "accepted", "attempts", "sameconn", "conns", "us/call", "x"
     );
     let _ = "samecpu";
+    // By the number of runs since the last `Sleeper` run (1: right after it).
+    let mut by_distance: Vec<Vec<(f64, f64)>> = vec![Vec::new(); kinds.len()];
+    let mut since: Option<usize> = None;
+    for &(kind, share, micros) in &sequence {
+        if kind == Kind::Sleeper {
+            since = Some(0);
+            continue;
+        }
+        if let Some(d) = since.as_mut() {
+            *d += 1;
+            by_distance[*d].push((share, micros));
+        }
+    }
+    for (d, runs) in by_distance.iter().enumerate().filter(|(_, r)| !r.is_empty()) {
+        println!(
+            "runs since the zero-sleep loop {d}: {} runs, same-CPU share median {:.2}, us/call median {:.0}",
+            runs.len(),
+            median(runs.iter().map(|r| r.0).collect()),
+            median(runs.iter().map(|r| r.1).collect()),
+        );
+    }
     for (i, kind) in kinds.iter().enumerate() {
         let c = &all[i];
         let calls: u64 = c.iter().map(|c| c.calls).sum();
