@@ -411,7 +411,7 @@ async fn bench(server: &Server, calls: u64, rounds: usize, spawn: bool) {
     );
     let _ = "samecpu";
     // By the number of runs since the last `Sleeper` run (1: right after it).
-    let mut by_distance: Vec<Vec<(f64, f64)>> = vec![Vec::new(); kinds.len()];
+    let mut by_distance: Vec<Vec<(f64, f64)>> = vec![Vec::new(); 2 * kinds.len()];
     let mut since: Option<usize> = None;
     for &(kind, share, micros) in &sequence {
         if kind == Kind::Sleeper {
