@@ -261,6 +261,10 @@ struct Counts {
     /// Exchanges whose answer the server made on the CPU the client then
     /// received it on.
     same_cpu: u64,
+    /// The index of the first exchange not on one CPU, if any, and the
+    /// number of changes between the two placements along the run.
+    first_split: Option<usize>,
+    flips: usize,
     micros: f64,
 }
 
@@ -352,7 +356,13 @@ async fn run(one: &std::rc::Rc<CallFn>, uri: &Uri, probe: &mut Bare, calls: u64,
         d.dedup();
         counts.distinct_conns = d.len();
     });
-    counts.same_cpu = CPUS.with(|c| c.borrow().iter().filter(|(s, c)| s == c).count() as u64);
+    CPUS.with(|c| {
+        let c = c.borrow();
+        let same: Vec<bool> = c.iter().map(|(s, c)| s == c).collect();
+        counts.same_cpu = same.iter().filter(|&&x| x).count() as u64;
+        counts.first_split = same.iter().position(|&x| !x);
+        counts.flips = same.windows(2).filter(|w| w[0] != w[1]).count();
+    });
     counts
 }
 
@@ -458,6 +468,12 @@ async fn bench(server: &Server, calls: u64, rounds: usize, spawn: bool) {
             c.iter().map(|c| c.attempts).sum::<u64>(),
             c.iter().map(|c| c.same_cpu * 100 / c.attempts.max(1)).collect::<Vec<_>>(),
             c.iter().map(|c| c.micros as u64).collect::<Vec<_>>(),
+        );
+        println!(
+            "{:<10} first split exchange per round: {:?}; placement changes per round: {:?}",
+            "",
+            c.iter().map(|c| c.first_split.map_or(-1, |i| i as i64)).collect::<Vec<_>>(),
+            c.iter().map(|c| c.flips).collect::<Vec<_>>(),
         );
     }
 }
