@@ -122,7 +122,7 @@ fn recorded(
                 .and_then(|v| v.to_str().ok())
                 .and_then(|v| v.parse().ok())
                 .unwrap_or(-1);
-                let client_cpu = nix::sched::sched_getcpu().map_or(-1, |cpu| cpu as i32);
+            let client_cpu = nix::sched::sched_getcpu().map_or(-1, |cpu| cpu as i32);
             CPUS.with(|cpus| cpus.borrow_mut().push((server_cpu, client_cpu)));
             response
         })
@@ -276,36 +276,44 @@ fn caller(kind: Kind, uri: &Uri) -> CallFn {
     let tower = support::tower_nesting(bare.clone());
     let ours = support::ours(bare);
     let uri = uri.clone();
-    Box::new(move |id: u64| -> Pin<Box<dyn Future<Output = Result<StatusCode, BoxError>>>> {
-        let uri = uri.clone();
-        match kind {
-            Kind::HandRead | Kind::HandRead2 => {
-                let mut s = hand.clone();
-                Box::pin(async move { call_hand(&mut s, &uri, id, true, false).await })
+    Box::new(
+        move |id: u64| -> Pin<Box<dyn Future<Output = Result<StatusCode, BoxError>>>> {
+            let uri = uri.clone();
+            match kind {
+                Kind::HandRead | Kind::HandRead2 => {
+                    let mut s = hand.clone();
+                    Box::pin(async move { call_hand(&mut s, &uri, id, true, false).await })
+                }
+                Kind::HandDrop => {
+                    let mut s = hand.clone();
+                    Box::pin(async move { call_hand(&mut s, &uri, id, false, false).await })
+                }
+                Kind::Sleeper => {
+                    let mut s = hand.clone();
+                    Box::pin(async move { call_hand(&mut s, &uri, id, true, true).await })
+                }
+                Kind::Tower => {
+                    let mut s = tower.clone();
+                    Box::pin(async move { call_tower(&mut s, &uri, id).await })
+                }
+                Kind::Ours => {
+                    let mut s = ours.clone();
+                    Box::pin(async move { call_tower(&mut s, &uri, id).await })
+                }
             }
-            Kind::HandDrop => {
-                let mut s = hand.clone();
-                Box::pin(async move { call_hand(&mut s, &uri, id, false, false).await })
-            }
-            Kind::Sleeper => {
-                let mut s = hand.clone();
-                Box::pin(async move { call_hand(&mut s, &uri, id, true, true).await })
-            }
-            Kind::Tower => {
-                let mut s = tower.clone();
-                Box::pin(async move { call_tower(&mut s, &uri, id).await })
-            }
-            Kind::Ours => {
-                let mut s = ours.clone();
-                Box::pin(async move { call_tower(&mut s, &uri, id).await })
-            }
-        }
-    })
+        },
+    )
 }
 
 /// `calls` calls in sequence, in a task of their own (as the loopback bench's
 /// worker) or in the `block_on` future itself.
-async fn run(one: &std::rc::Rc<CallFn>, uri: &Uri, probe: &mut Bare, calls: u64, spawn: bool) -> Counts {
+async fn run(
+    one: &std::rc::Rc<CallFn>,
+    uri: &Uri,
+    probe: &mut Bare,
+    calls: u64,
+    spawn: bool,
+) -> Counts {
     // Settle: let background tasks finish.
     for _ in 0..4 {
         tokio::task::yield_now().await;
@@ -395,7 +403,10 @@ async fn bench(server: &Server, calls: u64, rounds: usize, spawn: bool) {
         // `--kinds N`: the first N variants only.
         all_kinds[..server::count_arg("--kinds", all_kinds.len(), all_kinds.len())].to_vec()
     };
-    let callers: Vec<std::rc::Rc<CallFn>> = kinds.iter().map(|&k| std::rc::Rc::new(caller(k, &uri))).collect();
+    let callers: Vec<std::rc::Rc<CallFn>> = kinds
+        .iter()
+        .map(|&k| std::rc::Rc::new(caller(k, &uri)))
+        .collect();
     for one in &callers {
         run(one, &uri, &mut probe, 256, spawn).await;
     }
@@ -417,7 +428,18 @@ async fn bench(server: &Server, calls: u64, rounds: usize, spawn: bool) {
     println!("spawn = {spawn}; {rounds} rounds of {calls} calls; per call: parks, pend, connect, spawns, tpolls; totals: accepted, attempts, sameconn; conns: max distinct per round");
     println!(
         "{:<10} {:>7} {:>7} {:>7} {:>7} {:>8} {:>8} {:>9} {:>9} {:>6} {:>8} {:>6}",
-        "variant", "parks", "pend", "connect", "spawns", "tpolls", "accepted", "attempts", "sameconn", "conns", "us/call", "x"
+        "variant",
+        "parks",
+        "pend",
+        "connect",
+        "spawns",
+        "tpolls",
+        "accepted",
+        "attempts",
+        "sameconn",
+        "conns",
+        "us/call",
+        "x"
     );
     let _ = "samecpu";
     // By the number of runs since the last `Sleeper` run (1: right after it).
@@ -433,7 +455,11 @@ async fn bench(server: &Server, calls: u64, rounds: usize, spawn: bool) {
             by_distance[*d].push((share, micros));
         }
     }
-    for (d, runs) in by_distance.iter().enumerate().filter(|(_, r)| !r.is_empty()) {
+    for (d, runs) in by_distance
+        .iter()
+        .enumerate()
+        .filter(|(_, r)| !r.is_empty())
+    {
         println!(
             "runs since the zero-sleep loop {d}: {} runs, same-CPU share median {:.2}, us/call median {:.0}",
             runs.len(),
@@ -445,7 +471,12 @@ async fn bench(server: &Server, calls: u64, rounds: usize, spawn: bool) {
         let c = &all[i];
         let calls: u64 = c.iter().map(|c| c.calls).sum();
         let per = |f: &dyn Fn(&Counts) -> u64| c.iter().map(f).sum::<u64>() as f64 / calls as f64;
-        let ratio = median(c.iter().zip(&all[0]).map(|(c, b)| b.micros / c.micros).collect());
+        let ratio = median(
+            c.iter()
+                .zip(&all[0])
+                .map(|(c, b)| b.micros / c.micros)
+                .collect(),
+        );
         println!(
             "{:<10} {:>7.3} {:>7.3} {:>7.3} {:>7.3} {:>8.3} {:>8} {:>9} {:>9} {:>6} {:>8.1} {:>6.3}",
             format!("{kind:?}"),
@@ -466,13 +497,17 @@ async fn bench(server: &Server, calls: u64, rounds: usize, spawn: bool) {
             "",
             c.iter().map(|c| c.same_cpu).sum::<u64>(),
             c.iter().map(|c| c.attempts).sum::<u64>(),
-            c.iter().map(|c| c.same_cpu * 100 / c.attempts.max(1)).collect::<Vec<_>>(),
+            c.iter()
+                .map(|c| c.same_cpu * 100 / c.attempts.max(1))
+                .collect::<Vec<_>>(),
             c.iter().map(|c| c.micros as u64).collect::<Vec<_>>(),
         );
         println!(
             "{:<10} first split exchange per round: {:?}; placement changes per round: {:?}",
             "",
-            c.iter().map(|c| c.first_split.map_or(-1, |i| i as i64)).collect::<Vec<_>>(),
+            c.iter()
+                .map(|c| c.first_split.map_or(-1, |i| i as i64))
+                .collect::<Vec<_>>(),
             c.iter().map(|c| c.flips).collect::<Vec<_>>(),
         );
     }
