@@ -582,6 +582,23 @@ async fn bench(server: &Server, rounds: usize) {
         ),
         variant("reqwest-retry", reqwest_retry(reqwest_url.clone())),
     ];
+    // `--control`: the first variant again, one place before reqwest-retry
+    // (the first variant follows reqwest-retry in most rounds of the
+    // rotation; see `exp503` and FINDINGS-503.md).
+    let mut flaky = Vec::from(flaky);
+    if std::env::args().any(|arg| arg == "--control") {
+        let at = flaky.len() - 1;
+        flaky.insert(
+            at,
+            variant(
+                "hand loop, again",
+                HandLoop {
+                    inner: Tower::new(bare_client(), &uri),
+                    read_503_bodies: true,
+                },
+            ),
+        );
+    }
 
     for concurrency in CONCURRENCY {
         let samples = measure(
