@@ -147,10 +147,15 @@ fn try_clone_request<B: TryCloneBody>(
 /// Copying that map would cost three allocations on every call, retried or
 /// not, so the copy then keeps the deadline by value and puts it back into
 /// each attempt it makes. Any other extensions are copied as they are.
+///
+/// The last attempt the retryer allows takes the copy itself instead of a
+/// copy of it; the deadline stays readable afterwards.
 pub(crate) struct Pristine<B> {
-    // The request, without its extensions when `deadline` holds them all.
-    request: http::Request<B>,
-    // The only extension of the original, when it was a deadline.
+    // The request, without its extensions when `deadline` holds them all;
+    // `None` once the last attempt has taken it.
+    request: Option<http::Request<B>>,
+    // The deadline of the original: its only extension when the copy keeps
+    // it by value, or read from the request once that is taken.
     deadline: Option<RequestDeadline>,
 }
 
@@ -163,29 +168,50 @@ impl<B: TryCloneBody> Pristine<B> {
             _ => None,
         };
         let request = try_clone_request(request, deadline.is_none())?;
-        Some(Self { request, deadline })
-    }
-
-    /// The copy as kept, without the deadline when that is kept by value: for
-    /// reading its method, headers and body, not for sending.
-    pub(crate) fn kept(&self) -> &http::Request<B> {
-        &self.request
-    }
-
-    /// The deadline of the original request.
-    pub(crate) fn deadline(&self) -> Option<RequestDeadline> {
-        self.deadline.or_else(|| RequestDeadline::of(&self.request))
+        Some(Self {
+            request: Some(request),
+            deadline,
+        })
     }
 
     /// A request for the next attempt, keeping this copy for later ones.
     pub(crate) fn next_attempt(&self) -> Option<http::Request<B>> {
-        let request = try_clone_request(&self.request, true)?;
+        let request = try_clone_request(self.request.as_ref()?, true)?;
         Some(restore(request, self.deadline))
     }
+}
 
-    /// The copy itself, for the last attempt.
-    pub(crate) fn into_request(self) -> http::Request<B> {
-        restore(self.request, self.deadline)
+impl<B> Pristine<B> {
+    /// The copy as kept, without the deadline when that is kept by value: for
+    /// reading its method, headers and body, not for sending. `None` once the
+    /// last attempt has taken it.
+    pub(crate) fn kept(&self) -> Option<&http::Request<B>> {
+        self.request.as_ref()
+    }
+
+    /// The deadline of the original request.
+    pub(crate) fn deadline(&self) -> Option<RequestDeadline> {
+        self.deadline
+            .or_else(|| self.request.as_ref().and_then(RequestDeadline::of))
+    }
+
+    /// The copy itself, for the last attempt; `None` if already taken.
+    pub(crate) fn take(&mut self) -> Option<http::Request<B>> {
+        let request = self.request.take()?;
+        Some(match self.deadline {
+            Some(deadline) => restore(request, Some(deadline)),
+            None => {
+                // NOTE: the deadline in the map leaves with the request; a
+                // copy of it stays for reading.
+                self.deadline = RequestDeadline::of(&request);
+                request
+            }
+        })
+    }
+
+    /// Whether the last attempt has taken the copy.
+    pub(crate) fn is_taken(&self) -> bool {
+        self.request.is_none()
     }
 }
 
@@ -242,14 +268,16 @@ mod tests {
             .extension(deadline)
             .body(Full::new(Bytes::from_static(b"x")))
             .unwrap();
-        let pristine = Pristine::of(&request).expect("replayable");
-        assert!(pristine.kept().extensions().is_empty());
+        let mut pristine = Pristine::of(&request).expect("replayable");
+        assert!(pristine.kept().expect("kept").extensions().is_empty());
         assert_eq!(pristine.deadline(), Some(deadline));
         let next = pristine.next_attempt().expect("replayable");
         assert_eq!(RequestDeadline::of(&next), Some(deadline));
         assert_eq!(next.extensions().len(), 1);
-        let last = pristine.into_request();
+        let last = pristine.take().expect("not taken yet");
         assert_eq!(RequestDeadline::of(&last), Some(deadline));
+        assert!(pristine.is_taken() && pristine.take().is_none());
+        assert_eq!(pristine.deadline(), Some(deadline));
     }
 
     #[tokio::test(start_paused = true)]
@@ -260,11 +288,16 @@ mod tests {
             .extension(Marker(3))
             .body(Full::new(Bytes::from_static(b"x")))
             .unwrap();
-        let pristine = Pristine::of(&request).expect("replayable");
+        let mut pristine = Pristine::of(&request).expect("replayable");
         assert_eq!(pristine.deadline(), Some(deadline));
         let next = pristine.next_attempt().expect("replayable");
         assert_eq!(RequestDeadline::of(&next), Some(deadline));
         assert_eq!(next.extensions().get::<Marker>(), Some(&Marker(3)));
         assert_eq!(next.extensions().len(), 2);
+        let last = pristine.take().expect("not taken yet");
+        assert_eq!(last.extensions().get::<Marker>(), Some(&Marker(3)));
+        assert_eq!(RequestDeadline::of(&last), Some(deadline));
+        // The deadline stays readable once the request is gone.
+        assert_eq!(pristine.deadline(), Some(deadline));
     }
 }

@@ -251,23 +251,29 @@ where
                         }
                         return Poll::Ready(Err(error));
                     }
-                    // Keep a pristine copy for a later attempt; should copying
-                    // fail now, this attempt is the last.
+                    // Keep a pristine copy for a later attempt; the last
+                    // attempt the retryer allows takes the copy itself, and so
+                    // does this one should copying fail now.
                     // NOTE: the `expect` is an invariant of this state machine,
                     // not of any input: `Readying` is entered after `decide`
-                    // found the request present, and only a state that took it
-                    // has moved to `Done` since.
-                    let mut request = match this.request.as_ref().and_then(Pristine::next_attempt) {
+                    // found the copy present and not taken, and only a state
+                    // that took it has moved to `Done` since.
+                    let next = this.attempts.saturating_add(1);
+                    let last = this.retryer.max_attempts() == Some(next);
+                    let copy = match this.request.as_ref() {
+                        Some(pristine) if !last => pristine.next_attempt(),
+                        _ => None,
+                    };
+                    let mut request = match copy {
                         Some(copy) => copy,
                         None => this
                             .request
-                            .take()
-                            .expect("Readying is entered only with a request to replay")
-                            .into_request(),
+                            .as_mut()
+                            .and_then(Pristine::take)
+                            .expect("Readying is entered only with a request to replay"),
                     };
-                    *this.attempts = this.attempts.saturating_add(1);
-                    if this.request.is_none() || this.retryer.max_attempts() == Some(*this.attempts)
-                    {
+                    *this.attempts = next;
+                    if last || this.request.as_ref().is_none_or(Pristine::is_taken) {
                         request.extensions_mut().insert(crate::FinalAttempt);
                     }
                     if let Some(name) = this.policy.attempt_header() {
@@ -299,7 +305,10 @@ where
         f.debug_struct("ResponseFuture")
             .field("state", &state)
             .field("attempts", &self.attempts)
-            .field("replayable", &self.request.is_some())
+            .field(
+                "replayable",
+                &self.request.as_ref().is_some_and(|p| !p.is_taken()),
+            )
             .finish_non_exhaustive()
     }
 }
@@ -320,8 +329,8 @@ fn decide<D, R, B: TryCloneBody>(
     if spent {
         return Err(Stop::Exhausted);
     }
-    let request = match request {
-        Some(request) if request.kept().body().is_replayable() => request,
+    let request = match request.and_then(Pristine::kept) {
+        Some(request) if request.body().is_replayable() => request,
         _ => return Err(Stop::NotReplayable),
     };
     if deadline.is_some_and(|d| d.is_expired()) {
@@ -329,7 +338,7 @@ fn decide<D, R, B: TryCloneBody>(
     }
     // NOTE: what `allows` reads (method, headers, the `Idempotency`
     // extension) is all in the kept copy.
-    if !policy.allows(request.kept(), reason) {
+    if !policy.allows(request, reason) {
         return Err(Stop::NotIdempotent);
     }
     Ok(())

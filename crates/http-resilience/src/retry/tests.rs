@@ -591,3 +591,53 @@ async fn a_first_attempt_not_accepted_carries_its_summary() {
         Some((1, Stop::Disabled))
     );
 }
+
+/// A body that counts its copies.
+#[derive(Debug)]
+struct Counted(std::sync::Arc<std::sync::atomic::AtomicUsize>);
+
+impl Clone for Counted {
+    fn clone(&self) -> Self {
+        self.0.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        Self(self.0.clone())
+    }
+}
+
+/// Copies of the body made by a call whose attempts all answer 503, with
+/// `retries` retries at zero delay, and the attempts the upstream saw.
+async fn copies_for_503s(retries: u32) -> (usize, u32) {
+    let copies = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let attempts = std::sync::Arc::new(std::sync::atomic::AtomicU32::new(0));
+    let seen = attempts.clone();
+    let upstream = tower::service_fn(move |request: Request<Counted>| {
+        seen.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        // NOTE: the last attempt is marked, so the attempt timeout may use the deadline.
+        let last = request.extensions().get::<crate::FinalAttempt>().is_some();
+        let mut response = Response::new(last);
+        *response.status_mut() = StatusCode::SERVICE_UNAVAILABLE;
+        std::future::ready(Ok::<_, BoxError>(response))
+    });
+    let policy = RetryPolicy::new(
+        StatusDecoder::new([503]).unwrap(),
+        FixedDelay::new(Duration::ZERO, retries),
+    );
+    let mut svc = tower_layer::Layer::layer(&StatusRetryLayer::new(policy), upstream);
+    let response = tower::ServiceExt::oneshot(&mut svc, Request::new(Counted(copies.clone())))
+        .await
+        .unwrap();
+    assert_eq!(response.status(), StatusCode::SERVICE_UNAVAILABLE);
+    assert!(*response.body(), "the last attempt carries FinalAttempt");
+    (
+        copies.load(std::sync::atomic::Ordering::Relaxed),
+        attempts.load(std::sync::atomic::Ordering::Relaxed),
+    )
+}
+
+#[tokio::test(flavor = "current_thread", start_paused = true)]
+async fn the_last_attempt_takes_the_kept_copy_instead_of_copying_it() {
+    // One copy is kept at the first attempt; every retry but the last makes
+    // a further copy, and the last sends the kept one.
+    assert_eq!(copies_for_503s(1).await, (1, 2));
+    assert_eq!(copies_for_503s(2).await, (2, 3));
+    assert_eq!(copies_for_503s(4).await, (4, 5));
+}
