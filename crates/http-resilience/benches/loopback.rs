@@ -14,7 +14,9 @@
 //! - **503, 503, 200**: the server answers 503 twice and then 200 for each
 //!   request id; every retry waits zero. Variants: a hand loop of (up to) three
 //!   raw calls on the bare client that reads each 503's body; the same loop
-//!   dropping each 503 unread, as both retry layers do; tower's nesting; our
+//!   dropping each 503 unread, as both retry layers do; the floor (the hand
+//!   loop with the deadline extension on every attempt, a timeout per attempt
+//!   and one for the call); tower's nesting; our
 //!   stack (around both clients); the first loop again (a control: its
 //!   spread from 1 is the noise floor); reqwest-retry. Ratios are to the
 //!   first. reqwest-retry's zero backoff still sleeps, which on this VM leaves
@@ -163,10 +165,12 @@ where
     }
 }
 
-/// The least any stack with our semantics does around the bare client: a
-/// `RequestDeadline` recorded on the request (with the extension's three
-/// allocations), one `tokio::time::timeout` for the attempt and one for the
-/// whole call, the body read included. No retry logic, no request copy.
+/// The least any stack with our semantics does around the bare client: every
+/// attempt's request carries the call's `RequestDeadline` (with the
+/// extension's three allocations) and runs under one `tokio::time::timeout`,
+/// and the whole call, body included, under another. Otherwise the hand loop:
+/// up to three attempts, each 503 read, no request copy, no retry logic. In
+/// the 200 mode that is one attempt.
 #[derive(Clone)]
 struct Floor<S> {
     inner: Tower<S>,
@@ -180,16 +184,24 @@ where
     T::Error: Into<BoxError>,
 {
     async fn call(&mut self, mode: Mode, id: u64) -> Result<StatusCode, BoxError> {
+        let deadline = RequestDeadline::after(CALL_LIMIT);
         let call = async {
-            let inner = &mut self.inner;
-            let svc = inner.svc.ready().await.map_err(Into::into)?;
-            let mut request = request(&inner.uri, mode, id);
-            request
-                .extensions_mut()
-                .insert(RequestDeadline::after(CALL_LIMIT));
-            let attempt = tokio::time::timeout(ATTEMPT_LIMIT, svc.call(request));
-            let response = attempt.await?.map_err(Into::into)?;
-            drain(response).await
+            let mut retries = 0;
+            loop {
+                let inner = &mut self.inner;
+                let svc = inner.svc.ready().await.map_err(Into::into)?;
+                let mut request = request(&inner.uri, mode, id);
+                request.extensions_mut().insert(deadline);
+                let attempt = tokio::time::timeout(ATTEMPT_LIMIT, svc.call(request));
+                let response = attempt.await?.map_err(Into::into)?;
+                let last =
+                    response.status() != StatusCode::SERVICE_UNAVAILABLE || retries == RETRIES;
+                let status = drain(response).await?;
+                if last {
+                    return Ok(status);
+                }
+                retries += 1;
+            }
         };
         tokio::time::timeout(CALL_LIMIT, call).await?
     }
@@ -603,6 +615,12 @@ async fn bench(server: &Server, rounds: usize) {
             HandLoop {
                 inner: Tower::new(bare_client(), &uri),
                 read_503_bodies: false,
+            },
+        ),
+        variant(
+            "floor: 2 timers + ext",
+            Floor {
+                inner: Tower::new(bare_client(), &uri),
             },
         ),
         variant(
