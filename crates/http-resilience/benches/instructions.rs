@@ -13,14 +13,18 @@
 //!
 //! Variants: `bare`, `extension` (bare + deadline extension), `tower` and
 //! `ours`, as in the `overhead` bench, each answered at once in process; and
-//! the same over loopback HTTP/1.1, `net-bare` (hyper-util's client), `net-tower`,
-//! `net-floor` and `net-ours`, against the `loopback` bench's server in a child
+//! the same over loopback HTTP/1.1, `net-bare` (hyper-util's client), `net-floor`,
+//! `net-tower` and `net-ours`, against the `loopback` bench's server in a child
 //! process (which callgrind does not follow, so only the caller's work is
 //! counted). `net-floor` is what any stack with our semantics must do around
 //! the client: record the deadline extension and run the attempt under one
-//! `tokio::time::timeout` and the call under another. Every network variant
-//! first makes `WARM_UP` requests, in the zero-call run too, so that the
-//! connection and the pool are set up before the counted calls.
+//! `tokio::time::timeout` and the call under another. `net503-hand`,
+//! `net503-floor`, `net503-tower` and `net503-ours` make calls that meet 503,
+//! 503 and then 200, at zero backoff (`hand` is up to three raw calls, each
+//! body read; `floor` the same with the deadline on every attempt and the two
+//! timeouts). Every network variant first makes `WARM_UP` calls, in the
+//! zero-call run too, so that the connection and the pool are set up before
+//! the counted calls.
 
 // NOTE: the shared modules also serve benches that use more of them.
 #[path = "support/server.rs"]
@@ -30,7 +34,7 @@ mod server;
 mod support;
 
 use bytes::Bytes;
-use http::{Request, Response, Uri};
+use http::{HeaderValue, Request, Response, StatusCode, Uri};
 use http_body::Body;
 use http_body_util::{BodyExt, Full};
 use http_resilience::RequestDeadline;
@@ -41,6 +45,7 @@ use hyper_util::{
 use std::{hint::black_box, process::ExitCode};
 use support::{
     call, ok_service, ours, tower_nesting, with_deadline_extension, Req, ATTEMPT_LIMIT, CALL_LIMIT,
+    RETRIES,
 };
 use tower::{BoxError, Service, ServiceExt};
 
@@ -58,25 +63,32 @@ where
     }
 }
 
-/// A GET of `uri` with an empty `Full` body.
-fn get(uri: &Uri) -> Req {
+/// A GET of `uri` with an empty `Full` body; with `flaky`, the headers that
+/// make the server answer 503, 503 and then 200 for that request id.
+fn get(uri: &Uri, flaky: Option<u64>) -> Req {
     let mut request = Request::new(Full::new(Bytes::new()));
     *request.uri_mut() = uri.clone();
+    if let Some(id) = flaky {
+        let headers = request.headers_mut();
+        headers.insert(server::MODE, HeaderValue::from_static(server::FLAKY));
+        headers.insert(server::REQUEST_ID, HeaderValue::from(id));
+    }
     request
 }
 
-/// Reads a response body to its end.
-async fn drain<T>(response: Response<T>) -> Result<(), BoxError>
+/// Reads a response body to its end; returns the status.
+async fn drain<T>(response: Response<T>) -> Result<StatusCode, BoxError>
 where
     T: Body,
     T::Error: Into<BoxError>,
 {
+    let status = response.status();
     response.into_body().collect().await.map_err(Into::into)?;
-    Ok(())
+    Ok(status)
 }
 
-/// One exchange through `svc`, its body read to the end.
-async fn exchange<S, T>(svc: &mut S, uri: &Uri) -> Result<(), BoxError>
+/// One call through `svc`, the body read to the end; it must end in a 200.
+async fn exchange<S, T>(svc: &mut S, uri: &Uri, flaky: Option<u64>) -> Result<(), BoxError>
 where
     S: Service<Req, Response = Response<T>>,
     S::Error: Into<BoxError>,
@@ -84,25 +96,51 @@ where
     T::Error: Into<BoxError>,
 {
     let svc = svc.ready().await.map_err(Into::into)?;
-    drain(svc.call(get(uri)).await.map_err(Into::into)?).await
+    let status = drain(svc.call(get(uri, flaky)).await.map_err(Into::into)?).await?;
+    ok(status)
 }
 
-/// The floor of our semantics around `client`: a deadline extension, a
-/// timeout for the attempt and one for the whole call (body included).
-async fn floor_exchange(
+fn ok(status: StatusCode) -> Result<(), BoxError> {
+    match status {
+        StatusCode::OK => Ok(()),
+        other => Err(format!("the call ended in {other}").into()),
+    }
+}
+
+/// Up to three raw calls on `client`, until one is not a 503, each body
+/// read; with `floor`, every attempt's request also carries the call's
+/// deadline and runs under a timeout, and the whole call under another: the
+/// least any stack with our semantics does.
+async fn hand_loop(
     client: &mut Client<HttpConnector, Full<Bytes>>,
     uri: &Uri,
+    flaky: Option<u64>,
+    floor: bool,
 ) -> Result<(), BoxError> {
+    let deadline = RequestDeadline::after(CALL_LIMIT);
     let call = async {
-        let client = client.ready().await?;
-        let mut request = get(uri);
-        request
-            .extensions_mut()
-            .insert(RequestDeadline::after(CALL_LIMIT));
-        let response = tokio::time::timeout(ATTEMPT_LIMIT, client.call(request)).await??;
-        drain(response).await
+        let mut retries = 0;
+        loop {
+            let client = client.ready().await?;
+            let mut request = get(uri, flaky);
+            let response = if floor {
+                request.extensions_mut().insert(deadline);
+                tokio::time::timeout(ATTEMPT_LIMIT, client.call(request)).await??
+            } else {
+                client.call(request).await?
+            };
+            let status = drain(response).await?;
+            if status != StatusCode::SERVICE_UNAVAILABLE || retries == RETRIES {
+                return ok(status);
+            }
+            retries += 1;
+        }
     };
-    tokio::time::timeout(CALL_LIMIT, call).await?
+    if floor {
+        tokio::time::timeout(CALL_LIMIT, call).await?
+    } else {
+        call.await
+    }
 }
 
 /// hyper-util's client as the `loopback` bench's bare variant sets it up.
@@ -116,29 +154,36 @@ fn client() -> Client<HttpConnector, Full<Bytes>> {
         .build(connector)
 }
 
-/// Makes `WARM_UP` and then `calls` exchanges with the server, one after
-/// another, through the variant named `variant` (`bare`, `tower`, `floor` or
-/// `ours`).
-async fn run_net(variant: &str, uri: &Uri, calls: u64) -> Result<(), BoxError> {
-    macro_rules! exchanges {
-        ($svc:expr) => {{
-            let mut svc = $svc;
-            for _ in 0..WARM_UP + calls {
-                exchange(&mut svc, uri).await?;
+/// Makes `WARM_UP` and then `calls` calls to the server, one after another,
+/// through the variant named `variant` (`bare`, `hand`, `floor`, `tower` or
+/// `ours`); with `flaky`, each call meets 503, 503 and then 200.
+async fn run_net(variant: &str, uri: &Uri, calls: u64, flaky: bool) -> Result<(), BoxError> {
+    let mut ids = (1..).map(|id| flaky.then_some(id));
+    macro_rules! calls {
+        (|$id:ident| $call:expr) => {{
+            for $id in ids.by_ref().take((WARM_UP + calls) as usize) {
+                $call.await?;
             }
         }};
     }
     match variant {
-        "bare" => exchanges!(client()),
-        "tower" => exchanges!(tower_nesting(client())),
-        "ours" => exchanges!(ours(client())),
+        "bare" | "hand" => {
+            let mut client = client();
+            calls!(|id| hand_loop(&mut client, uri, id, false))
+        }
         "floor" => {
             let mut client = client();
-            for _ in 0..WARM_UP + calls {
-                floor_exchange(&mut client, uri).await?;
-            }
+            calls!(|id| hand_loop(&mut client, uri, id, true))
         }
-        _ => return Err(format!("unknown variant net-{variant}").into()),
+        "tower" => {
+            let mut svc = tower_nesting(client());
+            calls!(|id| exchange(&mut svc, uri, id))
+        }
+        "ours" => {
+            let mut svc = ours(client());
+            calls!(|id| exchange(&mut svc, uri, id))
+        }
+        _ => return Err(format!("unknown network variant {variant:?}").into()),
     }
     Ok(())
 }
@@ -151,19 +196,22 @@ fn main() -> ExitCode {
         // NOTE: `cargo bench` with no arguments runs every bench; this one
         // then only says how to use it.
         eprintln!(
-            "usage: instructions <bare|extension|tower|ours|net-bare|net-tower|net-floor|net-ours> \
-             <calls> (see BENCHMARKS.md)"
+            "usage: instructions <variant> <calls>, the variant one of bare, extension, \
+             tower, ours, net-{{bare,floor,tower,ours}}, net503-{{hand,floor,tower,ours}} \
+             (see BENCHMARKS.md)"
         );
         return ExitCode::SUCCESS;
     };
-    if let Some(net) = variant.strip_prefix("net-") {
+    let net = (variant.strip_prefix("net-").map(|v| (v, false)))
+        .or_else(|| variant.strip_prefix("net503-").map(|v| (v, true)));
+    if let Some((net, flaky)) = net {
         let server = server::Server::start();
         let uri: Uri = server.url("/").parse().expect("a URI");
         let rt = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
             .expect("a current-thread runtime");
-        return match rt.block_on(run_net(net, &uri, calls)) {
+        return match rt.block_on(run_net(net, &uri, calls, flaky)) {
             Ok(()) => ExitCode::SUCCESS,
             Err(error) => {
                 eprintln!("{variant}: {error}");
