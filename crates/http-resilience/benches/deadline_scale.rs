@@ -40,6 +40,9 @@
 //! Run: `cargo bench -p http-resilience --bench deadline_scale`; see
 //! `BENCHMARKS.md`.
 
+#[path = "support/net.rs"]
+#[allow(dead_code)]
+mod net;
 #[path = "support/server.rs"]
 mod server;
 
@@ -56,6 +59,7 @@ use hyper_util::{
     client::legacy::{connect::HttpConnector, Client},
     rt::{TokioExecutor, TokioTimer},
 };
+use net::median;
 use server::{Server, HANG, MODE};
 use stats_alloc::{Region, StatsAlloc, INSTRUMENTED_SYSTEM};
 use std::{
@@ -337,16 +341,6 @@ async fn loopback_case(variant: &str, uri: Arc<Uri>) -> Sample {
 }
 
 // ===== report =====
-
-fn median(mut values: Vec<f64>) -> f64 {
-    values.sort_by(f64::total_cmp);
-    let n = values.len();
-    if n % 2 == 1 {
-        values[n / 2]
-    } else {
-        (values[n / 2 - 1] + values[n / 2]) / 2.0
-    }
-}
 
 fn header() {
     println!(

@@ -9,6 +9,9 @@
 //!
 //! Run: `cargo bench -p http-resilience --bench exp503 -- --calls 2000`.
 
+#[path = "support/net.rs"]
+#[allow(dead_code)]
+mod net;
 #[path = "support/server.rs"]
 mod server;
 #[allow(dead_code)]
@@ -25,11 +28,12 @@ use hyper_util::{
     },
     rt::{TokioExecutor, TokioTimer},
 };
-use server::{Server, CONNECTIONS, CPU, FLAKY, MODE, REQUEST_ID};
+use net::{drain, median};
+use server::{Server, CONNECTIONS, CPU, MODE};
 use std::{
     cell::RefCell,
     future::Future,
-    pin::{pin, Pin},
+    pin::Pin,
     sync::atomic::{AtomicU64, Ordering},
     task::{Context, Poll},
 };
@@ -131,27 +135,13 @@ fn recorded(
 
 // ===== callers =====
 
+/// A 503, 503, 200 request that also asks the server for its CPU.
 fn request(uri: &Uri, id: u64) -> Req {
-    let mut request = Request::new(Full::new(Bytes::new()));
-    *request.uri_mut() = uri.clone();
-    let headers = request.headers_mut();
-    headers.insert(MODE, HeaderValue::from_static(FLAKY));
-    headers.insert(REQUEST_ID, HeaderValue::from(id));
-    headers.insert(CPU, HeaderValue::from_static("1"));
+    let mut request = net::request(uri, Some(id));
     request
-}
-
-async fn drain<T>(response: Response<T>) -> Result<StatusCode, BoxError>
-where
-    T: Body,
-    T::Error: Into<BoxError>,
-{
-    let status = response.status();
-    let mut body = pin!(response.into_body());
-    while let Some(frame) = body.as_mut().frame().await {
-        frame.map_err(Into::into)?;
-    }
-    Ok(status)
+        .headers_mut()
+        .insert(CPU, HeaderValue::from_static("1"));
+    request
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -174,9 +164,7 @@ where
     T: Body,
     T::Error: Into<BoxError>,
 {
-    let svc = svc.ready().await.map_err(Into::into)?;
-    let response = svc.call(request(uri, id)).await.map_err(Into::into)?;
-    drain(response).await
+    net::exchange(svc, request(uri, id)).await
 }
 
 async fn call_hand<S, T>(
@@ -372,16 +360,6 @@ async fn run(
         counts.flips = same.windows(2).filter(|w| w[0] != w[1]).count();
     });
     counts
-}
-
-fn median(mut values: Vec<f64>) -> f64 {
-    values.sort_by(f64::total_cmp);
-    let n = values.len();
-    if n % 2 == 1 {
-        values[n / 2]
-    } else {
-        (values[n / 2 - 1] + values[n / 2]) / 2.0
-    }
 }
 
 async fn bench(server: &Server, calls: u64, rounds: usize, spawn: bool) {

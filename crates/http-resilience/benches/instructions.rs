@@ -27,6 +27,9 @@
 //! the counted calls.
 
 // NOTE: the shared modules also serve benches that use more of them.
+#[path = "support/net.rs"]
+#[allow(dead_code)]
+mod net;
 #[path = "support/server.rs"]
 #[allow(dead_code)]
 mod server;
@@ -34,14 +37,12 @@ mod server;
 mod support;
 
 use bytes::Bytes;
-use http::{HeaderValue, Request, Response, StatusCode, Uri};
+use http::{Response, StatusCode, Uri};
 use http_body::Body;
-use http_body_util::{BodyExt, Full};
+use http_body_util::Full;
 use http_resilience::RequestDeadline;
-use hyper_util::{
-    client::legacy::{connect::HttpConnector, Client},
-    rt::{TokioExecutor, TokioTimer},
-};
+use hyper_util::client::legacy::{connect::HttpConnector, Client};
+use net::{bare_client as client, drain, request as get};
 use std::{hint::black_box, process::ExitCode};
 use support::{
     call, ok_service, ours, tower_nesting, with_deadline_extension, Req, ATTEMPT_LIMIT, CALL_LIMIT,
@@ -63,30 +64,6 @@ where
     }
 }
 
-/// A GET of `uri` with an empty `Full` body; with `flaky`, the headers that
-/// make the server answer 503, 503 and then 200 for that request id.
-fn get(uri: &Uri, flaky: Option<u64>) -> Req {
-    let mut request = Request::new(Full::new(Bytes::new()));
-    *request.uri_mut() = uri.clone();
-    if let Some(id) = flaky {
-        let headers = request.headers_mut();
-        headers.insert(server::MODE, HeaderValue::from_static(server::FLAKY));
-        headers.insert(server::REQUEST_ID, HeaderValue::from(id));
-    }
-    request
-}
-
-/// Reads a response body to its end; returns the status.
-async fn drain<T>(response: Response<T>) -> Result<StatusCode, BoxError>
-where
-    T: Body,
-    T::Error: Into<BoxError>,
-{
-    let status = response.status();
-    response.into_body().collect().await.map_err(Into::into)?;
-    Ok(status)
-}
-
 /// One call through `svc`, the body read to the end; it must end in a 200.
 async fn exchange<S, T>(svc: &mut S, uri: &Uri, flaky: Option<u64>) -> Result<(), BoxError>
 where
@@ -95,9 +72,7 @@ where
     T: Body,
     T::Error: Into<BoxError>,
 {
-    let svc = svc.ready().await.map_err(Into::into)?;
-    let status = drain(svc.call(get(uri, flaky)).await.map_err(Into::into)?).await?;
-    ok(status)
+    ok(net::exchange(svc, get(uri, flaky)).await?)
 }
 
 fn ok(status: StatusCode) -> Result<(), BoxError> {
@@ -141,17 +116,6 @@ async fn hand_loop(
     } else {
         call.await
     }
-}
-
-/// hyper-util's client as the `loopback` bench's bare variant sets it up.
-fn client() -> Client<HttpConnector, Full<Bytes>> {
-    let mut connector = HttpConnector::new();
-    connector.set_nodelay(true);
-    Client::builder(TokioExecutor::new())
-        .timer(TokioTimer::new())
-        .pool_timer(TokioTimer::new())
-        .retry_canceled_requests(false)
-        .build(connector)
 }
 
 /// Makes `WARM_UP` and then `calls` calls to the server, one after another,

@@ -42,27 +42,27 @@
 
 // NOTE: only the variants and limits of `support` are used here; its
 // in-process services and calls serve the other benches.
+#[path = "support/net.rs"]
+mod net;
 #[path = "support/server.rs"]
 mod server;
 #[allow(dead_code)]
 mod support;
 
 use bytes::Bytes;
-use http::{HeaderValue, Request, Response, StatusCode, Uri};
+use http::{HeaderValue, Response, StatusCode, Uri};
 use http_body::Body;
 use http_body_util::{BodyExt, Full};
 use http_resilience::{transport, RequestDeadline};
-use hyper_util::{
-    client::legacy::{connect::HttpConnector, Client},
-    rt::{TokioExecutor, TokioTimer},
-};
+use hyper_util::client::legacy::{connect::HttpConnector, Client};
+use net::{bare_client, drain, median};
 use reqwest_retry::{policies::ExponentialBackoff, Jitter, RetryTransientMiddleware};
 use server::{Server, CONNECTIONS, FLAKY, MODE, REQUEST_ID};
 use stats_alloc::{Region, StatsAlloc, INSTRUMENTED_SYSTEM};
 use std::{
     alloc::System,
     future::Future,
-    pin::{pin, Pin},
+    pin::Pin,
     sync::atomic::{AtomicU64, Ordering},
     time::Duration,
 };
@@ -105,31 +105,10 @@ trait Caller: Clone + 'static {
     async fn call(&mut self, mode: Mode, id: u64) -> Result<StatusCode, BoxError>;
 }
 
-/// A request for `uri` as the tower-based variants send it: a GET with an
-/// empty `Full` body (`Clone`, so both retry layers replay it).
+/// A request for `uri` as the tower-based variants send it (see
+/// [`net::request`]).
 fn request(uri: &Uri, mode: Mode, id: u64) -> Req {
-    let mut request = Request::new(Full::new(Bytes::new()));
-    *request.uri_mut() = uri.clone();
-    if mode == Mode::Flaky {
-        let headers = request.headers_mut();
-        headers.insert(MODE, HeaderValue::from_static(FLAKY));
-        headers.insert(REQUEST_ID, HeaderValue::from(id));
-    }
-    request
-}
-
-/// Reads a response body to its end, frame by frame, keeping nothing.
-async fn drain<T>(response: Response<T>) -> Result<StatusCode, BoxError>
-where
-    T: Body,
-    T::Error: Into<BoxError>,
-{
-    let status = response.status();
-    let mut body = pin!(response.into_body());
-    while let Some(frame) = body.as_mut().frame().await {
-        frame.map_err(Into::into)?;
-    }
-    Ok(status)
+    net::request(uri, (mode == Mode::Flaky).then_some(id))
 }
 
 /// A `tower::Service` over HTTP: the bare client, or a stack around it.
@@ -156,12 +135,8 @@ where
     T::Error: Into<BoxError>,
 {
     async fn call(&mut self, mode: Mode, id: u64) -> Result<StatusCode, BoxError> {
-        let svc = self.svc.ready().await.map_err(Into::into)?;
-        let response = svc
-            .call(request(&self.uri, mode, id))
-            .await
-            .map_err(Into::into)?;
-        drain(response).await
+        let request = request(&self.uri, mode, id);
+        net::exchange(&mut self.svc, request).await
     }
 }
 
@@ -291,19 +266,6 @@ impl Caller for ReqwestRetry {
 }
 
 // ===== clients =====
-
-/// hyper-util's legacy client with the settings `transport::Builder` uses
-/// (no Nagle, no hidden resend, tokio's timer), minus its connect and read
-/// timeouts.
-fn bare_client() -> Client<HttpConnector, Full<Bytes>> {
-    let mut connector = HttpConnector::new();
-    connector.set_nodelay(true);
-    Client::builder(TokioExecutor::new())
-        .timer(TokioTimer::new())
-        .pool_timer(TokioTimer::new())
-        .retry_canceled_requests(false)
-        .build(connector)
-}
 
 fn reqwest_client(attempt_limit: Option<Duration>) -> reqwest::Client {
     let builder = reqwest::Client::builder().no_proxy().tcp_nodelay(true);
@@ -495,16 +457,6 @@ async fn measure(
 }
 
 // ===== report =====
-
-fn median(mut values: Vec<f64>) -> f64 {
-    values.sort_by(f64::total_cmp);
-    let n = values.len();
-    if n % 2 == 1 {
-        values[n / 2]
-    } else {
-        (values[n / 2 - 1] + values[n / 2]) / 2.0
-    }
-}
 
 fn report(title: &str, variants: &[Variant], samples: &[Vec<Sample>]) {
     let base = &samples[0];

@@ -1,0 +1,84 @@
+//! What the benches that talk to the loopback server share on the calling
+//! side: the bare client, the requests, reading a response, and the median.
+
+use crate::server::{FLAKY, MODE, REQUEST_ID};
+use bytes::Bytes;
+use http::{HeaderValue, Request, Response, StatusCode, Uri};
+use http_body::Body;
+use http_body_util::{BodyExt, Full};
+use hyper_util::{
+    client::legacy::{connect::HttpConnector, Client},
+    rt::{TokioExecutor, TokioTimer},
+};
+use std::pin::pin;
+use tower::{BoxError, Service, ServiceExt};
+
+/// The request type of every network bench.
+pub(crate) type Req = Request<Full<Bytes>>;
+
+/// hyper-util's legacy client with the settings `transport::Builder` uses
+/// (no Nagle, no hidden resend, tokio's timer), minus its connect and read
+/// timeouts: the "bare" variant.
+pub(crate) fn bare_client() -> Client<HttpConnector, Full<Bytes>> {
+    let mut connector = HttpConnector::new();
+    connector.set_nodelay(true);
+    Client::builder(TokioExecutor::new())
+        .timer(TokioTimer::new())
+        .pool_timer(TokioTimer::new())
+        .retry_canceled_requests(false)
+        .build(connector)
+}
+
+/// A GET of `uri` with an empty `Full` body (`Clone`, so both retry layers
+/// replay it); with `flaky`, the headers that make the server answer 503, 503
+/// and then 200 for that request id.
+pub(crate) fn request(uri: &Uri, flaky: Option<u64>) -> Req {
+    let mut request = Request::new(Full::new(Bytes::new()));
+    *request.uri_mut() = uri.clone();
+    if let Some(id) = flaky {
+        let headers = request.headers_mut();
+        headers.insert(MODE, HeaderValue::from_static(FLAKY));
+        headers.insert(REQUEST_ID, HeaderValue::from(id));
+    }
+    request
+}
+
+/// Reads a response body to its end, frame by frame, keeping nothing; returns
+/// the status.
+pub(crate) async fn drain<T>(response: Response<T>) -> Result<StatusCode, BoxError>
+where
+    T: Body,
+    T::Error: Into<BoxError>,
+{
+    let status = response.status();
+    let mut body = pin!(response.into_body());
+    while let Some(frame) = body.as_mut().frame().await {
+        frame.map_err(Into::into)?;
+    }
+    Ok(status)
+}
+
+/// One call: waits for `svc` to be ready, sends `request` and reads the
+/// response to its end; returns the status.
+pub(crate) async fn exchange<S, T>(svc: &mut S, request: Req) -> Result<StatusCode, BoxError>
+where
+    S: Service<Req, Response = Response<T>>,
+    S::Error: Into<BoxError>,
+    T: Body,
+    T::Error: Into<BoxError>,
+{
+    let svc = svc.ready().await.map_err(Into::into)?;
+    let response = svc.call(request).await.map_err(Into::into)?;
+    drain(response).await
+}
+
+/// The median of `values` (the mean of the middle two for an even count).
+pub(crate) fn median(mut values: Vec<f64>) -> f64 {
+    values.sort_by(f64::total_cmp);
+    let n = values.len();
+    if n % 2 == 1 {
+        values[n / 2]
+    } else {
+        (values[n / 2 - 1] + values[n / 2]) / 2.0
+    }
+}
