@@ -17,6 +17,11 @@
 //! drips past the deadline (the deadline); and a caller that drops its call
 //! after [`DROP_AFTER`] while the upstream stays silent.
 //!
+//! Calls start at [`START_RATE`] a second (10,000 calls over 2.5 s) and each
+//! runs from its own start; started all at once, 10,000 calls overflowed the
+//! listeners' accept queues here and some first attempts waited a resent SYN
+//! past the attempt limit.
+//!
 //! Every upstream is a `MockServer` that answers every request the same way
 //! ([`Upstream`]); a test-side `map_request` between the attempt timeout and
 //! the client sends each attempt of a call to the upstream its kind names for
@@ -123,6 +128,11 @@ const SOAK_LIMIT: Duration = Duration::from_secs(120);
 const SETTLE: Duration = Duration::from_secs(15);
 /// How long the idle runtime is watched for a timer that fires.
 const IDLE: Duration = Duration::from_millis(1500);
+/// Calls started per second. With every call started at once, 10,000 calls
+/// made some first attempts wait past [`ATTEMPT`] for their connection on
+/// this machine (accept queues overflowing, SYNs resent after a second);
+/// 1,000 calls start within a quarter of a second.
+const START_RATE: f64 = 4_000.0;
 /// At most this many connections to one server at once.
 const PER_SERVER: usize = 500;
 /// The attempt header the router reads.
@@ -509,7 +519,15 @@ fn pass(
         let mut tasks = JoinSet::new();
         for n in numbers.clone() {
             let svc = svc.clone();
-            tasks.spawn(async move { (n, call(svc, n).await) });
+            // NOTE: calls start at most `START_RATE` a second, so that the
+            // connection burst stays within what two cores can accept before
+            // the first attempt's limit; each call's limits count from its
+            // own start, so no outcome depends on the pacing.
+            let delay = Duration::from_secs_f64((n - numbers.start) as f64 / START_RATE);
+            tasks.spawn(async move {
+                tokio::time::sleep(delay).await;
+                (n, call(svc, n).await)
+            });
         }
         let outcomes = tokio::time::timeout(SOAK_LIMIT, tasks.join_all())
             .await
