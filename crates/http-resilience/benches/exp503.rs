@@ -7,7 +7,17 @@
 //! server accepted, and whether each attempt went out on the same connection
 //! as the attempt before it (the local port in hyper-util's `HttpInfo`).
 //!
-//! Run: `cargo bench -p http-resilience --bench exp503 -- --calls 2000`.
+//! It also reads where each exchange ran (the server's CPU, sent back under
+//! the opt-in `x-bench-cpu` header, and this thread's as the head arrives)
+//! and reports, per round, the share of exchanges that ran on one vCPU: on
+//! the VM of `BENCHMARKS.md` that share, not the layers, set the 503 path's
+//! speed at concurrency 1.
+//!
+//! Run: `cargo bench -p http-resilience --bench exp503 -- --rounds 12 --spawn`.
+//! Options after `--`: `--calls N` per variant and round (512), `--rounds N`
+//! (7), `--spawn` to run the calls in a task of their own as the `loopback`
+//! bench does (otherwise in the `block_on` future), `--only N` for the N-th
+//! variant alone (for `strace` or `perf`), `--kinds N` for the first N.
 
 #[path = "support/net.rs"]
 #[allow(dead_code)]
