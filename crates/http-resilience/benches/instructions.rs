@@ -40,15 +40,14 @@ use bytes::Bytes;
 use http::{Response, StatusCode, Uri};
 use http_body::Body;
 use http_body_util::Full;
-use http_resilience::RequestDeadline;
 use hyper_util::client::legacy::{connect::HttpConnector, Client};
-use net::{bare_client as client, drain, request as get};
+use net::{bare_client as client, request as get};
 use std::{hint::black_box, process::ExitCode};
 use support::{
     call, ok_service, ours, tower_nesting, with_deadline_extension, Req, ATTEMPT_LIMIT, CALL_LIMIT,
     RETRIES,
 };
-use tower::{BoxError, Service, ServiceExt};
+use tower::{BoxError, Service};
 
 /// Requests each network variant makes before the counted ones.
 const WARM_UP: u64 = 64;
@@ -82,40 +81,21 @@ fn ok(status: StatusCode) -> Result<(), BoxError> {
     }
 }
 
-/// Up to three raw calls on `client`, until one is not a 503, each body
-/// read; with `floor`, every attempt's request also carries the call's
-/// deadline and runs under a timeout, and the whole call under another: the
-/// least any stack with our semantics does.
+/// A hand loop on `client` (see [`net::hand_loop`]), each 503 read; with
+/// `floor`, the deadline on every attempt and the two timeouts. It must end in
+/// a 200.
 async fn hand_loop(
     client: &mut Client<HttpConnector, Full<Bytes>>,
     uri: &Uri,
     flaky: Option<u64>,
     floor: bool,
 ) -> Result<(), BoxError> {
-    let deadline = RequestDeadline::after(CALL_LIMIT);
-    let call = async {
-        let mut retries = 0;
-        loop {
-            let client = client.ready().await?;
-            let mut request = get(uri, flaky);
-            let response = if floor {
-                request.extensions_mut().insert(deadline);
-                tokio::time::timeout(ATTEMPT_LIMIT, client.call(request)).await??
-            } else {
-                client.call(request).await?
-            };
-            let status = drain(response).await?;
-            if status != StatusCode::SERVICE_UNAVAILABLE || retries == RETRIES {
-                return ok(status);
-            }
-            retries += 1;
-        }
+    let how = net::HandLoop {
+        retries: RETRIES,
+        read_503_bodies: true,
+        limits: floor.then_some((ATTEMPT_LIMIT, CALL_LIMIT)),
     };
-    if floor {
-        tokio::time::timeout(CALL_LIMIT, call).await?
-    } else {
-        call.await
-    }
+    ok(net::hand_loop(client, uri, flaky, how).await?)
 }
 
 /// Makes `WARM_UP` and then `calls` calls to the server, one after another,

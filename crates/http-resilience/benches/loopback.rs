@@ -53,9 +53,9 @@ use bytes::Bytes;
 use http::{HeaderValue, Response, StatusCode, Uri};
 use http_body::Body;
 use http_body_util::{BodyExt, Full};
-use http_resilience::{transport, RequestDeadline};
+use http_resilience::transport;
 use hyper_util::client::legacy::{connect::HttpConnector, Client};
-use net::{bare_client, drain, median};
+use net::{bare_client, median};
 use reqwest_retry::{policies::ExponentialBackoff, Jitter, RetryTransientMiddleware};
 use server::{Server, CONNECTIONS, FLAKY, MODE, REQUEST_ID};
 use stats_alloc::{Region, StatsAlloc, INSTRUMENTED_SYSTEM};
@@ -140,55 +140,36 @@ where
     }
 }
 
-/// The least any stack with our semantics does around the bare client: every
-/// attempt's request carries the call's `RequestDeadline` (with the
-/// extension's three allocations) and runs under one `tokio::time::timeout`,
-/// and the whole call, body included, under another. Otherwise the hand loop:
-/// up to three attempts, each 503 read, no request copy, no retry logic. In
-/// the 200 mode that is one attempt.
-#[derive(Clone)]
-struct Floor<S> {
-    inner: Tower<S>,
-}
-
-impl<S, T> Caller for Floor<S>
-where
-    S: Service<Req, Response = Response<T>> + Clone + 'static,
-    S::Error: Into<BoxError>,
-    T: Body,
-    T::Error: Into<BoxError>,
-{
-    async fn call(&mut self, mode: Mode, id: u64) -> Result<StatusCode, BoxError> {
-        let deadline = RequestDeadline::after(CALL_LIMIT);
-        let call = async {
-            let mut retries = 0;
-            loop {
-                let inner = &mut self.inner;
-                let svc = inner.svc.ready().await.map_err(Into::into)?;
-                let mut request = request(&inner.uri, mode, id);
-                request.extensions_mut().insert(deadline);
-                let attempt = tokio::time::timeout(ATTEMPT_LIMIT, svc.call(request));
-                let response = attempt.await?.map_err(Into::into)?;
-                let last =
-                    response.status() != StatusCode::SERVICE_UNAVAILABLE || retries == RETRIES;
-                let status = drain(response).await?;
-                if last {
-                    return Ok(status);
-                }
-                retries += 1;
-            }
-        };
-        tokio::time::timeout(CALL_LIMIT, call).await?
-    }
-}
-
-/// Up to three raw calls on a service, until one is not a 503; no timers.
-/// Either reads each 503's body to its end (as a careful hand loop does) or
-/// drops it unread (as both retry layers do).
+/// A hand loop on a service (see [`net::hand_loop`]): up to three raw calls,
+/// each 503 read or dropped, with or without the floor's deadline and timers.
 #[derive(Clone)]
 struct HandLoop<S> {
     inner: Tower<S>,
-    read_503_bodies: bool,
+    how: net::HandLoop,
+}
+
+impl<S> HandLoop<S> {
+    /// Each 503 read (`read_503_bodies`) or dropped; no timers.
+    fn plain(inner: Tower<S>, read_503_bodies: bool) -> Self {
+        let how = net::HandLoop {
+            retries: RETRIES,
+            read_503_bodies,
+            limits: None,
+        };
+        Self { inner, how }
+    }
+
+    /// The least any stack with our semantics does: each 503 read, the call's
+    /// deadline on every attempt's request, a timeout per attempt and one for
+    /// the call. In the 200 mode that is one attempt.
+    fn floor(inner: Tower<S>) -> Self {
+        let how = net::HandLoop {
+            retries: RETRIES,
+            read_503_bodies: true,
+            limits: Some((ATTEMPT_LIMIT, CALL_LIMIT)),
+        };
+        Self { inner, how }
+    }
 }
 
 impl<S, T> Caller for HandLoop<S>
@@ -199,23 +180,8 @@ where
     T::Error: Into<BoxError>,
 {
     async fn call(&mut self, mode: Mode, id: u64) -> Result<StatusCode, BoxError> {
-        let mut retries = 0;
-        loop {
-            let inner = &mut self.inner;
-            let svc = inner.svc.ready().await.map_err(Into::into)?;
-            let response = svc
-                .call(request(&inner.uri, mode, id))
-                .await
-                .map_err(Into::into)?;
-            let last = response.status() != StatusCode::SERVICE_UNAVAILABLE || retries == RETRIES;
-            if last || self.read_503_bodies {
-                let status = drain(response).await?;
-                if last {
-                    return Ok(status);
-                }
-            }
-            retries += 1;
-        }
+        let flaky = (mode == Mode::Flaky).then_some(id);
+        net::hand_loop(&mut self.inner.svc, &self.inner.uri, flaky, self.how).await
     }
 }
 
@@ -536,9 +502,7 @@ async fn bench(server: &Server, rounds: usize) {
         ),
         variant(
             "floor: 2 timers + ext",
-            Floor {
-                inner: Tower::new(bare_client(), &uri),
-            },
+            HandLoop::floor(Tower::new(bare_client(), &uri)),
         ),
         variant("ours", Tower::new(support::ours(bare_client()), &uri)),
         variant(
@@ -557,23 +521,15 @@ async fn bench(server: &Server, rounds: usize) {
     let flaky = [
         variant(
             "hand loop (bare)",
-            HandLoop {
-                inner: Tower::new(bare_client(), &uri),
-                read_503_bodies: true,
-            },
+            HandLoop::plain(Tower::new(bare_client(), &uri), true),
         ),
         variant(
             "hand loop, 503 dropped",
-            HandLoop {
-                inner: Tower::new(bare_client(), &uri),
-                read_503_bodies: false,
-            },
+            HandLoop::plain(Tower::new(bare_client(), &uri), false),
         ),
         variant(
             "floor: 2 timers + ext",
-            Floor {
-                inner: Tower::new(bare_client(), &uri),
-            },
+            HandLoop::floor(Tower::new(bare_client(), &uri)),
         ),
         variant(
             "tower nesting",
@@ -594,10 +550,7 @@ async fn bench(server: &Server, rounds: usize) {
         at,
         variant(
             "hand loop, again",
-            HandLoop {
-                inner: Tower::new(bare_client(), &uri),
-                read_503_bodies: true,
-            },
+            HandLoop::plain(Tower::new(bare_client(), &uri), true),
         ),
     );
 

@@ -6,11 +6,12 @@ use bytes::Bytes;
 use http::{HeaderValue, Request, Response, StatusCode, Uri};
 use http_body::Body;
 use http_body_util::{BodyExt, Full};
+use http_resilience::RequestDeadline;
 use hyper_util::{
     client::legacy::{connect::HttpConnector, Client},
     rt::{TokioExecutor, TokioTimer},
 };
-use std::pin::pin;
+use std::{pin::pin, time::Duration};
 use tower::{BoxError, Service, ServiceExt};
 
 /// The request type of every network bench.
@@ -70,6 +71,70 @@ where
     let svc = svc.ready().await.map_err(Into::into)?;
     let response = svc.call(request).await.map_err(Into::into)?;
     drain(response).await
+}
+
+/// How [`hand_loop`] makes its calls.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct HandLoop {
+    /// Retries after the first attempt, at most.
+    pub(crate) retries: u32,
+    /// Read each 503's body to its end (as a careful hand loop does), or drop
+    /// it unread (as both retry layers do).
+    pub(crate) read_503_bodies: bool,
+    /// `(attempt, call)`: the floor of our semantics. Every attempt's request
+    /// carries the call's `RequestDeadline` (with the extension's three
+    /// allocations) and runs under a `tokio::time::timeout(attempt)`, and the
+    /// whole call, body included, under another `(call)`. `None`: no timers,
+    /// no extension.
+    pub(crate) limits: Option<(Duration, Duration)>,
+}
+
+/// Up to `1 + how.retries` raw calls on `svc`, until one is not a 503 (with
+/// `flaky`, the server answers 503, 503 and then 200); the last response is
+/// read to its end and its status returned. No request copy, no retry logic:
+/// each attempt builds its request afresh.
+pub(crate) async fn hand_loop<S, T>(
+    svc: &mut S,
+    uri: &Uri,
+    flaky: Option<u64>,
+    how: HandLoop,
+) -> Result<StatusCode, BoxError>
+where
+    S: Service<Req, Response = Response<T>>,
+    S::Error: Into<BoxError>,
+    T: Body,
+    T::Error: Into<BoxError>,
+{
+    let deadline = how.limits.map(|(_, call)| RequestDeadline::after(call));
+    let call = async {
+        let mut retries = 0;
+        loop {
+            let svc = svc.ready().await.map_err(Into::into)?;
+            let mut request = request(uri, flaky);
+            let response = match (deadline, how.limits) {
+                (Some(deadline), Some((attempt, _))) => {
+                    request.extensions_mut().insert(deadline);
+                    tokio::time::timeout(attempt, svc.call(request))
+                        .await?
+                        .map_err(Into::into)?
+                }
+                _ => svc.call(request).await.map_err(Into::into)?,
+            };
+            let last =
+                response.status() != StatusCode::SERVICE_UNAVAILABLE || retries == how.retries;
+            if last {
+                return drain(response).await;
+            }
+            if how.read_503_bodies {
+                drain(response).await?;
+            }
+            retries += 1;
+        }
+    };
+    match how.limits {
+        Some((_, limit)) => tokio::time::timeout(limit, call).await?,
+        None => call.await,
+    }
 }
 
 /// The median of `values` (the mean of the middle two for an even count).
