@@ -32,13 +32,14 @@ pub(crate) fn saturating_after(now: Instant, duration: Duration) -> Instant {
 ///
 /// The instant is tokio's, so it follows `tokio::time::pause()`.
 ///
-/// A deadline that `DeadlineLayer` recorded is *enforced*: that layer's own
-/// timer ends the call at the instant. An attempt that the deadline would end
-/// first then needs no timer of its own, and `AttemptTimeout` sets none. A
-/// deadline made here with [`at`](Self::at) or [`after`](Self::after) and
-/// read by `AttemptTimeout` with no `DeadlineLayer` outside it is enforced by
-/// `AttemptTimeout` itself. Two deadlines are equal when their instants and
-/// budgets are, enforced or not.
+/// # Copying it is safe
+///
+/// A `RequestDeadline` is a plain value: an instant and the budget it was made
+/// with, nothing else. One copied from another request (the deadline an
+/// inbound `DeadlineLayer` recorded, moved onto an outbound call) or built by
+/// hand means exactly what it says, wherever it travels: it can shorten a
+/// limit, never switch one off. Every layer that reads it keeps what it needs
+/// to know about its own work (its timer, for one) in its own future.
 ///
 /// # Example
 ///
@@ -56,26 +57,10 @@ pub(crate) fn saturating_after(now: Instant, duration: Duration) -> Instant {
 /// assert!(found.remaining() <= Duration::from_secs(2));
 /// # }
 /// ```
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct RequestDeadline {
     instant: Instant,
     budget: Duration,
-    // Whether a `Deadline` layer's timer ends the call at `instant`.
-    enforced: bool,
-}
-
-impl PartialEq for RequestDeadline {
-    fn eq(&self, other: &Self) -> bool {
-        (self.instant, self.budget) == (other.instant, other.budget)
-    }
-}
-
-impl Eq for RequestDeadline {}
-
-impl std::hash::Hash for RequestDeadline {
-    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
-        (self.instant, self.budget).hash(state);
-    }
 }
 
 // ===== impl RequestDeadline =====
@@ -86,7 +71,6 @@ impl RequestDeadline {
         Self {
             instant,
             budget: instant.saturating_duration_since(Instant::now()),
-            enforced: false,
         }
     }
 
@@ -103,7 +87,6 @@ impl RequestDeadline {
         Self {
             instant: saturating_after(now, budget),
             budget,
-            enforced: false,
         }
     }
 
@@ -136,17 +119,6 @@ impl RequestDeadline {
         } else {
             self
         }
-    }
-
-    /// The same deadline, marked as ended by a `Deadline` layer's timer.
-    pub(crate) const fn enforced(mut self) -> Self {
-        self.enforced = true;
-        self
-    }
-
-    /// Whether a `Deadline` layer's timer ends the call at this deadline.
-    pub(crate) const fn is_enforced(&self) -> bool {
-        self.enforced
     }
 
     /// The deadline carried by `request`, if any.

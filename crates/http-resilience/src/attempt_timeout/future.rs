@@ -36,12 +36,6 @@ pin_project! {
             sleep: LazySleep,
             expiry: Expiry,
         },
-        // The attempt is bounded from outside: a `Deadline` layer ends it
-        // before its own limit would.
-        Unbounded {
-            #[pin]
-            response: F,
-        },
         // The request's deadline had already passed: the inner service was not called.
         Expired {
             budget: Duration,
@@ -85,12 +79,6 @@ impl<F> ResponseFuture<F> {
         }
     }
 
-    pub(crate) fn unbounded(response: F) -> Self {
-        Self {
-            state: State::Unbounded { response },
-        }
-    }
-
     pub(crate) fn expired(budget: Duration) -> Self {
         Self {
             state: State::Expired { budget },
@@ -126,7 +114,6 @@ where
                 state.set(State::Done);
                 Poll::Ready(Err(error))
             }
-            StateProj::Unbounded { response } => response.poll(cx).map_err(Into::into),
             StateProj::Expired { budget } => {
                 let error = DeadlineExceeded::new(*budget).into();
                 state.set(State::Done);
@@ -144,7 +131,6 @@ impl<F> fmt::Debug for ResponseFuture<F> {
                 Expiry::Attempt(_) => "running",
                 Expiry::Deadline(_) => "running until the deadline",
             },
-            State::Unbounded { .. } => "running until the enforced deadline",
             State::Expired { .. } => "deadline already passed",
             State::Done => "done",
         };

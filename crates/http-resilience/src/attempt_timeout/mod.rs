@@ -56,9 +56,11 @@
 //! not [`AttemptTimedOut`]: the caller learns which budget ran out. A request
 //! whose deadline has already passed is not sent at all.
 //!
-//! When that deadline was recorded by a `DeadlineLayer`, whose own timer ends
-//! the call at the same instant with the same error, the attempt sets no timer
-//! of its own: one timer per call is enough.
+//! The attempt always keeps a timer of its own, even when a `DeadlineLayer`
+//! outside would end the call at the same instant: the deadline in the request
+//! is a value anyone can copy (a handler moving an inbound deadline onto its
+//! outbound calls does), so its presence proves nothing about which timers are
+//! running. Whatever deadline it reads, the attempt ends by it.
 //!
 //! By default every attempt keeps its own limit, the last one included.
 //! [`final_attempt_uses_deadline`](AttemptTimeout::final_attempt_uses_deadline)
@@ -152,21 +154,14 @@ where
     fn call(&mut self, request: http::Request<B>) -> Self::Future {
         let now = Instant::now();
         let own_end = saturating_after(now, self.limit);
-        let unbounded =
+        let to_deadline =
             self.final_uses_deadline && request.extensions().get::<FinalAttempt>().is_some();
         let (end, expiry) = match RequestDeadline::of(&request) {
             Some(deadline) if deadline.instant() <= now => {
                 return ResponseFuture::expired(deadline.budget());
             }
-            // NOTE: a `Deadline` layer outside ends the call at its instant
-            // with the same error, so a second timer there would be waste.
-            Some(deadline)
-                if deadline.is_enforced() && (unbounded || deadline.instant() <= own_end) =>
-            {
-                return ResponseFuture::unbounded(self.inner.call(request));
-            }
             // NOTE: on a tie the deadline wins: it is the budget that ran out.
-            Some(deadline) if unbounded || deadline.instant() <= own_end => {
+            Some(deadline) if to_deadline || deadline.instant() <= own_end => {
                 (deadline.instant(), Expiry::Deadline(deadline.budget()))
             }
             _ => (own_end, Expiry::Attempt(self.limit)),

@@ -5,7 +5,7 @@ use http::{Request, Response};
 use std::time::Duration;
 use tokio::time;
 use tokio_test::{assert_pending, assert_ready};
-use tower::{Layer, ServiceBuilder, ServiceExt};
+use tower::{Layer, Service, ServiceBuilder, ServiceExt};
 use tower_test::mock;
 
 type Req = Request<()>;
@@ -155,11 +155,26 @@ fn pending_once_under(deadline: RequestDeadline) {
     });
 }
 
+/// The deadline a `DeadlineLayer` recorded on another request: what a handler
+/// finds on its inbound request and copies onto the calls it makes.
+fn recorded_by_a_deadline_layer(budget: Duration) -> RequestDeadline {
+    let mut seen = None;
+    let mut svc =
+        crate::deadline::DeadlineLayer::new(budget).layer(tower::service_fn(|request: Req| {
+            seen = RequestDeadline::of(&request);
+            std::future::ready(Ok::<_, std::convert::Infallible>(Resp::new("ok")))
+        }));
+    drop(svc.call(Request::new(())));
+    seen.expect("the deadline layer records its deadline")
+}
+
 #[test]
-fn an_enforced_deadline_before_the_limit_needs_no_second_timer() {
-    // A `Deadline` layer outside would end the attempt first.
-    let deadline = without_timers().block_on(async { RequestDeadline::after(LIMIT / 2) });
-    pending_once_under(deadline.enforced());
+#[should_panic(expected = "timers are disabled")]
+fn a_copied_deadline_before_the_limit_still_gets_the_attempts_timer() {
+    // No `DeadlineLayer` is around this attempt: whatever layer recorded the
+    // deadline, only the attempt's own timer can end it.
+    let deadline = without_timers().block_on(async { recorded_by_a_deadline_layer(LIMIT / 2) });
+    pending_once_under(deadline);
 }
 
 #[test]
@@ -169,9 +184,22 @@ fn a_deadline_no_layer_enforces_gets_the_attempts_timer() {
     pending_once_under(deadline);
 }
 
-#[test]
-#[should_panic(expected = "timers are disabled")]
-fn an_enforced_deadline_after_the_limit_leaves_the_limit_its_timer() {
-    let deadline = without_timers().block_on(async { RequestDeadline::after(LIMIT * 2) });
-    pending_once_under(deadline.enforced());
+#[tokio::test(flavor = "current_thread", start_paused = true)]
+async fn a_copied_deadline_ends_a_silent_attempt_with_the_deadlines_error() {
+    let budget = Duration::from_millis(700);
+    let deadline = recorded_by_a_deadline_layer(budget);
+    let svc =
+        AttemptTimeoutLayer::new(Duration::from_secs(10)).layer(tower::service_fn(|_: Req| {
+            std::future::pending::<Result<Resp, std::convert::Infallible>>()
+        }));
+    let mut request = Request::new(());
+    request.extensions_mut().insert(deadline);
+    let start = time::Instant::now();
+    let err = svc.oneshot(request).await.unwrap_err();
+    assert_eq!(start.elapsed(), budget);
+    assert_eq!(
+        err.downcast_ref::<DeadlineExceeded>()
+            .map(DeadlineExceeded::duration),
+        Some(budget)
+    );
 }

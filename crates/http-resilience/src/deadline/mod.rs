@@ -123,8 +123,7 @@ where
         let deadline = match RequestDeadline::of(&request) {
             Some(inherited) => inherited.min(own),
             None => own,
-        }
-        .enforced();
+        };
         if deadline.instant() <= now {
             return ResponseFuture::expired(deadline);
         }

@@ -57,12 +57,17 @@ pin_project! {
         // Waiting before the next attempt.
         Backoff {
             // Boxed: a wait is a slow path anyway, and an inline `Sleep`
-            // (112 bytes) would be the largest state around a client whose
-            // own future is boxed.
+            // would be the largest state around a client whose own future is
+            // boxed.
             sleep: Pin<Box<Sleep>>,
+            // The verdict on the attempt that led here, for the summary.
+            verdict: Verdict,
         },
         // Waiting for the inner service to be ready for the next attempt.
-        Readying,
+        Readying {
+            // The verdict on the attempt that led here, for the summary.
+            verdict: Verdict,
+        },
         // The outcome has been returned.
         Done,
     }
@@ -199,10 +204,11 @@ where
                             // body) is dropped here, before the next attempt.
                             drop(outcome);
                             if delay.is_zero() {
-                                this.state.set(State::Readying);
+                                this.state.set(State::Readying { verdict });
                             } else {
                                 this.state.set(State::Backoff {
                                     sleep: Box::pin(tokio::time::sleep(delay)),
+                                    verdict,
                                 });
                             }
                         }
@@ -227,16 +233,22 @@ where
                         }
                     }
                 }
-                StateProj::Backoff { sleep } => {
+                StateProj::Backoff { sleep, verdict } => {
                     ready!(sleep.as_mut().poll(cx));
-                    this.state.set(State::Readying);
+                    let verdict = *verdict;
+                    this.state.set(State::Readying { verdict });
                 }
-                StateProj::Readying => {
+                StateProj::Readying { verdict } => {
                     // NOTE: the clone is called only after it reported ready
                     // (tower-service: "Be careful when cloning inner services").
                     if let Err(error) = ready!(this.service.poll_ready(cx)) {
+                        // NOTE: the summary tells what happened: the last
+                        // attempt's verdict (a retryable one, since a retry
+                        // was on its way), and that readiness failed.
+                        let summary = Attempts::new(*this.attempts)
+                            .with_verdict(*verdict)
+                            .with_stop(Stop::NotReady);
                         this.state.set(State::Done);
-                        let summary = Attempts::new(*this.attempts).with_stop(Stop::NotReady);
                         if let Some(report) = this.report.as_ref() {
                             report.record_summary(summary);
                         }
@@ -299,7 +311,7 @@ where
         let state = match &self.state {
             State::Called { .. } => "called",
             State::Backoff { .. } => "backoff",
-            State::Readying => "readying",
+            State::Readying { .. } => "readying",
             State::Done => "done",
         };
         f.debug_struct("ResponseFuture")

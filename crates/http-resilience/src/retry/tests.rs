@@ -641,3 +641,48 @@ async fn the_last_attempt_takes_the_kept_copy_instead_of_copying_it() {
     assert_eq!(copies_for_503s(2).await, (2, 3));
     assert_eq!(copies_for_503s(4).await, (4, 5));
 }
+
+#[tokio::test(flavor = "current_thread", start_paused = true)]
+async fn a_readiness_failure_reports_the_last_verdict_and_why_it_stopped() {
+    #[derive(Debug)]
+    struct Unready;
+    impl std::fmt::Display for Unready {
+        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str("the upstream pool is closed")
+        }
+    }
+    impl std::error::Error for Unready {}
+
+    let events = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let seen = Arc::clone(&events);
+    let policy = seed_policy(Duration::from_millis(10))
+        .with_listener(move |event: &RetryEvent| seen.lock().unwrap().push(event.clone()));
+    let (mut svc, mut handle) = mock::spawn_layer::<Req, Resp, _>(StatusRetryLayer::new(policy));
+    handle.allow(1);
+    assert_ready!(svc.poll_ready()).unwrap();
+    let report = RetryReport::new();
+    let mut req = request("");
+    req.extensions_mut().insert(report.clone());
+    let mut fut = tokio_test::task::spawn(svc.call(req));
+    assert_pending!(fut.poll());
+    expect(&mut handle, "")
+        .await
+        .send_response(status(503, "a"));
+    // The clone that would send the retry fails to get ready.
+    handle.send_error(Unready);
+    let err = fut.await.unwrap_err();
+    assert!(err.is::<Unready>(), "the readiness error itself: {err}");
+    let summary = report.summary().expect("the call is over");
+    assert_eq!(summary.get(), 1);
+    assert_eq!(summary.stop(), Stop::NotReady);
+    assert_eq!(
+        summary.verdict(),
+        Verdict::retry(StatusCode::SERVICE_UNAVAILABLE),
+        "the verdict on the 503, not an acceptance"
+    );
+    let last = events.lock().unwrap().last().cloned();
+    assert!(
+        matches!(last, Some(RetryEvent::GiveUp { verdict, stop: Stop::NotReady, .. }) if verdict.is_retry()),
+        "{last:?}"
+    );
+}
