@@ -857,12 +857,15 @@ async fn a_pool_idle_timeout_of_duration_max_is_held_to_thirty_years() {
 #[tokio::test(flavor = "current_thread")]
 async fn replay_caps_of_zero_and_usize_max() {
     let nothing_kept = ReplayBody::with_cap(Full::new(Bytes::from_static(b"abc")), 0);
-    assert!(nothing_kept.try_clone_body().is_none());
+    let copy = nothing_kept
+        .try_clone_body()
+        .expect("nothing read yet, so nothing lost");
     assert_eq!(
         nothing_kept.collect().await.unwrap().to_bytes(),
         "abc",
         "the original is still sent"
     );
+    assert!(!copy.is_replayable(), "but none of it was kept");
 
     let everything = ReplayBody::with_cap(ScriptedBody::new().data("ab").data("c"), usize::MAX);
     let copy = everything.try_clone_body().expect("nothing spoiled yet");

@@ -74,10 +74,15 @@ where
         let mut state = this.state;
         let output = match state.as_mut().project() {
             StateProj::Running { response, sleep } => {
-                // NOTE: the response is polled first: a head that is ready in the
-                // same poll as the deadline is returned, and its body then reports
-                // the deadline on the first read.
-                if let Poll::Ready(result) = response.poll(cx) {
+                // NOTE: once this deadline's own timer has fired, the deadline
+                // ends the call. Layers inside may have timers due at the same
+                // instant (an attempt limit capped by this deadline, a retry's
+                // wait cut by it); polling them first would turn the deadline
+                // into their outcome. A head returned now could not have its
+                // body read anyway: the body checks the deadline first.
+                if sleep.as_ref().is_some_and(|sleep| sleep.is_elapsed()) {
+                    Err(DeadlineExceeded::new(deadline.budget()).into())
+                } else if let Poll::Ready(result) = response.poll(cx) {
                     // NOTE: the timer, if the call armed one, is due at the
                     // same instant: the body takes it over.
                     let timer = sleep.take();

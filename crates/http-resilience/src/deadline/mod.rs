@@ -43,9 +43,13 @@
 //!
 //! # Ties
 //!
-//! The inner future is polled before the timer, so a response head ready in the
-//! same poll as the deadline is returned. Its body checks the deadline before
-//! every frame, so reading it then fails with [`DeadlineExceeded`].
+//! Until the deadline's timer fires, the inner future is polled first: a
+//! response head that is ready is returned, and its body checks the deadline
+//! before every frame. Once the timer has fired, the call ends with
+//! [`DeadlineExceeded`] without polling the inner future again. Layers inside
+//! may have timers due at the same instant, an attempt timeout capped by the
+//! deadline or a retry's wait cut short by it, and the caller learns which
+//! budget ran out whichever of them the runtime wakes first.
 //!
 //! # Differences from `tower::timeout`
 //!

@@ -4,7 +4,7 @@ use super::{
     body::Pristine, Decoder, Reason, RetryEvent, RetryPolicy, Retryer, TryCloneBody, Verdict,
     WaitSource,
 };
-use crate::{Attempts, RequestDeadline, RetryReport, Stop};
+use crate::{extensions::saturating_after, Attempts, RequestDeadline, RetryReport, Stop};
 use pin_project_lite::pin_project;
 use std::{
     fmt,
@@ -14,7 +14,7 @@ use std::{
     task::{ready, Context, Poll},
     time::Duration,
 };
-use tokio::time::Sleep;
+use tokio::time::{Instant, Sleep};
 use tower_service::Service;
 
 pin_project! {
@@ -28,7 +28,7 @@ pin_project! {
         S: Service<http::Request<B>>,
     {
         #[pin]
-        state: State<S::Future>,
+        state: State<S::Future, Result<S::Response, S::Error>>,
         // The clone that makes every attempt after the first.
         service: S,
         // A pristine copy of the request for the next attempt; `None` when the
@@ -48,7 +48,7 @@ pin_project! {
 
 pin_project! {
     #[project = StateProj]
-    enum State<F> {
+    enum State<F, O> {
         // An attempt is in flight.
         Called {
             #[pin]
@@ -61,6 +61,15 @@ pin_project! {
             // boxed.
             sleep: Pin<Box<Sleep>>,
             // The verdict on the attempt that led here, for the summary.
+            verdict: Verdict,
+        },
+        // A wait that the request's deadline cuts short: at the deadline, the
+        // outcome kept here is returned.
+        Cut {
+            sleep: Pin<Box<Sleep>>,
+            // Boxed: the path is rare, and the outcome would otherwise widen
+            // every state.
+            outcome: Option<Box<O>>,
             verdict: Verdict,
         },
         // Waiting for the inner service to be ready for the next attempt.
@@ -153,90 +162,89 @@ where
                         Verdict::Fail { .. } => Err(Stop::Failed),
                         _ => Err(Stop::Accepted),
                     };
-                    let event = match next {
-                        Ok(wait) => {
-                            let remaining = deadline.map(|d| d.remaining());
-                            let source = match verdict.server_delay() {
-                                _ if wait.is_zero() => WaitSource::None,
-                                Some(_) => WaitSource::Server,
-                                None => WaitSource::Backoff,
-                            };
-                            tracing::debug!(
-                                attempt = *this.attempts,
-                                %verdict,
-                                wait_ms = whole_millis(wait),
-                                %source,
-                                remaining_ms = remaining.map(whole_millis),
-                                "retrying"
-                            );
-                            RetryEvent::Retry {
-                                attempt: *this.attempts,
-                                verdict,
-                                wait,
-                                source,
-                                remaining,
-                            }
-                        }
-                        Err(stop) => {
-                            // NOTE: the fields are evaluated only when the
-                            // event is enabled, so the clock is not read for
-                            // nothing.
-                            tracing::debug!(
-                                attempts = *this.attempts,
-                                %verdict,
-                                %stop,
-                                remaining_ms = deadline.map(|d| whole_millis(d.remaining())),
-                                "done"
-                            );
-                            RetryEvent::GiveUp {
-                                attempts: *this.attempts,
-                                verdict,
-                                stop,
-                            }
-                        }
-                    };
-                    if let Some(listener) = this.policy.listener() {
-                        listener.on_event(&event);
-                    }
-                    match next {
-                        Ok(delay) => {
-                            // NOTE: the discarded response (and its unread
-                            // body) is dropped here, before the next attempt.
-                            drop(outcome);
-                            if delay.is_zero() {
-                                this.state.set(State::Readying { verdict });
-                            } else {
-                                this.state.set(State::Backoff {
-                                    sleep: Box::pin(tokio::time::sleep(delay)),
-                                    verdict,
-                                });
-                            }
-                        }
+                    let delay = match next {
+                        Ok(delay) => delay,
                         Err(stop) => {
                             this.state.set(State::Done);
-                            let summary = Attempts::new(*this.attempts)
-                                .with_verdict(verdict)
-                                .with_stop(stop);
-                            if let Some(report) = this.report.as_ref() {
-                                report.record_summary(summary);
-                            }
-                            return Poll::Ready(outcome.map(|mut response| {
-                                // NOTE: a first attempt accepted, the common
-                                // case, has nothing to report and costs
-                                // nothing (an extension costs three
-                                // allocations in an empty map).
-                                if summary.is_news() {
-                                    response.extensions_mut().insert(summary);
-                                }
-                                response
-                            }));
+                            let end = End::new(*this.attempts, verdict, stop, deadline);
+                            return Poll::Ready(end.conclude(
+                                this.policy,
+                                this.report.as_ref(),
+                                outcome,
+                            ));
                         }
+                    };
+                    // NOTE: no wait outlasts the request's deadline, whatever
+                    // layer recorded it (or none): a wait that would reach it
+                    // ends there, with the outcome at hand. A `Deadline` layer
+                    // outside, whose timer is due at the same instant, ends
+                    // the call with its own error instead.
+                    if let Some(at) = deadline.map(|d| d.instant()).filter(|&at| {
+                        !delay.is_zero() && saturating_after(Instant::now(), delay) >= at
+                    }) {
+                        tracing::debug!(
+                            attempt = *this.attempts,
+                            %verdict,
+                            wait_ms = whole_millis(delay),
+                            "the wait would reach the deadline: the outcome is kept until then"
+                        );
+                        this.state.set(State::Cut {
+                            sleep: Box::pin(tokio::time::sleep_until(at)),
+                            outcome: Some(Box::new(outcome)),
+                            verdict,
+                        });
+                        continue;
+                    }
+                    let remaining = deadline.map(|d| d.remaining());
+                    let source = match verdict.server_delay() {
+                        _ if delay.is_zero() => WaitSource::None,
+                        Some(_) => WaitSource::Server,
+                        None => WaitSource::Backoff,
+                    };
+                    tracing::debug!(
+                        attempt = *this.attempts,
+                        %verdict,
+                        wait_ms = whole_millis(delay),
+                        %source,
+                        remaining_ms = remaining.map(whole_millis),
+                        "retrying"
+                    );
+                    if let Some(listener) = this.policy.listener() {
+                        listener.on_event(&RetryEvent::Retry {
+                            attempt: *this.attempts,
+                            verdict,
+                            wait: delay,
+                            source,
+                            remaining,
+                        });
+                    }
+                    // NOTE: the discarded response (and its unread body) is
+                    // dropped here, before the next attempt.
+                    drop(outcome);
+                    if delay.is_zero() {
+                        this.state.set(State::Readying { verdict });
+                    } else {
+                        this.state.set(State::Backoff {
+                            sleep: Box::pin(tokio::time::sleep(delay)),
+                            verdict,
+                        });
                     }
                 }
                 StateProj::Backoff { sleep, verdict } => {
                     ready!(sleep.as_mut().poll(cx));
                     let verdict = *verdict;
                     this.state.set(State::Readying { verdict });
+                }
+                StateProj::Cut {
+                    sleep,
+                    outcome,
+                    verdict,
+                } => {
+                    ready!(sleep.as_mut().poll(cx));
+                    let end = End::new(*this.attempts, *verdict, Stop::DeadlinePassed, None);
+                    let outcome = *outcome.take().expect("the outcome is kept until the cut");
+                    this.state.set(State::Done);
+                    return Poll::Ready(end.conclude(this.policy, this.report.as_ref(), outcome));
                 }
                 StateProj::Readying { verdict } => {
                     // NOTE: the clone is called only after it reported ready
@@ -245,23 +253,13 @@ where
                         // NOTE: the summary tells what happened: the last
                         // attempt's verdict (a retryable one, since a retry
                         // was on its way), and that readiness failed.
-                        let summary = Attempts::new(*this.attempts)
-                            .with_verdict(*verdict)
-                            .with_stop(Stop::NotReady);
+                        let end = End::new(*this.attempts, *verdict, Stop::NotReady, None);
                         this.state.set(State::Done);
-                        if let Some(report) = this.report.as_ref() {
-                            report.record_summary(summary);
-                        }
-                        let event = RetryEvent::GiveUp {
-                            attempts: *this.attempts,
-                            verdict: summary.verdict(),
-                            stop: Stop::NotReady,
-                        };
-                        tracing::debug!(attempts = *this.attempts, stop = %Stop::NotReady, "done");
-                        if let Some(listener) = this.policy.listener() {
-                            listener.on_event(&event);
-                        }
-                        return Poll::Ready(Err(error));
+                        return Poll::Ready(end.conclude(
+                            this.policy,
+                            this.report.as_ref(),
+                            Err(error),
+                        ));
                     }
                     // Keep a pristine copy for a later attempt; the last
                     // attempt the retryer allows takes the copy itself, and so
@@ -303,6 +301,63 @@ where
     }
 }
 
+/// How a call ends: the attempts made, the verdict on the last, why no
+/// further attempt is made, and the deadline (for the log).
+struct End {
+    summary: Attempts,
+    deadline: Option<RequestDeadline>,
+}
+
+impl End {
+    fn new(attempts: u32, verdict: Verdict, stop: Stop, deadline: Option<RequestDeadline>) -> Self {
+        Self {
+            summary: Attempts::new(attempts)
+                .with_verdict(verdict)
+                .with_stop(stop),
+            deadline,
+        }
+    }
+
+    /// Logs the end, tells the listener and the caller's report, and puts
+    /// the summary on a response that has news in it.
+    fn conclude<T, E, D, R>(
+        self,
+        policy: &RetryPolicy<D, R>,
+        report: Option<&RetryReport>,
+        outcome: Result<http::Response<T>, E>,
+    ) -> Result<http::Response<T>, E> {
+        let summary = self.summary;
+        // NOTE: the fields are evaluated only when the event is enabled, so
+        // the clock is not read for nothing.
+        tracing::debug!(
+            attempts = summary.get(),
+            verdict = %summary.verdict(),
+            stop = %summary.stop(),
+            remaining_ms = self.deadline.map(|d| whole_millis(d.remaining())),
+            "done"
+        );
+        if let Some(listener) = policy.listener() {
+            listener.on_event(&RetryEvent::GiveUp {
+                attempts: summary.get(),
+                verdict: summary.verdict(),
+                stop: summary.stop(),
+            });
+        }
+        if let Some(report) = report {
+            report.record_summary(summary);
+        }
+        outcome.map(|mut response| {
+            // NOTE: a first attempt accepted, the common case, has nothing to
+            // report and costs nothing (an extension costs three allocations
+            // in an empty map).
+            if summary.is_news() {
+                response.extensions_mut().insert(summary);
+            }
+            response
+        })
+    }
+}
+
 impl<S, B, D, R> fmt::Debug for ResponseFuture<S, B, D, R>
 where
     S: Service<http::Request<B>>,
@@ -311,6 +366,7 @@ where
         let state = match &self.state {
             State::Called { .. } => "called",
             State::Backoff { .. } => "backoff",
+            State::Cut { .. } => "waiting for the deadline",
             State::Readying { .. } => "readying",
             State::Done => "done",
         };

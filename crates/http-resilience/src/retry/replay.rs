@@ -1,108 +1,136 @@
 //! A streaming request body that can be sent again: buffered lazily, up to a
-//! cap, while the first attempt sends it.
+//! cap, while an attempt sends it; what no attempt has read yet passes on,
+//! untouched, to the next.
 
 use super::TryCloneBody;
 use crate::BoxError;
 use bytes::{Buf, Bytes};
 use http::HeaderMap;
 use http_body::{Body, Frame, SizeHint};
-use pin_project_lite::pin_project;
 use std::{
     error::Error,
-    fmt,
+    fmt, mem,
     pin::Pin,
     sync::{Arc, Mutex, MutexGuard, PoisonError},
-    task::{Context, Poll},
+    task::{Context, Poll, Waker},
 };
 
 /// The default replay cap: 64 KiB, as linkerd's.
 pub const DEFAULT_CAP: usize = 64 * 1024;
 
-pin_project! {
-    /// A request body that [`StatusRetry`](super::StatusRetry) can send
-    /// again, although the body it wraps is a stream (hyper's `Incoming`,
-    /// axum's `Body`).
-    ///
-    /// The first attempt sends the wrapped body and keeps what it sends in a
-    /// buffer shared with the copies made for retries. A copy can be sent once
-    /// the original was sent in full and fit in the cap (64 KiB by default);
-    /// otherwise the request is non-repeatable and is not retried: the caller
-    /// gets the outcome as it is, with [`Stop::NotReplayable`](crate::Stop::NotReplayable)
-    /// in its report. A body whose size hint is already over the cap is never
-    /// buffered.
-    ///
-    /// Data frames are kept as `Bytes`: for bodies whose data already is
-    /// `Bytes` (hyper's and axum's), buffering copies no bytes.
-    ///
-    /// # Example
-    ///
-    /// ```
-    /// use http_body_util::BodyExt;
-    /// use http_resilience::retry::{ReplayBody, TryCloneBody};
-    /// use http_resilience_mock::body::ScriptedBody;
-    ///
-    /// # #[tokio::main(flavor = "current_thread")]
-    /// # async fn main() {
-    /// let stream = ScriptedBody::new().data("hello ").data("again");
-    /// let original = ReplayBody::new(stream);
-    /// let copy = original.try_clone_body().unwrap();
-    /// assert!(!copy.is_replayable(), "nothing sent yet");
-    ///
-    /// let sent = original.collect().await.unwrap().to_bytes();
-    /// assert!(copy.is_replayable());
-    /// assert_eq!(copy.collect().await.unwrap().to_bytes(), sent);
-    /// # }
-    /// ```
-    ///
-    /// # Panics
-    ///
-    /// Never; polling a copy before the original finished yields a
-    /// [`NotReplayable`] error frame instead.
-    pub struct ReplayBody<B> {
-        #[pin]
-        source: Source<B>,
-        shared: Arc<Mutex<Buffer>>,
-    }
+/// A request body that [`StatusRetry`](super::StatusRetry) can send again,
+/// although the body it wraps is a stream (hyper's `Incoming`, axum's `Body`,
+/// tonic's body).
+///
+/// The original and the copies made for retries share one state: what has
+/// been read of the wrapped body so far (kept in a buffer, up to a cap of
+/// 64 KiB by default), and the unread rest of it. Whichever of them is sent
+/// plays the buffer first and then reads on from the rest, keeping what it
+/// reads. When it is dropped before the end (its attempt failed, or was never
+/// sent at all), it hands the unread rest back, and the next copy continues
+/// from there. So:
+///
+/// - a request that was **never sent** (a refused connection, an HTTP/2
+///   stream refused unprocessed) is sent again in full, whatever its size:
+///   nothing was read, so nothing was lost;
+/// - a body sent **in part or in full within the cap** is replayed from the
+///   buffer, then from the rest;
+/// - once any part of the body has been read and **not kept** (it went past
+///   the cap), or the body failed, it cannot be produced again: the request is
+///   non-repeatable and is not retried, and the caller gets the outcome as it
+///   is, with [`Stop::NotReplayable`](crate::Stop::NotReplayable) in its
+///   report. A body whose size hint is already over the cap keeps nothing at
+///   all, and one with no copy to keep it for keeps nothing either.
+///
+/// A copy read while another is still reading the body (one that is still
+/// being sent) follows it: it plays what the other has buffered, then waits
+/// for more, or for the rest to be handed back. It ends with a
+/// [`NotReplayable`] error if the other goes past the cap.
+///
+/// Data frames are kept as `Bytes`: for bodies whose data already is
+/// `Bytes` (hyper's, axum's and tonic's), buffering copies no bytes.
+///
+/// # `Unpin`
+///
+/// The wrapped body moves between the original and its copies, so it must be
+/// `Unpin`, as hyper requires of request bodies anyway. Wrap one that is not
+/// in `Box::pin` first.
+///
+/// # Example
+///
+/// ```
+/// use http_body_util::BodyExt;
+/// use http_resilience::retry::{ReplayBody, TryCloneBody};
+/// use http_resilience_mock::body::ScriptedBody;
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() {
+/// let stream = ScriptedBody::new().data("hello ").data("again");
+/// let original = ReplayBody::new(stream);
+/// let copy = original.try_clone_body().unwrap();
+///
+/// // An attempt that was never sent: the copy gets the body untouched.
+/// drop(original);
+/// assert!(copy.is_replayable());
+/// let again = copy.try_clone_body().unwrap();
+/// let sent = copy.collect().await.unwrap().to_bytes();
+/// assert_eq!(sent, "hello again");
+///
+/// // An attempt that sent it all: the next copy replays the buffer.
+/// assert_eq!(again.collect().await.unwrap().to_bytes(), sent);
+/// # }
+/// ```
+///
+/// # Panics
+///
+/// Never: a copy that cannot produce the body yields a [`NotReplayable`]
+/// error frame instead.
+pub struct ReplayBody<B> {
+    // The wrapped body, while this handle is the one reading it.
+    rest: Option<B>,
+    // The next buffered chunk this handle plays.
+    next: usize,
+    // Whether this handle has played the trailers.
+    trailers_sent: bool,
+    // Whether this handle read the wrapped body to its end: it has nothing
+    // more to yield, whatever became of the buffer.
+    ended: bool,
+    // The bytes this handle has yielded, for its size hint.
+    played: u64,
+    copy: bool,
+    shared: Arc<Mutex<Shared<B>>>,
 }
 
-pin_project! {
-    #[project = SourceProj]
-    enum Source<B> {
-        // The original: it sends the wrapped body and fills the buffer.
-        Live {
-            #[pin]
-            body: B,
-        },
-        // A copy: it plays the buffer, from the frame at `next`.
-        Replay {
-            next: usize,
-            trailers_sent: bool,
-        },
-    }
-}
-
-/// What the original has sent so far.
-#[derive(Debug)]
-struct Buffer {
+/// What the original and its copies share.
+struct Shared<B> {
     chunks: Vec<Bytes>,
     trailers: Option<HeaderMap>,
     len: usize,
     cap: usize,
+    // The size hint says the body is over the cap: nothing is kept.
+    over_cap: bool,
+    // The size hint of the whole body, as it was when wrapped.
+    hint: SizeHint,
     state: Fill,
+    // The unread rest of the body, while no handle holds it.
+    parked: Option<B>,
+    // Copies waiting for another handle to read on or hand the rest back.
+    waiting: Vec<Waker>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Fill {
-    /// The original is being sent.
-    Filling,
-    /// The original was sent in full and fits: copies can be sent.
+    /// Everything read so far is in the buffer; the rest may still be read.
+    Intact,
+    /// The body was read to its end, and all of it is in the buffer.
     Complete,
-    /// The original did not fit, or failed: copies cannot be sent.
-    Spoiled(Spoiled),
+    /// Part of the body was read and not kept, or it failed: it cannot be
+    /// produced again.
+    Lost(Loss),
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Spoiled {
+enum Loss {
     OverCap,
     Failed,
     NoCopy,
@@ -118,65 +146,76 @@ impl<B: Body> ReplayBody<B> {
 
     /// Wraps `body`, buffering up to `cap` bytes.
     pub fn with_cap(body: B, cap: usize) -> Self {
-        let over = body.size_hint().lower() > cap as u64;
-        let buffer = Buffer {
+        let hint = body.size_hint();
+        let shared = Shared {
             chunks: Vec::new(),
             trailers: None,
             len: 0,
             cap,
-            state: if over {
-                Fill::Spoiled(Spoiled::OverCap)
-            } else {
-                Fill::Filling
-            },
+            over_cap: hint.lower() > cap as u64,
+            hint,
+            state: Fill::Intact,
+            parked: None,
+            waiting: Vec::new(),
         };
         Self {
-            source: Source::Live { body },
-            shared: Arc::new(Mutex::new(buffer)),
+            rest: Some(body),
+            next: 0,
+            trailers_sent: false,
+            ended: false,
+            played: 0,
+            copy: false,
+            shared: Arc::new(Mutex::new(shared)),
         }
     }
 }
 
 impl<B> ReplayBody<B> {
-    fn buffer(&self) -> MutexGuard<'_, Buffer> {
+    fn shared(&self) -> MutexGuard<'_, Shared<B>> {
         lock(&self.shared)
     }
 
     /// Whether this is a copy (and not the original).
     pub fn is_copy(&self) -> bool {
-        matches!(self.source, Source::Replay { .. })
+        self.copy
     }
 }
 
-fn lock(shared: &Mutex<Buffer>) -> MutexGuard<'_, Buffer> {
-    // NOTE: the buffer holds no invariant that a panic elsewhere could break.
+fn lock<B>(shared: &Mutex<Shared<B>>) -> MutexGuard<'_, Shared<B>> {
+    // NOTE: every change to the state is made whole under the lock, so a
+    // panic elsewhere cannot leave it half-done.
     shared.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 impl<B> TryCloneBody for ReplayBody<B> {
-    /// A copy that shares the buffer; `None` once the body is known not to be
-    /// replayable (over the cap, or failed).
+    /// A copy that shares the state; `None` once the body is known not to be
+    /// replayable (part of it read and not kept, or failed).
     fn try_clone_body(&self) -> Option<Self> {
-        if matches!(self.buffer().state, Fill::Spoiled(_)) {
+        if matches!(self.shared().state, Fill::Lost(_)) {
             return None;
         }
         Some(Self {
-            source: Source::Replay {
-                next: 0,
-                trailers_sent: false,
-            },
+            rest: None,
+            next: 0,
+            trailers_sent: false,
+            ended: false,
+            played: 0,
+            copy: true,
             shared: Arc::clone(&self.shared),
         })
     }
 
+    /// Whether a copy can still produce the whole body: nothing read so far
+    /// has been lost. The unread rest may still be held by an attempt that is
+    /// ending; the copy then waits for it (see the type's docs).
     fn is_replayable(&self) -> bool {
-        self.buffer().state == Fill::Complete
+        !matches!(self.shared().state, Fill::Lost(_))
     }
 }
 
 impl<B> Body for ReplayBody<B>
 where
-    B: Body,
+    B: Body + Unpin,
     B::Error: Into<BoxError>,
 {
     type Data = Bytes;
@@ -186,170 +225,262 @@ where
         self: Pin<&mut Self>,
         cx: &mut Context<'_>,
     ) -> Poll<Option<Result<Frame<Bytes>, BoxError>>> {
-        let this = self.project();
-        match this.source.project() {
-            SourceProj::Live { body } => {
-                let mut body = body;
-                let polled = std::task::ready!(body.as_mut().poll_frame(cx));
-                let alone = Arc::strong_count(this.shared) == 1;
-                let mut buffer = lock(this.shared);
-                if alone && buffer.state == Fill::Filling {
-                    // NOTE: no copy exists, and none can be made while the
-                    // original is being sent (copies are made before it is),
-                    // so keeping the frames would only cost memory.
-                    buffer.spoil(Spoiled::NoCopy);
-                }
-                Poll::Ready(match polled {
-                    None => {
-                        buffer.finish();
-                        None
-                    }
-                    Some(Err(err)) => {
-                        buffer.spoil(Spoiled::Failed);
-                        Some(Err(err.into()))
-                    }
-                    Some(Ok(frame)) => Some(Ok(match frame.into_data() {
-                        Ok(mut data) => {
-                            let bytes = data.copy_to_bytes(data.remaining());
-                            buffer.keep(&bytes);
-                            // NOTE: hyper stops polling a body that reports its
-                            // end, so the end is noted here too, not only on `None`.
-                            if body.is_end_stream() {
-                                buffer.finish();
-                            }
-                            Frame::data(bytes)
-                        }
-                        Err(frame) => match frame.into_trailers() {
-                            Ok(trailers) => {
-                                if buffer.state == Fill::Filling {
-                                    buffer.trailers = Some(trailers.clone());
-                                    // Trailers are the last frame.
-                                    buffer.finish();
-                                }
-                                Frame::trailers(trailers)
-                            }
-                            // NOTE: a frame is data or trailers; nothing else
-                            // can be sent on, so it is dropped.
-                            Err(_) => {
-                                return Poll::Ready(Some(Err(NotReplayable::unknown_frame())))
-                            }
-                        },
-                    })),
-                })
+        let this = self.get_mut();
+        if this.ended {
+            return Poll::Ready(None);
+        }
+        if this.rest.is_none() {
+            let mut shared = lock(&this.shared);
+            if let Some(chunk) = shared.chunks.get(this.next).cloned() {
+                this.next += 1;
+                this.played += chunk.len() as u64;
+                return Poll::Ready(Some(Ok(Frame::data(chunk))));
             }
-            SourceProj::Replay {
-                next,
-                trailers_sent,
-            } => {
-                let buffer = lock(this.shared);
-                if buffer.state != Fill::Complete {
-                    return Poll::Ready(Some(Err(NotReplayable::not_ready())));
+            match shared.state {
+                Fill::Complete => {
+                    return Poll::Ready(match &shared.trailers {
+                        Some(trailers) if !this.trailers_sent => {
+                            this.trailers_sent = true;
+                            Some(Ok(Frame::trailers(trailers.clone())))
+                        }
+                        _ => None,
+                    });
                 }
-                if let Some(chunk) = buffer.chunks.get(*next) {
-                    *next += 1;
-                    return Poll::Ready(Some(Ok(Frame::data(chunk.clone()))));
-                }
-                match &buffer.trailers {
-                    Some(trailers) if !*trailers_sent => {
-                        *trailers_sent = true;
-                        Poll::Ready(Some(Ok(Frame::trailers(trailers.clone()))))
+                Fill::Lost(loss) => return Poll::Ready(Some(Err(NotReplayable::lost(loss)))),
+                Fill::Intact => match shared.parked.take() {
+                    // NOTE: this handle has played the whole buffer, so it
+                    // goes on exactly where the last reader stopped.
+                    Some(rest) => this.rest = Some(rest),
+                    None => {
+                        // Another handle is reading the body: follow it.
+                        if !shared.waiting.iter().any(|w| w.will_wake(cx.waker())) {
+                            shared.waiting.push(cx.waker().clone());
+                        }
+                        return Poll::Pending;
                     }
-                    _ => Poll::Ready(None),
-                }
+                },
             }
         }
+        let Some(rest) = this.rest.as_mut() else {
+            unreachable!("the rest was taken above")
+        };
+        let polled = std::task::ready!(Pin::new(&mut *rest).poll_frame(cx));
+        let alone = Arc::strong_count(&this.shared) == 1;
+        let ended = rest.is_end_stream();
+        let mut shared = lock(&this.shared);
+        let output = match polled {
+            None => {
+                this.rest = None;
+                this.ended = true;
+                shared.finish();
+                None
+            }
+            Some(Err(err)) => {
+                this.rest = None;
+                shared.lose(Loss::Failed);
+                Some(Err(err.into()))
+            }
+            Some(Ok(frame)) => match frame.into_data() {
+                Ok(mut data) => {
+                    let bytes = data.copy_to_bytes(data.remaining());
+                    if alone {
+                        // NOTE: no copy exists, and none can be made from a
+                        // body already being read, so keeping the frames
+                        // would only cost memory.
+                        shared.lose(Loss::NoCopy);
+                    } else {
+                        shared.keep(&bytes);
+                    }
+                    this.next = shared.chunks.len();
+                    this.played += bytes.len() as u64;
+                    // NOTE: hyper stops polling a body that reports its end,
+                    // so the end is noted here too, not only on `None`.
+                    if ended {
+                        this.rest = None;
+                        this.ended = true;
+                        shared.finish();
+                    }
+                    Some(Ok(Frame::data(bytes)))
+                }
+                Err(frame) => match frame.into_trailers() {
+                    Ok(trailers) => {
+                        this.rest = None;
+                        this.ended = true;
+                        this.trailers_sent = true;
+                        if shared.state == Fill::Intact {
+                            shared.trailers = Some(trailers.clone());
+                        }
+                        // Trailers are the last frame.
+                        shared.finish();
+                        Some(Ok(Frame::trailers(trailers)))
+                    }
+                    // NOTE: a frame is data or trailers; nothing else can be
+                    // sent on, so it is dropped, and with it the body.
+                    Err(_) => {
+                        this.rest = None;
+                        shared.lose(Loss::Failed);
+                        Some(Err(NotReplayable::unknown_frame()))
+                    }
+                },
+            },
+        };
+        let waiting = mem::take(&mut shared.waiting);
+        drop(shared);
+        waiting.into_iter().for_each(Waker::wake);
+        Poll::Ready(output)
     }
 
     fn is_end_stream(&self) -> bool {
-        match &self.source {
-            Source::Live { body } => {
-                let ended = body.is_end_stream();
-                if ended {
-                    // NOTE: a body may end without ever being polled (an empty
-                    // one): what was sent, nothing, is then complete.
-                    self.buffer().finish();
-                }
-                ended
+        if self.ended {
+            return true;
+        }
+        if let Some(rest) = &self.rest {
+            let ended = rest.is_end_stream();
+            if ended {
+                // NOTE: a body may end without ever being polled (an empty
+                // one): what was read, all of it, is then complete.
+                self.shared().finish();
             }
-            Source::Replay {
-                next,
-                trailers_sent,
-            } => {
-                let buffer = self.buffer();
-                buffer.state == Fill::Complete
-                    && *next >= buffer.chunks.len()
-                    && (buffer.trailers.is_none() || *trailers_sent)
-            }
+            return ended;
+        }
+        let shared = self.shared();
+        if self.next < shared.chunks.len() {
+            return false;
+        }
+        match shared.state {
+            Fill::Complete => shared.trailers.is_none() || self.trailers_sent,
+            Fill::Intact => shared.parked.as_ref().is_some_and(B::is_end_stream),
+            Fill::Lost(_) => false,
         }
     }
 
     fn size_hint(&self) -> SizeHint {
-        match &self.source {
-            Source::Live { body } => body.size_hint(),
-            Source::Replay { next, .. } => {
-                let buffer = self.buffer();
-                let left: usize = buffer.chunks.iter().skip(*next).map(Bytes::len).sum();
-                SizeHint::with_exact(left as u64)
-            }
+        if self.ended {
+            return SizeHint::with_exact(0);
         }
+        if let Some(rest) = &self.rest {
+            return rest.size_hint();
+        }
+        let shared = self.shared();
+        let buffered: u64 = shared
+            .chunks
+            .iter()
+            .skip(self.next)
+            .map(|c| c.len() as u64)
+            .sum();
+        match (&shared.state, &shared.parked) {
+            (Fill::Complete, _) => SizeHint::with_exact(buffered),
+            (Fill::Intact, Some(rest)) => plus(rest.size_hint(), buffered),
+            // NOTE: the rest is being read elsewhere: the whole body's hint,
+            // less what this handle has already yielded.
+            _ => less(&shared.hint, self.played),
+        }
+    }
+}
+
+/// `hint` plus `n` bytes known to come first.
+fn plus(hint: SizeHint, n: u64) -> SizeHint {
+    let mut sum = SizeHint::new();
+    sum.set_lower(hint.lower().saturating_add(n));
+    if let Some(upper) = hint.upper() {
+        sum.set_upper(upper.saturating_add(n));
+    }
+    sum
+}
+
+/// `hint` less `n` bytes already yielded.
+fn less(hint: &SizeHint, n: u64) -> SizeHint {
+    let mut left = SizeHint::new();
+    left.set_lower(hint.lower().saturating_sub(n));
+    if let Some(upper) = hint.upper() {
+        // NOTE: at least the lower bound, which `set_upper` requires.
+        left.set_upper(upper.saturating_sub(n).max(left.lower()));
+    }
+    left
+}
+
+impl<B> Drop for ReplayBody<B> {
+    fn drop(&mut self) {
+        let Some(rest) = self.rest.take() else {
+            return;
+        };
+        let mut shared = self.shared();
+        // NOTE: the rest is handed back only while nothing has been lost:
+        // after a loss no copy can use it, and it is dropped.
+        let unused = if shared.state == Fill::Intact {
+            shared.parked = Some(rest);
+            None
+        } else {
+            Some(rest)
+        };
+        let waiting = mem::take(&mut shared.waiting);
+        drop(shared);
+        drop(unused);
+        waiting.into_iter().for_each(Waker::wake);
     }
 }
 
 impl<B> fmt::Debug for ReplayBody<B> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let buffer = self.buffer();
+        let shared = self.shared();
         f.debug_struct("ReplayBody")
-            .field("copy", &self.is_copy())
-            .field("buffered", &buffer.len)
-            .field("cap", &buffer.cap)
-            .field("state", &buffer.state)
+            .field("copy", &self.copy)
+            .field("reading", &self.rest.is_some())
+            .field("buffered", &shared.len)
+            .field("cap", &shared.cap)
+            .field("state", &shared.state)
             .finish()
     }
 }
 
-// ===== impl Buffer =====
+// ===== impl Shared =====
 
-impl Buffer {
-    /// Keeps a data frame the original sent, unless it breaks the cap.
+impl<B> Shared<B> {
+    /// Keeps a data frame just read, unless it breaks the cap.
     fn keep(&mut self, bytes: &Bytes) {
-        if self.state != Fill::Filling {
+        if self.state != Fill::Intact {
             return;
         }
-        if self.len.saturating_add(bytes.len()) > self.cap {
-            self.spoil(Spoiled::OverCap);
+        if self.over_cap || self.len.saturating_add(bytes.len()) > self.cap {
+            self.lose(Loss::OverCap);
         } else {
             self.len += bytes.len();
             self.chunks.push(bytes.clone());
         }
     }
 
-    /// Notes that the original was sent in full.
+    /// Notes that the body was read to its end.
     fn finish(&mut self) {
-        if self.state == Fill::Filling {
+        if self.state == Fill::Intact {
             self.state = Fill::Complete;
         }
     }
 
-    /// Gives up buffering, and frees what was kept.
-    fn spoil(&mut self, why: Spoiled) {
-        self.state = Fill::Spoiled(why);
+    /// Gives up replaying, and frees what was kept.
+    fn lose(&mut self, why: Loss) {
+        if self.state == Fill::Complete {
+            return;
+        }
+        self.state = Fill::Lost(why);
         self.chunks = Vec::new();
         self.trailers = None;
         self.len = 0;
     }
 }
 
-/// A copy of a [`ReplayBody`] was read although the original had not been
-/// sent in full: the request cannot be sent again (Apache's "non-repeatable
-/// request").
+/// A copy of a [`ReplayBody`] could not produce the body: part of it was sent
+/// by an earlier attempt and not kept (it went past the replay cap, or no copy
+/// existed to keep it for), or it failed (Apache's "non-repeatable request").
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct NotReplayable {
+    why: Loss,
     unknown_frame: bool,
 }
 
 impl NotReplayable {
-    fn not_ready() -> BoxError {
+    fn lost(why: Loss) -> BoxError {
         Self {
+            why,
             unknown_frame: false,
         }
         .into()
@@ -357,6 +488,7 @@ impl NotReplayable {
 
     fn unknown_frame() -> BoxError {
         Self {
+            why: Loss::Failed,
             unknown_frame: true,
         }
         .into()
@@ -365,10 +497,17 @@ impl NotReplayable {
 
 impl fmt::Display for NotReplayable {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.pad(if self.unknown_frame {
-            "non-repeatable request: the body sent a frame that is neither data nor trailers"
-        } else {
-            "non-repeatable request: the original body was not sent in full"
+        f.pad(match (self.unknown_frame, self.why) {
+            (true, _) => {
+                "non-repeatable request: the body sent a frame that is neither data nor trailers"
+            }
+            (_, Loss::OverCap) => {
+                "non-repeatable request: part of the body was sent and not kept (over the replay cap)"
+            }
+            (_, Loss::NoCopy) => {
+                "non-repeatable request: the body was sent when no copy of it was kept"
+            }
+            (_, Loss::Failed) => "non-repeatable request: the body failed while it was sent",
         })
     }
 }
@@ -378,12 +517,21 @@ impl Error for NotReplayable {}
 #[cfg(test)]
 mod tests {
     use super::*;
-    use http_body_util::{BodyExt, Full};
+    use http_body_util::{BodyExt, Empty, Full};
     use http_resilience_mock::body::ScriptedBody;
     use std::time::Duration;
+    use tokio_test::{assert_pending, assert_ready};
 
     fn script() -> ScriptedBody {
         ScriptedBody::new().data("ab").data("cd").data("ef")
+    }
+
+    async fn text<B>(body: ReplayBody<B>) -> Result<Bytes, BoxError>
+    where
+        B: Body + Unpin,
+        B::Error: Into<BoxError>,
+    {
+        Ok(body.collect().await?.to_bytes())
     }
 
     #[tokio::test]
@@ -391,65 +539,133 @@ mod tests {
         let original = ReplayBody::new(script());
         let copy = original.try_clone_body().unwrap();
         let second = copy.try_clone_body().unwrap();
-        assert_eq!(original.collect().await.unwrap().to_bytes(), "abcdef");
+        assert_eq!(text(original).await.unwrap(), "abcdef");
         assert!(copy.is_replayable() && second.is_replayable());
         assert_eq!(copy.size_hint().exact(), Some(6));
-        assert_eq!(copy.collect().await.unwrap().to_bytes(), "abcdef");
-        assert_eq!(second.collect().await.unwrap().to_bytes(), "abcdef");
+        assert_eq!(text(copy).await.unwrap(), "abcdef");
+        assert_eq!(text(second).await.unwrap(), "abcdef");
     }
 
     #[tokio::test]
-    async fn a_copy_read_too_early_fails_without_panicking() {
+    async fn an_original_dropped_unread_hands_the_whole_body_on() {
         let original = ReplayBody::new(script());
         let copy = original.try_clone_body().unwrap();
-        let err = copy.collect().await.unwrap_err();
+        drop(original);
+        assert!(copy.is_replayable());
+        assert_eq!(copy.size_hint().exact(), Some(6), "the body's own hint");
+        let again = copy.try_clone_body().unwrap();
+        assert_eq!(text(copy).await.unwrap(), "abcdef");
+        assert_eq!(text(again).await.unwrap(), "abcdef", "and kept it");
+    }
+
+    #[tokio::test]
+    async fn a_body_over_the_cap_never_read_is_handed_on_in_full() {
+        let big = Bytes::from(vec![7u8; 1000]);
+        let original = ReplayBody::with_cap(Full::new(big.clone()), 64);
+        let copy = original
+            .try_clone_body()
+            .expect("nothing read, nothing lost");
+        drop(original);
+        assert!(copy.is_replayable());
+        assert_eq!(copy.size_hint().exact(), Some(1000));
+        let again = copy.try_clone_body().unwrap();
+        assert_eq!(text(copy).await.unwrap(), big, "sent once, in full");
+        assert!(!again.is_replayable(), "and, over the cap, kept nowhere");
+        assert_eq!(again.shared().len, 0);
+    }
+
+    #[tokio::test]
+    async fn a_partly_sent_original_hands_on_its_buffer_then_the_rest() {
+        let mut original = ReplayBody::new(script().without_size_hint());
+        let copy = original.try_clone_body().unwrap();
+        let first = original.frame().await.unwrap().unwrap();
+        assert_eq!(first.into_data().unwrap(), "ab");
+        drop(original);
+        assert!(copy.is_replayable());
+        assert_eq!(text(copy).await.unwrap(), "abcdef", "in order");
+    }
+
+    #[tokio::test]
+    async fn a_partly_sent_original_past_the_cap_is_not_replayable() {
+        let mut original = ReplayBody::with_cap(script().without_size_hint(), 3);
+        let copy = original.try_clone_body().unwrap();
+        assert!(original.frame().await.is_some());
+        assert!(copy.is_replayable(), "2 bytes read, all kept");
+        assert!(original.frame().await.is_some());
+        assert!(!copy.is_replayable(), "4 bytes read, 2 of them lost");
+        drop(original);
+        assert!(copy.try_clone_body().is_none());
+        let err = text(copy).await.unwrap_err();
+        assert!(err.is::<NotReplayable>());
         assert_eq!(
             err.to_string(),
-            "non-repeatable request: the original body was not sent in full"
+            "non-repeatable request: part of the body was sent and not kept (over the replay cap)"
         );
-        assert!(err.is::<NotReplayable>());
     }
 
     #[tokio::test(start_paused = true)]
-    async fn a_partly_sent_original_is_not_replayable() {
-        let mut original = ReplayBody::new(script().wait(Duration::from_secs(1)).data("gh"));
+    async fn a_copy_read_while_the_original_sends_follows_it() {
+        let original = ReplayBody::new(
+            ScriptedBody::new()
+                .data("ab")
+                .wait(Duration::from_secs(1))
+                .data("cd"),
+        );
         let copy = original.try_clone_body().unwrap();
-        assert!(original.frame().await.is_some());
-        assert!(!copy.is_replayable());
-    }
-
-    /// A stream whose length is not known in advance.
-    struct Unsized(ScriptedBody);
-
-    impl Body for Unsized {
-        type Data = Bytes;
-        type Error = std::convert::Infallible;
-
-        fn poll_frame(
-            mut self: Pin<&mut Self>,
-            cx: &mut Context<'_>,
-        ) -> Poll<Option<Result<Frame<Bytes>, Self::Error>>> {
-            Pin::new(&mut self.0).poll_frame(cx)
-        }
+        let mut follower = tokio_test::task::spawn(text(copy));
+        assert_pending!(follower.poll(), "nothing read yet");
+        let mut original = tokio_test::task::spawn(text(original));
+        assert_pending!(original.poll(), "the original waits inside its body");
+        assert!(follower.is_woken(), "woken by the first chunk");
+        assert_pending!(follower.poll(), "played it, waits for more");
+        tokio::time::advance(Duration::from_secs(1)).await;
+        assert_eq!(assert_ready!(original.poll()).unwrap(), "abcd");
+        assert!(follower.is_woken());
+        assert_eq!(assert_ready!(follower.poll()).unwrap(), "abcd");
     }
 
     #[tokio::test]
-    async fn a_body_over_the_cap_is_not_replayable_and_frees_its_buffer() {
-        let original = ReplayBody::with_cap(Unsized(script()), 4);
+    async fn a_body_over_the_cap_sent_in_full_is_not_replayable_and_frees_its_buffer() {
+        let original = ReplayBody::with_cap(script().without_size_hint(), 4);
         let copy = original.try_clone_body().unwrap();
         // Everything still reaches the upstream.
-        assert_eq!(original.collect().await.unwrap().to_bytes(), "abcdef");
+        assert_eq!(text(original).await.unwrap(), "abcdef");
         assert!(!copy.is_replayable());
         assert!(copy.try_clone_body().is_none());
-        assert_eq!(copy.buffer().len, 0);
+        assert_eq!(copy.shared().len, 0);
     }
 
     #[tokio::test]
     async fn a_size_hint_over_the_cap_is_never_buffered() {
-        let big = Full::new(Bytes::from(vec![0u8; 100]));
-        let original = ReplayBody::with_cap(big, 64);
-        assert!(original.try_clone_body().is_none());
-        assert_eq!(original.collect().await.unwrap().to_bytes().len(), 100);
+        let original = ReplayBody::with_cap(Full::new(Bytes::from(vec![0u8; 100])), 64);
+        let copy = original.try_clone_body().unwrap();
+        let mut original = original;
+        assert_eq!(
+            original
+                .frame()
+                .await
+                .unwrap()
+                .unwrap()
+                .into_data()
+                .unwrap()
+                .len(),
+            100
+        );
+        assert_eq!(copy.shared().len, 0);
+        assert!(!copy.is_replayable());
+    }
+
+    #[tokio::test]
+    async fn an_original_with_no_copy_keeps_nothing() {
+        let mut original = ReplayBody::new(script());
+        assert!(original.frame().await.is_some());
+        assert_eq!(original.shared().len, 0);
+        assert!(original.try_clone_body().is_none(), "too late for a copy");
+        assert_eq!(
+            text(original).await.unwrap(),
+            "cdef",
+            "the rest still goes out"
+        );
     }
 
     #[tokio::test]
@@ -458,13 +674,25 @@ mod tests {
         trailers.insert("x-checksum", "42".parse().unwrap());
         let body =
             Full::new(Bytes::from_static(b"data")).with_trailers(async move { Some(Ok(trailers)) });
-        let original = ReplayBody::new(body);
+        // NOTE: pinned, since an async block is not `Unpin`.
+        let original = ReplayBody::new(Box::pin(body));
         let copy = original.try_clone_body().unwrap();
         let sent = original.collect().await.unwrap();
         assert_eq!(sent.trailers().unwrap()["x-checksum"], "42");
         let replayed = copy.collect().await.unwrap();
         assert_eq!(replayed.trailers().unwrap()["x-checksum"], "42");
         assert_eq!(replayed.to_bytes(), "data");
+    }
+
+    #[tokio::test]
+    async fn an_empty_body_ends_for_every_copy_without_being_polled() {
+        let original = ReplayBody::new(Empty::<Bytes>::new());
+        let copy = original.try_clone_body().unwrap();
+        assert!(original.is_end_stream());
+        drop(original);
+        assert!(copy.is_replayable());
+        assert!(copy.is_end_stream());
+        assert_eq!(copy.size_hint().exact(), Some(0));
     }
 
     #[tokio::test]
@@ -485,5 +713,9 @@ mod tests {
         let copy = original.try_clone_body().unwrap();
         assert!(original.collect().await.is_err());
         assert!(!copy.is_replayable());
+        assert_eq!(
+            text(copy).await.unwrap_err().to_string(),
+            "non-repeatable request: the body failed while it was sent"
+        );
     }
 }
