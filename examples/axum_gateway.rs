@@ -11,13 +11,18 @@
 //! built once:
 //!
 //! ```text
-//! DeadlineLayer (2 s)  ->  StatusRetryLayer (503, twice, 10 ms apart)  ->  AttemptTimeoutLayer (1 s)  ->  hyper-util client
+//! DeadlineLayer (2 s)  ->  StatusRetryLayer (transient failures, twice, 10 ms apart)  ->  AttemptTimeoutLayer (1 s)  ->  hyper-util client
 //! ```
 //!
+//! - The retried outcomes are [`TransientDecoder`]'s: 408, 429, 500, 502, 503
+//!   and 504, and the failures the upstream cannot have acted on (a refused
+//!   connection while it restarts, an HTTP/2 stream refused unprocessed).
 //! - The incoming body is a stream. It is wrapped in [`ReplayBody`], which keeps
-//!   what the first attempt sends (up to 64 KiB), so an idempotent request
-//!   (GET, PUT, DELETE, ...) that got a 503 is sent again with the same body.
-//!   A POST that got a 503 is not retried: the upstream may have acted on it.
+//!   what an attempt sends (up to 64 KiB) and hands what it has not read on to
+//!   the next: an idempotent request (GET, PUT, DELETE, ...) that got a 503 is
+//!   sent again with the same body, and a request of any method and size that
+//!   never reached the upstream is sent again in full. A POST that got a 503 is
+//!   not retried: the upstream may have acted on it.
 //! - A response is passed through as it is, body streamed: an exhausted 503
 //!   arrives as the upstream's last 503, with its headers and body.
 //! - An error becomes `504 Gateway Timeout` when the deadline ran out, and
@@ -48,7 +53,7 @@ use http_body_util::{BodyExt, Full};
 use http_resilience::{
     attempt_timeout::AttemptTimeout,
     deadline::Deadline,
-    retry::{FixedDelay, ReplayBody, RetryPolicy, StatusDecoder, StatusRetry},
+    retry::{FixedDelay, ReplayBody, RetryPolicy, StatusRetry, TransientDecoder},
     transport::{self, HttpClient},
     BoxError, FailureKind, Resilience,
 };
@@ -64,10 +69,10 @@ pub const ATTEMPT: Duration = Duration::from_secs(1);
 /// The budget of every call in [`gateway`], waits and response body included.
 pub const DEADLINE: Duration = Duration::from_secs(2);
 
-/// The wait before each retry of a 503.
+/// The wait before each retry.
 pub const RETRY_DELAY: Duration = Duration::from_millis(10);
 
-/// How many times a 503 is retried (three attempts in all).
+/// How many times a transient failure is retried (three attempts in all).
 pub const RETRIES: u32 = 2;
 
 /// The outbound request body: the incoming stream, kept as it is sent so that
@@ -76,7 +81,7 @@ pub type Outbound = ReplayBody<Body>;
 
 /// The client stack every forwarded request goes through.
 type Stack = Deadline<
-    StatusRetry<AttemptTimeout<HttpClient<Outbound>>, RetryPolicy<StatusDecoder, FixedDelay>>,
+    StatusRetry<AttemptTimeout<HttpClient<Outbound>>, RetryPolicy<TransientDecoder, FixedDelay>>,
 >;
 
 /// The gateway's state: where requests go, and the stack that sends them.
@@ -103,7 +108,8 @@ const HOP_BY_HOP: [HeaderName; 9] = [
 ];
 
 /// A gateway to `upstream` with the limits above: attempts of at most
-/// [`ATTEMPT`], [`DEADLINE`] in all, 503 retried [`RETRIES`] times.
+/// [`ATTEMPT`], [`DEADLINE`] in all, transient failures retried [`RETRIES`]
+/// times.
 ///
 /// # Errors
 ///
@@ -124,16 +130,29 @@ pub fn gateway_with(
     attempt: Duration,
     deadline: Duration,
 ) -> Result<Router, BoxError> {
+    let retries = FixedDelay::new(RETRY_DELAY, RETRIES);
+    gateway_with_retries(upstream, attempt, deadline, retries)
+}
+
+/// A gateway to `upstream` with other limits and another retry schedule (a
+/// longer one rides out an upstream that restarts).
+///
+/// # Errors
+///
+/// As [`gateway_with`].
+pub fn gateway_with_retries(
+    upstream: Uri,
+    attempt: Duration,
+    deadline: Duration,
+    retries: FixedDelay,
+) -> Result<Router, BoxError> {
     let parts = upstream.into_parts();
     let (Some(scheme), Some(authority)) = (parts.scheme, parts.authority) else {
         return Err(
             "the upstream needs a scheme and an authority, as in http://127.0.0.1:8080".into(),
         );
     };
-    let policy = RetryPolicy::new(
-        StatusDecoder::new([503])?,
-        FixedDelay::new(RETRY_DELAY, RETRIES),
-    );
+    let policy = RetryPolicy::new(TransientDecoder::new(), retries);
     let resilience = Resilience::new(deadline, attempt, policy)?;
     let client = transport::Builder::new().build_http::<Outbound>()?;
     let client = tower::ServiceBuilder::new()
@@ -258,7 +277,7 @@ async fn main() -> Result<(), BoxError> {
     println!("axum gateway demo");
     println!("  upstream  http://{} (scripted)", upstream.addr());
     println!(
-        "  gateway   http://{standard}  attempt {ATTEMPT:?}, deadline {DEADLINE:?}, 503 retried {RETRIES} times"
+        "  gateway   http://{standard}  attempt {ATTEMPT:?}, deadline {DEADLINE:?}, transient failures retried {RETRIES} times"
     );
     println!("  gateway   http://{strict}  attempt {tight:?}, deadline {tight:?} (the deadline ends the attempt)");
 

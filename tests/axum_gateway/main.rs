@@ -13,7 +13,8 @@ use bytes::Bytes;
 use http::{HeaderMap, Request, StatusCode};
 use http_body::{Body, Frame, SizeHint};
 use http_body_util::{combinators::BoxBody, BodyExt, Full};
-use http_resilience_mock::{body::ScriptedBody, MockResponse, MockServer};
+use http_resilience::retry::FixedDelay;
+use http_resilience_mock::{body::ScriptedBody, vacant_addr, MockResponse, MockServer};
 use hyper_util::{
     client::legacy::{connect::HttpConnector, Client},
     rt::TokioExecutor,
@@ -214,6 +215,38 @@ async fn streamed_post_body_arrives_intact() {
     assert!(!seen[0].headers.contains_key("content-length"));
     assert_eq!(seen[0].body.len(), 4096);
     assert_eq!(seen[0].body, sent);
+}
+
+#[tokio::test]
+async fn streamed_post_to_an_upstream_that_restarts_arrives_once_intact() {
+    // Nothing listens at the upstream's address until 300 ms in; the gateway
+    // retries the refused connection every 50 ms.
+    let addr = vacant_addr().unwrap();
+    let router = gateway::gateway_with_retries(
+        format!("http://{addr}/").parse().unwrap(),
+        gateway::ATTEMPT,
+        Duration::from_secs(5),
+        FixedDelay::new(Duration::from_millis(50), 60),
+    )
+    .unwrap();
+    let gateway = guarded(gateway::spawn(router)).await.unwrap();
+    let upstream = tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        let upstream = MockServer::start_on(addr).await.unwrap();
+        upstream.enqueue(MockResponse::new(201).with_body("created"));
+        upstream
+    });
+    let (body, sent) = stream(8, 512);
+    let request = Request::post(format!("http://{gateway}/orders"))
+        .body(body)
+        .unwrap();
+    let (status, _, answer) = send(request).await;
+    assert_eq!(status, StatusCode::CREATED, "{answer}");
+    assert_eq!(answer, "created");
+    let seen = guarded(upstream).await.unwrap().requests();
+    assert_eq!(seen.len(), 1, "arrived once");
+    assert_eq!(seen[0].method, "POST");
+    assert_eq!(seen[0].body, sent, "intact");
 }
 
 #[tokio::test]

@@ -14,7 +14,9 @@
 //! announces a last stream below the request's. A request turned away unread is counted
 //! ([`MockServer::refused_count`]), not recorded.
 //!
-//! [`Unresponsive`] is an address whose connection attempts hang, for connect timeouts.
+//! [`Unresponsive`] is an address whose connection attempts hang, for connect timeouts, and
+//! [`vacant_addr`] one where they are refused, until [`MockServer::start_on`] starts a server
+//! there (an upstream that restarts).
 //!
 //! All waits use tokio's clock, and dropping a server aborts all of its tasks.
 //!
@@ -64,6 +66,20 @@ pub use request::RecordedRequest;
 pub use response::{Behaviour, InvalidHeader, MockResponse};
 pub use server::MockServer;
 pub use unresponsive::Unresponsive;
+
+/// A loopback address where nothing listens: a connection to it is refused, until a server
+/// starts there ([`MockServer::start_on`]).
+///
+/// The port is one the system handed out and that was released at once, so no other test of
+/// this process is given it meanwhile unless the system runs out of ports.
+///
+/// # Errors
+///
+/// Fails if no loopback port can be bound.
+pub fn vacant_addr() -> std::io::Result<SocketAddr> {
+    let listener = std::net::TcpListener::bind((std::net::Ipv4Addr::LOCALHOST, 0))?;
+    listener.local_addr()
+}
 
 /// Builds an `http://` URI for a loopback address and a path with optional query.
 #[track_caller]

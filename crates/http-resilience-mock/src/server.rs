@@ -107,8 +107,63 @@ impl MockServer {
         Self::start_with(Protocol::Http2).await
     }
 
+    /// Starts an HTTP/1.1 server on a chosen loopback address: typically one where nothing
+    /// listened until now, so that a client was refused there first (see [`vacant_addr`]), as
+    /// by an upstream that restarts.
+    ///
+    /// Must be called within a tokio runtime.
+    ///
+    /// # Errors
+    ///
+    /// Fails with [`io::ErrorKind::InvalidInput`] if `addr` is not a loopback address (this
+    /// server only ever listens on the machine itself), and if the listener cannot be bound
+    /// (the port is taken, say).
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// use http_resilience_mock::{vacant_addr, MockResponse, MockServer};
+    /// use tokio::net::TcpStream;
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> std::io::Result<()> {
+    /// let addr = vacant_addr()?;
+    /// let refused = TcpStream::connect(addr).await.unwrap_err();
+    /// assert_eq!(refused.kind(), std::io::ErrorKind::ConnectionRefused);
+    ///
+    /// // The upstream is back.
+    /// let server = MockServer::start_on(addr).await?;
+    /// server.enqueue(MockResponse::ok("back"));
+    /// assert!(TcpStream::connect(addr).await.is_ok());
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub async fn start_on(addr: SocketAddr) -> io::Result<Self> {
+        Self::start_at(Protocol::Http1, addr).await
+    }
+
+    /// Starts an HTTP/2 server (as [`start_h2`](Self::start_h2)) on a chosen loopback address
+    /// (as [`start_on`](Self::start_on)).
+    ///
+    /// # Errors
+    ///
+    /// As [`start_on`](Self::start_on).
+    pub async fn start_h2_on(addr: SocketAddr) -> io::Result<Self> {
+        Self::start_at(Protocol::Http2, addr).await
+    }
+
     async fn start_with(protocol: Protocol) -> io::Result<Self> {
-        let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).await?;
+        Self::start_at(protocol, (Ipv4Addr::LOCALHOST, 0).into()).await
+    }
+
+    async fn start_at(protocol: Protocol, addr: SocketAddr) -> io::Result<Self> {
+        if !addr.ip().is_loopback() {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!("the mock server listens on loopback addresses only, not {addr}"),
+            ));
+        }
+        let listener = TcpListener::bind(addr).await?;
         let addr = listener.local_addr()?;
         let state = Arc::new(State::default());
         let connections = Arc::new(Mutex::new(Some(JoinSet::new())));
