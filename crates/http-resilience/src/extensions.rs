@@ -137,13 +137,16 @@ pub enum Stop {
     Failed,
     /// The retryer allowed no more attempts.
     Exhausted,
-    /// The request could not be sent again: its body cannot be copied, was
-    /// larger than the replay cap, or had not been sent in full (Apache's
-    /// "non-repeatable request").
+    /// The request could not be sent again: its body cannot be copied, or
+    /// part of it was sent by an earlier attempt and not kept (past the
+    /// replay cap), or it failed (Apache's "non-repeatable request"). A body
+    /// that was never sent is always sent again.
     NotReplayable,
     /// The request may have reached the upstream and is not idempotent.
     NotIdempotent,
-    /// The request's deadline had passed.
+    /// The request's deadline had passed, or the wait before the next attempt
+    /// would have outlasted it (the wait is cut at the deadline, and the last
+    /// outcome returned then).
     DeadlinePassed,
     /// Retries are turned off.
     Disabled,

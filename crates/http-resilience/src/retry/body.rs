@@ -49,10 +49,10 @@ pub trait TryCloneBody: Sized {
     /// be replayed.
     fn try_clone_body(&self) -> Option<Self>;
 
-    /// Whether a copy made earlier can be sent now. A copy of a lazily
-    /// buffered body ([`ReplayBody`](super::ReplayBody)) is replayable only
-    /// once the original has been sent in full and fit the buffer; a copy of
-    /// a `Clone` body always is.
+    /// Whether a copy made earlier can still send the whole body. A copy of
+    /// a lazily buffered body ([`ReplayBody`](super::ReplayBody)) can, until
+    /// part of the body has been sent and not kept (past its cap); a copy of a
+    /// `Clone` body always can.
     fn is_replayable(&self) -> bool {
         true
     }

@@ -92,8 +92,11 @@
 //!
 //! Every attempt needs the request again. A `Clone` body (the in-memory
 //! bodies: `Full`, `Empty`, `String`, `Bytes`, ...) is replayed; see
-//! [`TryCloneBody`]. A body that cannot be copied (a stream such as hyper's
-//! `Incoming`) goes through wrapped in [`SendOnce`] and is sent once: its first
+//! [`TryCloneBody`]. A stream (hyper's `Incoming`, axum's `Body`, tonic's
+//! body) goes through wrapped in [`ReplayBody`]: what an attempt sends is kept
+//! up to a cap, and what it never read passes on to the next attempt, so a
+//! request that never reached the upstream is sent again in full, whatever
+//! its size. Wrapped in [`SendOnce`] instead, it is sent once: its first
 //! outcome is returned, whatever the verdict.
 //!
 //! # Readiness
@@ -105,16 +108,24 @@
 //!
 //! # Deadlines
 //!
-//! When the request carries a [`RequestDeadline`](crate::RequestDeadline) that
-//! has passed, no further attempt is made: the outcome in hand is returned.
-//! (With a [`Deadline`](crate::deadline::Deadline) outside, the call has
-//! already ended with its error by then.) A wait granted before the deadline
-//! may end after it; the attempt that follows is then stopped by an
-//! [`AttemptTimeout`](crate::attempt_timeout::AttemptTimeout) inside (it
-//! sends nothing past the deadline), so a retry layer under an inherited
-//! deadline wants one. With
-//! [`deadline_aware`](RetryPolicy::deadline_aware) such a wait is not granted
-//! at all.
+//! When the request carries a [`RequestDeadline`](crate::RequestDeadline),
+//! whoever recorded it (a [`Deadline`](crate::deadline::Deadline) outside, or
+//! a handler that copied an inbound deadline), no attempt starts after it and
+//! no wait outlasts it:
+//!
+//! - once it has passed, no further attempt is made: the outcome in hand is
+//!   returned, with [`Stop::DeadlinePassed`](crate::Stop::DeadlinePassed);
+//! - a wait that would end at or after it is cut there, and the outcome in
+//!   hand is returned then, with the same stop. A `Deadline` outside, whose
+//!   timer is due at the same instant, ends the call with its own error
+//!   instead.
+//!
+//! The attempts themselves are bounded by the deadline only through an
+//! [`AttemptTimeout`](crate::attempt_timeout::AttemptTimeout) (or a
+//! `Deadline`) inside, so a retry layer under an inherited deadline wants one.
+//! With [`deadline_aware`](RetryPolicy::deadline_aware) a wait that leaves no
+//! room for a useful attempt is not begun at all: the outcome comes back at
+//! once.
 //!
 //! # Errors
 //!
