@@ -278,6 +278,10 @@ impl Attempts {
 /// a caller learns how many attempts led to it, and why they stopped (a
 /// non-repeatable body, for example).
 ///
+/// A report records one call. Its clones share it, so a report copied onto
+/// another request (with the rest of the extensions) records that call too,
+/// over the first; it changes nothing in how either call is made.
+///
 /// # Example
 ///
 /// ```
@@ -340,5 +344,12 @@ impl RetryReport {
 /// lets such an attempt run until the deadline instead of its own limit: with
 /// no retry left, cutting it short only turns a slow success into a failure
 /// (linkerd drops its per-try timeout on the final attempt for this reason).
+///
+/// The marker speaks for the request it is on. `StatusRetry` removes one that
+/// a request brings (copied with the extensions of another request, say)
+/// before its first attempt, and marks only the attempts it knows to be its
+/// last. Without a retry layer, a marker stretches an attempt to the deadline
+/// in the same request and no further: the attempt timeout still enforces
+/// that deadline.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub struct FinalAttempt;

@@ -248,6 +248,10 @@ where
 
     #[inline]
     fn call(&mut self, mut request: http::Request<B>) -> Self::Future {
+        // NOTE: only this layer knows which of its attempts is the last; a
+        // marker the request brings (copied with the extensions of another
+        // request) must not stretch every attempt to the deadline.
+        request.extensions_mut().remove::<crate::FinalAttempt>();
         if let Some(name) = self.policy.attempt_header() {
             set_attempt_header(&mut request, name, 1);
         }

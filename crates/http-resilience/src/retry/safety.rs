@@ -34,6 +34,12 @@ pub const IDEMPOTENCY_KEY: HeaderName = HeaderName::from_static("idempotency-key
 
 /// The caller's word on whether one request is idempotent, as a request
 /// extension; it overrides the method and the `Idempotency-Key` header.
+///
+/// It is a plain value, and it speaks for the operation of the request it is
+/// on, exactly as an `Idempotency-Key` header does. A gateway forwarding the
+/// same operation may copy it along with the other extensions; a handler that
+/// makes a different call should build that request's extensions afresh (a
+/// copied `Idempotent` would let a POST that got a 503 be sent again).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Idempotency {
     /// Sending this request twice has the effect of sending it once.

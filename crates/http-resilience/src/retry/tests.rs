@@ -694,3 +694,19 @@ async fn a_readiness_failure_reports_the_last_verdict_and_why_it_stopped() {
         "{last:?}"
     );
 }
+
+#[tokio::test(flavor = "current_thread", start_paused = true)]
+async fn a_final_attempt_marker_the_request_brings_is_not_passed_on() {
+    // A marker copied from another request's extensions: the first of three
+    // attempts is not the last, whatever it says.
+    let (mut svc, mut handle) = spawn(seed_policy(Duration::ZERO));
+    handle.allow(1);
+    assert_ready!(svc.poll_ready()).unwrap();
+    let mut req = request("");
+    req.extensions_mut().insert(crate::FinalAttempt);
+    let fut = svc.call(req);
+    let (sent, send) = handle.next_request().await.expect("the first attempt");
+    assert_eq!(sent.extensions().get::<crate::FinalAttempt>(), None);
+    send.send_response(status(200, "ok"));
+    assert_eq!(fut.await.unwrap().status(), StatusCode::OK);
+}
