@@ -108,7 +108,8 @@ impl MockServer {
     }
 
     /// Starts an HTTP/1.1 server on a chosen loopback address: typically one where nothing
-    /// listened until now, so that a client was refused there first (see [`vacant_addr`]), as
+    /// listened until now, so that a client was refused there first (see
+    /// [`vacant_addr`](crate::vacant_addr)), as
     /// by an upstream that restarts.
     ///
     /// Must be called within a tokio runtime.
