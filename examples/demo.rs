@@ -60,15 +60,15 @@ impl Timeline {
 
 type Body = ReadTimeoutBody<Incoming>;
 
-/// The transport's read timeout of the seed.
+/// The transport's read timeout of Reactor WebClient's policy.
 const READ: Duration = Duration::from_secs(5);
 
-/// The seed's policy with other limits; an error when they do not fit.
+/// Reactor WebClient's policy with other limits; an error when they do not fit.
 fn seed_with(
     attempt: Duration,
     total: Duration,
 ) -> Result<Resilience<AnyDecoder, Backoff>, InvalidSetting> {
-    let (decoder, retryer) = presets::seed().retry().clone().into_parts();
+    let (decoder, retryer) = presets::reactor().retry().clone().into_parts();
     Ok(Resilience::new(total, attempt, RetryPolicy::new(decoder, retryer))?.erase())
 }
 
@@ -226,7 +226,7 @@ async fn main() -> Result<(), BoxError> {
             MockResponse::new(503),
             MockResponse::ok("ok"),
         ],
-        presets::seed().erase(),
+        presets::reactor().erase(),
         READ,
     )
     .await?;
@@ -241,7 +241,7 @@ async fn main() -> Result<(), BoxError> {
             MockResponse::new(503).with_body("down 2"),
             MockResponse::new(503).with_body("down 3"),
         ],
-        presets::seed().erase(),
+        presets::reactor().erase(),
         READ,
     )
     .await?;
@@ -263,7 +263,7 @@ async fn main() -> Result<(), BoxError> {
         &timeline,
         "4. The same silence with a transport read timeout of 250ms",
         vec![MockResponse::no_response()],
-        presets::seed().erase(),
+        presets::reactor().erase(),
         Duration::from_millis(250),
     )
     .await?;
@@ -319,7 +319,7 @@ async fn main() -> Result<(), BoxError> {
         &timeline,
         "7. A POST that got a 503 is not sent again: it is not idempotent",
         vec![MockResponse::new(503)],
-        presets::seed().erase(),
+        presets::reactor().erase(),
         READ,
     )
     .await?;
@@ -330,7 +330,7 @@ async fn main() -> Result<(), BoxError> {
         &timeline,
         "8. The same POST with an Idempotency-Key is retried",
         vec![MockResponse::new(503), MockResponse::ok("created once")],
-        presets::seed().erase(),
+        presets::reactor().erase(),
         READ,
     )
     .await?;

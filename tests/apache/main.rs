@@ -1,4 +1,4 @@
-//! When a failed request is safe to send again (seed 001, Apache HttpClient;
+//! When a failed request is safe to send again (Apache HttpClient;
 //! RFC 9110 section 9.2.2), over a real client and the loopback mock server,
 //! with the requests the server saw counted: GET, POST and POST with an
 //! `Idempotency-Key` against refused connections, resets after the request

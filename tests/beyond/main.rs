@@ -51,7 +51,7 @@ fn always(status: u16, mut handle: mock::Handle<Req, Resp>) -> tokio::task::Join
 
 #[tokio::test(flavor = "current_thread", start_paused = true)]
 async fn deadline_aware_retries_return_the_last_outcome_instead_of_timing_out() {
-    // The seed's second timing contract, with deadline-aware scheduling on:
+    // Reactor's second timing contract, with deadline-aware scheduling on:
     // total 1.5 s, delay 1 s, instant 503s. The second wait cannot fit, so the
     // second 503 comes back at once, at 1 s, not a deadline error at 1.5 s.
     let policy = RetryPolicy::new(

@@ -25,7 +25,7 @@ use tower::{ServiceBuilder, ServiceExt};
 
 type Policy = Resilience<AnyDecoder, Backoff>;
 
-/// The defaults of the module docs: seed 000's policy, written out.
+/// The defaults of the module docs: Reactor WebClient's policy, written out.
 const DEFAULT: &str = r#"
 [default]
 deadline = "8s"
@@ -141,7 +141,7 @@ fn default_applies_over_its_own_preset() {
     let config = ClientsConfig::from_toml_str(
         r#"
         [default]
-        preset = "seed"
+        preset = "reactor"
         deadline = "5s"
         "#,
     )
@@ -349,7 +349,7 @@ fn rejects_a_malformed_duration_naming_path_and_text() {
 fn rejects_unknown_names() {
     assert_eq!(
         error("[clients.x]\npreset = \"fegn\""),
-        "clients.x.preset must be one of \"seed\", \"feign\", \"standard\", \"conservative\", \
+        "clients.x.preset must be one of \"reactor\", \"feign\", \"standard\", \"conservative\", \
          got \"fegn\""
     );
     assert_eq!(

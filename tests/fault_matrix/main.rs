@@ -1,6 +1,6 @@
 //! The fault matrix (issue 7, points 1 and 2): every fault a real HTTP/1.1
 //! or HTTP/2 upstream produces, against GET, POST and POST with an `Idempotency-Key`,
-//! through the seed and the standard presets, with the outcome (an error kind
+//! through the reactor and the standard presets, with the outcome (an error kind
 //! or a final status), the exact number of requests the server saw, and an
 //! upper bound on the elapsed time. The matrix is the table in [`matrix`].
 //!
@@ -25,7 +25,7 @@
 //!
 //! # Substitutions
 //!
-//! The presets' limits (seed: 8 s in all, 3 s per attempt; standard: 30 s,
+//! The presets' limits (reactor: 8 s in all, 3 s per attempt; standard: 30 s,
 //! 10 s) would make this test slow, so both stacks keep their preset's
 //! decoder, retryer and switches and take shorter limits:
 //!
@@ -36,7 +36,7 @@
 //!   never an attempt timeout. (Tighter limits, 2 s / 500 ms / 300 ms, flipped
 //!   outcomes when three copies of this test ran at once on two cores: the
 //!   attempt timeout beat the read timeout, whose clock starts later.)
-//! - seed: `presets::seed().retry()` unchanged (503 only, two retries 10 ms
+//! - reactor: `presets::reactor().retry()` unchanged (503 only, two retries 10 ms
 //!   apart, `Retry-After` ignored, not deadline-aware);
 //! - standard: `presets::standard().retry()` with its switches, its decoder
 //!   (transient statuses and connect failures, `Retry-After` read on 429 and
@@ -69,7 +69,7 @@
 //! the requests it processed (`request_count`); a cell states both. Both
 //! refusals are [`FailureKind::Unprocessed`], a before-send kind: the
 //! standard preset's decoder retries it for every method until its attempts
-//! run out, while the seed's retries 503 only and returns it at once.
+//! run out, while the reactor preset retries 503 only and returns it at once.
 //!
 //! Real clock and loopback only (127.0.0.1); every cell has its own server
 //! and client, and all cells run at once. Each timing is at least 0.5 s from
@@ -115,7 +115,7 @@ const QUICK: Duration = Duration::from_millis(1500);
 /// The guard on every await that could hang: far above every limit.
 const GUARD: Duration = Duration::from_secs(10);
 /// The most attempts of each preset, the first included.
-const SEED_ATTEMPTS: u32 = 3;
+const REACTOR_ATTEMPTS: u32 = 3;
 const STANDARD_ATTEMPTS: u32 = 4;
 /// Responses queued per server: more than any policy's attempts, so an
 /// unexpected extra attempt meets the fault too and shows in the count.
@@ -127,7 +127,7 @@ const fn ms(millis: u64) -> Duration {
 
 // ===== the matrix =====
 
-/// The matrix: one row per fault, six cells per row (seed, then standard;
+/// The matrix: one row per fault, six cells per row (reactor, then standard;
 /// GET, POST, POST with a key in each).
 ///
 /// A cell is what one call must end with, the requests the server must see,
@@ -150,8 +150,8 @@ const fn ms(millis: u64) -> Duration {
 fn matrix() -> Vec<Row> {
     use {FailureKind::*, Stop::*};
     vec![
-        //       fault                         how the upstream fails                                                     within               seed: GET, POST, POST+key                 standard: GET, POST, POST+key
-        // Before the request is sent: the seed retries no error; the standard retries
+        //       fault                         how the upstream fails                                                     within               reactor: GET, POST, POST+key                 standard: GET, POST, POST+key
+        // Before the request is sent: the reactor preset retries no error; the standard retries
         // connect failures for every method, until its 4 attempts run out.
         Row::new("connection refused",         Fault::NothingListens,                                                     QUICK,               [unsent(ConnectRefused, 1, Failed); 3],   [unsent(ConnectRefused, 4, Exhausted); 3]),
         Row::new("connect timeout",            Fault::FullBacklog,                                                        ms(2000),            [unsent(ConnectTimeout, 1, Failed); 3],   [unsent(ConnectTimeout, 4, Exhausted); 3]),
@@ -165,7 +165,7 @@ fn matrix() -> Vec<Row> {
         Row::new("stall after the head",       Fault::Script(|| MockResponse::stall_after_head(200)),                     QUICK,               [body(ReadTimeout); 3],                   [body(ReadTimeout); 3]),
         Row::new("drip slower than read gap",  Fault::Script(|| MockResponse::drip("abcdef", 1, ms(1500))),               QUICK,               [body(ReadTimeout); 3],                   [body(ReadTimeout); 3]),
         Row::new("drip past the deadline",     Fault::Script(|| MockResponse::drip("0123456789".repeat(6), 1, ms(100))),  DEADLINE + OVERRUN,  [body(Deadline); 3],                      [body(Deadline); 3]),
-        // 503: the seed retries it and ignores Retry-After. The standard reads Retry-After
+        // 503: the reactor preset retries it and ignores Retry-After. The standard reads Retry-After
         // (capped at 3 s): with 1 s waits the third retry would leave less than the 500 ms
         // a useful attempt needs; 2 minutes or 10^23 s never fit; past, garbage and
         // negative values fall back to the backoff.
@@ -176,7 +176,7 @@ fn matrix() -> Vec<Row> {
         Row::new("503, Retry-After: garbage",  Fault::Script(|| ra(503, "soon, promise")),                                QUICK,               retried(503, 3),                          retried(503, 4)),
         Row::new("503, Retry-After: -5",       Fault::Script(|| ra(503, "-5")),                                           QUICK,               retried(503, 3),                          retried(503, 4)),
         Row::new("503, Retry-After: 10^23",    Fault::Script(|| ra(503, "99999999999999999999999")),                      QUICK,               retried(503, 3),                          cut(503, 1)),
-        // 429: not retried by the seed; as 503 for the standard.
+        // 429: not retried by the reactor preset; as 503 for the standard.
         Row::new("429 storm",                  Fault::Script(|| MockResponse::new(429)),                                  QUICK,               [status(429, 1, Failed); 3],              retried(429, 4)),
         Row::new("429, Retry-After: 1",        Fault::Script(|| ra(429, "1")),                                            ms(2600),            [status(429, 1, Failed); 3],              cut(429, 3)),
         Row::new("429, Retry-After: date+2m",  Fault::Script(|| ra(429, &date(120))),                                     QUICK,               [status(429, 1, Failed); 3],              cut(429, 1)),
@@ -291,7 +291,7 @@ async fn every_fault_meets_the_matrix_and_the_invariants() {
             .iter()
             .map(|cell| cell.clone().expect("every cell ran"))
             .collect::<Vec<_>>();
-        let expected = row.seed.iter().chain(&row.standard);
+        let expected = row.reactor.iter().chain(&row.standard);
         let mut line = Vec::new();
         for (((preset, method), expected), cell) in COLUMNS.into_iter().zip(expected).zip(&observed)
         {
@@ -349,7 +349,7 @@ struct Row {
     fault_name: &'static str,
     fault: Fault,
     within: Duration,
-    seed: [Cell; 3],
+    reactor: [Cell; 3],
     standard: [Cell; 3],
 }
 
@@ -358,14 +358,14 @@ impl Row {
         fault_name: &'static str,
         fault: Fault,
         within: Duration,
-        seed: [Cell; 3],
+        reactor: [Cell; 3],
         standard: [Cell; 3],
     ) -> Self {
         Self {
             fault_name,
             fault,
             within,
-            seed,
+            reactor,
             standard,
         }
     }
@@ -484,9 +484,9 @@ impl Observed {
 
 /// The six columns, in the order of a row's cells.
 const COLUMNS: [(Preset, Kind); 6] = [
-    (Preset::Seed, Kind::Get),
-    (Preset::Seed, Kind::Post),
-    (Preset::Seed, Kind::PostWithKey),
+    (Preset::Reactor, Kind::Get),
+    (Preset::Reactor, Kind::Post),
+    (Preset::Reactor, Kind::PostWithKey),
     (Preset::Standard, Kind::Get),
     (Preset::Standard, Kind::Post),
     (Preset::Standard, Kind::PostWithKey),
@@ -494,14 +494,14 @@ const COLUMNS: [(Preset, Kind); 6] = [
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Preset {
-    Seed,
+    Reactor,
     Standard,
 }
 
 impl Preset {
     fn max_attempts(self) -> u32 {
         match self {
-            Preset::Seed => SEED_ATTEMPTS,
+            Preset::Reactor => REACTOR_ATTEMPTS,
             Preset::Standard => STANDARD_ATTEMPTS,
         }
     }
@@ -510,7 +510,7 @@ impl Preset {
 impl fmt::Display for Preset {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.pad(match self {
-            Preset::Seed => "seed",
+            Preset::Reactor => "reactor",
             Preset::Standard => "standard",
         })
     }
@@ -565,9 +565,9 @@ fn stack(preset: Preset, http2: bool) -> Stack {
         .build_http::<Full<Bytes>>()
         .expect("valid transport");
     match preset {
-        Preset::Seed => {
-            let retry = presets::seed().retry().clone();
-            assert_eq!(retry.retryer().retries() + 1, SEED_ATTEMPTS);
+        Preset::Reactor => {
+            let retry = presets::reactor().retry().clone();
+            assert_eq!(retry.retryer().retries() + 1, REACTOR_ATTEMPTS);
             assert_eq!(retry.deadline_margin(), None, "not deadline-aware");
             let resilience = Resilience::new(DEADLINE, ATTEMPT, retry).expect("valid limits");
             BoxCloneService::new(resilience.layer().layer(client))

@@ -1,4 +1,4 @@
-//! Shared parts of the cross-crate tests: the seed's stack over a real client.
+//! Shared parts of the cross-crate tests: Reactor WebClient's stack over a real client.
 #![allow(dead_code, unreachable_pub)]
 
 use bytes::Bytes;
@@ -18,9 +18,9 @@ use tower::{Service, ServiceBuilder};
 /// The guard on every await that could hang: far above every limit under test.
 pub const GUARD: Duration = Duration::from_secs(20);
 
-/// The limits of seed 000's policy.
+/// The limits of Reactor WebClient's policy.
 #[derive(Debug, Clone, Copy)]
-pub struct Seed {
+pub struct Reactor {
     pub attempt: Duration,
     pub total: Duration,
     pub delay: Duration,
@@ -28,7 +28,7 @@ pub struct Seed {
     pub connect: Duration,
 }
 
-impl Default for Seed {
+impl Default for Reactor {
     fn default() -> Self {
         Self {
             attempt: Duration::from_secs(3),
@@ -42,26 +42,26 @@ impl Default for Seed {
 
 pub type Body = DeadlineBody<ReadTimeoutBody<Incoming>>;
 
-/// The seed's stack over a real hyper-util client: deadline, then retry of 503
+/// Reactor WebClient's stack over a real hyper-util client: deadline, then retry of 503
 /// only (two retries, fixed delay), then the attempt timeout.
-pub fn seed_stack(
-    seed: Seed,
+pub fn reactor_stack(
+    limits: Reactor,
 ) -> impl Service<Request<Full<Bytes>>, Response = Response<Body>, Error = BoxError, Future: Send>
        + Clone
        + Send {
     let client = transport::Builder::new()
-        .connect_timeout(seed.connect)
-        .read_timeout(seed.read)
+        .connect_timeout(limits.connect)
+        .read_timeout(limits.read)
         .build_http::<Full<Bytes>>()
         .expect("valid transport");
     let policy = RetryPolicy::new(
         StatusDecoder::new([503]).unwrap(),
-        FixedDelay::new(seed.delay, 2),
+        FixedDelay::new(limits.delay, 2),
     );
     ServiceBuilder::new()
-        .layer(DeadlineLayer::new(seed.total))
+        .layer(DeadlineLayer::new(limits.total))
         .layer(StatusRetryLayer::new(policy))
-        .layer(AttemptTimeoutLayer::new(seed.attempt))
+        .layer(AttemptTimeoutLayer::new(limits.attempt))
         .service(client)
 }
 

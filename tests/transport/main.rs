@@ -1,4 +1,4 @@
-//! The transport over real sockets: connect timeout (which seed 000 configures
+//! The transport over real sockets: connect timeout (which Reactor WebClient's policy configures
 //! but never tests), refused connections, the read timeout between body
 //! frames, the deadline over the body, no hidden retry, and the pool timer.
 //!
@@ -18,20 +18,20 @@ use http_resilience::{
 };
 use http_resilience_mock::{MockResponse, MockServer, Unresponsive};
 use std::time::Duration;
-use support::{get, guarded, seed_stack, text, Seed};
+use support::{get, guarded, reactor_stack, text, Reactor};
 use tower::ServiceExt;
 
 #[tokio::test]
 async fn connect_timeout_is_its_own_kind() {
     // A listener with a full backlog: the kernel drops further connects.
     let unresponsive = Unresponsive::start().await.unwrap();
-    let seed = Seed {
+    let seed = Reactor {
         connect: Duration::from_millis(200),
         attempt: Duration::from_secs(5),
         total: Duration::from_secs(10),
-        ..Seed::default()
+        ..Reactor::default()
     };
-    let err = guarded(seed_stack(seed).oneshot(get(unresponsive.uri("/value"))))
+    let err = guarded(reactor_stack(seed).oneshot(get(unresponsive.uri("/value"))))
         .await
         .unwrap_err();
     let kind = FailureKind::of(&*err);
@@ -46,7 +46,7 @@ async fn refused_connection_is_its_own_kind() {
     let addr = listener.local_addr().unwrap();
     drop(listener);
     let uri: http::Uri = format!("http://{addr}/value").parse().unwrap();
-    let err = guarded(seed_stack(Seed::default()).oneshot(get(uri)))
+    let err = guarded(reactor_stack(Reactor::default()).oneshot(get(uri)))
         .await
         .unwrap_err();
     assert_eq!(
@@ -60,11 +60,11 @@ async fn refused_connection_is_its_own_kind() {
 async fn a_body_slower_than_the_read_limit_fails_between_frames() {
     let server = MockServer::start().await.unwrap();
     server.enqueue(MockResponse::drip("abcdef", 1, Duration::from_secs(2)));
-    let seed = Seed {
+    let seed = Reactor {
         read: Duration::from_millis(200),
-        ..Seed::default()
+        ..Reactor::default()
     };
-    let response = guarded(seed_stack(seed).oneshot(get(server.uri("/value"))))
+    let response = guarded(reactor_stack(seed).oneshot(get(server.uri("/value"))))
         .await
         .expect("the head arrives in time");
     assert_eq!(response.status(), StatusCode::OK);
@@ -86,11 +86,11 @@ async fn a_steady_body_may_outlast_the_read_limit_in_all() {
         1,
         Duration::from_millis(40),
     ));
-    let seed = Seed {
+    let seed = Reactor {
         read: Duration::from_millis(500),
-        ..Seed::default()
+        ..Reactor::default()
     };
-    let response = guarded(seed_stack(seed).oneshot(get(server.uri("/value"))))
+    let response = guarded(reactor_stack(seed).oneshot(get(server.uri("/value"))))
         .await
         .unwrap();
     let started = tokio::time::Instant::now();
@@ -108,11 +108,11 @@ async fn a_steady_body_may_outlast_the_read_limit_in_all() {
 async fn a_stall_after_the_head_is_a_body_read_timeout() {
     let server = MockServer::start().await.unwrap();
     server.enqueue(MockResponse::stall_after_head(200));
-    let seed = Seed {
+    let seed = Reactor {
         read: Duration::from_millis(250),
-        ..Seed::default()
+        ..Reactor::default()
     };
-    let response = guarded(seed_stack(seed).oneshot(get(server.uri("/value"))))
+    let response = guarded(reactor_stack(seed).oneshot(get(server.uri("/value"))))
         .await
         .unwrap();
     let err = guarded(response.into_body().collect()).await.unwrap_err();
@@ -131,11 +131,11 @@ async fn the_deadline_bounds_the_body_over_the_network() {
         1,
         Duration::from_millis(200),
     ));
-    let seed = Seed {
+    let seed = Reactor {
         total: Duration::from_secs(1),
-        ..Seed::default()
+        ..Reactor::default()
     };
-    let response = guarded(seed_stack(seed).oneshot(get(server.uri("/value"))))
+    let response = guarded(reactor_stack(seed).oneshot(get(server.uri("/value"))))
         .await
         .unwrap();
     assert_eq!(response.status(), StatusCode::OK);
@@ -152,7 +152,7 @@ async fn a_close_before_the_response_is_connection_closed_and_not_retried() {
     let server = MockServer::start().await.unwrap();
     server.enqueue(MockResponse::close_before_response());
     server.enqueue(MockResponse::ok("must not be asked for"));
-    let err = guarded(seed_stack(Seed::default()).oneshot(get(server.uri("/value"))))
+    let err = guarded(reactor_stack(Reactor::default()).oneshot(get(server.uri("/value"))))
         .await
         .unwrap_err();
     assert_eq!(
@@ -160,7 +160,7 @@ async fn a_close_before_the_response_is_connection_closed_and_not_retried() {
         FailureKind::ConnectionClosed,
         "{err:?}"
     );
-    // NOTE: this shows that neither the retry layer (the seed retries 503
+    // NOTE: this shows that neither the retry layer (Reactor's policy retries 503
     // only) nor the client resent the request. hyper-util's own hidden retry,
     // turned off by the builder, would only fire for a *reused* pooled
     // connection found closed before the request was written: a race on the
@@ -173,7 +173,7 @@ async fn a_close_before_the_response_is_connection_closed_and_not_retried() {
 async fn a_reset_before_the_response_is_connection_reset() {
     let server = MockServer::start().await.unwrap();
     server.enqueue(MockResponse::reset_before_response());
-    let err = guarded(seed_stack(Seed::default()).oneshot(get(server.uri("/value"))))
+    let err = guarded(reactor_stack(Reactor::default()).oneshot(get(server.uri("/value"))))
         .await
         .unwrap_err();
     assert_eq!(
@@ -188,7 +188,7 @@ async fn a_reset_before_the_response_is_connection_reset() {
 async fn a_reset_in_the_middle_of_the_body_fails_the_body() {
     let server = MockServer::start().await.unwrap();
     server.enqueue(MockResponse::reset_mid_body("0123456789", 4));
-    let response = guarded(seed_stack(Seed::default()).oneshot(get(server.uri("/value"))))
+    let response = guarded(reactor_stack(Reactor::default()).oneshot(get(server.uri("/value"))))
         .await
         .expect("the head arrived");
     assert_eq!(response.status(), StatusCode::OK);
@@ -205,14 +205,14 @@ async fn a_reset_in_the_middle_of_the_body_fails_the_body() {
 
 #[tokio::test]
 async fn a_slow_connect_is_a_connect_timeout_even_with_a_shorter_read_limit() {
-    // The seed's transport: connect 1 s, and the read limit of row 7 (250 ms).
+    // Reactor's transport: connect 1 s, and the read limit of row 7 (250 ms).
     // Connecting is not a read, so the connect timeout speaks.
     let unresponsive = Unresponsive::start().await.unwrap();
-    let seed = Seed {
+    let seed = Reactor {
         read: Duration::from_millis(250),
-        ..Seed::default()
+        ..Reactor::default()
     };
-    let err = guarded(seed_stack(seed).oneshot(get(unresponsive.uri("/value"))))
+    let err = guarded(reactor_stack(seed).oneshot(get(unresponsive.uri("/value"))))
         .await
         .unwrap_err();
     assert_eq!(

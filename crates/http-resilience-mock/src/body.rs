@@ -15,6 +15,7 @@ use tokio::time::Sleep;
 
 /// One step of a [`ScriptedBody`].
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Step {
     /// Wait this long (on tokio's clock) before the next step.
     Wait(Duration),

@@ -1,4 +1,4 @@
-//! A scripted loopback HTTP/1.1 and HTTP/2 server for testing clients against slow and faulty
+//! A scripted loopback HTTP/1.1 and HTTP/2 server, for testing clients against slow and faulty
 //! peers.
 //!
 //! [`MockServer`] listens on `127.0.0.1` and answers each request with the next
@@ -18,9 +18,10 @@
 //! [`vacant_addr`] one where they are refused, until [`MockServer::start_on`] starts a server
 //! there (an upstream that restarts).
 //!
-//! All waits use tokio's clock, and dropping a server aborts all of its tasks.
+//! All waits use tokio's clock, and dropping a server aborts all of its tasks. The server only
+//! ever listens on loopback addresses.
 //!
-//! # Examples
+//! # Example
 //!
 //! ```
 //! use http_resilience_mock::{MockResponse, MockServer};
@@ -49,6 +50,140 @@
 //! assert_eq!(server.request_count(), 1);
 //! assert_eq!(server.requests()[0].uri, "/greeting");
 //! assert_eq!(server.connection_count(), 1);
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! # Faults
+//!
+//! Each example below drives the fault with the plainest client there is (a TCP stream, or
+//! the `h2` crate's client); a real test points its HTTP client at [`MockServer::uri`]
+//! instead.
+//!
+//! ## A refused connection, then an upstream that comes back
+//!
+//! ```
+//! use http_resilience_mock::{vacant_addr, MockResponse, MockServer};
+//! use tokio::net::TcpStream;
+//!
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> std::io::Result<()> {
+//! let addr = vacant_addr()?;
+//! let refused = TcpStream::connect(addr).await.unwrap_err();
+//! assert_eq!(refused.kind(), std::io::ErrorKind::ConnectionRefused);
+//!
+//! let server = MockServer::start_on(addr).await?;
+//! server.enqueue(MockResponse::ok("back"));
+//! assert!(TcpStream::connect(addr).await.is_ok());
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! ## A stall: a head that promises a body that never comes
+//!
+//! [`MockResponse::no_response`] stalls before the head instead.
+//!
+//! ```
+//! use http_resilience_mock::{MockResponse, MockServer};
+//! use std::time::Duration;
+//! use tokio::io::{AsyncReadExt, AsyncWriteExt};
+//! use tokio::net::TcpStream;
+//!
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> std::io::Result<()> {
+//! let server = MockServer::start().await?;
+//! server.enqueue(MockResponse::stall_after_head(200));
+//! let mut client = TcpStream::connect(server.addr()).await?;
+//! client.write_all(b"GET / HTTP/1.1\r\nhost: localhost\r\n\r\n").await?;
+//!
+//! let mut head = vec![0; 1024];
+//! let n = client.read(&mut head).await?;
+//! assert!(head[..n].starts_with(b"HTTP/1.1 200 OK\r\n"));
+//! // The body the head announced never follows.
+//! let more = tokio::time::timeout(Duration::from_millis(100), client.read(&mut head)).await;
+//! assert!(more.is_err(), "still waiting for the body");
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! ## A dripped body
+//!
+//! ```
+//! use http_resilience_mock::{MockResponse, MockServer};
+//! use std::time::Duration;
+//! use tokio::io::{AsyncReadExt, AsyncWriteExt};
+//! use tokio::net::TcpStream;
+//!
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> std::io::Result<()> {
+//! let server = MockServer::start().await?;
+//! server.enqueue(MockResponse::drip("abcd", 1, Duration::from_millis(20)));
+//! let mut client = TcpStream::connect(server.addr()).await?;
+//! let start = tokio::time::Instant::now();
+//! client
+//!     .write_all(b"GET / HTTP/1.1\r\nhost: localhost\r\nconnection: close\r\n\r\n")
+//!     .await?;
+//! let mut response = String::new();
+//! client.read_to_string(&mut response).await?;
+//! assert!(response.ends_with("\r\n\r\nabcd"));
+//! // One byte every 20 ms: at least 80 ms for the four.
+//! assert!(start.elapsed() >= Duration::from_millis(80));
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! ## A reset
+//!
+//! [`MockResponse::reset_mid_body`] resets after part of the body instead, and
+//! [`MockResponse::close_before_response`] closes cleanly.
+//!
+//! ```
+//! use http_resilience_mock::{MockResponse, MockServer};
+//! use tokio::io::{AsyncReadExt, AsyncWriteExt};
+//! use tokio::net::TcpStream;
+//!
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> std::io::Result<()> {
+//! let server = MockServer::start().await?;
+//! server.enqueue(MockResponse::reset_before_response());
+//! let mut client = TcpStream::connect(server.addr()).await?;
+//! client.write_all(b"GET / HTTP/1.1\r\nhost: localhost\r\n\r\n").await?;
+//! let mut buffer = [0; 64];
+//! let err = client.read(&mut buffer).await.unwrap_err();
+//! assert_eq!(err.kind(), std::io::ErrorKind::ConnectionReset);
+//! assert_eq!(server.request_count(), 1, "read, then reset");
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! ## HTTP/2: a stream refused unprocessed, and a `GOAWAY`
+//!
+//! ```
+//! use http_resilience_mock::{MockResponse, MockServer};
+//! use tokio::net::TcpStream;
+//!
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let server = MockServer::start_h2().await?;
+//! server.enqueue(MockResponse::refuse_stream());
+//! server.enqueue(MockResponse::goaway_unprocessed());
+//!
+//! let (client, connection) = h2::client::handshake(TcpStream::connect(server.addr()).await?).await?;
+//! tokio::spawn(connection);
+//! let request = || http::Request::get(server.uri("/")).body(()).unwrap();
+//!
+//! let mut client = client.ready().await?;
+//! let (refused, _) = client.send_request(request(), true)?;
+//! let err = refused.await.unwrap_err();
+//! assert_eq!(err.reason(), Some(h2::Reason::REFUSED_STREAM));
+//!
+//! let mut client = client.ready().await?;
+//! let (turned_away, _) = client.send_request(request(), true)?;
+//! let err = turned_away.await.unwrap_err();
+//! assert!(err.is_go_away(), "{err}");
+//!
+//! // Neither request was processed: both were counted, none recorded.
+//! assert_eq!((server.refused_count(), server.request_count()), (2, 0));
 //! # Ok(())
 //! # }
 //! ```

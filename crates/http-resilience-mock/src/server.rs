@@ -108,9 +108,8 @@ impl MockServer {
     }
 
     /// Starts an HTTP/1.1 server on a chosen loopback address: typically one where nothing
-    /// listened until now, so that a client was refused there first (see
-    /// [`vacant_addr`](crate::vacant_addr)), as
-    /// by an upstream that restarts.
+    /// listened until now, so that a client was refused there first, as by an upstream that
+    /// restarts (see [`vacant_addr`](crate::vacant_addr)).
     ///
     /// Must be called within a tokio runtime.
     ///

@@ -70,7 +70,7 @@
 //!
 //! | field | value | meaning |
 //! |---|---|---|
-//! | `preset` | `"seed"`, `"feign"`, `"standard"` or `"conservative"` | the base of the section (see [Resolution](#resolution)) |
+//! | `preset` | `"reactor"`, `"feign"`, `"standard"` or `"conservative"` | the base of the section (see [Resolution](#resolution)) |
 //! | `deadline` | duration | the budget of the whole call |
 //! | `attempt_timeout` | duration | the limit of each attempt; at most the deadline |
 //! | `retry.decoder` | `"statuses"`, `"feign"` or `"transient"` | [`StatusDecoder`], [`FeignDecoder`] or [`TransientDecoder`] |
@@ -92,7 +92,7 @@
 //!
 //! | preset | `deadline` | `attempt_timeout` | `decoder` | `backoff` | `delay` | `max_delay` | `max_attempts` | other |
 //! |---|---|---|---|---|---|---|---|---|
-//! | `seed` | 8s | 3s | statuses | fixed | 10ms | 1s | 3 | `statuses = [503]` |
+//! | `reactor` | 8s | 3s | statuses | fixed | 10ms | 1s | 3 | `statuses = [503]` |
 //! | `feign` | 300s | 60s | feign | feign | 100ms | 1s | 5 | |
 //! | `standard` | 30s | 10s | transient | exponential | 2s | 30s | 4 | `multiplier = 2.0`, `jitter = "decorrelated"`, `min_attempt = "500ms"` |
 //! | `conservative` | 10s | 5s | transient | exponential | 500ms | 2s | 2 | `multiplier = 2.0`, `jitter = "full"`, `min_attempt = "500ms"` |
@@ -240,7 +240,7 @@ struct Fields {
 /// A preset name.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Preset {
-    Seed,
+    Reactor,
     Feign,
     Standard,
     Conservative,
@@ -657,7 +657,7 @@ impl Preset {
         let ms = Duration::from_millis;
         let secs = Duration::from_secs;
         match self {
-            Preset::Seed => Fields {
+            Preset::Reactor => Fields {
                 deadline: secs(8),
                 attempt_timeout: secs(3),
                 decoder: DecoderKind::Statuses,
@@ -810,8 +810,8 @@ macro_rules! names {
     };
 }
 
-names!(Preset, "one of \"seed\", \"feign\", \"standard\", \"conservative\"", {
-    "seed" => Preset::Seed,
+names!(Preset, "one of \"reactor\", \"feign\", \"standard\", \"conservative\"", {
+    "reactor" => Preset::Reactor,
     "feign" => Preset::Feign,
     "standard" => Preset::Standard,
     "conservative" => Preset::Conservative,
@@ -940,7 +940,7 @@ mod tests {
     #[test]
     fn preset_fields_build_the_presets() {
         let cases = [
-            (Preset::Seed, presets::seed().erase()),
+            (Preset::Reactor, presets::reactor().erase()),
             (Preset::Feign, presets::feign().erase()),
             (Preset::Standard, presets::standard().erase()),
             (Preset::Conservative, presets::conservative().erase()),
@@ -955,14 +955,14 @@ mod tests {
     #[test]
     fn preset_names_parse() {
         for (text, preset) in [
-            ("seed", Preset::Seed),
+            ("reactor", Preset::Reactor),
             ("feign", Preset::Feign),
             ("standard", Preset::Standard),
             ("conservative", Preset::Conservative),
         ] {
             assert_eq!(Preset::from_text(text), Ok(preset));
         }
-        assert_eq!(Preset::from_text("Seed"), Err(None));
+        assert_eq!(Preset::from_text("Reactor"), Err(None));
     }
 
     #[test]

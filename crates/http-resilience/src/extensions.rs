@@ -183,7 +183,7 @@ impl std::fmt::Display for Stop {
 /// something to report.
 ///
 /// The count includes the attempt that produced the response: `3` when the
-/// seed policy's two retries were used. A response whose first attempt was
+/// Reactor policy's two retries were used. A response whose first attempt was
 /// accepted, the common case, carries no `Attempts`: there is nothing to
 /// report, and an extension in an empty map costs three allocations. (gRPC
 /// reports previous attempts the same way, only when there were some.) So

@@ -23,7 +23,7 @@
 //!
 //! # Example
 //!
-//! The policy of seed 000 (Reactor WebClient): attempts of at most 3 s, 8 s in
+//! Reactor WebClient's policy: attempts of at most 3 s, 8 s in
 //! all, only 503 retried, at most twice, 10 ms apart.
 //!
 //! ```no_run

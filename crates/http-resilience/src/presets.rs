@@ -2,7 +2,7 @@
 //!
 //! | preset | decoder | retries | backoff | attempt | deadline |
 //! |---|---|---|---|---|---|
-//! | [`seed`] | 503 only | 2 | fixed 10 ms | 3 s | 8 s |
+//! | [`reactor`] | 503 only | 2 | fixed 10 ms | 3 s | 8 s |
 //! | [`feign`] | OpenFeign's default | 4 | Feign's (150 ms, × 1.5, ≤ 1 s) | 60 s | 5 min |
 //! | [`standard`] | transient | 3 | exponential 2 s, × 2, decorrelated jitter, ≤ 30 s | 10 s | 30 s |
 //! | [`conservative`] | transient | 1 | exponential 500 ms, full jitter | 5 s | 10 s |
@@ -14,8 +14,8 @@
 //! Deadline-aware scheduling ([`RetryPolicy::deadline_aware`]) is on in
 //! [`standard`] and [`conservative`] (a retry whose wait plus 500 ms cannot fit
 //! before the deadline is not made; the last outcome is returned at once), and
-//! off in [`seed`], [`feign`] and [`apache`], which keep their sources' exact
-//! behaviour (in the seed, the deadline cuts the wait).
+//! off in [`reactor`], [`feign`] and [`apache`], which keep their sources' exact
+//! behaviour (in Reactor's, the deadline cuts the wait).
 //!
 //! # Example
 //!
@@ -39,10 +39,10 @@ use crate::{
 };
 use std::time::Duration;
 
-/// Seed 000 (Reactor WebClient): only 503 is retried, at most twice (three
+/// Reactor WebClient's nested-timeouts policy: only 503 is retried, at most twice (three
 /// attempts), 10 ms apart; 3 s per attempt, 8 s in all. `Retry-After` is
-/// ignored, as in the seed.
-pub fn seed() -> Resilience<StatusDecoder, FixedDelay> {
+/// ignored, as in that policy.
+pub fn reactor() -> Resilience<StatusDecoder, FixedDelay> {
     Resilience::known_good(
         Duration::from_secs(8),
         Duration::from_secs(3),
@@ -130,12 +130,12 @@ mod tests {
 
     #[test]
     fn presets_hold_their_documented_numbers() {
-        let seed = seed();
+        let reactor = reactor();
         assert_eq!(
-            (seed.deadline(), seed.attempt_timeout()),
+            (reactor.deadline(), reactor.attempt_timeout()),
             (Duration::from_secs(8), Duration::from_secs(3))
         );
-        assert_eq!(seed.retry().retryer().retries(), 2);
+        assert_eq!(reactor.retry().retryer().retries(), 2);
         let standard = standard();
         assert_eq!(standard.retry().retryer().max_attempts(), 4);
         assert_eq!(standard.retry().retryer().jitter(), Jitter::Decorrelated);
@@ -169,7 +169,7 @@ mod tests {
 
     #[test]
     fn presets_pass_the_checks_of_the_public_constructors() {
-        passes_the_checks("seed", &seed());
+        passes_the_checks("reactor", &reactor());
         passes_the_checks("feign", &feign());
         passes_the_checks("standard", &standard());
         passes_the_checks("conservative", &conservative());
@@ -177,7 +177,7 @@ mod tests {
         backoff_passes_the_checks("standard", standard().retry().retryer());
         backoff_passes_the_checks("conservative", conservative().retry().retryer());
         backoff_passes_the_checks("default", &ExponentialBackoff::default());
-        let statuses: Vec<u16> = seed()
+        let statuses: Vec<u16> = reactor()
             .retry()
             .decoder()
             .statuses()

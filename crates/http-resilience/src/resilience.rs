@@ -16,7 +16,7 @@
 //! # #[tokio::main(flavor = "current_thread", start_paused = true)]
 //! # async fn main() {
 //! let svc = ServiceBuilder::new()
-//!     .layer(presets::seed().layer())
+//!     .layer(presets::reactor().layer())
 //!     .service_fn(|_: Request<String>| async {
 //!         Ok::<_, Infallible>(Response::builder().status(503).body(String::new()).unwrap())
 //!     });

@@ -6,11 +6,11 @@
 //! use http::Response;
 //! use http_resilience::retry::{Decoder, StatusDecoder, Verdict};
 //!
-//! // The seed's decoder, and a closure that also retries every error.
-//! let seed = StatusDecoder::new([503])?;
+//! // Reactor's decoder, and a closure that also retries every error.
+//! let only_503 = StatusDecoder::new([503])?;
 //! let with_errors = move |outcome: &Result<Response<()>, std::io::Error>| match outcome {
 //!     Err(_) => Verdict::retry("transport error"),
-//!     ok => seed.decode(ok),
+//!     ok => only_503.decode(ok),
 //! };
 //! let refused = std::io::Error::from(std::io::ErrorKind::ConnectionRefused);
 //! assert!(with_errors.decode(&Err(refused)).is_retry());
@@ -65,9 +65,9 @@ where
 /// returned: a status below 400 is accepted, any other status and every error
 /// fail.
 ///
-/// `StatusDecoder::new([503])?` is the policy of seed 000: only
+/// `StatusDecoder::new([503])?` is the policy of Reactor WebClient's nested timeouts: only
 /// `503 Service Unavailable` is retried; timeouts and other errors are returned
-/// at once. The seed ignores `Retry-After`, and so does this decoder unless
+/// at once. That policy ignores `Retry-After`, and so does this decoder unless
 /// [`with_retry_after`](Self::with_retry_after) is set.
 ///
 /// # Example
@@ -820,9 +820,9 @@ mod tests {
     #[test]
     fn status_decoder_ignores_retry_after_unless_asked() {
         let paced = with_header(503, "retry-after", "3");
-        let seed = StatusDecoder::new([503]).unwrap();
-        assert_eq!(seed.decode(&paced).server_delay(), None);
-        let reading = seed.with_retry_after();
+        let only_503 = StatusDecoder::new([503]).unwrap();
+        assert_eq!(only_503.decode(&paced).server_delay(), None);
+        let reading = only_503.with_retry_after();
         assert_eq!(
             reading.decode(&paced).server_delay(),
             Some(Duration::from_secs(3))

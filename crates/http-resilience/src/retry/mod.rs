@@ -12,7 +12,7 @@
 //!
 //! # Example
 //!
-//! The policy of seed 000: only 503 is retried, at most twice, 10 ms apart.
+//! Reactor WebClient's policy: only 503 is retried, at most twice, 10 ms apart.
 //!
 //! ```
 //! use http::{Request, Response, StatusCode};

@@ -12,7 +12,7 @@ use std::{any::type_name, fmt, sync::Arc, time::Duration};
 ///
 /// # Example
 ///
-/// The policy of seed 000: retry 503 only, at most twice, 10 ms apart.
+/// Reactor WebClient's policy: retry 503 only, at most twice, 10 ms apart.
 ///
 /// ```
 /// use http_resilience::retry::{FixedDelay, RetryPolicy, StatusDecoder};
@@ -70,7 +70,7 @@ impl<D, R> RetryPolicy<D, R> {
     /// happens: the outcome in hand goes to the caller at once, with
     /// [`Stop::WouldMissDeadline`](crate::Stop::WouldMissDeadline), instead of
     /// a deadline error later. This holds for a delay the server asked for
-    /// too. Off by default (the seed's contract is that the deadline cuts the
+    /// too. Off by default (Reactor's contract is that the deadline cuts the
     /// wait); see the presets for which turn it on.
     #[must_use]
     pub fn deadline_aware(mut self, min_attempt: Duration) -> Self {

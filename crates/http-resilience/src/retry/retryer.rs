@@ -6,7 +6,7 @@
 //! use http_resilience::retry::{FixedDelay, Retryer};
 //! use std::time::Duration;
 //!
-//! // The seed's retryer: two retries, 10 ms apart. Each request gets a clone.
+//! // Reactor's retryer: two retries, 10 ms apart. Each request gets a clone.
 //! let prototype = FixedDelay::new(Duration::from_millis(10), 2);
 //! let mut for_one_request = prototype.clone();
 //! let waits: Vec<_> = (1..=3).map(|n| for_one_request.next_delay(n, None)).collect();
@@ -81,7 +81,7 @@ pub trait Retryer: Clone {
 
 /// A fixed wait between attempts, and a fixed number of retries.
 ///
-/// `FixedDelay::new(Duration::from_millis(10), 2)` is the retry of seed 000: at
+/// `FixedDelay::new(Duration::from_millis(10), 2)` is the retry of Reactor WebClient's policy: at
 /// most two retries (three attempts), 10 ms apart.
 ///
 /// A delay the server asks for replaces the fixed delay, capped at

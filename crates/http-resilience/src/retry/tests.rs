@@ -12,7 +12,7 @@ use tower_test::mock;
 type Req = Request<String>;
 type Resp = Response<String>;
 
-fn seed_policy(delay: Duration) -> RetryPolicy<StatusDecoder, FixedDelay> {
+fn reactor_policy(delay: Duration) -> RetryPolicy<StatusDecoder, FixedDelay> {
     RetryPolicy::new(
         StatusDecoder::new([503]).unwrap(),
         FixedDelay::new(delay, 2),
@@ -42,15 +42,15 @@ fn status(code: u16, body: &'static str) -> Resp {
         .unwrap()
 }
 
-type Seed = RetryPolicy<StatusDecoder, FixedDelay>;
+type Reactor = RetryPolicy<StatusDecoder, FixedDelay>;
 
 type Upstream = mock::Mock<Req, Resp>;
 
 /// The retry layer over a mock upstream.
 fn spawn(
-    policy: Seed,
+    policy: Reactor,
 ) -> (
-    mock::Spawn<StatusRetry<Upstream, Seed>>,
+    mock::Spawn<StatusRetry<Upstream, Reactor>>,
     mock::Handle<Req, Resp>,
 ) {
     mock::spawn_layer(StatusRetryLayer::new(policy))
@@ -58,7 +58,7 @@ fn spawn(
 
 #[tokio::test(flavor = "current_thread", start_paused = true)]
 async fn retries_until_limit_and_returns_the_last_response_unchanged() {
-    let (mut svc, mut handle) = spawn(seed_policy(Duration::from_millis(10)));
+    let (mut svc, mut handle) = spawn(reactor_policy(Duration::from_millis(10)));
     handle.allow(3);
     assert_ready!(svc.poll_ready()).unwrap();
     let mut fut = tokio_test::task::spawn(svc.call(request("hello")));
@@ -87,7 +87,7 @@ async fn retries_until_limit_and_returns_the_last_response_unchanged() {
 
 #[tokio::test(flavor = "current_thread", start_paused = true)]
 async fn succeeds_after_retries() {
-    let (mut svc, mut handle) = spawn(seed_policy(Duration::from_millis(10)));
+    let (mut svc, mut handle) = spawn(reactor_policy(Duration::from_millis(10)));
     handle.allow(3);
     assert_ready!(svc.poll_ready()).unwrap();
     let fut = svc.call(request(""));
@@ -113,7 +113,7 @@ async fn succeeds_after_retries() {
 #[tokio::test(flavor = "current_thread", start_paused = true)]
 async fn accepts_statuses_outside_the_set() {
     for code in [200, 404, 500] {
-        let (mut svc, mut handle) = spawn(seed_policy(Duration::from_millis(10)));
+        let (mut svc, mut handle) = spawn(reactor_policy(Duration::from_millis(10)));
         handle.allow(1);
         assert_ready!(svc.poll_ready()).unwrap();
         let fut = svc.call(request(""));
@@ -171,7 +171,7 @@ async fn returns_the_last_error_unchanged() {
 
 #[tokio::test(flavor = "current_thread", start_paused = true)]
 async fn every_retry_waits_for_readiness() {
-    let (mut svc, mut handle) = spawn(seed_policy(Duration::from_millis(10)));
+    let (mut svc, mut handle) = spawn(reactor_policy(Duration::from_millis(10)));
     handle.allow(1);
     assert_ready!(svc.poll_ready()).unwrap();
     let mut fut = tokio_test::task::spawn(svc.call(request("")));
@@ -198,7 +198,7 @@ async fn every_retry_waits_for_readiness() {
 fn zero_delay_does_not_touch_the_timer() {
     // NOTE: a runtime without a timer: creating any tokio sleep would panic.
     crate::test_support::without_timers().block_on(async {
-        let (mut svc, mut handle) = spawn(seed_policy(Duration::ZERO));
+        let (mut svc, mut handle) = spawn(reactor_policy(Duration::ZERO));
         handle.allow(1);
         assert_ready!(svc.poll_ready()).unwrap();
         let mut fut = tokio_test::task::spawn(svc.call(request("")));
@@ -230,7 +230,7 @@ fn a_nonzero_delay_needs_the_timer() {
     // The counterpart of the test above: the same flow with a 1 ms delay does
     // create a timer, which this runtime cannot provide.
     crate::test_support::without_timers().block_on(async {
-        let (mut svc, mut handle) = spawn(seed_policy(Duration::from_millis(1)));
+        let (mut svc, mut handle) = spawn(reactor_policy(Duration::from_millis(1)));
         handle.allow(1);
         assert_ready!(svc.poll_ready()).unwrap();
         let mut fut = tokio_test::task::spawn(svc.call(request("")));
@@ -244,7 +244,7 @@ fn a_nonzero_delay_needs_the_timer() {
 
 #[tokio::test(flavor = "current_thread", start_paused = true)]
 async fn nonzero_delay_waits_in_backoff() {
-    let (mut svc, mut handle) = spawn(seed_policy(Duration::from_millis(10)));
+    let (mut svc, mut handle) = spawn(reactor_policy(Duration::from_millis(10)));
     handle.allow(1);
     assert_ready!(svc.poll_ready()).unwrap();
     let mut fut = tokio_test::task::spawn(svc.call(request("")));
@@ -264,7 +264,7 @@ async fn nonzero_delay_waits_in_backoff() {
 async fn does_not_retry_a_body_that_cannot_be_replayed() {
     type Streamed = Request<SendOnce<Full<Bytes>>>;
     let (mut svc, mut handle) = mock::spawn_layer::<Streamed, Resp, _>(StatusRetryLayer::new(
-        seed_policy(Duration::from_millis(10)),
+        reactor_policy(Duration::from_millis(10)),
     ));
     handle.allow(3);
     assert_ready!(svc.poll_ready()).unwrap();
@@ -283,7 +283,7 @@ async fn does_not_retry_a_body_that_cannot_be_replayed() {
 
 #[tokio::test(flavor = "current_thread", start_paused = true)]
 async fn dropping_the_future_during_backoff_stops_the_call() {
-    let (mut svc, mut handle) = spawn(seed_policy(Duration::from_millis(10)));
+    let (mut svc, mut handle) = spawn(reactor_policy(Duration::from_millis(10)));
     handle.allow(3);
     assert_ready!(svc.poll_ready()).unwrap();
     let mut fut = tokio_test::task::spawn(svc.call(request("")));
@@ -425,7 +425,7 @@ mod safety {
         Request::post("/orders").body("{}".to_owned()).unwrap()
     }
 
-    fn seed() -> RetryPolicy<StatusDecoder, FixedDelay> {
+    fn reactor() -> RetryPolicy<StatusDecoder, FixedDelay> {
         RetryPolicy::new(
             StatusDecoder::new([503]).unwrap(),
             FixedDelay::new(Duration::ZERO, 2),
@@ -434,7 +434,7 @@ mod safety {
 
     #[tokio::test(flavor = "current_thread", start_paused = true)]
     async fn a_post_that_got_a_503_is_not_sent_again() {
-        let (summary, seen) = run(seed(), post(), || Ok(unavailable())).await;
+        let (summary, seen) = run(reactor(), post(), || Ok(unavailable())).await;
         assert_eq!(seen, 1);
         assert_eq!(summary.unwrap().stop(), Stop::NotIdempotent);
     }
@@ -445,23 +445,23 @@ mod safety {
         keyed
             .headers_mut()
             .insert(IDEMPOTENCY_KEY, "order-17".parse().unwrap());
-        let (summary, seen) = run(seed(), keyed, || Ok(unavailable())).await;
+        let (summary, seen) = run(reactor(), keyed, || Ok(unavailable())).await;
         assert_eq!((seen, summary.unwrap().stop()), (3, Stop::Exhausted));
 
         let mut marked = post();
         marked.extensions_mut().insert(Idempotency::Idempotent);
-        let (_, seen) = run(seed(), marked, || Ok(unavailable())).await;
+        let (_, seen) = run(reactor(), marked, || Ok(unavailable())).await;
         assert_eq!(seen, 3);
 
         let mut get = Request::get("/").body(String::new()).unwrap();
         get.extensions_mut().insert(Idempotency::NotIdempotent);
-        let (summary, seen) = run(seed(), get, || Ok(unavailable())).await;
+        let (summary, seen) = run(reactor(), get, || Ok(unavailable())).await;
         assert_eq!((seen, summary.unwrap().stop()), (1, Stop::NotIdempotent));
     }
 
     #[tokio::test(flavor = "current_thread", start_paused = true)]
     async fn status_retries_can_skip_the_idempotency_rule() {
-        let policy = seed().statuses_need_idempotency(false);
+        let policy = reactor().statuses_need_idempotency(false);
         let (_, seen) = run(policy, post(), || Ok(unavailable())).await;
         assert_eq!(seen, 3);
     }
@@ -530,7 +530,7 @@ mod safety {
     #[tokio::test(flavor = "current_thread", start_paused = true)]
     async fn disabled_retries_return_the_first_outcome() {
         let get = Request::get("/").body(String::new()).unwrap();
-        let (summary, seen) = run(seed().disabled(), get, || Ok(unavailable())).await;
+        let (summary, seen) = run(reactor().disabled(), get, || Ok(unavailable())).await;
         assert_eq!((seen, summary.unwrap().stop()), (1, Stop::Disabled));
     }
 
@@ -540,7 +540,7 @@ mod safety {
         let body = ReplayBody::new(ScriptedBody::new().data("part one, ").data("part two"));
         let request = Request::put("/doc").body(body).unwrap();
         let (upstream, mut handle) = mock::pair::<Request<ReplayBody<ScriptedBody>>, Resp>();
-        let svc = StatusRetryLayer::new(seed()).layer(upstream);
+        let svc = StatusRetryLayer::new(reactor()).layer(upstream);
         let server = tokio::spawn(async move {
             let mut bodies = Vec::new();
             for status in [503, 503, 200] {
@@ -566,13 +566,13 @@ mod safety {
         use http_resilience_mock::body::ScriptedBody;
         let body = ReplayBody::with_cap(ScriptedBody::new().data("0123456789"), 4);
         let request = Request::put("/doc").body(body).unwrap();
-        let (summary, seen) = run(seed(), request, || Ok(unavailable())).await;
+        let (summary, seen) = run(reactor(), request, || Ok(unavailable())).await;
         assert_eq!((seen, summary.unwrap().stop()), (1, Stop::NotReplayable));
     }
 }
 
 /// One call under `policy` whose first attempt is answered with `code`.
-async fn first_attempt_answered(policy: Seed, code: u16) -> Resp {
+async fn first_attempt_answered(policy: Reactor, code: u16) -> Resp {
     let (mut svc, mut handle) = spawn(policy);
     handle.allow(1);
     assert_ready!(svc.poll_ready()).unwrap();
@@ -585,14 +585,14 @@ async fn first_attempt_answered(policy: Seed, code: u16) -> Resp {
 
 #[tokio::test(flavor = "current_thread", start_paused = true)]
 async fn a_first_attempt_accepted_carries_no_summary() {
-    let response = first_attempt_answered(seed_policy(Duration::ZERO), 200).await;
+    let response = first_attempt_answered(reactor_policy(Duration::ZERO), 200).await;
     assert!(response.extensions().get::<Attempts>().is_none());
     assert_eq!(Attempts::of(&response), 1);
 }
 
 #[tokio::test(flavor = "current_thread", start_paused = true)]
 async fn a_first_attempt_not_accepted_carries_its_summary() {
-    let response = first_attempt_answered(seed_policy(Duration::ZERO).disabled(), 503).await;
+    let response = first_attempt_answered(reactor_policy(Duration::ZERO).disabled(), 503).await;
     let summary = response.extensions().get::<Attempts>().copied();
     assert_eq!(
         summary.map(|s| (s.get(), s.stop())),
@@ -663,7 +663,7 @@ async fn a_readiness_failure_reports_the_last_verdict_and_why_it_stopped() {
 
     let events = Arc::new(std::sync::Mutex::new(Vec::new()));
     let seen = Arc::clone(&events);
-    let policy = seed_policy(Duration::from_millis(10))
+    let policy = reactor_policy(Duration::from_millis(10))
         .with_listener(move |event: &RetryEvent| seen.lock().unwrap().push(*event));
     let (mut svc, mut handle) = mock::spawn_layer::<Req, Resp, _>(StatusRetryLayer::new(policy));
     handle.allow(1);
@@ -699,7 +699,7 @@ async fn a_readiness_failure_reports_the_last_verdict_and_why_it_stopped() {
 async fn a_final_attempt_marker_the_request_brings_is_not_passed_on() {
     // A marker copied from another request's extensions: the first of three
     // attempts is not the last, whatever it says.
-    let (mut svc, mut handle) = spawn(seed_policy(Duration::ZERO));
+    let (mut svc, mut handle) = spawn(reactor_policy(Duration::ZERO));
     handle.allow(1);
     assert_ready!(svc.poll_ready()).unwrap();
     let mut req = request("");

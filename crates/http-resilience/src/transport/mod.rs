@@ -1,10 +1,10 @@
-//! A hyper-util client with the transport limits of seed 000: a connect
+//! A hyper-util client with the transport limits of Reactor WebClient's policy: a connect
 //! timeout, a read timeout between reads, and no hidden retry.
 //!
 //! [`Builder`] configures hyper-util's legacy [`Client`] and wraps it in
 //! [`ReadTimeout`]:
 //!
-//! - **connect timeout** (default 1000 ms, as in the seed): the limit on setting
+//! - **connect timeout** (default 1000 ms, as in Reactor WebClient's policy): the limit on setting
 //!   up one TCP connection. It does not bound name resolution or a TLS
 //!   handshake done by an outer connector. A timeout is
 //!   [`FailureKind::ConnectTimeout`](crate::FailureKind::ConnectTimeout).
@@ -93,7 +93,7 @@ pub struct Builder {
 // ===== impl Builder =====
 
 impl Builder {
-    /// The default connect timeout: 1000 ms, as in seed 000.
+    /// The default connect timeout: 1000 ms, as in Reactor WebClient's policy.
     pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_millis(1000);
     /// The default read timeout: 10 s, OkHttp's default.
     pub const DEFAULT_READ_TIMEOUT: Duration = Duration::from_secs(10);

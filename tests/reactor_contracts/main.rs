@@ -1,4 +1,4 @@
-//! The nine contracts of seed 000 (Reactor WebClient, nested timeouts), one test
+//! The nine contracts of Reactor WebClient's nested timeouts, one test
 //! per row of the table in DESIGN.md.
 //!
 //! Rows 1 to 7 run a real hyper-util client against the loopback mock server on
@@ -21,7 +21,7 @@ use http_resilience::{
 };
 use http_resilience_mock::{MockResponse, MockServer};
 use std::time::Duration;
-use support::{get, guarded, seed_stack, text, Seed};
+use support::{get, guarded, reactor_stack, text, Reactor};
 use tokio::time::Instant;
 use tower::{ServiceBuilder, ServiceExt};
 use tower_test::mock;
@@ -32,7 +32,7 @@ use tower_test::mock;
 async fn immediate_success_uses_one_request() {
     let server = MockServer::start().await.unwrap();
     server.enqueue(MockResponse::ok("ok"));
-    let response = guarded(seed_stack(Seed::default()).oneshot(get(server.uri("/value"))))
+    let response = guarded(reactor_stack(Reactor::default()).oneshot(get(server.uri("/value"))))
         .await
         .unwrap();
     assert_eq!(response.status(), StatusCode::OK);
@@ -47,7 +47,7 @@ async fn two_503_then_success_uses_three_requests() {
     server.enqueue(MockResponse::new(503));
     server.enqueue(MockResponse::new(503));
     server.enqueue(MockResponse::ok("ok"));
-    let response = guarded(seed_stack(Seed::default()).oneshot(get(server.uri("/value"))))
+    let response = guarded(reactor_stack(Reactor::default()).oneshot(get(server.uri("/value"))))
         .await
         .unwrap();
     assert_eq!(response.status(), StatusCode::OK);
@@ -72,7 +72,7 @@ async fn exhausted_503_returns_the_last_response_unwrapped_after_three_requests(
     }
     // A fourth response that must never be asked for.
     server.enqueue(MockResponse::ok("too many"));
-    let response = guarded(seed_stack(Seed::default()).oneshot(get(server.uri("/value"))))
+    let response = guarded(reactor_stack(Reactor::default()).oneshot(get(server.uri("/value"))))
         .await
         .expect("the last 503 is a response, not an error");
     assert_eq!(response.status(), StatusCode::SERVICE_UNAVAILABLE);
@@ -99,7 +99,7 @@ async fn status_is_preserved_after_one_request(status: u16) {
     let server = MockServer::start().await.unwrap();
     server.enqueue(MockResponse::new(status).with_body("nope"));
     server.enqueue(MockResponse::ok("must not be asked for"));
-    let response = guarded(seed_stack(Seed::default()).oneshot(get(server.uri("/value"))))
+    let response = guarded(reactor_stack(Reactor::default()).oneshot(get(server.uri("/value"))))
         .await
         .unwrap();
     assert_eq!(response.status().as_u16(), status);
@@ -113,11 +113,11 @@ async fn attempt_timeout_is_not_retried() {
     let server = MockServer::start().await.unwrap();
     server.enqueue(MockResponse::no_response());
     server.enqueue(MockResponse::ok("must not be asked for"));
-    let seed = Seed {
+    let seed = Reactor {
         attempt: Duration::from_secs(1),
-        ..Seed::default()
+        ..Reactor::default()
     };
-    let err = guarded(seed_stack(seed).oneshot(get(server.uri("/value"))))
+    let err = guarded(reactor_stack(seed).oneshot(get(server.uri("/value"))))
         .await
         .unwrap_err();
     assert_eq!(FailureKind::of(&*err), FailureKind::AttemptTimeout, "{err}");
@@ -131,11 +131,11 @@ async fn read_timeout_is_distinct_from_the_attempt_timeout_and_not_retried() {
     let server = MockServer::start().await.unwrap();
     server.enqueue(MockResponse::no_response());
     server.enqueue(MockResponse::ok("must not be asked for"));
-    let seed = Seed {
+    let seed = Reactor {
         read: Duration::from_millis(250),
-        ..Seed::default()
+        ..Reactor::default()
     };
-    let err = guarded(seed_stack(seed).oneshot(get(server.uri("/value"))))
+    let err = guarded(reactor_stack(seed).oneshot(get(server.uri("/value"))))
         .await
         .unwrap_err();
     assert_eq!(FailureKind::of(&*err), FailureKind::ReadTimeout, "{err}");

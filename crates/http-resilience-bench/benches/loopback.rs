@@ -348,7 +348,7 @@ impl Variant {
     /// zero backoff still sleeps about 1 ms per retry): on this VM that leaves
     /// client and server on one vCPU for the next run, which is then several
     /// times faster at concurrency 1 than a run that finds them on two (see
-    /// `exp503` and `BENCHMARKS.md`).
+    /// `BENCHMARKS.md`).
     fn unsettling(mut self) -> Self {
         self.unsettles = true;
         self

@@ -38,9 +38,6 @@ use std::{
 };
 use tokio::net::TcpListener;
 
-/// A request header: when present, the answer carries the CPU the server
-/// handled it on, under the same name (the exp503 bench's placement counts).
-pub(crate) const CPU: &str = "x-bench-cpu";
 /// The argument that makes the bench binary a server.
 pub(crate) const SERVER_ARG: &str = "--server";
 /// The request header that selects what the server answers.
@@ -138,7 +135,6 @@ async fn answer(
     request: Request<Incoming>,
     state: Arc<State>,
 ) -> Result<Response<Full<Bytes>>, Infallible> {
-    let cpu = request.headers().contains_key(CPU);
     let mode = request.headers().get(MODE).map(|value| value.as_bytes());
     let status = match mode {
         Some(mode) if mode == CONNECTIONS.as_bytes() => {
@@ -167,12 +163,6 @@ async fn answer(
     };
     let mut response = Response::new(Full::new(Bytes::from_static(b"ok")));
     *response.status_mut() = status;
-    if cpu {
-        let on = nix::sched::sched_getcpu().map_or(-1, |cpu| cpu as i32);
-        response
-            .headers_mut()
-            .insert(CPU, http::HeaderValue::from(on));
-    }
     Ok(response)
 }
 
