@@ -1,4 +1,4 @@
-//! Bad configuration and bad input (issue 7, point 5): every public
+//! Bad configuration and bad input: every public
 //! constructor and configuration path gets nonsense. Where a value makes no
 //! sense the answer is a typed error that names the problem, and the tests
 //! check which one; where every value has a meaning (a zero or a

@@ -1,4 +1,4 @@
-//! The fault matrix (issue 7, points 1 and 2): every fault a real HTTP/1.1
+//! The fault matrix: every fault a real HTTP/1.1
 //! or HTTP/2 upstream produces, against GET, POST and POST with an `Idempotency-Key`,
 //! through the reactor and the standard presets, with the outcome (an error kind
 //! or a final status), the exact number of requests the server saw, and an
@@ -441,7 +441,7 @@ struct Observed {
 }
 
 impl Observed {
-    /// The invariants of point 2 that this call broke.
+    /// The invariants that this call broke.
     fn invariants(&self, preset: Preset, method: Kind) -> Vec<String> {
         let mut broken = Vec::new();
         if method == Kind::Post && self.seen > 1 {

@@ -1,4 +1,4 @@
-//! The invariants of issue 7, point 2, as properties (point 3): on tokio's
+//! The stack's invariants, as properties: on tokio's
 //! paused clock, with random upstream latencies, verdicts and delays, the
 //! whole stack (`DeadlineLayer` -> `StatusRetryLayer` -> `AttemptTimeoutLayer`)
 //! over a scripted upstream keeps every invariant exactly.

@@ -1,4 +1,4 @@
-//! Soak (issue 7, point 4): many concurrent calls with retries and faults
+//! Soak: many concurrent calls with retries and faults
 //! mixed, through a real client and the three layers, against loopback mock
 //! servers; afterwards nothing is left behind.
 //!

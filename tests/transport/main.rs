@@ -205,7 +205,7 @@ async fn a_reset_in_the_middle_of_the_body_fails_the_body() {
 
 #[tokio::test]
 async fn a_slow_connect_is_a_connect_timeout_even_with_a_shorter_read_limit() {
-    // Reactor's transport: connect 1 s, and the read limit of row 7 (250 ms).
+    // Reactor's transport: connect 1 s, and the 250 ms read limit of its read-timeout contract.
     // Connecting is not a read, so the connect timeout speaks.
     let unresponsive = Unresponsive::start().await.unwrap();
     let seed = Reactor {

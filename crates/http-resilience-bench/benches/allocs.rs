@@ -1,5 +1,5 @@
-//! Allocations per call and the size of each response future (issue 6,
-//! point 2), for the variants of the `overhead` bench.
+//! Allocations per call and the size of each response future, for the
+//! variants of the `overhead` bench.
 //!
 //! A counting global allocator (`stats_alloc`, whose `unsafe impl GlobalAlloc`
 //! lives in that crate: this workspace forbids unsafe code) counts what the
@@ -12,7 +12,7 @@
 //! hyper-util's legacy client, whose own future is boxed: what a real stack
 //! holds per call in flight.
 //!
-//! Run: `cargo bench -p http-resilience --bench allocs`; see `BENCHMARKS.md`.
+//! Run: `cargo bench -p http-resilience-bench --bench allocs`; see `BENCHMARKS.md`.
 
 mod support;
 

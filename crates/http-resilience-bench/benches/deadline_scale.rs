@@ -1,4 +1,4 @@
-//! Deadline accuracy and scale (issue 6, point 4): how late the deadline
+//! Deadline accuracy and scale: how late the deadline
 //! error arrives, and the memory each call in flight holds, with 1,000 and
 //! 10,000 calls in flight against an upstream that never answers.
 //!
@@ -37,7 +37,7 @@
 //!
 //! Each case runs `REPEATS` times, interleaved; the tables give medians.
 //!
-//! Run: `cargo bench -p http-resilience --bench deadline_scale`; see
+//! Run: `cargo bench -p http-resilience-bench --bench deadline_scale`; see
 //! `BENCHMARKS.md`.
 
 #[path = "support/net.rs"]

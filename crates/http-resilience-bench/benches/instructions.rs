@@ -1,12 +1,12 @@
 //! Calls one variant of the `overhead` bench a given number of times, and
 //! nothing else, so that an instruction counter can tell what one call costs
-//! without the noise of a shared machine's clock (issue 6, point 1).
+//! without the noise of a shared machine's clock.
 //!
 //! Run it under callgrind twice, with `N` calls and with none, and divide the
 //! difference by `N`; `BENCHMARKS.md` has the loop over the variants:
 //!
 //! ```text
-//! cargo bench -p http-resilience --bench instructions --no-run
+//! cargo bench -p http-resilience-bench --bench instructions --no-run
 //! valgrind --tool=callgrind --callgrind-out-file=/dev/null \
 //!     target/release/deps/instructions-<hash> ours 20000
 //! ```

@@ -1,4 +1,4 @@
-//! Loopback HTTP/1.1 (issue 6, point 3): requests per second, p50/p99 latency
+//! Loopback HTTP/1.1: requests per second, p50/p99 latency
 //! and allocations per request, for the stacks around a real client, against
 //! a hyper server in a child process on `127.0.0.1`.
 //!
@@ -37,7 +37,7 @@
 //! only (the server's are not); the harness adds about 0.02 per request at
 //! concurrency 32 (one task per worker).
 //!
-//! Run: `cargo bench -p http-resilience --bench loopback`; see
+//! Run: `cargo bench -p http-resilience-bench --bench loopback`; see
 //! `BENCHMARKS.md`.
 
 // NOTE: only the variants and limits of `support` are used here; its

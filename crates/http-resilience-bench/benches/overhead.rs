@@ -1,8 +1,8 @@
-//! In-process overhead per call (issue 6, point 1): an inner service that
+//! In-process overhead per call: an inner service that
 //! answers at once, bare, inside tower's own nesting, and inside our three
 //! layers; then the 503, 503, 200 path against a hand-written loop.
 //!
-//! Run: `cargo bench -p http-resilience --bench overhead`; see `BENCHMARKS.md`.
+//! Run: `cargo bench -p http-resilience-bench --bench overhead`; see `BENCHMARKS.md`.
 
 mod support;
 

@@ -185,7 +185,7 @@ impl std::fmt::Display for Stop {
 /// The count includes the attempt that produced the response: `3` when the
 /// Reactor policy's two retries were used. A response whose first attempt was
 /// accepted, the common case, carries no `Attempts`: there is nothing to
-/// report, and an extension in an empty map costs three allocations. (gRPC
+/// report, and an extension allocates the map and the value. (gRPC
 /// reports previous attempts the same way, only when there were some.) So
 /// [`Attempts::of`] reads 1 for it, as it does for a response that passed no
 /// retry layer: it took one attempt. Any other outcome carries one: more than

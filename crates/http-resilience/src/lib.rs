@@ -97,10 +97,11 @@
 //!
 //! # Feature flags
 //!
-//! The three layers, the read timeout and [`FailureKind`] are always built; they
-//! need only `http`, `http-body`, `bytes`, `http-body-util`, `pin-project-lite`,
-//! `tower-layer`, `tower-service` and tokio's timer. Features add what needs
-//! more:
+//! The three layers, the read timeout, deadline propagation, the retry
+//! policies, the presets and [`FailureKind`] are always built; they need only
+//! `http`, `http-body`, `http-body-util`, `bytes`, `httpdate` (for
+//! `Retry-After` dates), `tracing`, `pin-project-lite`, `tower-layer`,
+//! `tower-service` and tokio's timer. Features add what needs more:
 //!
 //! - `transport`: [`transport::Builder`], a hyper-util client with connect and
 //!   read timeouts; also lets [`FailureKind`] recognise hyper's errors.
@@ -118,8 +119,10 @@
 //!
 //! # Minimum supported Rust version
 //!
-//! Rust 1.85, the minimum of hyper-util and tokio. Raising it is not a breaking
-//! change, and is done only when a dependency requires it.
+//! Rust 1.85, the minimum of hyper-util and tokio. Clippy's
+//! `incompatible_msrv` lint keeps the code within it as far as the standard
+//! library goes; the workspace README says what that does not check. Raising
+//! it is not a breaking change, and is done only when a dependency requires it.
 
 #![cfg_attr(docsrs, feature(doc_cfg))]
 

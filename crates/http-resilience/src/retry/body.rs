@@ -144,8 +144,8 @@ fn try_clone_request<B: TryCloneBody>(
 ///
 /// Most requests reach the retry layer with a single extension: the
 /// [`RequestDeadline`] that [`Deadline`](crate::deadline::Deadline) recorded.
-/// Copying that map would cost three allocations on every call, retried or
-/// not, so the copy then keeps the deadline by value and puts it back into
+/// Copying that map would allocate a new map and a box per value on every
+/// call, retried or not, so the copy then keeps the deadline by value and puts it back into
 /// each attempt it makes. Any other extensions are copied as they are.
 ///
 /// The last attempt the retryer allows takes the copy itself instead of a

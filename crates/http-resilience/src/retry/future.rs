@@ -39,7 +39,7 @@ pin_project! {
         // The caller's report, if the request carried one.
         report: Option<RetryReport>,
         // The span of the whole call, when a subscriber wants it: boxed, so
-        // that a call nobody traces carries 8 bytes for it, not 40.
+        // that a call nobody traces carries a pointer for it, not a span.
         span: Option<Box<tracing::Span>>,
         // Attempts made so far, the current one included.
         attempts: u32,
@@ -348,8 +348,8 @@ impl End {
         }
         outcome.map(|mut response| {
             // NOTE: a first attempt accepted, the common case, has nothing to
-            // report and costs nothing (an extension costs three allocations
-            // in an empty map).
+            // report and costs nothing (an extension allocates the map and
+            // the value when the map is empty).
             if summary.is_news() {
                 response.extensions_mut().insert(summary);
             }

@@ -279,7 +279,7 @@ where
         // sends this attempt (and is readied again by the next `poll_ready`);
         // the clone goes with the future, which readies it before any retry.
         // Cloning into the future, rather than swapping the two, spares two
-        // moves of the service (hyper-util's client is 304 bytes).
+        // moves of the service, which can be large (a pooled client).
         let future = {
             let _entered = span.enter();
             self.inner.call(request)
