@@ -1,25 +1,11 @@
 //! Request and response extensions shared by the layers.
 
-use crate::retry::Verdict;
+use crate::{retry::Verdict, timer::saturating_after};
 use std::{
     sync::{Arc, Mutex},
     time::Duration,
 };
 use tokio::time::Instant;
-
-/// About thirty years: the horizon that stands for "never" where a duration
-/// does not fit an `Instant`, as tokio's own `Instant::far_future`.
-pub(crate) const FAR_FUTURE: Duration = Duration::from_secs(86_400 * 365 * 30);
-
-/// `now + duration`, clamped to [`FAR_FUTURE`] ahead when the sum does not fit
-/// an `Instant` (`Duration::MAX`, say): no call outlives that horizon.
-pub(crate) fn saturating_after(now: Instant, duration: Duration) -> Instant {
-    // NOTE: `now` is a reading of the monotonic clock, which counts from about
-    // boot; thirty years more fit an `Instant` on every platform (tokio adds
-    // the same to `Instant::now()` for every `timeout` too long to represent).
-    now.checked_add(duration)
-        .unwrap_or_else(|| now + FAR_FUTURE)
-}
 
 /// The instant by which a whole call must be complete, stored in the request
 /// extensions.

@@ -1,12 +1,27 @@
-//! The timer that `Deadline`, its body and `AttemptTimeout` make only when
-//! they must wait.
+//! Time helpers: the horizon that stands for "never", and the timer that
+//! `Deadline`, its body and `AttemptTimeout` make only when they must wait.
 
 use std::{
     future::Future,
     pin::Pin,
     task::{Context, Poll},
+    time::Duration,
 };
 use tokio::time::{Instant, Sleep};
+
+/// About thirty years: the horizon that stands for "never" where a duration
+/// does not fit an `Instant`, as tokio's own `Instant::far_future`.
+pub(crate) const FAR_FUTURE: Duration = Duration::from_secs(86_400 * 365 * 30);
+
+/// `now + duration`, clamped to [`FAR_FUTURE`] ahead when the sum does not fit
+/// an `Instant` (`Duration::MAX`, say): no call outlives that horizon.
+pub(crate) fn saturating_after(now: Instant, duration: Duration) -> Instant {
+    // NOTE: `now` is a reading of the monotonic clock, which counts from about
+    // boot; thirty years more fit an `Instant` on every platform (tokio adds
+    // the same to `Instant::now()` for every `timeout` too long to represent).
+    now.checked_add(duration)
+        .unwrap_or_else(|| now + FAR_FUTURE)
+}
 
 /// A timer made at the first wait, boxed so that it can be handed on (from
 /// the call's future to the response body) and does not grow the future.

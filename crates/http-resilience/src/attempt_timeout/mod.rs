@@ -84,7 +84,7 @@ mod layer;
 pub use self::layer::AttemptTimeoutLayer;
 
 use self::future::{Expiry, ResponseFuture};
-use crate::{extensions::saturating_after, BoxError, FinalAttempt, RequestDeadline};
+use crate::{timer::saturating_after, BoxError, FinalAttempt, RequestDeadline};
 use std::{
     task::{Context, Poll},
     time::Duration,

@@ -1,4 +1,4 @@
-use crate::extensions::saturating_after;
+use crate::timer::saturating_after;
 use std::{
     future::Future,
     pin::Pin,

@@ -150,6 +150,7 @@ pub mod retry_after;
 pub mod retryer;
 mod rng;
 pub mod safety;
+mod state;
 mod verdict;
 
 pub use self::{

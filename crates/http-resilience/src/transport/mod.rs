@@ -64,7 +64,7 @@ pub use self::connect::{
     TypedResolver,
 };
 
-use crate::{extensions::FAR_FUTURE, read_timeout::ReadTimeout, InvalidSetting};
+use crate::{read_timeout::ReadTimeout, timer::FAR_FUTURE, InvalidSetting};
 use hyper_util::{
     client::legacy::{
         connect::{dns::GaiResolver, HttpConnector},

@@ -1,0 +1,298 @@
+//! What the retry decides for one request, apart from the future that polls.
+
+use super::{
+    body::Pristine, Decoder, Reason, RetryEvent, RetryPolicy, Retryer, TryCloneBody, Verdict,
+    WaitSource,
+};
+use crate::{timer::saturating_after, Attempts, FinalAttempt, RequestDeadline, RetryReport, Stop};
+use std::{sync::Arc, time::Duration};
+use tokio::time::Instant;
+
+/// The retry's state for one request: the retryer, the attempts made, the
+/// kept copy of the request and the caller's report. After each attempt,
+/// [`after`](Self::after) says what comes next.
+pub(crate) struct RetryState<B, D, R> {
+    policy: Arc<RetryPolicy<D, R>>,
+    retryer: R,
+    // A pristine copy of the request for the next attempt; `None` when the
+    // body cannot be replayed.
+    request: Option<Pristine<B>>,
+    // The caller's report, if the request carried one.
+    report: Option<RetryReport>,
+    // Attempts made so far, the current one included.
+    attempts: u32,
+    // The verdict on the last attempt, once there is one.
+    verdict: Verdict,
+}
+
+/// What comes after an attempt.
+#[derive(Debug)]
+pub(crate) enum Next<O> {
+    /// Wait this long (not at all when zero), then send
+    /// [`next_request`](RetryState::next_request) on a ready service.
+    Retry(Duration),
+    /// Keep the outcome until the request's deadline, then hand it to
+    /// [`at_deadline`](RetryState::at_deadline): the wait the retryer asked
+    /// for would outlast the deadline.
+    Cut { until: Instant, outcome: O },
+    /// The call is over: return this outcome.
+    Return(O),
+}
+
+impl<B, D, R> RetryState<B, D, R> {
+    /// The state of a call whose first attempt is on its way.
+    pub(crate) fn new(
+        policy: Arc<RetryPolicy<D, R>>,
+        retryer: R,
+        request: Option<Pristine<B>>,
+        report: Option<RetryReport>,
+    ) -> Self {
+        Self {
+            policy,
+            retryer,
+            request,
+            report,
+            attempts: 1,
+            verdict: Verdict::Accept,
+        }
+    }
+
+    /// The number of attempts made so far.
+    pub(crate) const fn attempts(&self) -> u32 {
+        self.attempts
+    }
+
+    /// Whether a copy of the request is still kept for another attempt.
+    pub(crate) fn can_replay(&self) -> bool {
+        self.request.as_ref().is_some_and(|p| !p.is_taken())
+    }
+
+    /// The outcome of a call that the inner service's failure to get ready
+    /// for the next attempt ends.
+    pub(crate) fn not_ready<T, E>(&mut self, error: E) -> Result<http::Response<T>, E> {
+        self.end(Stop::NotReady, None, Err(error))
+    }
+
+    /// The outcome kept through a wait the request's deadline cut short.
+    pub(crate) fn at_deadline<T, E>(
+        &mut self,
+        outcome: Result<http::Response<T>, E>,
+    ) -> Result<http::Response<T>, E> {
+        self.end(Stop::DeadlinePassed, None, outcome)
+    }
+
+    /// Logs the end, tells the listener and the caller's report, and puts
+    /// the summary on a response that has news in it.
+    fn end<T, E>(
+        &mut self,
+        stop: Stop,
+        deadline: Option<RequestDeadline>,
+        outcome: Result<http::Response<T>, E>,
+    ) -> Result<http::Response<T>, E> {
+        let summary = Attempts::new(self.attempts)
+            .with_verdict(self.verdict)
+            .with_stop(stop);
+        // NOTE: the fields are evaluated only when the event is enabled, so
+        // the clock is not read for nothing.
+        tracing::debug!(
+            attempts = summary.get(),
+            verdict = %summary.verdict(),
+            %stop,
+            remaining_ms = deadline.map(|d| whole_millis(d.remaining())),
+            "done"
+        );
+        if let Some(listener) = self.policy.listener() {
+            listener.on_event(&RetryEvent::GiveUp {
+                attempts: summary.get(),
+                verdict: summary.verdict(),
+                stop,
+            });
+        }
+        if let Some(report) = &self.report {
+            report.record_summary(summary);
+        }
+        outcome.map(|mut response| {
+            // NOTE: a first attempt accepted, the common case, has nothing to
+            // report and costs nothing (an extension allocates the map and
+            // the value when the map is empty).
+            if summary.is_news() {
+                response.extensions_mut().insert(summary);
+            }
+            response
+        })
+    }
+}
+
+impl<B: TryCloneBody, D, R: Retryer> RetryState<B, D, R> {
+    /// Judges the outcome of the attempt just made and says what comes next.
+    pub(crate) fn after<T, E>(
+        &mut self,
+        outcome: Result<http::Response<T>, E>,
+    ) -> Next<Result<http::Response<T>, E>>
+    where
+        D: Decoder<T, E>,
+    {
+        let verdict = self.policy.decode(&outcome);
+        self.verdict = verdict;
+        if let Some(budget) = self.policy.budget() {
+            match verdict {
+                Verdict::Retry { .. } => budget.record_retryable_failure(),
+                Verdict::Accept => budget.record_success(),
+                _ => {}
+            }
+        }
+        let deadline = self.request.as_ref().and_then(Pristine::deadline);
+        let wait = match verdict {
+            Verdict::Retry { after, reason } => self.wait(after, reason, deadline),
+            Verdict::Fail { .. } => Err(Stop::Failed),
+            _ => Err(Stop::Accepted),
+        };
+        let wait = match wait {
+            Ok(wait) => wait,
+            Err(stop) => return Next::Return(self.end(stop, deadline, outcome)),
+        };
+        // NOTE: no wait outlasts the request's deadline, whatever layer
+        // recorded it (or none): a wait that would reach it ends there, with
+        // the outcome at hand. A `Deadline` layer outside, whose timer is due
+        // at the same instant, ends the call with its own error instead.
+        if let Some(until) = deadline
+            .map(|d| d.instant())
+            .filter(|&until| !wait.is_zero() && saturating_after(Instant::now(), wait) >= until)
+        {
+            tracing::debug!(
+                attempt = self.attempts,
+                %verdict,
+                wait_ms = whole_millis(wait),
+                "the wait would reach the deadline: the outcome is kept until then"
+            );
+            return Next::Cut { until, outcome };
+        }
+        let remaining = deadline.map(|d| d.remaining());
+        let source = match verdict.server_delay() {
+            _ if wait.is_zero() => WaitSource::None,
+            Some(_) => WaitSource::Server,
+            None => WaitSource::Backoff,
+        };
+        tracing::debug!(
+            attempt = self.attempts,
+            %verdict,
+            wait_ms = whole_millis(wait),
+            %source,
+            remaining_ms = remaining.map(whole_millis),
+            "retrying"
+        );
+        if let Some(listener) = self.policy.listener() {
+            listener.on_event(&RetryEvent::Retry {
+                attempt: self.attempts,
+                verdict,
+                wait,
+                source,
+                remaining,
+            });
+        }
+        // NOTE: the discarded response (and its unread body) is dropped here,
+        // before the next attempt.
+        drop(outcome);
+        Next::Retry(wait)
+    }
+
+    /// The wait before a retry asked for with `reason` (and the server's
+    /// `after`), or why none is made: the policy is on, the retryer has an
+    /// attempt left, the request can be sent again, its `deadline` has not
+    /// passed, it is safe to repeat, the retryer gives a delay, the budget
+    /// allows it, and with deadline-aware scheduling the wait and a useful
+    /// attempt fit.
+    fn wait(
+        &mut self,
+        after: Option<Duration>,
+        reason: Reason,
+        deadline: Option<RequestDeadline>,
+    ) -> Result<Duration, Stop> {
+        let policy = &*self.policy;
+        if !policy.is_enabled() {
+            return Err(Stop::Disabled);
+        }
+        if self
+            .retryer
+            .max_attempts()
+            .is_some_and(|max| self.attempts >= max)
+        {
+            return Err(Stop::Exhausted);
+        }
+        let request = match self.request.as_ref().and_then(Pristine::kept) {
+            Some(request) if request.body().is_replayable() => request,
+            _ => return Err(Stop::NotReplayable),
+        };
+        if deadline.is_some_and(|d| d.is_expired()) {
+            return Err(Stop::DeadlinePassed);
+        }
+        // NOTE: what `allows` reads (method, headers, the `Idempotency`
+        // extension) is all in the kept copy.
+        if !policy.allows(request, reason) {
+            return Err(Stop::NotIdempotent);
+        }
+        let wait = self
+            .retryer
+            .next_delay(self.attempts, after)
+            .ok_or(Stop::Exhausted)?;
+        // NOTE: asked after the retryer, so that a call out of retries reads
+        // `Exhausted`.
+        if policy.budget().is_some_and(|budget| !budget.can_retry()) {
+            return Err(Stop::BudgetExhausted);
+        }
+        match (policy.deadline_margin(), deadline) {
+            (Some(min_attempt), Some(deadline))
+                if deadline.remaining() < wait.saturating_add(min_attempt) =>
+            {
+                Err(Stop::WouldMissDeadline)
+            }
+            _ => Ok(wait),
+        }
+    }
+
+    /// The request for the next attempt, counted: a copy of the kept one, or
+    /// the kept one itself for the last attempt the retryer allows (and
+    /// whenever copying fails now), marked [`FinalAttempt`] when it is the
+    /// last.
+    ///
+    /// # Panics
+    ///
+    /// When no copy is kept: an invariant of the retry, which asks for a
+    /// request only after [`after`](Self::after) said [`Next::Retry`], and
+    /// that checked the copy was there.
+    pub(crate) fn next_request(&mut self) -> http::Request<B> {
+        let next = self.attempts.saturating_add(1);
+        let last = self.retryer.max_attempts() == Some(next);
+        let copy = match self.request.as_ref() {
+            Some(pristine) if !last => pristine.next_attempt(),
+            _ => None,
+        };
+        let mut request = match copy {
+            Some(copy) => copy,
+            None => self
+                .request
+                .as_mut()
+                .and_then(Pristine::take)
+                .expect("a retry is decided only with a request to replay"),
+        };
+        self.attempts = next;
+        if last || !self.can_replay() {
+            request.extensions_mut().insert(FinalAttempt);
+        }
+        if let Some(name) = self.policy.attempt_header() {
+            super::set_attempt_header(&mut request, name, self.attempts);
+        }
+        if let Some(report) = &self.report {
+            report.record_attempt(self.attempts);
+        }
+        request
+    }
+}
+
+/// `duration` in whole milliseconds for the logs, at most `u64::MAX`.
+fn whole_millis(duration: Duration) -> u64 {
+    u64::try_from(duration.as_millis()).unwrap_or(u64::MAX)
+}
+
+#[cfg(test)]
+mod tests;
