@@ -8,7 +8,7 @@
 
 use http_resilience::{
     config::ClientsConfig,
-    retry::{AnyDecoder, Backoff, Retryer},
+    retry::{AnyDecoder, AnyRetryer, Retryer},
     Resilience,
 };
 use std::time::Duration;
@@ -43,7 +43,7 @@ fn main() {
 }
 
 /// One client's policy, readably.
-fn print_policy(name: &str, policy: &Resilience<AnyDecoder, Backoff>) {
+fn print_policy(name: &str, policy: &Resilience<AnyDecoder, AnyRetryer>) {
     println!(
         "{name}\n  {} per attempt, {} in all",
         human(policy.attempt_timeout()),
@@ -57,12 +57,12 @@ fn print_policy(name: &str, policy: &Resilience<AnyDecoder, Backoff>) {
     };
     println!("  retries {decoder}");
     let backoff = match policy.retry().retryer() {
-        Backoff::Fixed(fixed) => format!(
+        AnyRetryer::Fixed(fixed) => format!(
             "fixed {}, at most {} attempts",
             human(fixed.delay()),
             fixed.retries() + 1
         ),
-        Backoff::Exponential(exp) => format!(
+        AnyRetryer::Exponential(exp) => format!(
             "exponential from {}, x {}, up to {}, {} jitter, at most {} attempts",
             human(exp.initial()),
             exp.multiplier(),
@@ -70,7 +70,7 @@ fn print_policy(name: &str, policy: &Resilience<AnyDecoder, Backoff>) {
             format!("{:?}", exp.jitter()).to_lowercase(),
             exp.max_attempts()
         ),
-        Backoff::Feign(_) => "OpenFeign's Retryer.Default arithmetic".into(),
+        AnyRetryer::Feign(_) => "OpenFeign's Retryer.Default arithmetic".into(),
         other => format!("{other:?}"),
     };
     println!("  backoff {backoff}");

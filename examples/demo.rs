@@ -15,7 +15,7 @@ use http_resilience::{
     presets,
     read_timeout::body::ReadTimeoutBody,
     retry::{
-        AnyDecoder, Backoff, Decoder, ExponentialBackoff, RetryEvent, RetryPolicy,
+        AnyDecoder, AnyRetryer, Decoder, ExponentialBackoff, RetryEvent, RetryPolicy,
         StatusRetryLayer, TransientDecoder, WaitSource,
     },
     transport, Attempts, BoxError, FailureKind, InvalidSetting, Resilience,
@@ -67,7 +67,7 @@ const READ: Duration = Duration::from_secs(5);
 fn seed_with(
     attempt: Duration,
     total: Duration,
-) -> Result<Resilience<AnyDecoder, Backoff>, InvalidSetting> {
+) -> Result<Resilience<AnyDecoder, AnyRetryer>, InvalidSetting> {
     let (decoder, retryer) = presets::reactor().retry().clone().into_parts();
     Ok(Resilience::new(total, attempt, RetryPolicy::new(decoder, retryer))?.erase())
 }
@@ -86,7 +86,7 @@ async fn scenario(
     timeline: &Arc<Timeline>,
     title: &str,
     script: Vec<MockResponse>,
-    policy: Resilience<AnyDecoder, Backoff>,
+    policy: Resilience<AnyDecoder, AnyRetryer>,
     read: Duration,
 ) -> Result<(), BoxError> {
     println!("\n== {title} ==");

@@ -60,8 +60,8 @@ use http_resilience::{
     read_timeout::{body::ReadTimeoutBody, error::ReadTimedOut, ReadTimeoutLayer},
     retry::{
         retry_after::{self, RetryAfter},
-        Backoff, ExponentialBackoff, FeignRetryer, FixedDelay, HeaderPart, InvalidStatus, Jitter,
-        ReplayBody, RetryBudget, RetryOnHeader, RetryPolicy, Retryer, StatusDecoder,
+        AnyRetryer, ExponentialBackoff, FeignRetryer, FixedDelay, HeaderPart, InvalidStatus,
+        Jitter, ReplayBody, RetryBudget, RetryOnHeader, RetryPolicy, Retryer, StatusDecoder,
         StatusRetryLayer, TryCloneBody,
     },
     transport, Attempts, BoxError, InvalidSetting, RequestDeadline, Resilience, Stop,
@@ -638,7 +638,7 @@ fn retryers_take_extreme_values() {
             .unwrap()
             .with_jitter(jitter)
             .with_seed(1);
-        let mut retryer: Backoff = backoff.for_request().into();
+        let mut retryer: AnyRetryer = backoff.for_request().into();
         for attempt in [1, 2, 1000, u32::MAX - 1] {
             let delay = retryer.next_delay(attempt, None).expect("below the limit");
             assert!(delay <= Duration::MAX, "{jitter:?}");

@@ -8,7 +8,7 @@ mod support;
 use http::{Request, Response, StatusCode};
 use http_resilience::{
     config::ClientsConfig,
-    retry::{AnyDecoder, Backoff, ExponentialBackoff, FixedDelay, Jitter},
+    retry::{AnyDecoder, AnyRetryer, ExponentialBackoff, FixedDelay, Jitter},
     Attempts, Resilience,
 };
 use std::{
@@ -23,7 +23,7 @@ use support::guarded;
 use tokio::time::Instant;
 use tower::{ServiceBuilder, ServiceExt};
 
-type Policy = Resilience<AnyDecoder, Backoff>;
+type Policy = Resilience<AnyDecoder, AnyRetryer>;
 
 /// The defaults of the module docs: Reactor WebClient's policy, written out.
 const DEFAULT: &str = r#"
@@ -65,14 +65,14 @@ fn error(clients: &str) -> String {
 
 fn fixed(policy: &Policy) -> FixedDelay {
     match policy.retry().retryer() {
-        Backoff::Fixed(fixed) => *fixed,
+        AnyRetryer::Fixed(fixed) => *fixed,
         other => panic!("not a fixed delay: {other:?}"),
     }
 }
 
 fn exponential(policy: &Policy) -> &ExponentialBackoff {
     match policy.retry().retryer() {
-        Backoff::Exponential(exponential) => exponential,
+        AnyRetryer::Exponential(exponential) => exponential,
         other => panic!("not an exponential backoff: {other:?}"),
     }
 }

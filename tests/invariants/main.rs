@@ -56,9 +56,9 @@ use http_resilience::{
     deadline::DeadlineLayer,
     propagate::{inherit_deadline, TimeoutFormat, EXPECTED_RQ_TIMEOUT_MS, GRPC_TIMEOUT},
     retry::{
-        retry_after, AnyDecoder, ApacheDecoder, Backoff, Decoder, ExponentialBackoff, FeignDecoder,
-        FixedDelay, Jitter, RetryPolicy, Retryer, StatusRetryLayer, TransientDecoder, Verdict,
-        IDEMPOTENCY_KEY,
+        retry_after, AnyDecoder, AnyRetryer, ApacheDecoder, Decoder, ExponentialBackoff,
+        FeignDecoder, FixedDelay, Jitter, RetryPolicy, Retryer, StatusRetryLayer, TransientDecoder,
+        Verdict, IDEMPOTENCY_KEY,
     },
     Attempts, BoxError, FailureKind, RequestDeadline, RetryReport,
 };
@@ -168,7 +168,7 @@ impl<B> Decoder<B, BoxError> for Judge {
 #[derive(Debug, Clone)]
 struct Policy {
     decoder: Judge,
-    retryer: Backoff,
+    retryer: AnyRetryer,
     deadline_aware: Option<Duration>,
     retry_sent_requests: bool,
     statuses_need_idempotency: bool,
@@ -238,7 +238,7 @@ fn step() -> impl Strategy<Value = Step> {
     (wait(3000), outcome()).prop_map(|(latency, outcome)| Step { latency, outcome })
 }
 
-fn retryer() -> impl Strategy<Value = Backoff> {
+fn retryer() -> impl Strategy<Value = AnyRetryer> {
     let jitter = select(vec![
         Jitter::None,
         Jitter::Full,

@@ -161,7 +161,7 @@
 use crate::{
     resilience::Resilience,
     retry::{
-        AnyDecoder, Backoff, ExponentialBackoff, FeignDecoder, FeignRetryer, FixedDelay,
+        AnyDecoder, AnyRetryer, ExponentialBackoff, FeignDecoder, FeignRetryer, FixedDelay,
         InvalidStatus, Jitter, RetryPolicy, StatusDecoder, TransientDecoder,
     },
     InvalidSetting, ResilienceLayer,
@@ -364,7 +364,7 @@ impl ClientsConfig {
     ///
     /// [`ConfigError`] when a setting the policy is made from makes no sense;
     /// never for a configuration that [`validate`](Self::validate) accepted.
-    pub fn policy(&self, name: &str) -> Result<Resilience<AnyDecoder, Backoff>, ConfigError> {
+    pub fn policy(&self, name: &str) -> Result<Resilience<AnyDecoder, AnyRetryer>, ConfigError> {
         let Some(section) = self.clients.get(name) else {
             return Ok(self.default_fields()?.build("default")?);
         };
@@ -390,7 +390,10 @@ impl ClientsConfig {
     /// # Errors
     ///
     /// As [`policy`](Self::policy).
-    pub fn layer(&self, name: &str) -> Result<ResilienceLayer<AnyDecoder, Backoff>, ConfigError> {
+    pub fn layer(
+        &self,
+        name: &str,
+    ) -> Result<ResilienceLayer<AnyDecoder, AnyRetryer>, ConfigError> {
         self.policy(name).map(Resilience::layer)
     }
 
@@ -538,7 +541,7 @@ fn only_for(
 
 impl Fields {
     /// The policy, checked; `path` is the section's, for errors.
-    fn build(&self, path: &str) -> Result<Resilience<AnyDecoder, Backoff>, InvalidSetting> {
+    fn build(&self, path: &str) -> Result<Resilience<AnyDecoder, AnyRetryer>, InvalidSetting> {
         let retry_path = format!("{path}.retry");
         let within_retry = |err: InvalidSetting| err.within(&retry_path);
         let decoder = self.decoder().map_err(within_retry)?;
@@ -579,7 +582,7 @@ impl Fields {
         })
     }
 
-    fn backoff(&self) -> Result<Backoff, InvalidSetting> {
+    fn backoff(&self) -> Result<AnyRetryer, InvalidSetting> {
         positive("delay", self.delay)?;
         positive("max_delay", self.max_delay)?;
         if self.max_attempts == 0 {
@@ -602,7 +605,7 @@ impl Fields {
                 if self.max_delay < self.delay {
                     return Err(max_delay_below("the delay"));
                 }
-                Backoff::Fixed(
+                AnyRetryer::Fixed(
                     FixedDelay::new(self.delay, self.max_attempts.saturating_sub(1))
                         .with_max_delay(self.max_delay),
                 )
@@ -611,7 +614,7 @@ impl Fields {
                 if self.max_delay < self.delay {
                     return Err(max_delay_below("the period"));
                 }
-                Backoff::Feign(FeignRetryer::new(
+                AnyRetryer::Feign(FeignRetryer::new(
                     self.delay,
                     self.max_delay,
                     self.max_attempts,
@@ -625,7 +628,7 @@ impl Fields {
                     self.max_attempts,
                 )?
                 .with_jitter(self.jitter);
-                Backoff::Exponential(match self.seed {
+                AnyRetryer::Exponential(match self.seed {
                     Some(seed) => backoff.with_seed(seed),
                     None => backoff,
                 })
@@ -908,8 +911,8 @@ mod tests {
     /// The erased preset and the one built from the table are the same policy.
     fn assert_same(
         name: &str,
-        built: &Resilience<AnyDecoder, Backoff>,
-        preset: &Resilience<AnyDecoder, Backoff>,
+        built: &Resilience<AnyDecoder, AnyRetryer>,
+        preset: &Resilience<AnyDecoder, AnyRetryer>,
     ) {
         assert_eq!(built.deadline(), preset.deadline(), "{name}: deadline");
         assert_eq!(
@@ -924,9 +927,9 @@ mod tests {
             (a, b) => panic!("{name}: decoder {a:?} against {b:?}"),
         }
         match (built.retry().retryer(), preset.retry().retryer()) {
-            (Backoff::Fixed(a), Backoff::Fixed(b)) => assert_eq!(a, b, "{name}"),
-            (Backoff::Feign(a), Backoff::Feign(b)) => assert_eq!(a, b, "{name}"),
-            (Backoff::Exponential(a), Backoff::Exponential(b)) => {
+            (AnyRetryer::Fixed(a), AnyRetryer::Fixed(b)) => assert_eq!(a, b, "{name}"),
+            (AnyRetryer::Feign(a), AnyRetryer::Feign(b)) => assert_eq!(a, b, "{name}"),
+            (AnyRetryer::Exponential(a), AnyRetryer::Exponential(b)) => {
                 assert_eq!(a.initial(), b.initial(), "{name}: initial");
                 assert_eq!(a.multiplier(), b.multiplier(), "{name}: multiplier");
                 assert_eq!(a.max_delay(), b.max_delay(), "{name}: max_delay");

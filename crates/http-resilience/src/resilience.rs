@@ -32,7 +32,7 @@
 use crate::{
     attempt_timeout::{AttemptTimeout, AttemptTimeoutLayer},
     deadline::{Deadline, DeadlineLayer},
-    retry::{AnyDecoder, Backoff, RetryPolicy, StatusRetry, StatusRetryLayer},
+    retry::{AnyDecoder, AnyRetryer, RetryPolicy, StatusRetry, StatusRetryLayer},
     InvalidSetting,
 };
 use std::{fmt, time::Duration};
@@ -135,12 +135,12 @@ impl<D, R> Resilience<D, R> {
     }
 
     /// The same policy with its decoder and retryer turned into the run-time
-    /// choices [`AnyDecoder`] and [`Backoff`], so that policies built in
+    /// choices [`AnyDecoder`] and [`AnyRetryer`], so that policies built in
     /// different ways (presets, a configuration file) have one type.
-    pub fn erase(self) -> Resilience<AnyDecoder, Backoff>
+    pub fn erase(self) -> Resilience<AnyDecoder, AnyRetryer>
     where
         D: Into<AnyDecoder>,
-        R: Into<Backoff>,
+        R: Into<AnyRetryer>,
     {
         Resilience {
             deadline: self.deadline,

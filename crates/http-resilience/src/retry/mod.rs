@@ -148,7 +148,6 @@ mod policy;
 pub mod replay;
 pub mod retry_after;
 pub mod retryer;
-mod rng;
 pub mod safety;
 mod state;
 mod verdict;
@@ -164,7 +163,7 @@ pub use self::{
     layer::StatusRetryLayer,
     policy::RetryPolicy,
     replay::{NotReplayable, ReplayBody},
-    retryer::{Backoff, ExponentialBackoff, FeignRetryer, FixedDelay, Jitter, Retryer},
+    retryer::{AnyRetryer, ExponentialBackoff, FeignRetryer, FixedDelay, Jitter, Retryer},
     safety::{is_idempotent, Idempotency, IDEMPOTENCY_KEY},
 };
 

@@ -1,0 +1,172 @@
+//! Decoders: what one attempt's outcome means for the call.
+//!
+//! # Example
+//!
+//! ```
+//! use http::Response;
+//! use http_resilience::retry::{Decoder, StatusDecoder, Verdict};
+//!
+//! // Reactor's decoder, and a closure that also retries every error.
+//! let only_503 = StatusDecoder::new([503])?;
+//! let with_errors = move |outcome: &Result<Response<()>, std::io::Error>| match outcome {
+//!     Err(_) => Verdict::retry("transport error"),
+//!     ok => only_503.decode(ok),
+//! };
+//! let refused = std::io::Error::from(std::io::ErrorKind::ConnectionRefused);
+//! assert!(with_errors.decode(&Err(refused)).is_retry());
+//! # Ok::<(), http_resilience::BoxError>(())
+//! ```
+
+mod any;
+mod apache;
+mod feign;
+mod header;
+mod status;
+mod transient;
+
+pub use self::{
+    any::AnyDecoder,
+    apache::ApacheDecoder,
+    feign::FeignDecoder,
+    header::{HeaderPart, InvalidHeader, RetryOnHeader},
+    status::{InvalidStatus, StatusDecoder},
+    transient::TransientDecoder,
+};
+pub use super::verdict::{Reason, Verdict};
+
+use super::retry_after;
+use std::time::SystemTime;
+
+/// Decides what one attempt's outcome means: accept it, or ask for a retry.
+///
+/// This is the role of OpenFeign's `ErrorDecoder`: it looks at the response head
+/// (the body has not been read yet) or at the error of one attempt. It keeps no
+/// state; per-request state belongs to the [`Retryer`](super::Retryer).
+///
+/// Closures of the right shape are decoders, so a policy is a few lines:
+///
+/// ```
+/// use http::{Response, StatusCode};
+/// use http_resilience::retry::{Decoder, Verdict};
+///
+/// // Retry 502 and 503, and every transport error.
+/// let decoder = |outcome: &Result<Response<()>, std::io::Error>| match outcome {
+///     Ok(response) if matches!(response.status().as_u16(), 502 | 503) => {
+///         Verdict::retry(response.status())
+///     }
+///     Ok(_) => Verdict::Accept,
+///     Err(_) => Verdict::retry("transport error"),
+/// };
+///
+/// let unavailable = Response::builder().status(503).body(()).unwrap();
+/// assert!(decoder.decode(&Ok(unavailable)).is_retry());
+/// ```
+pub trait Decoder<B, E> {
+    /// The verdict on one attempt's outcome.
+    fn decode(&self, outcome: &Result<http::Response<B>, E>) -> Verdict;
+}
+
+impl<F, B, E> Decoder<B, E> for F
+where
+    F: Fn(&Result<http::Response<B>, E>) -> Verdict,
+{
+    fn decode(&self, outcome: &Result<http::Response<B>, E>) -> Verdict {
+        self(outcome)
+    }
+}
+
+/// The delay asked for by a valid `Retry-After` on `response`; a malformed
+/// value is logged and ignored.
+pub(super) fn server_delay<B>(response: &http::Response<B>) -> Option<std::time::Duration> {
+    match retry_after::delay(response.headers(), SystemTime::now())? {
+        Ok(delay) => Some(delay),
+        Err(err) => {
+            tracing::debug!(
+                value = ?response.headers().get(http::header::RETRY_AFTER),
+                "{err}: falling back to the retryer's backoff"
+            );
+            None
+        }
+    }
+}
+
+/// Adds `or` to the ready-made decoders.
+macro_rules! decoder_or {
+    ($($ty:ident $(<$($param:ident),*>)?),* $(,)?) => {
+        $(
+            impl $(<$($param),*>)? $ty $(<$($param),*>)? {
+                /// A decoder that retries when either `self` or `other` does;
+                /// see [`Or`].
+                pub fn or<Next>(self, other: Next) -> Or<Self, Next> {
+                    Or::new(self, other)
+                }
+            }
+        )*
+    };
+}
+
+decoder_or!(StatusDecoder, FeignDecoder, TransientDecoder, ApacheDecoder, RetryOnHeader, Or<A, O>);
+
+/// A decoder that retries when either of two does.
+///
+/// `first` is asked first; when it does not ask for a retry, `second` is
+/// asked; when neither does, a failure from either stands over an accept. The ready-made decoders
+/// have an `or` method that builds one; closures use [`Or::new`].
+///
+/// # Example
+///
+/// ```
+/// use http::Response;
+/// use http_resilience::retry::{Decoder, Or, RetryOnHeader, StatusDecoder, Verdict};
+///
+/// let decoder = StatusDecoder::new([503])?.or(RetryOnHeader::new("x-should-retry", "true")?);
+/// let asked = Response::builder().status(500).header("x-should-retry", "true").body(())?;
+/// assert!(Decoder::<(), ()>::decode(&decoder, &Ok(asked)).is_retry());
+///
+/// let teapot = |outcome: &Result<Response<()>, ()>| match outcome {
+///     Ok(r) if r.status() == 418 => Verdict::retry("teapot"),
+///     _ => Verdict::Accept,
+/// };
+/// let decoder = Or::new(teapot, StatusDecoder::new([503])?);
+/// let brewing = Response::builder().status(418).body(())?;
+/// assert!(decoder.decode(&Ok(brewing)).is_retry());
+/// # Ok::<(), http_resilience::BoxError>(())
+/// ```
+#[derive(Debug, Clone, Copy)]
+pub struct Or<A, B> {
+    first: A,
+    second: B,
+}
+
+// ===== impl Or =====
+
+impl<A, B> Or<A, B> {
+    /// Asks `first`, then `second`.
+    pub const fn new(first: A, second: B) -> Self {
+        Self { first, second }
+    }
+}
+
+impl<A, O, B, E> Decoder<B, E> for Or<A, O>
+where
+    A: Decoder<B, E>,
+    O: Decoder<B, E>,
+{
+    fn decode(&self, outcome: &Result<http::Response<B>, E>) -> Verdict {
+        let first = self.first.decode(outcome);
+        if first.is_retry() {
+            return first;
+        }
+        let second = self.second.decode(outcome);
+        // NOTE: a retry wins, then a failure: one decoder's "accept" must not
+        // hide the other's judgement that the outcome failed.
+        if second.is_retry() || (first.is_accept() && !second.is_accept()) {
+            second
+        } else {
+            first
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

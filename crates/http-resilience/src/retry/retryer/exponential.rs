@@ -1,0 +1,267 @@
+//! Exponential backoff with jitter.
+
+use super::{
+    rng::{Seeds, SplitMix64},
+    Retryer,
+};
+use crate::InvalidSetting;
+use std::time::Duration;
+
+/// How a delay is spread at random, so that many clients retrying at once
+/// do not come back in step.
+///
+/// With `base` the exponential delay of an attempt and `u` uniform in
+/// `[0, 1]`:
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+#[non_exhaustive]
+pub enum Jitter {
+    /// `base`: no randomness.
+    #[default]
+    None,
+    /// `u × base`: anywhere between zero and the full delay.
+    Full,
+    /// `base / 2 + u × base / 2`: at least half the delay.
+    Equal,
+    /// uniform in `[initial, min(max, 3 × previous)]`, where `previous` is the
+    /// last delay (at first the initial delay, and never less than 1 ms): the
+    /// "decorrelated jitter" of AWS's architecture blog, with the cap applied
+    /// to the range rather than to the draw. It does not use the multiplier;
+    /// every delay stays within `[initial, max]`.
+    Decorrelated,
+}
+
+/// Exponential backoff: the first wait is `initial`, each next one
+/// `multiplier` times longer, capped at `max_delay`, with optional
+/// [`Jitter`], for at most `max_attempts` attempts in all.
+///
+/// The defaults are OpenFeign's numbers as documented: 100 ms, × 1.5, at most
+/// 1 s, 5 attempts (waits of 100, 150, 225 and 337.5 ms). For Feign's exact
+/// arithmetic see [`FeignRetryer`].
+///
+/// A delay the server asks for wins over the backoff, capped at `max_delay`.
+///
+/// Each request gets its own random sequence (see
+/// [`for_request`](Retryer::for_request)); [`with_seed`](Self::with_seed)
+/// makes the sequences repeat from run to run, for tests.
+///
+/// # Example
+///
+/// ```
+/// use http_resilience::retry::{ExponentialBackoff, Retryer};
+/// use std::time::Duration;
+///
+/// let ms = Duration::from_millis;
+/// let mut retryer = ExponentialBackoff::default().for_request();
+/// let waits: Vec<_> = (1..=5).map(|n| retryer.next_delay(n, None)).collect();
+/// assert_eq!(waits, [Some(ms(100)), Some(ms(150)), Some(ms(225)), Some(Duration::from_micros(337_500)), None]);
+/// ```
+#[derive(Debug, Clone)]
+pub struct ExponentialBackoff {
+    initial: Duration,
+    multiplier: f64,
+    max_delay: Duration,
+    max_attempts: u32,
+    jitter: Jitter,
+    seeds: Seeds,
+    rng: SplitMix64,
+    previous: Duration,
+}
+
+// ===== impl ExponentialBackoff =====
+
+impl ExponentialBackoff {
+    /// An exponential backoff: waits of `initial`, then `multiplier` times
+    /// longer each, at most `max_delay`, for `max_attempts` attempts in all.
+    ///
+    /// # Errors
+    ///
+    /// [`InvalidSetting`] when `multiplier` is below 1, infinite or not a
+    /// number (field `multiplier`), `max_delay` is below `initial` (field
+    /// `max_delay`), or `max_attempts` is zero (field `max_attempts`).
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// use http_resilience::retry::ExponentialBackoff;
+    /// use std::time::Duration;
+    ///
+    /// let backoff = ExponentialBackoff::new(Duration::from_millis(50), 2.0, Duration::from_secs(2), 4)?;
+    /// assert_eq!(backoff.max_attempts(), 4);
+    ///
+    /// let err = ExponentialBackoff::new(Duration::from_millis(50), f64::NAN, Duration::from_secs(2), 4)
+    ///     .unwrap_err();
+    /// assert_eq!(err.field(), "multiplier");
+    /// # Ok::<(), http_resilience::BoxError>(())
+    /// ```
+    pub fn new(
+        initial: Duration,
+        multiplier: f64,
+        max_delay: Duration,
+        max_attempts: u32,
+    ) -> Result<Self, InvalidSetting> {
+        if multiplier.is_nan() || multiplier < 1.0 || multiplier.is_infinite() {
+            return Err(InvalidSetting::new(
+                "multiplier",
+                format!("must be >= 1.0, got {multiplier}"),
+            ));
+        }
+        if max_delay < initial {
+            return Err(InvalidSetting::new(
+                "max_delay",
+                format!("must be >= the initial delay ({initial:?}), got {max_delay:?}"),
+            ));
+        }
+        if max_attempts == 0 {
+            return Err(InvalidSetting::new(
+                "max_attempts",
+                "must be at least 1, got 0",
+            ));
+        }
+        Ok(Self::known_good(
+            initial,
+            multiplier,
+            max_delay,
+            max_attempts,
+        ))
+    }
+
+    /// The backoff from settings known to pass [`new`](Self::new)'s checks:
+    /// the fixed numbers of the default and of the presets, which their tests
+    /// hold valid. Nothing is checked here.
+    pub(crate) fn known_good(
+        initial: Duration,
+        multiplier: f64,
+        max_delay: Duration,
+        max_attempts: u32,
+    ) -> Self {
+        let seeds = Seeds::random();
+        Self {
+            initial,
+            multiplier,
+            max_delay,
+            max_attempts,
+            jitter: Jitter::None,
+            rng: seeds.next_rng(),
+            seeds,
+            previous: initial,
+        }
+    }
+
+    /// Spreads each delay with `jitter`.
+    #[must_use]
+    pub fn with_jitter(mut self, jitter: Jitter) -> Self {
+        self.jitter = jitter;
+        self
+    }
+
+    /// Draws the jitter of every request from a sequence fixed by `seed`, so
+    /// that delays repeat from run to run.
+    #[must_use]
+    pub fn with_seed(mut self, seed: u64) -> Self {
+        self.seeds = Seeds::fixed(seed);
+        self.rng = self.seeds.next_rng();
+        self
+    }
+
+    /// The first wait, before jitter.
+    pub const fn initial(&self) -> Duration {
+        self.initial
+    }
+
+    /// The growth of each wait over the one before.
+    pub const fn multiplier(&self) -> f64 {
+        self.multiplier
+    }
+
+    /// The longest wait, also the cap on a delay the server asks for.
+    pub const fn max_delay(&self) -> Duration {
+        self.max_delay
+    }
+
+    /// The number of attempts in all, the first included.
+    pub const fn max_attempts(&self) -> u32 {
+        self.max_attempts
+    }
+
+    /// The jitter.
+    pub const fn jitter(&self) -> Jitter {
+        self.jitter
+    }
+
+    /// The delay before jitter after attempt `attempts`: `initial ×
+    /// multiplier^(attempts − 1)`, capped.
+    fn base(&self, attempts: u32) -> Duration {
+        let exponent = i32::try_from(attempts.saturating_sub(1)).unwrap_or(i32::MAX);
+        // NOTE: `u128 as f64` rounds to the nearest float; it cannot fail.
+        let nanos = (self.initial.as_nanos() as f64 * self.multiplier.powi(exponent)).round();
+        // NOTE: an overflow to infinity (or NaN) compares as not less.
+        if nanos.partial_cmp(&(self.max_delay.as_nanos() as f64)) != Some(std::cmp::Ordering::Less)
+        {
+            return self.max_delay;
+        }
+        // NOTE: below 2^64 ns (some 584 years) the cast is exact; beyond, a
+        // `u64` cannot hold the nanoseconds, so the delay goes through seconds.
+        if nanos < u64::MAX as f64 {
+            Duration::from_nanos(nanos as u64)
+        } else {
+            Duration::try_from_secs_f64(nanos / 1e9)
+                .map_or(self.max_delay, |delay| delay.min(self.max_delay))
+        }
+    }
+}
+
+impl Default for ExponentialBackoff {
+    /// OpenFeign's documented numbers: 100 ms, × 1.5, at most 1 s, 5 attempts.
+    fn default() -> Self {
+        Self::known_good(Duration::from_millis(100), 1.5, Duration::from_secs(1), 5)
+    }
+}
+
+impl Retryer for ExponentialBackoff {
+    fn next_delay(&mut self, attempts: u32, server_delay: Option<Duration>) -> Option<Duration> {
+        if attempts >= self.max_attempts {
+            return None;
+        }
+        if let Some(asked) = server_delay {
+            let delay = asked.min(self.max_delay);
+            self.previous = delay.max(self.initial);
+            return Some(delay);
+        }
+        let base = self.base(attempts);
+        let delay = match self.jitter {
+            Jitter::None => base,
+            Jitter::Full => scale(base, self.rng.next_unit()),
+            Jitter::Equal => (base / 2).saturating_add(scale(base / 2, self.rng.next_unit())),
+            Jitter::Decorrelated => {
+                let previous = self.previous.max(Duration::from_millis(1));
+                let high = previous.saturating_mul(3).min(self.max_delay);
+                let span = high.saturating_sub(self.initial);
+                self.initial
+                    .saturating_add(scale(span, self.rng.next_unit()))
+                    .min(self.max_delay)
+            }
+        };
+        self.previous = delay;
+        Some(delay)
+    }
+
+    fn for_request(&self) -> Self {
+        Self {
+            rng: self.seeds.next_rng(),
+            previous: self.initial,
+            ..self.clone()
+        }
+    }
+
+    fn max_attempts(&self) -> Option<u32> {
+        Some(self.max_attempts)
+    }
+}
+
+/// `duration × u` for `u` in `[0, 1]`, never above `duration` and never
+/// panicking, however large `duration` is.
+fn scale(duration: Duration, u: f64) -> Duration {
+    Duration::try_from_secs_f64(duration.as_secs_f64() * u)
+        .unwrap_or(duration)
+        .min(duration)
+}
