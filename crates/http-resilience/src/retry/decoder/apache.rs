@@ -15,7 +15,7 @@ use crate::{failure::AsError, FailureKind};
 /// upstream refused unprocessed ([`FailureKind::Unprocessed`]; Apache 5
 /// retries such a stream too). Whether a sent
 /// request may be repeated is then up to its idempotency (see
-/// [`RetryPolicy::retry_sent_requests`](super::RetryPolicy::retry_sent_requests)).
+/// [`RetryPolicy::retry_sent_requests`](crate::retry::RetryPolicy::retry_sent_requests)).
 ///
 /// # Example
 ///

@@ -6,7 +6,7 @@ use std::{error::Error, fmt};
 
 /// Retries a response that carries a header with a given value, as in
 /// `x-should-retry: true`; any other outcome is accepted, so that it combines
-/// with other decoders through [`Or`].
+/// with other decoders through [`Or`](super::Or).
 ///
 /// # Example
 ///

@@ -50,7 +50,7 @@ impl StatusDecoder {
     /// [`InvalidStatus::OutOfRange`] if a status is outside `100..=599`, and
     /// [`InvalidStatus::Empty`] if there is none: a decoder that retries no
     /// status is a mistake more often than a wish (and
-    /// [`ApacheDecoder`] says it on purpose).
+    /// [`ApacheDecoder`](super::ApacheDecoder) says it on purpose).
     ///
     /// # Example
     ///

@@ -36,7 +36,7 @@ pub enum Jitter {
 ///
 /// The defaults are OpenFeign's numbers as documented: 100 ms, × 1.5, at most
 /// 1 s, 5 attempts (waits of 100, 150, 225 and 337.5 ms). For Feign's exact
-/// arithmetic see [`FeignRetryer`].
+/// arithmetic see [`FeignRetryer`](super::FeignRetryer).
 ///
 /// A delay the server asks for wins over the backoff, capped at `max_delay`.
 ///

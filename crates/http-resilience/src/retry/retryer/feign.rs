@@ -13,7 +13,7 @@ use std::time::Duration;
 /// `max_period`; a date already past means no wait.
 ///
 /// (The often-quoted "first wait 100 ms" is the `period` parameter, not what
-/// the code waits; [`ExponentialBackoff::default`] gives that schedule.)
+/// the code waits; [`ExponentialBackoff::default`](super::ExponentialBackoff::default) gives that schedule.)
 ///
 /// # Example
 ///
