@@ -14,7 +14,7 @@ use http::{Request, Response, StatusCode};
 use http_resilience::{
     attempt_timeout::{error::AttemptTimedOut, AttemptTimeoutLayer},
     deadline::{error::DeadlineExceeded, DeadlineLayer},
-    failure,
+    errors,
     read_timeout::error::{Phase, ReadTimedOut},
     retry::{FixedDelay, RetryPolicy, StatusDecoder, StatusRetryLayer},
     Attempts, FailureKind,
@@ -121,7 +121,7 @@ async fn attempt_timeout_is_not_retried() {
         .await
         .unwrap_err();
     assert_eq!(FailureKind::of(&*err), FailureKind::AttemptTimeout, "{err}");
-    let timed_out = failure::find::<AttemptTimedOut>(&*err).unwrap();
+    let timed_out = errors::find::<AttemptTimedOut>(&*err).unwrap();
     assert_eq!(timed_out.duration(), Duration::from_secs(1));
     assert_eq!(server.request_count(), 1);
 }
@@ -139,8 +139,8 @@ async fn read_timeout_is_distinct_from_the_attempt_timeout_and_not_retried() {
         .await
         .unwrap_err();
     assert_eq!(FailureKind::of(&*err), FailureKind::ReadTimeout, "{err}");
-    assert!(!failure::is_caused_by::<AttemptTimedOut>(&*err));
-    let timed_out = failure::find::<ReadTimedOut>(&*err).unwrap();
+    assert!(!errors::is_caused_by::<AttemptTimedOut>(&*err));
+    let timed_out = errors::find::<ReadTimedOut>(&*err).unwrap();
     assert_eq!(timed_out.phase(), Phase::Head);
     assert_eq!(timed_out.duration(), Duration::from_millis(250));
     assert_eq!(server.request_count(), 1);

@@ -12,7 +12,7 @@ use http::StatusCode;
 use http_body_util::BodyExt;
 use http_resilience::{
     deadline::error::DeadlineExceeded,
-    failure,
+    errors,
     read_timeout::error::{Phase, ReadTimedOut},
     transport, FailureKind,
 };
@@ -71,7 +71,7 @@ async fn a_body_slower_than_the_read_limit_fails_between_frames() {
     let err = guarded(text(response.into_body())).await.unwrap_err();
     assert_eq!(FailureKind::of(&*err), FailureKind::ReadTimeout, "{err}");
     assert_eq!(
-        failure::find::<ReadTimedOut>(&*err).unwrap().phase(),
+        errors::find::<ReadTimedOut>(&*err).unwrap().phase(),
         Phase::Body
     );
     assert_eq!(server.request_count(), 1);
@@ -117,7 +117,7 @@ async fn a_stall_after_the_head_is_a_body_read_timeout() {
         .unwrap();
     let err = guarded(response.into_body().collect()).await.unwrap_err();
     assert_eq!(
-        failure::find::<ReadTimedOut>(&*err).unwrap().phase(),
+        errors::find::<ReadTimedOut>(&*err).unwrap().phase(),
         Phase::Body
     );
 }
@@ -142,7 +142,7 @@ async fn the_deadline_bounds_the_body_over_the_network() {
     let err = guarded(text(response.into_body())).await.unwrap_err();
     assert_eq!(FailureKind::of(&*err), FailureKind::Deadline, "{err}");
     assert_eq!(
-        failure::find::<DeadlineExceeded>(&*err).unwrap().duration(),
+        errors::find::<DeadlineExceeded>(&*err).unwrap().duration(),
         Duration::from_secs(1)
     );
 }
@@ -290,7 +290,7 @@ async fn a_failed_lookup_is_a_dns_error_naming_the_host() {
     let err = guarded(client.oneshot(get(uri))).await.unwrap_err();
     assert_eq!(FailureKind::of(&*err), FailureKind::Dns, "{err:?}");
     assert!(FailureKind::Dns.is_before_send());
-    let dns = failure::find::<transport::DnsError>(&*err).unwrap();
+    let dns = errors::find::<transport::DnsError>(&*err).unwrap();
     assert_eq!(dns.host(), "upstream.invalid");
 }
 
@@ -373,7 +373,7 @@ async fn h2_call(
 
 /// The error and its causes, one per line, outermost first.
 fn chain(err: &(dyn std::error::Error + 'static)) -> String {
-    failure::chain(err)
+    errors::chain(err)
         .map(|e| format!("{e:?}"))
         .collect::<Vec<_>>()
         .join("\n  <- ")
@@ -397,7 +397,7 @@ async fn h2_refused_stream_is_unprocessed_and_not_resent_by_the_client() {
     let err = h2_call(&server, http::Method::POST).await.unwrap_err();
     println!("refused stream:\n  {}", chain(&*err));
     assert_eq!(FailureKind::of(&*err), FailureKind::Unprocessed, "{err:?}");
-    let h2 = failure::find::<h2::Error>(&*err).expect("an h2 error in the chain");
+    let h2 = errors::find::<h2::Error>(&*err).expect("an h2 error in the chain");
     assert_eq!(h2.reason(), Some(h2::Reason::REFUSED_STREAM));
     assert!(h2.is_reset() && h2.is_remote());
     // NOTE: hyper hands a refused stream back without the request, so
@@ -414,7 +414,7 @@ async fn h2_goaway_below_the_stream_is_unprocessed() {
     let err = h2_call(&server, http::Method::POST).await.unwrap_err();
     println!("GOAWAY, unprocessed:\n  {}", chain(&*err));
     assert_eq!(FailureKind::of(&*err), FailureKind::Unprocessed, "{err:?}");
-    let h2 = failure::find::<h2::Error>(&*err).expect("an h2 error in the chain");
+    let h2 = errors::find::<h2::Error>(&*err).expect("an h2 error in the chain");
     assert!(h2.is_go_away() && h2.is_remote());
     tokio::time::sleep(Duration::from_millis(200)).await;
     assert_eq!((server.refused_count(), server.request_count()), (1, 0));

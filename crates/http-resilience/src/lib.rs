@@ -1,25 +1,33 @@
 //! Tower layers for resilient outbound HTTP: one deadline over the whole call,
 //! Feign-style retries, and a fresh timeout for every attempt.
 //!
-//! # Overview
+//! # Map
 //!
 //! Three separate layers make an outbound call resilient. Each is a plain
 //! [`tower_layer::Layer`], usable on its own around any
-//! `Service<http::Request<B>, Response = http::Response<T>>`:
+//! `Service<http::Request<B>, Response = http::Response<T>>`; the layers are
+//! also at the crate root.
 //!
-//! - [`DeadlineLayer`](deadline::DeadlineLayer): one budget for the whole call,
-//!   the waits between attempts and the reading of the response body included;
-//! - [`StatusRetryLayer`](retry::StatusRetryLayer): a policy in two parts, a
-//!   [`Decoder`](retry::Decoder) that says whether an outcome is worth another
-//!   attempt and a [`Retryer`](retry::Retryer) that says whether one is made and
-//!   when (OpenFeign's `ErrorDecoder` and `Retryer`);
-//! - [`AttemptTimeoutLayer`](attempt_timeout::AttemptTimeoutLayer): a fresh limit
-//!   for every attempt.
+//! | layer | service | response future | its errors | what it does |
+//! |---|---|---|---|---|
+//! | [`DeadlineLayer`] | [`deadline::Deadline`] | [`deadline::future::ResponseFuture`] | [`deadline::error::DeadlineExceeded`] | one budget for the whole call, waits and the response body ([`deadline::body::DeadlineBody`]) included |
+//! | [`StatusRetryLayer`] | [`retry::StatusRetry`] | [`retry::future::ResponseFuture`] | the inner service's, unchanged | a [`retry::Decoder`] says whether an outcome is worth another attempt, a [`retry::Retryer`] whether one is made and when (OpenFeign's `ErrorDecoder` and `Retryer`) |
+//! | [`AttemptTimeoutLayer`] | [`attempt_timeout::AttemptTimeout`] | [`attempt_timeout::future::ResponseFuture`] | [`attempt_timeout::error::AttemptTimedOut`] | a fresh limit for every attempt |
 //!
-//! Beneath them, [`transport::Builder`] (feature `transport`) builds a hyper-util
-//! client with a connect timeout, a [read timeout](read_timeout) between reads
-//! and no hidden retry, and [`FailureKind::of`] tells every failure apart by
-//! walking its `source()` chain.
+//! Around them:
+//!
+//! - [`retry`]: the policy (decoders, retryers, the budget, events) and the
+//!   request bodies it can send again ([`retry::ReplayBody`]); its report on
+//!   a response or for an error ([`Attempts`], [`RetryReport`], [`Stop`]);
+//! - [`read_timeout`]: the longest wait between reads, at the transport;
+//! - [`transport`] (feature `transport`): a hyper-util client with connect and
+//!   read timeouts and no hidden retry;
+//! - [`propagate`]: sending each attempt's remaining budget upstream, and
+//!   taking a deadline over from an inbound request ([`RequestDeadline`]);
+//! - [`Resilience`] and [`presets`]: the three layers from one validated
+//!   policy; [`config`] (feature `serde`): per-client policies from a file;
+//! - [`FailureKind::of`] tells every failure apart by walking its `source()`
+//!   chain, and [`errors`] has the chain helpers.
 //!
 //! # Example
 //!
@@ -133,8 +141,8 @@ pub mod attempt_timeout;
 #[cfg(feature = "serde")]
 pub mod config;
 pub mod deadline;
-mod extensions;
-pub mod failure;
+pub mod errors;
+mod failure;
 pub mod presets;
 pub mod propagate;
 pub mod read_timeout;
@@ -146,9 +154,11 @@ mod timer;
 pub mod transport;
 
 pub use self::{
-    extensions::{Attempts, FinalAttempt, RequestDeadline, RetryReport, Stop},
+    attempt_timeout::AttemptTimeoutLayer,
+    deadline::{DeadlineLayer, RequestDeadline},
     failure::FailureKind,
     resilience::{Resilience, ResilienceLayer},
+    retry::{Attempts, RetryReport, StatusRetryLayer, Stop},
     setting::InvalidSetting,
 };
 

@@ -84,7 +84,7 @@ mod layer;
 pub use self::layer::AttemptTimeoutLayer;
 
 use self::future::{Expiry, ResponseFuture};
-use crate::{timer::saturating_after, BoxError, FinalAttempt, RequestDeadline};
+use crate::{retry::FinalAttempt, timer::saturating_after, BoxError, RequestDeadline};
 use std::{
     task::{Context, Poll},
     time::Duration,

@@ -64,11 +64,12 @@ pub mod body;
 pub mod error;
 pub mod future;
 mod layer;
+mod request;
 
-pub use self::layer::DeadlineLayer;
+pub use self::{layer::DeadlineLayer, request::RequestDeadline};
 
 use self::future::ResponseFuture;
-use crate::{BoxError, RequestDeadline};
+use crate::BoxError;
 use std::{
     task::{Context, Poll},
     time::Duration,

@@ -196,7 +196,7 @@ impl<S> PropagateDeadline<S> {
         }
     }
 
-    /// On the final attempt (marked [`FinalAttempt`](crate::FinalAttempt)) of
+    /// On the final attempt (marked [`FinalAttempt`](crate::retry::FinalAttempt)) of
     /// a request with a deadline, the attempt limit does not cap the budget
     /// sent: the setting to pair with
     /// [`AttemptTimeout::final_attempt_uses_deadline`](crate::attempt_timeout::AttemptTimeout::final_attempt_uses_deadline).
@@ -247,7 +247,10 @@ where
         let left = RequestDeadline::of(&request).map(|deadline| deadline.remaining());
         let stretched = self.final_uses_deadline
             && left.is_some()
-            && request.extensions().get::<crate::FinalAttempt>().is_some();
+            && request
+                .extensions()
+                .get::<crate::retry::FinalAttempt>()
+                .is_some();
         let limit = if stretched { None } else { self.attempt_limit };
         let budget = match (left, limit) {
             (Some(left), Some(limit)) => Some(left.min(limit)),

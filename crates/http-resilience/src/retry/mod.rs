@@ -6,8 +6,8 @@
 //! request's own [`Retryer`] for a wait. When the retryer says stop, or the
 //! decoder accepts, the caller gets **that outcome unchanged**: the last 503 with
 //! its headers and body, or the last error. The number of attempts is recorded
-//! on the response as an [`Attempts`](crate::Attempts) extension, with the
-//! last verdict and the [`Stop`](crate::Stop) reason; for errors, a caller
+//! on the response as an [`Attempts`] extension, with the
+//! last verdict and the [`Stop`] reason; for errors, a caller
 //! that wants them puts a [`RetryReport`] in the request.
 //!
 //! # Example
@@ -114,7 +114,7 @@
 //! no wait outlasts it:
 //!
 //! - once it has passed, no further attempt is made: the outcome in hand is
-//!   returned, with [`Stop::DeadlinePassed`](crate::Stop::DeadlinePassed);
+//!   returned, with [`Stop::DeadlinePassed`];
 //! - a wait that would end at or after it is cut there, and the outcome in
 //!   hand is returned then, with the same stop. A `Deadline` outside, whose
 //!   timer is due at the same instant, ends the call with its own error
@@ -146,6 +146,7 @@ pub mod future;
 mod layer;
 mod policy;
 pub mod replay;
+mod report;
 pub mod retry_after;
 pub mod retryer;
 pub mod safety;
@@ -163,12 +164,12 @@ pub use self::{
     layer::StatusRetryLayer,
     policy::RetryPolicy,
     replay::{NotReplayable, ReplayBody},
+    report::{Attempts, FinalAttempt, RetryReport, Stop},
     retryer::{AnyRetryer, ExponentialBackoff, FeignRetryer, FixedDelay, Jitter, Retryer},
     safety::{is_idempotent, Idempotency, IDEMPOTENCY_KEY},
 };
 
 use self::{body::Pristine, future::ResponseFuture};
-use crate::RetryReport;
 use std::{
     fmt,
     sync::Arc,
@@ -251,7 +252,9 @@ where
         // NOTE: only this layer knows which of its attempts is the last; a
         // marker the request brings (copied with the extensions of another
         // request) must not stretch every attempt to the deadline.
-        request.extensions_mut().remove::<crate::FinalAttempt>();
+        request
+            .extensions_mut()
+            .remove::<crate::retry::FinalAttempt>();
         if let Some(name) = self.policy.attempt_header() {
             set_attempt_header(&mut request, name, 1);
         }
@@ -269,7 +272,7 @@ where
             None
         };
         if copy.is_none() {
-            request.extensions_mut().insert(crate::FinalAttempt);
+            request.extensions_mut().insert(crate::retry::FinalAttempt);
         }
         let report = request.extensions().get::<RetryReport>().cloned();
         if let Some(report) = &report {

@@ -4,7 +4,8 @@ use super::{
     body::Pristine, Decoder, Reason, RetryEvent, RetryPolicy, Retryer, TryCloneBody, Verdict,
     WaitSource,
 };
-use crate::{timer::saturating_after, Attempts, FinalAttempt, RequestDeadline, RetryReport, Stop};
+use super::{Attempts, FinalAttempt, RetryReport, Stop};
+use crate::{timer::saturating_after, RequestDeadline};
 use std::{sync::Arc, time::Duration};
 use tokio::time::Instant;
 

@@ -206,7 +206,7 @@ where
 /// connection or name resolution beneath.
 fn mark_tls<E: Into<BoxError>>(err: E) -> BoxError {
     let err = err.into();
-    let beneath = crate::failure::chain(&*err).any(|e| e.is::<TcpError>() || e.is::<DnsError>());
+    let beneath = crate::errors::chain(&*err).any(|e| e.is::<TcpError>() || e.is::<DnsError>());
     if beneath {
         err
     } else {

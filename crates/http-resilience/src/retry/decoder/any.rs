@@ -1,7 +1,7 @@
 //! The ready-made decoders as one type, chosen at run time.
 
 use super::{ApacheDecoder, Decoder, FeignDecoder, StatusDecoder, TransientDecoder, Verdict};
-use crate::failure::AsError;
+use crate::errors::AsError;
 
 /// One of the ready-made decoders, chosen at run time (from a configuration
 /// file, for example).

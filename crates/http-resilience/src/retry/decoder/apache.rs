@@ -1,7 +1,7 @@
 //! Apache HttpClient's retry handler.
 
 use super::{Decoder, Verdict};
-use crate::{failure::AsError, FailureKind};
+use crate::{errors::AsError, FailureKind};
 
 /// Apache HttpClient's `DefaultHttpRequestRetryHandler`: responses are never
 /// retried, failures are, except the kinds it never retries.

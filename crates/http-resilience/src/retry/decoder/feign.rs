@@ -1,7 +1,7 @@
 //! OpenFeign's default decoding.
 
 use super::{server_delay, Decoder, Verdict};
-use crate::{failure::AsError, FailureKind};
+use crate::{errors::AsError, FailureKind};
 
 /// OpenFeign's default decoding: an error status is retried only when it
 /// carries a valid `Retry-After`, and then after the delay it asks for;

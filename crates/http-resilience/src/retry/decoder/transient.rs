@@ -1,7 +1,7 @@
 //! The transient outcomes the resilience libraries agree on.
 
 use super::{Decoder, StatusDecoder, Verdict};
-use crate::{failure::AsError, FailureKind};
+use crate::{errors::AsError, FailureKind};
 
 /// Retries what the resilience libraries agree is transient: the statuses
 /// 408, 429, 500, 502, 503 and 504, and the failures the upstream cannot have

@@ -2,7 +2,8 @@
 
 use super::{Next, RetryState};
 use crate::retry::{body::Pristine, FixedDelay, RetryBudget, RetryPolicy, StatusDecoder, Verdict};
-use crate::{Attempts, FinalAttempt, RequestDeadline, RetryReport, Stop};
+use crate::retry::{Attempts, FinalAttempt, RetryReport, Stop};
+use crate::RequestDeadline;
 use http::{Request, Response, StatusCode};
 use std::{io, sync::Arc, time::Duration};
 
