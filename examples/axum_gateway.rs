@@ -80,9 +80,8 @@ pub const RETRIES: u32 = 2;
 pub type Outbound = ReplayBody<Body>;
 
 /// The client stack every forwarded request goes through.
-type Stack = Deadline<
-    StatusRetry<AttemptTimeout<HttpClient<Outbound>>, RetryPolicy<TransientDecoder, FixedDelay>>,
->;
+type Stack =
+    Deadline<StatusRetry<AttemptTimeout<HttpClient<Outbound>>, TransientDecoder, FixedDelay>>;
 
 /// The gateway's state: where requests go, and the stack that sends them.
 #[derive(Debug, Clone)]

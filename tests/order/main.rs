@@ -25,7 +25,7 @@ const ATTEMPT: Duration = Duration::from_millis(500);
 const DELAY: Duration = Duration::from_millis(200);
 const SLOW: Duration = Duration::from_millis(400);
 
-fn retry_503() -> StatusRetryLayer<RetryPolicy<StatusDecoder, FixedDelay>> {
+fn retry_503() -> StatusRetryLayer<StatusDecoder, FixedDelay> {
     StatusRetryLayer::new(RetryPolicy::new(
         StatusDecoder::new([503]).unwrap(),
         FixedDelay::new(DELAY, 2),

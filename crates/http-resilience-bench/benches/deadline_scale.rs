@@ -285,7 +285,8 @@ fn ours<S>(
 ) -> http_resilience::deadline::Deadline<
     http_resilience::retry::StatusRetry<
         http_resilience::attempt_timeout::AttemptTimeout<S>,
-        RetryPolicy<StatusDecoder, FixedDelay>,
+        StatusDecoder,
+        FixedDelay,
     >,
 > {
     let policy = RetryPolicy::new(

@@ -146,7 +146,7 @@ mod failure;
 pub mod presets;
 pub mod propagate;
 pub mod read_timeout;
-pub mod resilience;
+mod resilience;
 pub mod retry;
 mod setting;
 mod timer;

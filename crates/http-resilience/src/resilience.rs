@@ -5,26 +5,6 @@
 //! [`Deadline`] → [`StatusRetry`] → [`AttemptTimeout`] from it, so the order
 //! cannot be got wrong. The three layers stay usable on their own.
 //!
-//! # Example
-//!
-//! ```
-//! use http::{Request, Response};
-//! use http_resilience::{presets, Attempts};
-//! use std::convert::Infallible;
-//! use tower::{ServiceBuilder, ServiceExt};
-//!
-//! # #[tokio::main(flavor = "current_thread", start_paused = true)]
-//! # async fn main() {
-//! let svc = ServiceBuilder::new()
-//!     .layer(presets::reactor().layer())
-//!     .service_fn(|_: Request<String>| async {
-//!         Ok::<_, Infallible>(Response::builder().status(503).body(String::new()).unwrap())
-//!     });
-//! let response = svc.oneshot(Request::new(String::new())).await.unwrap();
-//! assert_eq!(Attempts::of(&response), 3);
-//! # }
-//! ```
-//!
 //! [`Deadline`]: crate::deadline::Deadline
 //! [`StatusRetry`]: crate::retry::StatusRetry
 //! [`AttemptTimeout`]: crate::attempt_timeout::AttemptTimeout
@@ -41,7 +21,29 @@ use tower_layer::Layer;
 /// A deadline, an attempt timeout and a retry policy, checked to fit
 /// together.
 ///
-/// See the [module docs](self) for an example.
+/// The three layers it stacks, outermost first: [`Deadline`] →
+/// [`StatusRetry`] → [`AttemptTimeout`]. The three stay usable on their own.
+///
+/// # Example
+///
+/// ```
+/// use http::{Request, Response};
+/// use http_resilience::{presets, Attempts};
+/// use std::convert::Infallible;
+/// use tower::{ServiceBuilder, ServiceExt};
+///
+/// # #[tokio::main(flavor = "current_thread", start_paused = true)]
+/// # async fn main() {
+/// let svc = ServiceBuilder::new()
+///     .layer(presets::reactor().layer())
+///     .service_fn(|_: Request<String>| async {
+///         Ok::<_, Infallible>(Response::builder().status(503).body(String::new()).unwrap())
+///     });
+/// let response = svc.oneshot(Request::new(String::new())).await.unwrap();
+/// assert_eq!(Attempts::of(&response), 3);
+/// # }
+/// ```
+///
 #[derive(Clone)]
 pub struct Resilience<D, R> {
     deadline: Duration,
@@ -172,10 +174,10 @@ impl<D, R> fmt::Debug for Resilience<D, R> {
 /// Stacks [`DeadlineLayer`] → [`StatusRetryLayer`] → [`AttemptTimeoutLayer`]
 /// around a service.
 ///
-/// See the [module docs](self) for an example.
+/// See [`Resilience`] for an example.
 pub struct ResilienceLayer<D, R> {
     deadline: DeadlineLayer,
-    retry: StatusRetryLayer<RetryPolicy<D, R>>,
+    retry: StatusRetryLayer<D, R>,
     attempt: AttemptTimeoutLayer,
 }
 
@@ -200,7 +202,7 @@ impl<D, R> fmt::Debug for ResilienceLayer<D, R> {
 }
 
 impl<S, D, R> Layer<S> for ResilienceLayer<D, R> {
-    type Service = Deadline<StatusRetry<AttemptTimeout<S>, RetryPolicy<D, R>>>;
+    type Service = Deadline<StatusRetry<AttemptTimeout<S>, D, R>>;
 
     fn layer(&self, inner: S) -> Self::Service {
         self.deadline

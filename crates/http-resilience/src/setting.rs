@@ -49,7 +49,8 @@ impl InvalidSetting {
 
     /// The same error with `prefix.` in front of the field.
     #[must_use]
-    pub fn within(mut self, prefix: &str) -> Self {
+    #[cfg_attr(not(feature = "serde"), allow(dead_code))]
+    pub(crate) fn within(mut self, prefix: &str) -> Self {
         self.field = format!("{prefix}.{}", self.field);
         self
     }

@@ -1,47 +1,4 @@
-//! A retry budget shared by every caller of one client: gRPC's retry
-//! throttling token bucket.
-//!
-//! Retries multiply load exactly when an upstream is struggling. The budget
-//! caps that multiplication across all the calls that share it (every clone of
-//! a [`StatusRetryLayer`](super::StatusRetryLayer) built with the same
-//! [`RetryPolicy`](super::RetryPolicy)).
-//!
-//! # Which budget, and why
-//!
-//! This is gRPC's retry throttling (proposal A6): a bucket of `max_tokens`
-//! tokens, full at first. Every attempt whose outcome the decoder wanted to
-//! retry takes one token away; every accepted outcome puts `token_ratio` back
-//! (never above `max_tokens`). A retry is allowed only while more than half the
-//! bucket is left. Outcomes the decoder judges plain failures (a 404) count for
-//! nothing: only *retryable* failures drain it.
-//!
-//! tower's `TpsBudget` (a floor of retries per second plus a ratio of retries
-//! to requests over a sliding window) needs a clock and a window; the token
-//! bucket needs neither, so it behaves the same on tokio's paused clock and in
-//! production, and its bound is simple: once the bucket is down to half, an
-//! upstream that always fails sees no retries at all until successes refill
-//! it. Against such an upstream, callers together make at most
-//! `max_tokens / 2` retries (plus, under concurrency, one per caller already
-//! past its check), whatever their number. The arithmetic is in thousandths of
-//! a token, as in gRPC, so a ratio like 0.1 is exact (tower#857 lost
-//! fractional percentages to integer division).
-//!
-//! # Example
-//!
-//! ```
-//! use http_resilience::retry::RetryBudget;
-//!
-//! let budget = RetryBudget::new(10, 0.1).unwrap();
-//! assert!(budget.can_retry());
-//! for _ in 0..5 {
-//!     budget.record_retryable_failure();
-//! }
-//! assert!(!budget.can_retry(), "half the bucket is gone");
-//! for _ in 0..10 {
-//!     budget.record_success();
-//! }
-//! assert!(budget.can_retry(), "ten successes put one token back");
-//! ```
+//! The retry budget (see [`RetryBudget`]).
 
 use crate::InvalidSetting;
 use std::{
@@ -52,7 +9,50 @@ use std::{
 /// Thousandths of a token per token.
 const SCALE: u64 = 1000;
 
-/// A retry budget; see the [module docs](self).
+/// A retry budget shared by every caller of one client: gRPC's retry
+/// throttling token bucket.
+///
+/// Retries multiply load exactly when an upstream is struggling. The budget
+/// caps that multiplication across all the calls that share it (every clone of
+/// a [`StatusRetryLayer`](crate::StatusRetryLayer) built with the same
+/// [`RetryPolicy`](crate::retry::RetryPolicy)).
+///
+/// # Which budget, and why
+///
+/// This is gRPC's retry throttling (proposal A6): a bucket of `max_tokens`
+/// tokens, full at first. Every attempt whose outcome the decoder wanted to
+/// retry takes one token away; every accepted outcome puts `token_ratio` back
+/// (never above `max_tokens`). A retry is allowed only while more than half the
+/// bucket is left. Outcomes the decoder judges plain failures (a 404) count for
+/// nothing: only *retryable* failures drain it.
+///
+/// tower's `TpsBudget` (a floor of retries per second plus a ratio of retries
+/// to requests over a sliding window) needs a clock and a window; the token
+/// bucket needs neither, so it behaves the same on tokio's paused clock and in
+/// production, and its bound is simple: once the bucket is down to half, an
+/// upstream that always fails sees no retries at all until successes refill
+/// it. Against such an upstream, callers together make at most
+/// `max_tokens / 2` retries (plus, under concurrency, one per caller already
+/// past its check), whatever their number. The arithmetic is in thousandths of
+/// a token, as in gRPC, so a ratio like 0.1 is exact (tower#857 lost
+/// fractional percentages to integer division).
+///
+/// # Example
+///
+/// ```
+/// use http_resilience::retry::RetryBudget;
+///
+/// let budget = RetryBudget::new(10, 0.1).unwrap();
+/// assert!(budget.can_retry());
+/// for _ in 0..5 {
+///     budget.record_retryable_failure();
+/// }
+/// assert!(!budget.can_retry(), "half the bucket is gone");
+/// for _ in 0..10 {
+///     budget.record_success();
+/// }
+/// assert!(budget.can_retry(), "ten successes put one token back");
+/// ```
 ///
 /// # Clone
 ///

@@ -1,35 +1,4 @@
-//! Retry events for metrics and logs of one's own.
-//!
-//! A [`RetryListener`] set on a [`RetryPolicy`](super::RetryPolicy) hears
-//! every retry and every give-up, including the ones the retry budget refused,
-//! so that counters can be fed without parsing logs. (Every event is also
-//! logged with `tracing` at debug level.)
-//!
-//! A call ended from outside the retry layer makes no give-up: the caller
-//! dropped it, or a [`DeadlineLayer`](crate::deadline::DeadlineLayer) around
-//! the retry layer ran out, during a wait or during an attempt that the
-//! deadline ends before the attempt's own limit (such an attempt sets no timer
-//! of its own, see [`attempt_timeout`](crate::attempt_timeout)). The retry
-//! layer sees no outcome then; the caller gets `DeadlineExceeded` from the
-//! deadline itself.
-//!
-//! # Example
-//!
-//! ```
-//! use http_resilience::retry::{FixedDelay, RetryEvent, RetryPolicy, StatusDecoder};
-//! use std::sync::{atomic::{AtomicU32, Ordering}, Arc};
-//!
-//! let retries = Arc::new(AtomicU32::new(0));
-//! let counter = retries.clone();
-//! let policy = RetryPolicy::new(StatusDecoder::new([503])?, FixedDelay::new(Default::default(), 2))
-//!     .with_listener(move |event: &RetryEvent| {
-//!         if let RetryEvent::Retry { .. } = event {
-//!             counter.fetch_add(1, Ordering::Relaxed);
-//!         }
-//!     });
-//! # let _ = policy;
-//! # Ok::<(), http_resilience::BoxError>(())
-//! ```
+//! Retry events (see [`RetryListener`]).
 
 use super::Verdict;
 use crate::Stop;
@@ -89,6 +58,35 @@ pub enum RetryEvent {
 }
 
 /// Hears [`RetryEvent`]s; closures `Fn(&RetryEvent)` are listeners.
+///
+/// A listener set on a [`RetryPolicy`](crate::retry::RetryPolicy) hears
+/// every retry and every give-up, including the ones the retry budget refused,
+/// so that counters can be fed without parsing logs. (Every event is also
+/// logged with `tracing` at debug level.)
+///
+/// A call ended from outside the retry layer makes no give-up: the caller
+/// dropped it, or a [`DeadlineLayer`](crate::DeadlineLayer) around the retry
+/// layer ran out, during a wait or during an attempt (its timer wins a tie
+/// with the attempt's own limit). The retry layer sees no outcome then; the
+/// caller gets `DeadlineExceeded` from the deadline itself.
+///
+/// # Example
+///
+/// ```
+/// use http_resilience::retry::{FixedDelay, RetryEvent, RetryPolicy, StatusDecoder};
+/// use std::sync::{atomic::{AtomicU32, Ordering}, Arc};
+///
+/// let retries = Arc::new(AtomicU32::new(0));
+/// let counter = retries.clone();
+/// let policy = RetryPolicy::new(StatusDecoder::new([503])?, FixedDelay::new(Default::default(), 2))
+///     .with_listener(move |event: &RetryEvent| {
+///         if let RetryEvent::Retry { .. } = event {
+///             counter.fetch_add(1, Ordering::Relaxed);
+///         }
+///     });
+/// # let _ = policy;
+/// # Ok::<(), http_resilience::BoxError>(())
+/// ```
 pub trait RetryListener: Send + Sync + 'static {
     /// Called for every event, on the task driving the call; it should be
     /// quick (bump a counter, record a histogram).

@@ -5,13 +5,13 @@ use tower_layer::Layer;
 /// Retries calls of the inner service as a [`RetryPolicy`] says.
 ///
 /// See the [module docs](super) for an example.
-pub struct StatusRetryLayer<P> {
-    policy: Arc<P>,
+pub struct StatusRetryLayer<D, R> {
+    policy: Arc<RetryPolicy<D, R>>,
 }
 
 // ===== impl StatusRetryLayer =====
 
-impl<D, R> StatusRetryLayer<RetryPolicy<D, R>> {
+impl<D, R> StatusRetryLayer<D, R> {
     /// A layer that retries as `policy` says.
     pub fn new(policy: RetryPolicy<D, R>) -> Self {
         Self {
@@ -20,7 +20,7 @@ impl<D, R> StatusRetryLayer<RetryPolicy<D, R>> {
     }
 }
 
-impl<P> Clone for StatusRetryLayer<P> {
+impl<D, R> Clone for StatusRetryLayer<D, R> {
     fn clone(&self) -> Self {
         Self {
             policy: Arc::clone(&self.policy),
@@ -28,7 +28,7 @@ impl<P> Clone for StatusRetryLayer<P> {
     }
 }
 
-impl<P: fmt::Debug> fmt::Debug for StatusRetryLayer<P> {
+impl<D, R> fmt::Debug for StatusRetryLayer<D, R> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("StatusRetryLayer")
             .field("policy", &self.policy)
@@ -36,8 +36,8 @@ impl<P: fmt::Debug> fmt::Debug for StatusRetryLayer<P> {
     }
 }
 
-impl<S, P> Layer<S> for StatusRetryLayer<P> {
-    type Service = StatusRetry<S, P>;
+impl<S, D, R> Layer<S> for StatusRetryLayer<D, R> {
+    type Service = StatusRetry<S, D, R>;
 
     fn layer(&self, inner: S) -> Self::Service {
         StatusRetry::from_shared(inner, Arc::clone(&self.policy))

@@ -138,18 +138,18 @@
 //! applies; a zero wait does not touch the timer at all. Dropping the response
 //! future drops the wait and any attempt in flight: nothing more is sent.
 
-pub mod body;
-pub mod budget;
-pub mod decoder;
-pub mod events;
+mod body;
+mod budget;
+mod decoder;
+mod events;
 pub mod future;
 mod layer;
 mod policy;
-pub mod replay;
+mod replay;
 mod report;
 pub mod retry_after;
-pub mod retryer;
-pub mod safety;
+mod retryer;
+mod safety;
 mod state;
 mod verdict;
 
@@ -163,7 +163,7 @@ pub use self::{
     events::{RetryEvent, RetryListener, WaitSource},
     layer::StatusRetryLayer,
     policy::RetryPolicy,
-    replay::{NotReplayable, ReplayBody},
+    replay::{NotReplayable, ReplayBody, DEFAULT_REPLAY_CAP},
     report::{Attempts, FinalAttempt, RetryReport, Stop},
     retryer::{AnyRetryer, ExponentialBackoff, FeignRetryer, FixedDelay, Jitter, Retryer},
     safety::{is_idempotent, Idempotency, IDEMPOTENCY_KEY},
@@ -187,34 +187,32 @@ use tower_service::Service;
 /// `S: Clone` is required. The policy is shared behind an `Arc`: cloning a
 /// `StatusRetry` copies no policy state. The retryer is cloned once per request
 /// (its state belongs to that request alone); the decoder is never cloned.
-pub struct StatusRetry<S, P> {
+pub struct StatusRetry<S, D, R> {
     inner: S,
-    policy: Arc<P>,
+    policy: Arc<RetryPolicy<D, R>>,
 }
 
 // ===== impl StatusRetry =====
 
-impl<S, D, R> StatusRetry<S, RetryPolicy<D, R>> {
+impl<S, D, R> StatusRetry<S, D, R> {
     /// Wraps `inner`, retrying as `policy` says.
     pub fn new(inner: S, policy: RetryPolicy<D, R>) -> Self {
         Self::from_shared(inner, Arc::new(policy))
     }
-}
 
-impl<S, P> StatusRetry<S, P> {
-    pub(crate) fn from_shared(inner: S, policy: Arc<P>) -> Self {
+    pub(crate) fn from_shared(inner: S, policy: Arc<RetryPolicy<D, R>>) -> Self {
         Self { inner, policy }
     }
 
     /// The policy.
-    pub fn policy(&self) -> &P {
+    pub fn policy(&self) -> &RetryPolicy<D, R> {
         &self.policy
     }
 
     define_inner_service_accessors!();
 }
 
-impl<S: Clone, P> Clone for StatusRetry<S, P> {
+impl<S: Clone, D, R> Clone for StatusRetry<S, D, R> {
     fn clone(&self) -> Self {
         Self {
             inner: self.inner.clone(),
@@ -223,7 +221,7 @@ impl<S: Clone, P> Clone for StatusRetry<S, P> {
     }
 }
 
-impl<S: fmt::Debug, P: fmt::Debug> fmt::Debug for StatusRetry<S, P> {
+impl<S: fmt::Debug, D, R> fmt::Debug for StatusRetry<S, D, R> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("StatusRetry")
             .field("inner", &self.inner)
@@ -232,7 +230,7 @@ impl<S: fmt::Debug, P: fmt::Debug> fmt::Debug for StatusRetry<S, P> {
     }
 }
 
-impl<S, B, T, D, R> Service<http::Request<B>> for StatusRetry<S, RetryPolicy<D, R>>
+impl<S, B, T, D, R> Service<http::Request<B>> for StatusRetry<S, D, R>
 where
     S: Service<http::Request<B>, Response = http::Response<T>> + Clone,
     B: TryCloneBody,

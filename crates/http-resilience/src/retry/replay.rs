@@ -15,8 +15,8 @@ use std::{
     task::{Context, Poll, Waker},
 };
 
-/// The default replay cap: 64 KiB, as linkerd's.
-pub const DEFAULT_CAP: usize = 64 * 1024;
+/// The default cap of a [`ReplayBody`]'s buffer: 64 KiB, as linkerd's.
+pub const DEFAULT_REPLAY_CAP: usize = 64 * 1024;
 
 /// A request body that [`StatusRetry`](super::StatusRetry) can send again,
 /// although the body it wraps is a stream (hyper's `Incoming`, axum's `Body`,
@@ -139,9 +139,9 @@ enum Loss {
 // ===== impl ReplayBody =====
 
 impl<B: Body> ReplayBody<B> {
-    /// Wraps `body`, buffering up to [`DEFAULT_CAP`] bytes.
+    /// Wraps `body`, buffering up to [`DEFAULT_REPLAY_CAP`] bytes.
     pub fn new(body: B) -> Self {
-        Self::with_cap(body, DEFAULT_CAP)
+        Self::with_cap(body, DEFAULT_REPLAY_CAP)
     }
 
     /// Wraps `body`, buffering up to `cap` bytes.
@@ -173,11 +173,6 @@ impl<B: Body> ReplayBody<B> {
 impl<B> ReplayBody<B> {
     fn shared(&self) -> MutexGuard<'_, Shared<B>> {
         lock(&self.shared)
-    }
-
-    /// Whether this is a copy (and not the original).
-    pub fn is_copy(&self) -> bool {
-        self.copy
     }
 }
 

@@ -1,30 +1,4 @@
 //! When a request is safe to send again (RFC 9110, section 9.2.2).
-//!
-//! A request may be retried automatically when the upstream cannot have acted
-//! on it (it was never sent: connecting failed; or an HTTP/2 upstream refused
-//! it unprocessed, RFC 9113 section 8.7), or when acting on it twice is
-//! the same as once: its method is idempotent (GET, HEAD, OPTIONS, TRACE, PUT,
-//! DELETE), it carries an `Idempotency-Key`, or the caller says so with an
-//! [`Idempotency`] extension. Apache HttpClient's `DefaultHttpRequestRetryHandler`
-//! follows the same rule; its `requestSentRetryEnabled` switch is
-//! [`RetryPolicy::retry_sent_requests`](super::RetryPolicy::retry_sent_requests).
-//!
-//! # Example
-//!
-//! ```
-//! use http::Request;
-//! use http_resilience::retry::{is_idempotent, Idempotency};
-//!
-//! assert!(is_idempotent(&Request::get("/").body(()).unwrap()));
-//! assert!(!is_idempotent(&Request::post("/").body(()).unwrap()));
-//!
-//! let keyed = Request::post("/").header("idempotency-key", "a1b2").body(()).unwrap();
-//! assert!(is_idempotent(&keyed));
-//!
-//! let mut marked = Request::post("/").body(()).unwrap();
-//! marked.extensions_mut().insert(Idempotency::Idempotent);
-//! assert!(is_idempotent(&marked));
-//! ```
 
 use http::{HeaderName, Method};
 
@@ -51,6 +25,32 @@ pub enum Idempotency {
 /// Whether `request` may be sent twice with the effect of once: its
 /// [`Idempotency`] extension if it has one, otherwise an idempotent method
 /// or an `Idempotency-Key` header.
+///
+/// A request may be retried automatically when the upstream cannot have acted
+/// on it (it was never sent: connecting failed; or an HTTP/2 upstream refused
+/// it unprocessed, RFC 9113 section 8.7), or when acting on it twice is
+/// the same as once: its method is idempotent (GET, HEAD, OPTIONS, TRACE, PUT,
+/// DELETE), it carries an `Idempotency-Key`, or the caller says so with an
+/// [`Idempotency`] extension. Apache HttpClient's `DefaultHttpRequestRetryHandler`
+/// follows the same rule; its `requestSentRetryEnabled` switch is
+/// [`RetryPolicy::retry_sent_requests`](crate::retry::RetryPolicy::retry_sent_requests).
+///
+/// # Example
+///
+/// ```
+/// use http::Request;
+/// use http_resilience::retry::{is_idempotent, Idempotency};
+///
+/// assert!(is_idempotent(&Request::get("/").body(()).unwrap()));
+/// assert!(!is_idempotent(&Request::post("/").body(()).unwrap()));
+///
+/// let keyed = Request::post("/").header("idempotency-key", "a1b2").body(()).unwrap();
+/// assert!(is_idempotent(&keyed));
+///
+/// let mut marked = Request::post("/").body(()).unwrap();
+/// marked.extensions_mut().insert(Idempotency::Idempotent);
+/// assert!(is_idempotent(&marked));
+/// ```
 pub fn is_idempotent<B>(request: &http::Request<B>) -> bool {
     if let Some(said) = request.extensions().get::<Idempotency>() {
         return *said == Idempotency::Idempotent;

@@ -46,13 +46,10 @@ type Reactor = RetryPolicy<StatusDecoder, FixedDelay>;
 
 type Upstream = mock::Mock<Req, Resp>;
 
+type Retrying = StatusRetry<Upstream, StatusDecoder, FixedDelay>;
+
 /// The retry layer over a mock upstream.
-fn spawn(
-    policy: Reactor,
-) -> (
-    mock::Spawn<StatusRetry<Upstream, Reactor>>,
-    mock::Handle<Req, Resp>,
-) {
+fn spawn(policy: Reactor) -> (mock::Spawn<Retrying>, mock::Handle<Req, Resp>) {
     mock::spawn_layer(StatusRetryLayer::new(policy))
 }
 

@@ -39,7 +39,7 @@ where
 {
     type Response = R::Response;
     type Error = DnsError;
-    type Future = MapErr<R::Future, Name>;
+    type Future = ResolveFuture<R::Future>;
 
     fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
         self.inner
@@ -48,29 +48,32 @@ where
     }
 
     fn call(&mut self, name: Name) -> Self::Future {
-        MapErr {
+        ResolveFuture {
             future: self.inner.call(name.clone()),
-            context: name,
+            name,
         }
     }
 }
 
 pin_project! {
-    /// A future whose error is given a type, with some context.
-    pub struct MapErr<F, C> {
+    /// Response future of [`TypedResolver`]: the inner resolver's, with a
+    /// failure turned into a [`DnsError`] naming the host.
+    pub struct ResolveFuture<F> {
         #[pin]
         future: F,
-        context: C,
+        name: Name,
     }
 }
 
-impl<F, C> fmt::Debug for MapErr<F, C> {
+impl<F> fmt::Debug for ResolveFuture<F> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("MapErr").finish_non_exhaustive()
+        f.debug_struct("ResolveFuture")
+            .field("name", &self.name)
+            .finish_non_exhaustive()
     }
 }
 
-impl<F, T, E> Future for MapErr<F, Name>
+impl<F, T, E> Future for ResolveFuture<F>
 where
     F: Future<Output = Result<T, E>>,
     E: Into<BoxError>,
@@ -79,14 +82,29 @@ where
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let this = self.project();
-        let host = this.context;
+        let host = this.name;
         this.future
             .poll(cx)
             .map_err(|err| DnsError::new(host.as_str().to_owned(), err.into()))
     }
 }
 
-impl<F, T, E> Future for MapErr<F, ()>
+pin_project! {
+    /// Response future of [`TcpConnector`]: the inner connector's, with a
+    /// failure marked as a [`TcpError`].
+    pub struct ConnectFuture<F> {
+        #[pin]
+        future: F,
+    }
+}
+
+impl<F> fmt::Debug for ConnectFuture<F> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ConnectFuture").finish_non_exhaustive()
+    }
+}
+
+impl<F, T, E> Future for ConnectFuture<F>
 where
     F: Future<Output = Result<T, E>>,
     E: Into<BoxError>,
@@ -123,7 +141,7 @@ where
 {
     type Response = <HttpConnector<TypedResolver<R>> as Service<http::Uri>>::Response;
     type Error = TcpError;
-    type Future = MapErr<<HttpConnector<TypedResolver<R>> as Service<http::Uri>>::Future, ()>;
+    type Future = ConnectFuture<<HttpConnector<TypedResolver<R>> as Service<http::Uri>>::Future>;
 
     fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
         self.inner
@@ -132,9 +150,8 @@ where
     }
 
     fn call(&mut self, uri: http::Uri) -> Self::Future {
-        MapErr {
+        ConnectFuture {
             future: self.inner.call(uri),
-            context: (),
         }
     }
 }

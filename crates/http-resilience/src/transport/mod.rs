@@ -60,8 +60,8 @@
 mod connect;
 
 pub use self::connect::{
-    DnsError, MapErr, NoResponse, TcpConnector, TcpError, TlsError, TlsErrors, TlsFuture,
-    TypedResolver,
+    ConnectFuture, DnsError, NoResponse, ResolveFuture, TcpConnector, TcpError, TlsError,
+    TlsErrors, TlsFuture, TypedResolver,
 };
 
 use crate::{read_timeout::ReadTimeout, timer::FAR_FUTURE, InvalidSetting};
