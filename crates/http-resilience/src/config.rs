@@ -159,12 +159,12 @@
 //! out: it starts from a known-good policy instead of the defaults.
 
 use crate::{
-    resilience::Resilience,
+    presets,
     retry::{
-        AnyDecoder, AnyRetryer, ExponentialBackoff, FeignDecoder, FeignRetryer, FixedDelay,
-        InvalidStatus, Jitter, RetryPolicy, StatusDecoder, TransientDecoder,
+        AnyDecoder, AnyRetryer, ApacheDecoder, ExponentialBackoff, FeignDecoder, FeignRetryer,
+        FixedDelay, InvalidStatus, Jitter, RetryPolicy, StatusDecoder, TransientDecoder,
     },
-    InvalidSetting, ResilienceLayer,
+    InvalidSetting, Resilience, ResilienceLayer,
 };
 use serde::{
     de::{self, Deserializer, Visitor},
@@ -244,6 +244,7 @@ enum Preset {
     Feign,
     Standard,
     Conservative,
+    Apache,
 }
 
 /// A `retry.decoder` name.
@@ -252,6 +253,7 @@ enum DecoderKind {
     Statuses,
     Feign,
     Transient,
+    Apache,
 }
 
 /// A `retry.backoff` name.
@@ -540,6 +542,64 @@ fn only_for(
 // ===== impl Fields =====
 
 impl Fields {
+    /// The fields that build `policy`.
+    fn of(policy: &Resilience<AnyDecoder, AnyRetryer>) -> Self {
+        let retry = policy.retry();
+        let (decoder, statuses, retry_after) = match retry.decoder() {
+            AnyDecoder::Statuses(d) => (
+                DecoderKind::Statuses,
+                Some(d.statuses().map(|s| s.as_u16()).collect()),
+                d.reads_retry_after(),
+            ),
+            AnyDecoder::Feign(_) => (DecoderKind::Feign, None, false),
+            AnyDecoder::Apache(_) => (DecoderKind::Apache, None, false),
+            // NOTE: `AnyDecoder` is non-exhaustive; the transient decoder is
+            // the remaining one.
+            _ => (DecoderKind::Transient, None, false),
+        };
+        let (backoff, delay, max_delay, max_attempts, multiplier, jitter) = match retry.retryer() {
+            AnyRetryer::Fixed(r) => (
+                BackoffKind::Fixed,
+                r.delay(),
+                r.max_delay(),
+                r.retries().saturating_add(1),
+                default_multiplier(),
+                Jitter::None,
+            ),
+            AnyRetryer::Exponential(r) => (
+                BackoffKind::Exponential,
+                r.initial(),
+                r.max_delay(),
+                r.max_attempts(),
+                r.multiplier(),
+                r.jitter(),
+            ),
+            AnyRetryer::Feign(r) => (
+                BackoffKind::Feign,
+                r.period(),
+                r.max_period(),
+                r.configured_max_attempts(),
+                default_multiplier(),
+                Jitter::None,
+            ),
+        };
+        Fields {
+            deadline: policy.deadline(),
+            attempt_timeout: policy.attempt_timeout(),
+            decoder,
+            statuses,
+            retry_after,
+            backoff,
+            delay,
+            max_delay,
+            max_attempts,
+            multiplier,
+            jitter,
+            seed: None,
+            min_attempt: retry.deadline_margin(),
+        }
+    }
+
     /// The policy, checked; `path` is the section's, for errors.
     fn build(&self, path: &str) -> Result<Resilience<AnyDecoder, AnyRetryer>, InvalidSetting> {
         let retry_path = format!("{path}.retry");
@@ -557,6 +617,7 @@ impl Fields {
         Ok(match self.decoder {
             DecoderKind::Feign => AnyDecoder::Feign(FeignDecoder::new()),
             DecoderKind::Transient => AnyDecoder::Transient(TransientDecoder::new()),
+            DecoderKind::Apache => AnyDecoder::Apache(ApacheDecoder::new()),
             DecoderKind::Statuses => {
                 let Some(statuses) = self.statuses.as_deref() else {
                     return Err(InvalidSetting::new(
@@ -651,76 +712,17 @@ fn positive(field: &str, value: Duration) -> Result<(), InvalidSetting> {
 // ===== impl Preset =====
 
 impl Preset {
-    /// The preset as the fields of a section.
-    ///
-    /// NOTE: the numbers are those of `crate::presets`, which builds the
-    /// policies directly; the test `preset_fields_build_the_presets` holds the
-    /// two equal.
+    /// The preset as the fields of a section: read off the policy that
+    /// [`presets`](crate::presets) builds, so that its numbers exist once.
     fn fields(self) -> Fields {
-        let ms = Duration::from_millis;
-        let secs = Duration::from_secs;
-        match self {
-            Preset::Reactor => Fields {
-                deadline: secs(8),
-                attempt_timeout: secs(3),
-                decoder: DecoderKind::Statuses,
-                statuses: Some(vec![503]),
-                retry_after: false,
-                backoff: BackoffKind::Fixed,
-                delay: ms(10),
-                max_delay: secs(1),
-                max_attempts: 3,
-                multiplier: default_multiplier(),
-                jitter: Jitter::None,
-                seed: None,
-                min_attempt: None,
-            },
-            Preset::Feign => Fields {
-                deadline: secs(300),
-                attempt_timeout: secs(60),
-                decoder: DecoderKind::Feign,
-                statuses: None,
-                retry_after: false,
-                backoff: BackoffKind::Feign,
-                delay: ms(100),
-                max_delay: secs(1),
-                max_attempts: 5,
-                multiplier: default_multiplier(),
-                jitter: Jitter::None,
-                seed: None,
-                min_attempt: None,
-            },
-            Preset::Standard => Fields {
-                deadline: secs(30),
-                attempt_timeout: secs(10),
-                decoder: DecoderKind::Transient,
-                statuses: None,
-                retry_after: false,
-                backoff: BackoffKind::Exponential,
-                delay: secs(2),
-                max_delay: secs(30),
-                max_attempts: 4,
-                multiplier: 2.0,
-                jitter: Jitter::Decorrelated,
-                seed: None,
-                min_attempt: Some(crate::presets::MIN_USEFUL_ATTEMPT),
-            },
-            Preset::Conservative => Fields {
-                deadline: secs(10),
-                attempt_timeout: secs(5),
-                decoder: DecoderKind::Transient,
-                statuses: None,
-                retry_after: false,
-                backoff: BackoffKind::Exponential,
-                delay: ms(500),
-                max_delay: secs(2),
-                max_attempts: 2,
-                multiplier: 2.0,
-                jitter: Jitter::Full,
-                seed: None,
-                min_attempt: Some(crate::presets::MIN_USEFUL_ATTEMPT),
-            },
-        }
+        let policy = match self {
+            Preset::Reactor => presets::reactor().erase(),
+            Preset::Feign => presets::feign().erase(),
+            Preset::Standard => presets::standard().erase(),
+            Preset::Conservative => presets::conservative().erase(),
+            Preset::Apache => presets::apache().erase(),
+        };
+        Fields::of(&policy)
     }
 }
 
@@ -813,17 +815,19 @@ macro_rules! names {
     };
 }
 
-names!(Preset, "one of \"reactor\", \"feign\", \"standard\", \"conservative\"", {
+names!(Preset, "one of \"reactor\", \"feign\", \"standard\", \"conservative\", \"apache\"", {
     "reactor" => Preset::Reactor,
     "feign" => Preset::Feign,
     "standard" => Preset::Standard,
     "conservative" => Preset::Conservative,
+    "apache" => Preset::Apache,
 });
 
-names!(DecoderKind, "one of \"statuses\", \"feign\", \"transient\"", {
+names!(DecoderKind, "one of \"statuses\", \"feign\", \"transient\", \"apache\"", {
     "statuses" => DecoderKind::Statuses,
     "feign" => DecoderKind::Feign,
     "transient" => DecoderKind::Transient,
+    "apache" => DecoderKind::Apache,
 });
 
 names!(BackoffKind, "one of \"fixed\", \"exponential\", \"feign\"", {
@@ -848,6 +852,7 @@ impl DecoderKind {
             DecoderKind::Statuses => "statuses",
             DecoderKind::Feign => "feign",
             DecoderKind::Transient => "transient",
+            DecoderKind::Apache => "apache",
         }
     }
 }

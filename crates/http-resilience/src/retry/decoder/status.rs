@@ -111,6 +111,11 @@ impl StatusDecoder {
         self
     }
 
+    /// Whether `Retry-After` is read ([`with_retry_after`](Self::with_retry_after)).
+    pub const fn reads_retry_after(&self) -> bool {
+        self.retry_after
+    }
+
     /// Whether `status` is retried.
     pub fn contains(&self, status: StatusCode) -> bool {
         match slot(status.as_u16()) {
