@@ -350,12 +350,12 @@ fn rejects_unknown_names() {
     assert_eq!(
         error("[clients.x]\npreset = \"fegn\""),
         "clients.x.preset must be one of \"reactor\", \"feign\", \"standard\", \"conservative\", \
-         got \"fegn\""
+         \"apache\", got \"fegn\""
     );
     assert_eq!(
         error("[clients.x.retry]\ndecoder = \"5xx\""),
         "clients.x.retry.decoder must be one of \"statuses\", \"feign\", \"transient\", \
-         got \"5xx\""
+         \"apache\", got \"5xx\""
     );
     assert_eq!(
         error("[clients.x.retry]\nbackoff = \"linear\""),

@@ -1,0 +1,61 @@
+//! The error of a configuration that cannot be used.
+
+use crate::InvalidSetting;
+use std::{error::Error, fmt};
+
+/// The error of a configuration that cannot be used: a text that cannot be
+/// read, or a setting that makes no sense.
+///
+/// Its message names the full path of the setting and the bad value, as in
+/// `clients.weather.retry.multiplier must be >= 1.0, got 0.5`; for a text that
+/// cannot be read (bad TOML, an unknown key, a value of the wrong type) it is
+/// the format's own message, with the line and the key.
+#[derive(Debug)]
+pub struct ConfigError {
+    pub(super) kind: ErrorKind,
+}
+
+#[derive(Debug)]
+pub(super) enum ErrorKind {
+    #[cfg(feature = "toml")]
+    Toml(toml::de::Error),
+    Invalid(InvalidSetting),
+}
+
+// ===== impl ConfigError =====
+
+impl ConfigError {
+    /// The setting that makes no sense, its [`field`](InvalidSetting::field)
+    /// being the full path (`clients.weather.retry.multiplier`); `None` when
+    /// the text itself could not be read.
+    pub fn setting(&self) -> Option<&InvalidSetting> {
+        match &self.kind {
+            #[cfg(feature = "toml")]
+            ErrorKind::Toml(_) => None,
+            ErrorKind::Invalid(setting) => Some(setting),
+        }
+    }
+}
+
+impl From<InvalidSetting> for ConfigError {
+    /// A setting that makes no sense, its field being its full path.
+    fn from(setting: InvalidSetting) -> Self {
+        Self {
+            kind: ErrorKind::Invalid(setting),
+        }
+    }
+}
+
+impl fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.kind {
+            #[cfg(feature = "toml")]
+            ErrorKind::Toml(err) => f.pad(err.to_string().trim_end()),
+            ErrorKind::Invalid(setting) => fmt::Display::fmt(setting, f),
+        }
+    }
+}
+
+// NOTE: the message already carries the TOML error's text, so it is not
+// repeated as a source.
+impl Error for ConfigError {}

@@ -1,0 +1,318 @@
+//! Resolution: a section applied over its base, and the fields built into
+//! a policy.
+
+use super::{
+    validate::{only_for, positive},
+    written::{BackoffKind, DecoderKind, Preset, RetrySection, Section},
+};
+use crate::{
+    presets,
+    retry::{
+        AnyDecoder, AnyRetryer, ApacheDecoder, ExponentialBackoff, FeignDecoder, FeignRetryer,
+        FixedDelay, InvalidStatus, Jitter, RetryPolicy, StatusDecoder, TransientDecoder,
+    },
+    InvalidSetting, Resilience,
+};
+use std::time::Duration;
+
+/// Every field of a section with a value: a preset, or a section applied over
+/// one. It is checked only when built into a policy.
+#[derive(Debug, Clone, PartialEq)]
+pub(super) struct Fields {
+    pub(super) deadline: Duration,
+    pub(super) attempt_timeout: Duration,
+    pub(super) decoder: DecoderKind,
+    /// `None` where no section gave statuses; required by the `statuses`
+    /// decoder.
+    pub(super) statuses: Option<Vec<u16>>,
+    pub(super) retry_after: bool,
+    pub(super) backoff: BackoffKind,
+    pub(super) delay: Duration,
+    pub(super) max_delay: Duration,
+    pub(super) max_attempts: u32,
+    pub(super) multiplier: f64,
+    pub(super) jitter: Jitter,
+    pub(super) seed: Option<u64>,
+    /// Deadline-aware scheduling: the least useful attempt time, if on.
+    pub(super) min_attempt: Option<Duration>,
+}
+
+/// The `multiplier` of an exponential backoff that does not give one.
+pub(super) fn default_multiplier() -> f64 {
+    ExponentialBackoff::default().multiplier()
+}
+
+// ===== impl Section =====
+
+impl Section {
+    /// `base` with this section's fields over it; `path` is the section's.
+    pub(super) fn apply(&self, mut base: Fields, path: &str) -> Result<Fields, InvalidSetting> {
+        if let Some(deadline) = &self.deadline {
+            base.deadline = deadline.get("deadline", path)?;
+        }
+        if let Some(timeout) = &self.attempt_timeout {
+            base.attempt_timeout = timeout.get("attempt_timeout", path)?;
+        }
+        self.retry.apply(base, &format!("{path}.retry"))
+    }
+}
+
+// ===== impl RetrySection =====
+
+impl RetrySection {
+    /// `base` with these retry fields over it; `path` ends in `.retry`.
+    pub(super) fn apply(&self, mut base: Fields, path: &str) -> Result<Fields, InvalidSetting> {
+        if let Some(decoder) = &self.decoder {
+            let decoder = decoder.get("decoder", path)?;
+            if decoder != base.decoder {
+                // NOTE: these belong to the decoder being replaced.
+                base.decoder = decoder;
+                base.statuses = None;
+                base.retry_after = false;
+            }
+        }
+        let statuses_only = |field: &str, base: &Fields| {
+            only_for(
+                base.decoder == DecoderKind::Statuses,
+                field,
+                "decoder",
+                DecoderKind::Statuses.name(),
+                base.decoder.name(),
+            )
+            .map_err(|err| err.within(path))
+        };
+        if let Some(statuses) = &self.statuses {
+            statuses_only("statuses", &base)?;
+            base.statuses = Some(statuses.clone());
+        }
+        if let Some(retry_after) = self.retry_after {
+            statuses_only("retry_after", &base)?;
+            base.retry_after = retry_after;
+        }
+
+        if let Some(backoff) = &self.backoff {
+            let backoff = backoff.get("backoff", path)?;
+            if backoff != base.backoff {
+                // NOTE: these belong to the backoff being replaced.
+                base.backoff = backoff;
+                base.multiplier = default_multiplier();
+                base.jitter = Jitter::None;
+                base.seed = None;
+            }
+        }
+        if let Some(delay) = &self.delay {
+            base.delay = delay.get("delay", path)?;
+        }
+        if let Some(max_delay) = &self.max_delay {
+            base.max_delay = max_delay.get("max_delay", path)?;
+        }
+        if let Some(max_attempts) = self.max_attempts {
+            base.max_attempts = max_attempts;
+        }
+        let exponential_only = |field: &str, base: &Fields| {
+            only_for(
+                base.backoff == BackoffKind::Exponential,
+                field,
+                "backoff",
+                BackoffKind::Exponential.name(),
+                base.backoff.name(),
+            )
+            .map_err(|err| err.within(path))
+        };
+        if let Some(multiplier) = self.multiplier {
+            exponential_only("multiplier", &base)?;
+            base.multiplier = multiplier;
+        }
+        if let Some(jitter) = &self.jitter {
+            exponential_only("jitter", &base)?;
+            base.jitter = jitter.get("jitter", path)?;
+        }
+        if let Some(min_attempt) = &self.min_attempt {
+            base.min_attempt = min_attempt.get("min_attempt", path)?.0;
+        }
+        if let Some(seed) = self.seed {
+            exponential_only("seed", &base)?;
+            base.seed = Some(seed);
+        }
+        Ok(base)
+    }
+}
+
+// ===== impl Fields =====
+
+impl Fields {
+    /// The fields that build `policy`.
+    pub(super) fn of(policy: &Resilience<AnyDecoder, AnyRetryer>) -> Self {
+        let retry = policy.retry();
+        let (decoder, statuses, retry_after) = match retry.decoder() {
+            AnyDecoder::Statuses(d) => (
+                DecoderKind::Statuses,
+                Some(d.statuses().map(|s| s.as_u16()).collect()),
+                d.reads_retry_after(),
+            ),
+            AnyDecoder::Feign(_) => (DecoderKind::Feign, None, false),
+            AnyDecoder::Apache(_) => (DecoderKind::Apache, None, false),
+            // NOTE: `AnyDecoder` is non-exhaustive; the transient decoder is
+            // the remaining one.
+            _ => (DecoderKind::Transient, None, false),
+        };
+        let (backoff, delay, max_delay, max_attempts, multiplier, jitter) = match retry.retryer() {
+            AnyRetryer::Fixed(r) => (
+                BackoffKind::Fixed,
+                r.delay(),
+                r.max_delay(),
+                r.retries().saturating_add(1),
+                default_multiplier(),
+                Jitter::None,
+            ),
+            AnyRetryer::Exponential(r) => (
+                BackoffKind::Exponential,
+                r.initial(),
+                r.max_delay(),
+                r.max_attempts(),
+                r.multiplier(),
+                r.jitter(),
+            ),
+            AnyRetryer::Feign(r) => (
+                BackoffKind::Feign,
+                r.period(),
+                r.max_period(),
+                r.configured_max_attempts(),
+                default_multiplier(),
+                Jitter::None,
+            ),
+        };
+        Fields {
+            deadline: policy.deadline(),
+            attempt_timeout: policy.attempt_timeout(),
+            decoder,
+            statuses,
+            retry_after,
+            backoff,
+            delay,
+            max_delay,
+            max_attempts,
+            multiplier,
+            jitter,
+            seed: None,
+            min_attempt: retry.deadline_margin(),
+        }
+    }
+
+    /// The policy, checked; `path` is the section's, for errors.
+    pub(super) fn build(
+        &self,
+        path: &str,
+    ) -> Result<Resilience<AnyDecoder, AnyRetryer>, InvalidSetting> {
+        let retry_path = format!("{path}.retry");
+        let within_retry = |err: InvalidSetting| err.within(&retry_path);
+        let decoder = self.decoder().map_err(within_retry)?;
+        let backoff = self.backoff().map_err(within_retry)?;
+        let mut retry = RetryPolicy::new(decoder, backoff);
+        if let Some(min_attempt) = self.min_attempt {
+            retry = retry.deadline_aware(min_attempt);
+        }
+        Resilience::new(self.deadline, self.attempt_timeout, retry).map_err(|err| err.within(path))
+    }
+
+    pub(super) fn decoder(&self) -> Result<AnyDecoder, InvalidSetting> {
+        Ok(match self.decoder {
+            DecoderKind::Feign => AnyDecoder::Feign(FeignDecoder::new()),
+            DecoderKind::Transient => AnyDecoder::Transient(TransientDecoder::new()),
+            DecoderKind::Apache => AnyDecoder::Apache(ApacheDecoder::new()),
+            DecoderKind::Statuses => {
+                let Some(statuses) = self.statuses.as_deref() else {
+                    return Err(InvalidSetting::new(
+                        "statuses",
+                        "must be given with decoder = \"statuses\"",
+                    ));
+                };
+                let decoder = StatusDecoder::new(statuses.iter().copied()).map_err(|err| {
+                    let problem = match err {
+                        InvalidStatus::OutOfRange(code) => {
+                            format!("must be in 100..=599, got {code}")
+                        }
+                        _ => "must list at least one status, got []".to_owned(),
+                    };
+                    InvalidSetting::new("statuses", problem)
+                })?;
+                AnyDecoder::Statuses(if self.retry_after {
+                    decoder.with_retry_after()
+                } else {
+                    decoder
+                })
+            }
+        })
+    }
+
+    pub(super) fn backoff(&self) -> Result<AnyRetryer, InvalidSetting> {
+        positive("delay", self.delay)?;
+        positive("max_delay", self.max_delay)?;
+        if self.max_attempts == 0 {
+            return Err(InvalidSetting::new(
+                "max_attempts",
+                "must be at least 1, got 0",
+            ));
+        }
+        let max_delay_below = |what: &str| {
+            InvalidSetting::new(
+                "max_delay",
+                format!(
+                    "must be >= {what} ({:?}), got {:?}",
+                    self.delay, self.max_delay
+                ),
+            )
+        };
+        Ok(match self.backoff {
+            BackoffKind::Fixed => {
+                if self.max_delay < self.delay {
+                    return Err(max_delay_below("the delay"));
+                }
+                AnyRetryer::Fixed(
+                    FixedDelay::new(self.delay, self.max_attempts.saturating_sub(1))
+                        .with_max_delay(self.max_delay),
+                )
+            }
+            BackoffKind::Feign => {
+                if self.max_delay < self.delay {
+                    return Err(max_delay_below("the period"));
+                }
+                AnyRetryer::Feign(FeignRetryer::new(
+                    self.delay,
+                    self.max_delay,
+                    self.max_attempts,
+                ))
+            }
+            BackoffKind::Exponential => {
+                let backoff = ExponentialBackoff::new(
+                    self.delay,
+                    self.multiplier,
+                    self.max_delay,
+                    self.max_attempts,
+                )?
+                .with_jitter(self.jitter);
+                AnyRetryer::Exponential(match self.seed {
+                    Some(seed) => backoff.with_seed(seed),
+                    None => backoff,
+                })
+            }
+        })
+    }
+}
+
+// ===== impl Preset =====
+
+impl Preset {
+    /// The preset as the fields of a section: read off the policy that
+    /// [`presets`](crate::presets) builds, so that its numbers exist once.
+    pub(super) fn fields(self) -> Fields {
+        let policy = match self {
+            Preset::Reactor => presets::reactor().erase(),
+            Preset::Feign => presets::feign().erase(),
+            Preset::Standard => presets::standard().erase(),
+            Preset::Conservative => presets::conservative().erase(),
+            Preset::Apache => presets::apache().erase(),
+        };
+        Fields::of(&policy)
+    }
+}

@@ -1,0 +1,233 @@
+//! The sections as written: what a file holds, parsed as it is read.
+
+use crate::{retry::Jitter, InvalidSetting};
+use serde::{
+    de::{self, Deserializer, Visitor},
+    Deserialize,
+};
+use std::{fmt, marker::PhantomData, time::Duration};
+
+/// One section: `[default]` or `[clients.<name>]`, as written.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct Section {
+    pub(super) preset: Option<Written<Preset>>,
+    pub(super) deadline: Option<Written<Duration>>,
+    pub(super) attempt_timeout: Option<Written<Duration>>,
+    #[serde(default)]
+    pub(super) retry: RetrySection,
+}
+
+/// The `retry` table of a section, as written.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RetrySection {
+    pub(super) decoder: Option<Written<DecoderKind>>,
+    pub(super) statuses: Option<Vec<u16>>,
+    pub(super) retry_after: Option<bool>,
+    pub(super) backoff: Option<Written<BackoffKind>>,
+    pub(super) delay: Option<Written<Duration>>,
+    pub(super) multiplier: Option<f64>,
+    pub(super) max_delay: Option<Written<Duration>>,
+    pub(super) max_attempts: Option<u32>,
+    pub(super) jitter: Option<Written<Jitter>>,
+    pub(super) seed: Option<u64>,
+    pub(super) min_attempt: Option<Written<MinAttempt>>,
+}
+
+/// A preset name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Preset {
+    Reactor,
+    Feign,
+    Standard,
+    Conservative,
+    Apache,
+}
+
+/// A `retry.decoder` name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum DecoderKind {
+    Statuses,
+    Feign,
+    Transient,
+    Apache,
+}
+
+/// A `retry.backoff` name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum BackoffKind {
+    Fixed,
+    Exponential,
+    Feign,
+}
+
+/// A setting written as a string (a duration or a name), parsed as it is
+/// deserialized.
+///
+/// NOTE: a string that does not parse is kept rather than failing the
+/// deserializer, so that validation reports it under its full path
+/// (`clients.weather.deadline`) whatever format it came from; a deserializer
+/// error knows only its position in the text, and only some formats tell it.
+#[derive(Debug, Clone, PartialEq)]
+pub(super) enum Written<T> {
+    Parsed(T),
+    Malformed {
+        text: String,
+        detail: Option<String>,
+    },
+}
+
+/// A value that a setting writes as a string.
+pub(super) trait FromText: Sized {
+    /// What the string must be, completing "must be ...".
+    const EXPECTED: &'static str;
+
+    /// The value, or what is wrong with the string when there is more to say
+    /// than [`EXPECTED`](Self::EXPECTED).
+    fn from_text(text: &str) -> Result<Self, Option<String>>;
+}
+
+// ===== impl Written =====
+
+impl<T: Clone> Written<T> {
+    /// The parsed value, or the error for setting `field` of section `path`.
+    pub(super) fn get(&self, field: &str, path: &str) -> Result<T, InvalidSetting>
+    where
+        T: FromText,
+    {
+        match self {
+            Written::Parsed(value) => Ok(value.clone()),
+            Written::Malformed { text, detail } => {
+                let mut problem = format!("must be {}, got {text:?}", T::EXPECTED);
+                if let Some(detail) = detail {
+                    problem.push_str(&format!(" ({detail})"));
+                }
+                Err(InvalidSetting::new(field, problem).within(path))
+            }
+        }
+    }
+}
+
+impl<'de, T: FromText> Deserialize<'de> for Written<T> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_str(WrittenVisitor(PhantomData))
+    }
+}
+
+/// Reads a [`Written`] from a string.
+struct WrittenVisitor<T>(PhantomData<T>);
+
+impl<T: FromText> Visitor<'_> for WrittenVisitor<T> {
+    type Value = Written<T>;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(T::EXPECTED)
+    }
+
+    fn visit_str<E: de::Error>(self, text: &str) -> Result<Self::Value, E> {
+        Ok(match T::from_text(text) {
+            Ok(value) => Written::Parsed(value),
+            Err(detail) => Written::Malformed {
+                text: text.to_owned(),
+                detail,
+            },
+        })
+    }
+}
+
+impl FromText for Duration {
+    const EXPECTED: &'static str = "a duration such as \"250ms\", \"2s\" or \"1m 30s\"";
+
+    fn from_text(text: &str) -> Result<Self, Option<String>> {
+        humantime::parse_duration(text).map_err(|err| Some(err.to_string()))
+    }
+}
+
+/// `retry.min_attempt`: a duration turns deadline-aware scheduling on,
+/// `"off"` turns it off (it is on in the `standard` and `conservative`
+/// presets, which a section may sit on).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(super) struct MinAttempt(pub(super) Option<Duration>);
+
+impl FromText for MinAttempt {
+    const EXPECTED: &'static str = "\"off\" or a duration such as \"500ms\"";
+
+    fn from_text(text: &str) -> Result<Self, Option<String>> {
+        if text == "off" {
+            return Ok(Self(None));
+        }
+        Duration::from_text(text).map(|d| Self(Some(d)))
+    }
+}
+
+/// `FromText` for a closed set of names.
+macro_rules! names {
+    ($ty:ty, $expected:literal, { $($name:literal => $value:expr),* $(,)? }) => {
+        impl FromText for $ty {
+            const EXPECTED: &'static str = $expected;
+
+            fn from_text(text: &str) -> Result<Self, Option<String>> {
+                match text {
+                    $($name => Ok($value),)*
+                    _ => Err(None),
+                }
+            }
+        }
+    };
+}
+
+names!(Preset, "one of \"reactor\", \"feign\", \"standard\", \"conservative\", \"apache\"", {
+    "reactor" => Preset::Reactor,
+    "feign" => Preset::Feign,
+    "standard" => Preset::Standard,
+    "conservative" => Preset::Conservative,
+    "apache" => Preset::Apache,
+});
+
+names!(DecoderKind, "one of \"statuses\", \"feign\", \"transient\", \"apache\"", {
+    "statuses" => DecoderKind::Statuses,
+    "feign" => DecoderKind::Feign,
+    "transient" => DecoderKind::Transient,
+    "apache" => DecoderKind::Apache,
+});
+
+names!(BackoffKind, "one of \"fixed\", \"exponential\", \"feign\"", {
+    "fixed" => BackoffKind::Fixed,
+    "exponential" => BackoffKind::Exponential,
+    "feign" => BackoffKind::Feign,
+});
+
+names!(Jitter, "one of \"none\", \"full\", \"equal\", \"decorrelated\"", {
+    "none" => Jitter::None,
+    "full" => Jitter::Full,
+    "equal" => Jitter::Equal,
+    "decorrelated" => Jitter::Decorrelated,
+});
+
+// ===== impl DecoderKind =====
+
+impl DecoderKind {
+    /// The name as written in a file.
+    pub(super) const fn name(self) -> &'static str {
+        match self {
+            DecoderKind::Statuses => "statuses",
+            DecoderKind::Feign => "feign",
+            DecoderKind::Transient => "transient",
+            DecoderKind::Apache => "apache",
+        }
+    }
+}
+
+// ===== impl BackoffKind =====
+
+impl BackoffKind {
+    /// The name as written in a file.
+    pub(super) const fn name(self) -> &'static str {
+        match self {
+            BackoffKind::Fixed => "fixed",
+            BackoffKind::Exponential => "exponential",
+            BackoffKind::Feign => "feign",
+        }
+    }
+}
