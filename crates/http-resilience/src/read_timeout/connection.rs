@@ -9,9 +9,6 @@
 pub(crate) struct Connection {
     #[cfg(feature = "transport")]
     capture: Option<hyper_util::client::legacy::connect::CaptureConnection>,
-    /// The upstream, to name in [`NoResponse`](crate::transport::NoResponse).
-    #[cfg(feature = "transport")]
-    authority: Option<http::uri::Authority>,
 }
 
 impl Connection {
@@ -23,27 +20,12 @@ impl Connection {
         return Self {
             capture: after_connect
                 .then(|| hyper_util::client::legacy::connect::capture_connection(request)),
-            authority: after_connect
-                .then(|| request.uri().authority().cloned())
-                .flatten(),
         };
         #[cfg(not(feature = "transport"))]
         {
             let _ = (after_connect, request);
             Self {}
         }
-    }
-
-    /// The client's error, renamed as Apache names it when the upstream
-    /// closed the connection without any response: "HOST failed to respond".
-    pub(crate) fn map_error(&self, error: crate::BoxError) -> crate::BoxError {
-        #[cfg(feature = "transport")]
-        if let Some(authority) = &self.authority {
-            if crate::FailureKind::of(&*error) == crate::FailureKind::ConnectionClosed {
-                return crate::transport::NoResponse::new(authority.to_string(), error).into();
-            }
-        }
-        error
     }
 
     /// Whether the client is still connecting.

@@ -71,7 +71,7 @@ where
                 if let Poll::Ready(result) = response.poll(cx) {
                     result
                         .map(|response| response.map(|body| ReadTimeoutBody::new(body, limit)))
-                        .map_err(|error| connection.map_error(error.into()))
+                        .map_err(Into::into)
                 } else if connection.is_connecting() {
                     return Poll::Pending;
                 } else {

@@ -58,11 +58,13 @@
 //! [`ReadTimeout`]: crate::read_timeout::ReadTimeout
 
 mod connect;
+mod respond;
 
 pub use self::connect::{
     ConnectFuture, DnsError, NoResponse, ResolveFuture, TcpConnector, TcpError, TlsError,
     TlsErrors, TlsFuture, TypedResolver,
 };
+pub use self::respond::{NamesNoResponse, NamesNoResponseFuture};
 
 use crate::{read_timeout::ReadTimeout, timer::FAR_FUTURE, InvalidSetting};
 use hyper_util::{
@@ -76,7 +78,7 @@ use std::time::Duration;
 
 /// The client [`Builder::build_http`] returns: hyper-util's client over plain
 /// TCP, with the read timeout around it.
-pub type HttpClient<B, R = GaiResolver> = ReadTimeout<Client<TcpConnector<R>, B>>;
+pub type HttpClient<B, R = GaiResolver> = ReadTimeout<NamesNoResponse<Client<TcpConnector<R>, B>>>;
 
 /// Builds a hyper-util client with the transport limits of this module.
 ///
@@ -250,7 +252,10 @@ impl Builder {
     ///
     /// [`InvalidSetting`] if the configuration makes no sense (a zero
     /// limit).
-    pub fn build<C, B>(&self, connector: C) -> Result<ReadTimeout<Client<C, B>>, InvalidSetting>
+    pub fn build<C, B>(
+        &self,
+        connector: C,
+    ) -> Result<ReadTimeout<NamesNoResponse<Client<C, B>>>, InvalidSetting>
     where
         C: hyper_util::client::legacy::connect::Connect + Clone,
         B: http_body::Body + Send + 'static,
@@ -265,7 +270,10 @@ impl Builder {
             .retry_canceled_requests(false)
             .http2_only(self.http2_only)
             .build(connector);
-        Ok(ReadTimeout::after_connect(client, self.read_timeout))
+        Ok(ReadTimeout::after_connect(
+            NamesNoResponse::new(client),
+            self.read_timeout,
+        ))
     }
 
     fn validate(&self) -> Result<(), InvalidSetting> {
