@@ -2,8 +2,7 @@
 //! server: the delay the decoder reads, the wait the retryer makes of it, and
 //! the requests the server sees.
 
-#[path = "../support/mod.rs"]
-mod support;
+use crate::support;
 
 use http::StatusCode;
 use http_resilience::{

@@ -2,8 +2,7 @@
 //! order behave as the crate docs' `# Order` section says. Paused clock,
 //! tower-test mocks.
 
-#[path = "../support/mod.rs"]
-mod support;
+use crate::support;
 
 use http::{Request, Response, StatusCode};
 use http_resilience::{

@@ -5,8 +5,7 @@
 //! was written, closes before any response, and 503; replayable bodies under
 //! and over the cap; cancellation during an attempt and during a wait.
 
-#[path = "../support/mod.rs"]
-mod support;
+use crate::support;
 
 use http::{Method, Request, StatusCode};
 use http_body_util::{BodyExt, Full};

@@ -3,8 +3,7 @@
 //! clock with tower-test mocks; the budget's amplification bound over the
 //! loopback mock server.
 
-#[path = "../support/mod.rs"]
-mod support;
+use crate::support;
 
 use http::{HeaderName, Request, Response, StatusCode};
 use http_resilience::{

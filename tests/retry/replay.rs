@@ -9,8 +9,7 @@
 //! restarts. The retry schedule (50 ms apart, for 3 s) is far wider than the
 //! restart, so the tests do not race it.
 
-#[path = "../support/mod.rs"]
-mod support;
+use crate::support;
 
 use bytes::Bytes;
 use http::{Request, StatusCode};

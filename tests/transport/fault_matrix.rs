@@ -76,8 +76,7 @@
 //! the limit that would flip it, so a loaded machine does not flip an
 //! outcome.
 
-#[path = "../support/mod.rs"]
-mod support;
+use crate::support;
 
 use bytes::Bytes;
 use http::{Method, Request};

@@ -7,8 +7,7 @@
 //! 8 and 9 run on tower-test mocks with tokio's paused clock, where time is
 //! exact.
 
-#[path = "../support/mod.rs"]
-mod support;
+use crate::support;
 
 use http::{Request, Response, StatusCode};
 use http_resilience::{

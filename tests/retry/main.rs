@@ -1,0 +1,10 @@
+//! The retry layer: when a request is safe to send again, `Retry-After`, the retryers' schedules, deadline-aware scheduling with the budget and events, and the replay of streamed bodies.
+
+#[path = "../support/mod.rs"]
+mod support;
+
+mod deadline_budget_events;
+mod replay;
+mod retry_after;
+mod safety;
+mod schedules;
