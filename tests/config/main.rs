@@ -525,3 +525,5 @@ fn min_attempt_turns_deadline_awareness_on_and_off() {
         "{err}"
     );
 }
+
+mod limits;

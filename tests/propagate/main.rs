@@ -170,3 +170,5 @@ async fn a_copied_deadline_ends_an_outbound_call_over_loopback() {
     assert!(elapsed < ATTEMPT_LIMIT / 2, "{elapsed:?}");
     assert_eq!(server.request_count(), 1);
 }
+
+mod limits;

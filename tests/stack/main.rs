@@ -5,5 +5,6 @@ mod support;
 
 mod compositions;
 mod invariants;
+mod limits;
 mod order;
 mod reactor_contracts;

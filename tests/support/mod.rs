@@ -86,3 +86,31 @@ where
     let bytes = body.collect().await.map_err(Into::into)?.to_bytes();
     Ok(String::from_utf8(bytes.to_vec())?)
 }
+
+/// Every panic message seen since [`record_panics`] was first called, on any
+/// thread (a panic inside a spawned task is caught by tokio, and shows here).
+static PANICS: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
+
+/// Starts recording panics for [`panics`], keeping the default report too.
+pub fn record_panics() {
+    static HOOK: std::sync::Once = std::sync::Once::new();
+    HOOK.call_once(|| {
+        let previous = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            // NOTE: `try_lock`, so that a panic while the list is held cannot
+            // wait for itself.
+            if let Ok(mut panics) = PANICS.try_lock() {
+                panics.push(info.to_string());
+            }
+            previous(info);
+        }));
+    });
+}
+
+/// The panics recorded so far.
+pub fn panics() -> Vec<String> {
+    PANICS
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .clone()
+}

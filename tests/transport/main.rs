@@ -5,3 +5,4 @@ mod support;
 
 mod client;
 mod fault_matrix;
+mod limits;

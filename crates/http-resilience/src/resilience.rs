@@ -242,4 +242,33 @@ mod tests {
         );
         assert!(Resilience::new(secs(3), secs(3), retry()).is_ok());
     }
+
+    // ===== nonsense refused =====
+
+    fn policy() -> RetryPolicy<StatusDecoder, FixedDelay> {
+        RetryPolicy::new(StatusDecoder::new([503]).unwrap(), FixedDelay::never())
+    }
+
+    #[test]
+    fn limits_that_do_not_fit_are_refused_by_field() {
+        let secs = Duration::from_secs;
+        for (deadline, attempt, field) in [
+            (Duration::ZERO, secs(1), "deadline"),
+            (Duration::ZERO, Duration::ZERO, "deadline"),
+            (secs(1), Duration::ZERO, "attempt_timeout"),
+            (secs(1), secs(2), "attempt_timeout"),
+            (secs(1), Duration::MAX, "attempt_timeout"),
+            (
+                Duration::from_nanos(1),
+                Duration::from_nanos(2),
+                "attempt_timeout",
+            ),
+        ] {
+            let err = Resilience::new(deadline, attempt, policy()).unwrap_err();
+            assert_eq!(err.field(), field, "{err}");
+        }
+        // The largest limits fit, and make a layer.
+        let largest = Resilience::new(Duration::MAX, Duration::MAX, policy()).unwrap();
+        let _layer = largest.layer();
+    }
 }

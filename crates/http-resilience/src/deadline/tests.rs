@@ -193,3 +193,31 @@ async fn a_body_read_in_another_task_still_ends_at_the_deadline() {
     assert!(err.is::<DeadlineExceeded>(), "{err}");
     assert_eq!(start.elapsed(), BUDGET);
 }
+
+// ===== extremes =====
+
+/// Twenty-nine years: less than the thirty-year horizon that stands for
+/// "never", more than any real call.
+const ALMOST_NEVER: Duration = Duration::from_secs(86_400 * 365 * 29);
+
+#[tokio::test(flavor = "current_thread", start_paused = true)]
+async fn request_deadlines_saturate() {
+    let never = RequestDeadline::after(Duration::MAX);
+    assert!(!never.is_expired());
+    assert!(never.remaining() > ALMOST_NEVER);
+    assert_eq!(never.budget(), Duration::MAX);
+
+    let now = RequestDeadline::after(Duration::ZERO);
+    assert!(now.is_expired());
+    assert_eq!(now.remaining(), Duration::ZERO);
+    assert_eq!(never.min(now), now);
+
+    let start = Instant::now();
+    tokio::time::advance(Duration::from_secs(1)).await;
+    let past = RequestDeadline::at(start);
+    assert!(past.is_expired());
+    assert_eq!(
+        (past.remaining(), past.budget()),
+        (Duration::ZERO, Duration::ZERO)
+    );
+}

@@ -542,3 +542,43 @@ async fn a_stretched_final_attempt_advertises_the_whole_remaining_budget() {
         call.await.unwrap().unwrap();
     }
 }
+
+// ===== nonsense refused =====
+
+#[test]
+fn timeout_headers_are_refused_by_problem() {
+    use TimeoutFormat::{Grpc, Millis};
+    let cases: [(&[u8], TimeoutFormat, TimeoutProblem); 14] = [
+        (b"", Millis, TimeoutProblem::Empty),
+        (b" \t ", Grpc, TimeoutProblem::Empty),
+        (b"\xff\xfe", Millis, TimeoutProblem::NotAscii),
+        (b"1 2", Millis, TimeoutProblem::Whitespace),
+        (b"-1", Millis, TimeoutProblem::Negative),
+        (b"-1S", Grpc, TimeoutProblem::Negative),
+        (b"1.5", Millis, TimeoutProblem::NotANumber),
+        (b"abc", Millis, TimeoutProblem::NotANumber),
+        (b"18446744073709551616", Millis, TimeoutProblem::OutOfRange),
+        (b"123456789S", Grpc, TimeoutProblem::TooManyDigits),
+        (
+            b"99999999999999999999999H",
+            Grpc,
+            TimeoutProblem::TooManyDigits,
+        ),
+        (b"S", Grpc, TimeoutProblem::NoDigits),
+        (b"5", Grpc, TimeoutProblem::MissingUnit),
+        (b"5s", Grpc, TimeoutProblem::UnknownUnit('s')),
+    ];
+    for (bytes, format, problem) in cases {
+        let value = HeaderValue::from_bytes(bytes).unwrap();
+        let err = parse_timeout(&value, format).unwrap_err();
+        assert_eq!(err.problem(), problem, "{bytes:?}");
+        // The same through the request path, which leaves the request alone.
+        let mut request = Request::builder()
+            .header(GRPC_TIMEOUT, value)
+            .body(())
+            .unwrap();
+        let err = inherit_deadline(&mut request, &GRPC_TIMEOUT, format).unwrap_err();
+        assert_eq!(err.problem(), problem, "{bytes:?}");
+        assert_eq!(RequestDeadline::of(&request), None);
+    }
+}

@@ -188,4 +188,26 @@ mod tests {
         assert!(RetryBudget::new(10, 1.0004).is_err());
         assert!(RetryBudget::new(1000, 1.0).is_ok());
     }
+
+    // ===== nonsense refused =====
+
+    #[test]
+    fn nonsense_budgets_are_refused_by_field() {
+        for (tokens, ratio, field) in [
+            (0, 0.5, "max_tokens"),
+            (1001, 0.5, "max_tokens"),
+            (u32::MAX, 0.5, "max_tokens"),
+            (10, 0.0, "token_ratio"),
+            (10, -0.0, "token_ratio"),
+            (10, -1.0, "token_ratio"),
+            (10, 0.0004, "token_ratio"),
+            (10, 1.01, "token_ratio"),
+            (10, f64::NAN, "token_ratio"),
+            (10, f64::INFINITY, "token_ratio"),
+            (10, f64::NEG_INFINITY, "token_ratio"),
+        ] {
+            let err = RetryBudget::new(tokens, ratio).unwrap_err();
+            assert_eq!(err.field(), field, "{tokens} {ratio}: {err}");
+        }
+    }
 }

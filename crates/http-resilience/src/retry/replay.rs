@@ -713,4 +713,25 @@ mod tests {
             "non-repeatable request: the body failed while it was sent"
         );
     }
+
+    // ===== extremes =====
+
+    #[tokio::test(flavor = "current_thread")]
+    async fn replay_caps_of_zero_and_usize_max() {
+        let nothing_kept = ReplayBody::with_cap(Full::new(Bytes::from_static(b"abc")), 0);
+        let copy = nothing_kept
+            .try_clone_body()
+            .expect("nothing read yet, so nothing lost");
+        assert_eq!(
+            nothing_kept.collect().await.unwrap().to_bytes(),
+            "abc",
+            "the original is still sent"
+        );
+        assert!(!copy.is_replayable(), "but none of it was kept");
+
+        let everything = ReplayBody::with_cap(ScriptedBody::new().data("ab").data("c"), usize::MAX);
+        let copy = everything.try_clone_body().expect("nothing spoiled yet");
+        assert_eq!(everything.collect().await.unwrap().to_bytes(), "abc");
+        assert_eq!(copy.collect().await.unwrap().to_bytes(), "abc");
+    }
 }

@@ -197,4 +197,58 @@ mod tests {
     fn absent_is_none() {
         assert_eq!(delay(&HeaderMap::new(), at(NOW)), None);
     }
+
+    // ===== nonsense refused =====
+
+    use crate::propagate::{parse_timeout, TimeoutFormat};
+    use crate::retry::retry_after;
+
+    #[test]
+    fn malformed_retry_after_is_refused() {
+        for text in [
+            "",
+            "-1",
+            "1.5",
+            "soon",
+            "Sun, 32 Foo 1994 99:99:99 GMT",
+            "0x10",
+        ] {
+            let value = HeaderValue::from_str(text).unwrap();
+            assert_eq!(
+                RetryAfter::parse(&value),
+                Err(retry_after::InvalidRetryAfter),
+                "{text:?}"
+            );
+        }
+        // A number too large for the clock asks for the longest wait; the
+        // retryer caps it.
+        let huge = HeaderValue::from_static("99999999999999999999999999");
+        assert_eq!(
+            RetryAfter::parse(&huge),
+            Ok(RetryAfter::Delay(Duration::from_secs(u64::MAX)))
+        );
+    }
+
+    #[test]
+    fn header_parsers_answer_every_byte_string() {
+        let values: [&[u8]; 8] = [
+            b"",
+            b" ",
+            b"-1",
+            b"1e9",
+            b"\xff\xfe",
+            b"99999999999999999999999999H",
+            b"1.5S",
+            b"Sun, 32 Foo 1994 99:99:99 GMT",
+        ];
+        for bytes in values {
+            let value = HeaderValue::from_bytes(bytes).unwrap();
+            let _ = parse_timeout(&value, TimeoutFormat::Millis);
+            let _ = parse_timeout(&value, TimeoutFormat::Grpc);
+            let mut headers = HeaderMap::new();
+            headers.insert(http::header::RETRY_AFTER, value.clone());
+            headers.insert(http::header::DATE, value);
+            let _ = retry_after::delay(&headers, SystemTime::UNIX_EPOCH);
+        }
+    }
 }

@@ -332,4 +332,42 @@ mod tests {
             .http_connector()
             .is_ok());
     }
+
+    // ===== nonsense refused =====
+
+    use crate::transport;
+    use bytes::Bytes;
+    use http_body_util::Full;
+
+    #[test]
+    fn zero_transport_limits_are_refused_by_field() {
+        let zero = Duration::ZERO;
+        for (builder, field) in [
+            (
+                transport::Builder::new().connect_timeout(zero),
+                "transport.connect_timeout",
+            ),
+            (
+                transport::Builder::new().read_timeout(zero),
+                "transport.read_timeout",
+            ),
+            (
+                transport::Builder::new().pool_idle_timeout(Some(zero)),
+                "transport.pool_idle_timeout",
+            ),
+        ] {
+            let err = builder.http_connector().unwrap_err();
+            assert_eq!(err.field(), field);
+            let err = builder.build_http::<Full<Bytes>>().unwrap_err();
+            assert_eq!(err.field(), field);
+            let resolver = hyper_util::client::legacy::connect::dns::GaiResolver::new();
+            let err = builder
+                .build_http_with_resolver::<Full<Bytes>, _>(resolver)
+                .unwrap_err();
+            assert_eq!(err.field(), field);
+            let connector = transport::Builder::new().http_connector().unwrap();
+            let err = builder.build::<_, Full<Bytes>>(connector).unwrap_err();
+            assert_eq!(err.field(), field);
+        }
+    }
 }

@@ -271,3 +271,60 @@ fn or_takes_the_first_retry() {
         Verdict::fail(status(501))
     );
 }
+
+// ===== nonsense refused =====
+
+#[test]
+fn status_codes_out_of_range_are_refused_by_code() {
+    for code in [0, 1, 99, 600, 999, 1000, u16::MAX] {
+        let err = StatusDecoder::new([503, code]).unwrap_err();
+        assert_eq!(err, InvalidStatus::OutOfRange(code));
+        assert_eq!(err.code(), Some(code));
+        assert!(err.to_string().contains(&code.to_string()), "{err}");
+    }
+    // The ends of the range are statuses.
+    let ends = StatusDecoder::new([100, 599]).unwrap();
+    assert_eq!(ends.statuses().count(), 2);
+}
+
+#[test]
+fn an_empty_status_set_is_refused() {
+    assert_eq!(StatusDecoder::new([]), Err(InvalidStatus::Empty));
+    assert_eq!(StatusDecoder::new(Vec::new()), Err(InvalidStatus::Empty));
+    assert_eq!(InvalidStatus::Empty.code(), None);
+}
+
+#[test]
+fn invalid_header_names_are_refused_as_names() {
+    for name in [
+        "",
+        "Upper",
+        "X-Should-Retry",
+        "sp ace",
+        "x:y",
+        "tab\t",
+        "é",
+        "x\n",
+    ] {
+        let err = RetryOnHeader::new(name, "true").unwrap_err();
+        assert_eq!(err.part(), HeaderPart::Name, "{name:?}");
+        assert_eq!(err.name(), name);
+        assert!(err.to_string().contains("header name"), "{err}");
+    }
+}
+
+#[test]
+fn invalid_header_values_are_refused_as_values() {
+    for value in ["bad\nvalue", "\r", "\0", "\u{1b}[31m", "\u{7f}"] {
+        let err = RetryOnHeader::new("x-should-retry", value).unwrap_err();
+        assert_eq!(err.part(), HeaderPart::Value, "{value:?}");
+        assert_eq!((err.name(), err.value()), ("x-should-retry", value));
+    }
+    // An empty value is a value, and so are tabs and bytes beyond ASCII.
+    for value in ["", "\ttrue", "é"] {
+        assert!(
+            RetryOnHeader::new("x-should-retry", value).is_ok(),
+            "{value:?}"
+        );
+    }
+}

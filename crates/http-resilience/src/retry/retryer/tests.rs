@@ -184,3 +184,91 @@ fn backoff_delegates() {
     let exp: AnyRetryer = ExponentialBackoff::default().into();
     assert_eq!(schedule(&exp, 1), [Some(ms(100))]);
 }
+
+// ===== nonsense refused, extremes taken =====
+
+use crate::InvalidSetting;
+
+fn ms(n: u64) -> Duration {
+    Duration::from_millis(n)
+}
+
+#[test]
+fn nonsense_backoffs_are_refused_by_field() {
+    let cases: [(Duration, f64, Duration, u32, &str); 13] = [
+        (ms(100), f64::NAN, ms(1000), 3, "multiplier"),
+        (ms(100), -f64::NAN, ms(1000), 3, "multiplier"),
+        (ms(100), f64::INFINITY, ms(1000), 3, "multiplier"),
+        (ms(100), f64::NEG_INFINITY, ms(1000), 3, "multiplier"),
+        (ms(100), -2.0, ms(1000), 3, "multiplier"),
+        (ms(100), -0.0, ms(1000), 3, "multiplier"),
+        (ms(100), 0.0, ms(1000), 3, "multiplier"),
+        (ms(100), f64::MIN_POSITIVE, ms(1000), 3, "multiplier"),
+        (ms(100), 0.99, ms(1000), 3, "multiplier"),
+        (ms(100), 2.0, ms(99), 3, "max_delay"),
+        (Duration::MAX, 2.0, Duration::ZERO, 3, "max_delay"),
+        (ms(100), 2.0, ms(1000), 0, "max_attempts"),
+        (Duration::ZERO, 1.0, Duration::ZERO, 0, "max_attempts"),
+    ];
+    for (initial, multiplier, max, attempts, field) in cases {
+        let err: InvalidSetting =
+            ExponentialBackoff::new(initial, multiplier, max, attempts).unwrap_err();
+        assert_eq!(err.field(), field, "{err}");
+        assert!(err.problem().starts_with("must be"), "{err}");
+    }
+}
+
+#[test]
+fn retryers_take_extreme_values() {
+    // A fixed delay of `Duration::MAX`, `u32::MAX` times.
+    let mut fixed = FixedDelay::new(Duration::MAX, u32::MAX);
+    assert_eq!(fixed.next_delay(1, None), Some(Duration::MAX));
+    assert_eq!(fixed.next_delay(u32::MAX, None), Some(Duration::MAX));
+    assert_eq!(Retryer::max_attempts(&fixed), Some(u32::MAX));
+    let mut deaf = FixedDelay::new(ms(10), 1).with_max_delay(Duration::ZERO);
+    assert_eq!(
+        deaf.next_delay(1, Some(Duration::MAX)),
+        Some(Duration::ZERO)
+    );
+
+    // Feign's retryer takes any numbers, as Feign does.
+    let mut huge = FeignRetryer::new(Duration::MAX, Duration::MAX, u32::MAX);
+    assert_eq!(
+        huge.next_delay(1, None),
+        Some(Duration::from_millis(u64::MAX))
+    );
+    assert_eq!(huge.next_delay(2, Some(Duration::MAX)), Some(Duration::MAX));
+    let mut none = FeignRetryer::new(ms(100), Duration::ZERO, 0);
+    assert_eq!(Retryer::max_attempts(&none), Some(1));
+    assert_eq!(none.next_delay(1, None), None);
+    let mut capped = FeignRetryer::new(ms(100), ms(10), 3);
+    assert_eq!(capped.next_delay(1, None), Some(ms(10)));
+
+    // Exponential backoff at the edge of what it accepts.
+    for jitter in [
+        Jitter::None,
+        Jitter::Full,
+        Jitter::Equal,
+        Jitter::Decorrelated,
+    ] {
+        let backoff = ExponentialBackoff::new(Duration::MAX, 10.0, Duration::MAX, u32::MAX)
+            .unwrap()
+            .with_jitter(jitter)
+            .with_seed(1);
+        let mut retryer: AnyRetryer = backoff.for_request().into();
+        for attempt in [1, 2, 1000, u32::MAX - 1] {
+            let delay = retryer.next_delay(attempt, None).expect("below the limit");
+            assert!(delay <= Duration::MAX, "{jitter:?}");
+        }
+        assert_eq!(retryer.next_delay(u32::MAX, None), None);
+    }
+    let mut steep = ExponentialBackoff::new(ms(1), f64::MAX, Duration::from_secs(1), 10)
+        .unwrap()
+        .for_request();
+    assert_eq!(steep.next_delay(1, None), Some(ms(1)));
+    assert_eq!(steep.next_delay(2, None), Some(Duration::from_secs(1)));
+    let mut flat = ExponentialBackoff::new(Duration::ZERO, 1.0, Duration::ZERO, 2)
+        .unwrap()
+        .with_jitter(Jitter::Decorrelated);
+    assert_eq!(flat.next_delay(1, None), Some(Duration::ZERO));
+}

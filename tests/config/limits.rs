@@ -1,0 +1,180 @@
+//! Nonsense in a configuration file is refused with the setting's path;
+//! extreme but meaningful settings work.
+
+use http::{Request, Response};
+use http_resilience::{config::ClientsConfig, retry::Retryer};
+use std::{
+    convert::Infallible,
+    sync::{
+        atomic::{AtomicU32, Ordering},
+        Arc,
+    },
+    time::Duration,
+};
+use tower::{ServiceBuilder, ServiceExt};
+
+/// The guard on every await that could hang.
+const GUARD: Duration = Duration::from_secs(20);
+
+fn response(status: u16) -> Response<String> {
+    Response::builder()
+        .status(status)
+        .body(String::new())
+        .unwrap()
+}
+
+#[test]
+fn nonsense_settings_in_a_file_are_refused_with_their_path() {
+    let cases = [
+        ("[default]\ndeadline = \"0s\"", "default.deadline"),
+        ("[default]\ndeadline = \"-5s\"", "default.deadline"),
+        (
+            "[default]\ndeadline = \"99999999999999999999s\"",
+            "default.deadline",
+        ),
+        (
+            "[default]\ndeadline = \"1s\"\nattempt_timeout = \"2s\"",
+            "default.attempt_timeout",
+        ),
+        ("[default]\npreset = \"nonsense\"", "default.preset"),
+        (
+            "[default.retry]\nmultiplier = nan",
+            "default.retry.multiplier",
+        ),
+        (
+            "[default.retry]\nmultiplier = inf",
+            "default.retry.multiplier",
+        ),
+        (
+            "[default.retry]\nmultiplier = -inf",
+            "default.retry.multiplier",
+        ),
+        (
+            "[default.retry]\nmultiplier = -1.0",
+            "default.retry.multiplier",
+        ),
+        (
+            "[default.retry]\nmultiplier = 0.5",
+            "default.retry.multiplier",
+        ),
+        (
+            "[default.retry]\nmax_attempts = 0",
+            "default.retry.max_attempts",
+        ),
+        (
+            "[default.retry]\ndelay = \"2s\"\nmax_delay = \"1s\"",
+            "default.retry.max_delay",
+        ),
+        (
+            "[default.retry]\ndecoder = \"statuses\"\nstatuses = []",
+            "default.retry.statuses",
+        ),
+        (
+            "[default.retry]\ndecoder = \"statuses\"\nstatuses = [99]",
+            "default.retry.statuses",
+        ),
+        (
+            "[default.retry]\ndecoder = \"statuses\"\nstatuses = [600]",
+            "default.retry.statuses",
+        ),
+        (
+            "[default.retry]\ndecoder = \"statuses\"",
+            "default.retry.statuses",
+        ),
+        (
+            "[default.retry]\nbackoff = \"fixed\"\nmultiplier = 2.0",
+            "default.retry.multiplier",
+        ),
+        (
+            "[default.retry]\nbackoff = \"feign\"\nmax_attempts = 0",
+            "default.retry.max_attempts",
+        ),
+        ("[default.retry]\njitter = \"lots\"", "default.retry.jitter"),
+        (
+            "[default.retry]\nmin_attempt = \"soon\"",
+            "default.retry.min_attempt",
+        ),
+        ("[clients.default]\ndeadline = \"1s\"", "clients.default"),
+        (
+            "[clients.\"eu.weather\"]\nattempt_timeout = \"1h\"",
+            "clients.\"eu.weather\".attempt_timeout",
+        ),
+    ];
+    for (text, field) in cases {
+        let err = ClientsConfig::from_toml_str(text).unwrap_err();
+        let setting = err
+            .setting()
+            .unwrap_or_else(|| panic!("{text:?}: not a setting: {err}"));
+        assert_eq!(setting.field(), field, "{text:?}: {err}");
+    }
+}
+
+#[test]
+fn unreadable_configuration_text_is_an_error_not_a_panic() {
+    let texts = [
+        "garbage",
+        "[",
+        "[default]\ndeadline = 5",
+        "[default.retry]\nmax_attempts = -1",
+        "[default.retry]\nmax_attempts = 4294967296",
+        "[default.retry]\nmultiplier = \"fast\"",
+        "[default.retry]\nstatuses = [\"503\"]",
+        "[default.retry]\nstatuses = [70000]",
+        "[default.retry]\nseed = -1",
+        "[clients]\nweather = 3",
+        "[default]\nunknown = 1",
+        "\u{0}\u{1}\u{2}",
+    ];
+    for text in texts {
+        // The text itself cannot be read: the format's own message, no setting.
+        let err = ClientsConfig::from_toml_str(text).unwrap_err();
+        assert!(err.setting().is_none(), "{text:?}: {err}");
+        assert!(!err.to_string().is_empty(), "{text:?}");
+    }
+    // Some texts read, and mean the standard preset for everyone.
+    for text in ["", "[default]", "[clients.\"\"]\nattempt_timeout = \"1s\""] {
+        let config = ClientsConfig::from_toml_str(text).unwrap();
+        assert!(config.policy("anyone").is_ok(), "{text:?}");
+    }
+}
+
+#[tokio::test(flavor = "current_thread", start_paused = true)]
+async fn extreme_but_meaningful_settings_in_a_file_work() {
+    let config = ClientsConfig::from_toml_str(
+        r#"
+        [default]
+        deadline = "1000000000years"
+        attempt_timeout = "1000000000years"
+
+        [default.retry]
+        decoder = "statuses"
+        statuses = [503]
+        backoff = "exponential"
+        delay = "1ms"
+        max_delay = "1000000000years"
+        multiplier = 1.7976931348623157e308
+        max_attempts = 4294967295
+        "#,
+    )
+    .unwrap();
+    let policy = config.policy("anyone").unwrap();
+    assert_eq!(policy.retry().retryer().max_attempts(), Some(u32::MAX));
+    let calls = Arc::new(AtomicU32::new(0));
+    let counter = Arc::clone(&calls);
+    let svc = ServiceBuilder::new()
+        .layer(config.layer("anyone").unwrap())
+        .service_fn(move |_: Request<String>| {
+            let status = if counter.fetch_add(1, Ordering::SeqCst) == 0 {
+                503
+            } else {
+                200
+            };
+            async move { Ok::<_, Infallible>(response(status)) }
+        });
+    let response = tokio::time::timeout(GUARD, svc.oneshot(Request::default()))
+        .await
+        .expect("guard")
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    assert_eq!(calls.load(Ordering::SeqCst), 2);
+}
