@@ -101,7 +101,7 @@
 //! - a deadline **inside** the retry restarts with every attempt: it becomes a
 //!   per-attempt limit, and nothing bounds the call as a whole.
 //!
-//! Both are tested in `tests/order/main.rs`.
+//! Both are tested in the repository (`tests/stack/order.rs`).
 //!
 //! # Feature flags
 //!
