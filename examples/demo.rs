@@ -151,7 +151,7 @@ async fn scenario(
                     attempt + 1
                 ));
             }
-            RetryEvent::GiveUp { attempts, stop, .. } => {
+            RetryEvent::Done { attempts, stop, .. } => {
                 listener.say(format!("done after {attempts} attempt(s): {stop}"));
             }
             _ => {}

@@ -164,7 +164,7 @@ async fn listeners_hear_every_retry_and_the_give_up() {
                 source: WaitSource::Backoff,
                 remaining: None,
             },
-            RetryEvent::GiveUp {
+            RetryEvent::Done {
                 attempts: 2,
                 verdict: unavailable,
                 stop: Stop::Exhausted,

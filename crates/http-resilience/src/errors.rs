@@ -9,9 +9,16 @@
 //! let err: BoxError = std::io::Error::other(DeadlineExceeded::new(Duration::from_secs(8))).into();
 //! assert!(errors::is_caused_by::<DeadlineExceeded>(&*err));
 //! assert_eq!(errors::chain(&*err).count(), 2);
+//!
+//! // For a log line: the kind of failure, then every cause.
+//! assert_eq!(
+//!     errors::report(&*err).to_string(),
+//!     "deadline exceeded: deadline of 8s exceeded"
+//! );
 //! ```
 
-use std::{error::Error, io};
+use crate::FailureKind;
+use std::{error::Error, fmt, io};
 
 /// Errors that can be looked at as a `dyn Error`, so that decoders can
 /// classify them with [`FailureKind::of`](crate::FailureKind::of).
@@ -88,4 +95,76 @@ pub fn find<'a, E: Error + 'static>(error: &'a (dyn Error + 'static)) -> Option<
 /// Whether an error of type `E` is in the chain of `error`.
 pub fn is_caused_by<E: Error + 'static>(error: &(dyn Error + 'static)) -> bool {
     find::<E>(error).is_some()
+}
+
+/// Displays `error` for a log: its [`FailureKind`], then every message of its
+/// `source()` chain, outermost first, as in
+/// `connection refused: client error (Connect): tcp connect failed: Connection refused (os error 111)`.
+///
+/// A plain `{err}` prints only the outermost message, which for a client's
+/// error is often no more than "client error (Connect)". A message that only
+/// repeats the one before it (an `io::Error` wrapping an error shows that
+/// error's message) is written once.
+pub fn report<'a>(error: &'a (dyn Error + 'static)) -> Report<'a> {
+    Report(error)
+}
+
+/// The display of [`report`].
+#[derive(Debug, Clone, Copy)]
+pub struct Report<'a>(&'a (dyn Error + 'static));
+
+impl fmt::Display for Report<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", FailureKind::of(self.0))?;
+        let mut previous = String::new();
+        for cause in chain(self.0) {
+            let message = cause.to_string();
+            if message != previous {
+                write!(f, ": {message}")?;
+            }
+            previous = message;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{attempt_timeout::error::AttemptTimedOut, BoxError};
+    use std::time::Duration;
+
+    #[derive(Debug)]
+    struct Outer(BoxError);
+
+    impl fmt::Display for Outer {
+        fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.write_str("client error (Connect)")
+        }
+    }
+
+    impl Error for Outer {
+        fn source(&self) -> Option<&(dyn Error + 'static)> {
+            Some(&*self.0)
+        }
+    }
+
+    #[test]
+    fn a_report_names_the_kind_and_every_cause_once() {
+        let refused = io::Error::from(io::ErrorKind::ConnectionRefused);
+        let err = Outer(io::Error::other(refused).into());
+        let line = report(&err).to_string();
+        assert_eq!(
+            line,
+            format!(
+                "connection refused: client error (Connect): {}",
+                io::Error::from(io::ErrorKind::ConnectionRefused)
+            )
+        );
+        let timed_out: BoxError = AttemptTimedOut::new(Duration::from_secs(3)).into();
+        assert_eq!(
+            report(&*timed_out).to_string(),
+            "attempt timeout: attempt timed out after 3s"
+        );
+    }
 }

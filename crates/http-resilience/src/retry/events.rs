@@ -44,10 +44,10 @@ pub enum RetryEvent {
         /// The time left before the request's deadline, if it has one.
         remaining: Option<Duration>,
     },
-    /// No further attempt: the outcome of attempt `attempts` goes to the
-    /// caller. A retry the budget refused is a give-up with
-    /// [`Stop::BudgetExhausted`].
-    GiveUp {
+    /// The call is over: the outcome of attempt `attempts` goes to the
+    /// caller, accepted or not ([`Stop::Accepted`] for a success). A retry the
+    /// budget refused ends the call with [`Stop::BudgetExhausted`].
+    Done {
         /// The attempts made.
         attempts: u32,
         /// The decoder's verdict on the last one.
@@ -57,14 +57,57 @@ pub enum RetryEvent {
     },
 }
 
+impl fmt::Display for RetryEvent {
+    /// One line per event, for a log or a timeline:
+    /// `attempt 1: retry (503 Service Unavailable); waiting 10ms (backoff) before attempt 2, 7.99s left`
+    /// or `done after 3 attempts: retries exhausted (last: retry (503 Service Unavailable))`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            RetryEvent::Retry {
+                attempt,
+                verdict,
+                wait,
+                source,
+                remaining,
+            } => {
+                write!(f, "attempt {attempt}: {verdict}; ")?;
+                if wait.is_zero() {
+                    write!(f, "attempt {} at once", attempt.saturating_add(1))?;
+                } else {
+                    write!(
+                        f,
+                        "waiting {wait:?} ({source}) before attempt {}",
+                        attempt.saturating_add(1)
+                    )?;
+                }
+                match remaining {
+                    Some(left) => write!(f, ", {left:?} left"),
+                    None => Ok(()),
+                }
+            }
+            RetryEvent::Done {
+                attempts,
+                verdict,
+                stop,
+            } => {
+                let plural = if *attempts == 1 { "" } else { "s" };
+                write!(
+                    f,
+                    "done after {attempts} attempt{plural}: {stop} (last: {verdict})"
+                )
+            }
+        }
+    }
+}
+
 /// Hears [`RetryEvent`]s; closures `Fn(&RetryEvent)` are listeners.
 ///
 /// A listener set on a [`RetryPolicy`](crate::retry::RetryPolicy) hears
-/// every retry and every give-up, including the ones the retry budget refused,
+/// every retry and the end of every call, including a retry the budget refused,
 /// so that counters can be fed without parsing logs. (Every event is also
 /// logged with `tracing` at debug level.)
 ///
-/// A call ended from outside the retry layer makes no give-up: the caller
+/// A call ended from outside the retry layer makes no `Done`: the caller
 /// dropped it, or a [`DeadlineLayer`](crate::DeadlineLayer) around the retry
 /// layer ran out, during a wait or during an attempt (its timer wins a tie
 /// with the attempt's own limit). The retry layer sees no outcome then; the
@@ -99,5 +142,56 @@ where
 {
     fn on_event(&self, event: &RetryEvent) {
         self(event)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use http::StatusCode;
+
+    #[test]
+    fn every_event_reads_as_one_line() {
+        let unavailable = Verdict::retry(StatusCode::SERVICE_UNAVAILABLE);
+        let retry = RetryEvent::Retry {
+            attempt: 1,
+            verdict: unavailable,
+            wait: Duration::from_millis(10),
+            source: WaitSource::Backoff,
+            remaining: Some(Duration::from_millis(7990)),
+        };
+        assert_eq!(
+            retry.to_string(),
+            "attempt 1: retry (503 Service Unavailable); waiting 10ms (backoff) before attempt 2, 7.99s left"
+        );
+        let at_once = RetryEvent::Retry {
+            attempt: 2,
+            verdict: unavailable,
+            wait: Duration::ZERO,
+            source: WaitSource::None,
+            remaining: None,
+        };
+        assert_eq!(
+            at_once.to_string(),
+            "attempt 2: retry (503 Service Unavailable); attempt 3 at once"
+        );
+        let exhausted = RetryEvent::Done {
+            attempts: 3,
+            verdict: unavailable,
+            stop: Stop::Exhausted,
+        };
+        assert_eq!(
+            exhausted.to_string(),
+            "done after 3 attempts: retries exhausted (last: retry (503 Service Unavailable))"
+        );
+        let accepted = RetryEvent::Done {
+            attempts: 1,
+            verdict: Verdict::Accept,
+            stop: Stop::Accepted,
+        };
+        assert_eq!(
+            accepted.to_string(),
+            "done after 1 attempt: accepted (last: accept)"
+        );
     }
 }

@@ -87,7 +87,7 @@ impl<D, R> RetryPolicy<D, R> {
         self
     }
 
-    /// Tells `listener` of every retry and give-up.
+    /// Tells `listener` of every retry and of the end of every call.
     #[must_use]
     pub fn with_listener(mut self, listener: impl RetryListener) -> Self {
         self.listener = Some(Arc::new(listener));

@@ -103,7 +103,7 @@ impl<B, D, R> RetryState<B, D, R> {
             "done"
         );
         if let Some(listener) = self.policy.listener() {
-            listener.on_event(&RetryEvent::GiveUp {
+            listener.on_event(&RetryEvent::Done {
                 attempts: summary.get(),
                 verdict: summary.verdict(),
                 stop,

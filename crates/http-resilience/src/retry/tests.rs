@@ -690,7 +690,7 @@ async fn a_readiness_failure_reports_the_last_verdict_and_why_it_stopped() {
     );
     let last = events.lock().unwrap().last().copied();
     assert!(
-        matches!(last, Some(RetryEvent::GiveUp { verdict, stop: Stop::NotReady, .. }) if verdict.is_retry()),
+        matches!(last, Some(RetryEvent::Done { verdict, stop: Stop::NotReady, .. }) if verdict.is_retry()),
         "{last:?}"
     );
 }
