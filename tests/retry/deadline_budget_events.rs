@@ -302,3 +302,38 @@ async fn the_final_attempt_may_use_the_whole_remaining_budget() {
         );
     }
 }
+
+/// A preset adjusted with a listener, as a user adds metrics to it: every
+/// event is heard, and reads as one line.
+#[tokio::test(flavor = "current_thread", start_paused = true)]
+async fn a_preset_with_a_listener_hears_every_event() {
+    use http_resilience::presets;
+
+    let heard = Arc::new(Mutex::new(Vec::new()));
+    let lines = Arc::clone(&heard);
+    let policy = presets::reactor().map_retry(|retry| {
+        retry.with_listener(move |event: &RetryEvent| lines.lock().unwrap().push(event.to_string()))
+    });
+    let svc = policy
+        .layer()
+        .layer(tower::service_fn(|_: Request<String>| async {
+            Ok::<_, std::convert::Infallible>(
+                Response::builder().status(503).body(String::new()).unwrap(),
+            )
+        }));
+    let response = svc.oneshot(Request::new(String::new())).await.unwrap();
+    assert_eq!(response.status(), 503);
+    let heard = heard.lock().unwrap().clone();
+    assert_eq!(heard.len(), 3, "{heard:?}");
+    assert!(
+        heard[0].starts_with(
+            "attempt 1: retry (503 Service Unavailable); waiting 10ms (backoff) before attempt 2, "
+        ),
+        "{heard:?}"
+    );
+    assert!(heard[1].starts_with("attempt 2: retry"), "{heard:?}");
+    assert_eq!(
+        heard[2],
+        "done after 3 attempts: retries exhausted (last: retry (503 Service Unavailable))"
+    );
+}

@@ -121,6 +121,65 @@ impl<D, R> Resilience<D, R> {
         }
     }
 
+    /// The same policy with another budget for every call.
+    ///
+    /// # Errors
+    ///
+    /// As [`new`](Self::new): [`InvalidSetting`] when `deadline` is zero, or
+    /// shorter than the attempt timeout (field `attempt_timeout`, which names
+    /// both).
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// use http_resilience::presets;
+    /// use std::time::Duration;
+    ///
+    /// let tighter = presets::standard().with_deadline(Duration::from_secs(12))?;
+    /// assert_eq!(tighter.deadline(), Duration::from_secs(12));
+    ///
+    /// let err = presets::standard().with_deadline(Duration::from_secs(5)).unwrap_err();
+    /// assert_eq!(err.to_string(), "attempt_timeout must not exceed the deadline (5s), got 10s");
+    /// # Ok::<(), http_resilience::BoxError>(())
+    /// ```
+    pub fn with_deadline(self, deadline: Duration) -> Result<Self, InvalidSetting> {
+        Self::new(deadline, self.attempt_timeout, self.retry)
+    }
+
+    /// The same policy with another limit for every attempt.
+    ///
+    /// # Errors
+    ///
+    /// As [`new`](Self::new): [`InvalidSetting`] when `attempt_timeout` is
+    /// zero or longer than the deadline.
+    pub fn with_attempt_timeout(self, attempt_timeout: Duration) -> Result<Self, InvalidSetting> {
+        Self::new(self.deadline, attempt_timeout, self.retry)
+    }
+
+    /// The same limits with the retry policy `f` makes of this one: a
+    /// listener, a budget, another retryer. It cannot make the limits invalid,
+    /// so it cannot fail.
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// use http_resilience::{presets, retry::RetryEvent};
+    ///
+    /// let policy = presets::standard()
+    ///     .map_retry(|retry| retry.with_listener(|event: &RetryEvent| println!("{event}")));
+    /// assert!(policy.retry().deadline_margin().is_some(), "the preset's settings stay");
+    /// ```
+    pub fn map_retry<D2, R2>(
+        self,
+        f: impl FnOnce(RetryPolicy<D, R>) -> RetryPolicy<D2, R2>,
+    ) -> Resilience<D2, R2> {
+        Resilience {
+            deadline: self.deadline,
+            attempt_timeout: self.attempt_timeout,
+            retry: f(self.retry),
+        }
+    }
+
     /// The budget of every call.
     pub const fn deadline(&self) -> Duration {
         self.deadline
