@@ -234,10 +234,11 @@ fn rejects_attempt_timeout_above_the_deadline() {
 
 #[test]
 fn reports_a_combination_under_the_client() {
-    // The client's deadline is below the attempt timeout it inherits.
+    // The client's deadline is below the attempt timeout it inherits: the
+    // message says where that came from.
     assert_eq!(
         error("[clients.x]\ndeadline = \"2s\""),
-        "clients.x.attempt_timeout must not exceed the deadline (2s), got 3s"
+        "clients.x.attempt_timeout 3s, inherited from [default], exceeds the deadline 2s"
     );
 }
 
@@ -527,3 +528,39 @@ fn min_attempt_turns_deadline_awareness_on_and_off() {
 }
 
 mod limits;
+
+#[test]
+fn a_policy_that_can_never_retry_is_refused_with_the_fields_and_their_origins() {
+    // Over the standard preset, a first wait of 2 s plus the least useful
+    // attempt of 500 ms never fit in 2 s: every retry would stop with
+    // "would miss the deadline".
+    let err = ClientsConfig::from_toml_str(
+        "[clients.weather]\ndeadline = \"2s\"\nattempt_timeout = \"500ms\"",
+    )
+    .unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "clients.weather.deadline 2s leaves no room for a retry: the first wait, 2s \
+         (retry.delay 2s, inherited from preset standard), plus the least useful attempt, \
+         retry.min_attempt 500ms, inherited from preset standard, need 2.5s; raise the \
+         deadline, shorten retry.delay, or set retry.min_attempt = \"off\""
+    );
+    // Each of the three ways out loads.
+    for fix in [
+        "deadline = \"3s\"",
+        "deadline = \"2s\"\nretry.delay = \"1s\"",
+        "deadline = \"2s\"\nretry.min_attempt = \"off\"",
+    ] {
+        let text = format!("[clients.weather]\nattempt_timeout = \"500ms\"\n{fix}");
+        assert!(ClientsConfig::from_toml_str(&text).is_ok(), "{fix}");
+    }
+}
+
+#[test]
+fn an_inherited_attempt_timeout_over_the_deadline_names_where_it_came_from() {
+    let err = ClientsConfig::from_toml_str("[clients.weather]\ndeadline = \"1.5s\"").unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "clients.weather.attempt_timeout 10s, inherited from preset standard, exceeds the deadline 1.5s"
+    );
+}

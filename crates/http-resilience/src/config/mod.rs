@@ -133,7 +133,13 @@
 //!
 //! - a malformed duration, or an unknown `preset`, `decoder`, `backoff` or
 //!   `jitter` name;
-//! - a zero duration, and an `attempt_timeout` above the `deadline`;
+//! - a zero duration, and an `attempt_timeout` above the `deadline` (one
+//!   inherited is named with where it came from: `clients.weather.attempt_timeout
+//!   10s, inherited from preset standard, exceeds the deadline 1.5s`);
+//! - with deadline-aware scheduling (`retry.min_attempt`), a `deadline` that
+//!   leaves no room for any retry: the shortest first wait the retryer can
+//!   draw plus `min_attempt` does not fit before it, so the policy would load
+//!   and never retry;
 //! - `max_attempts` of 0, a `multiplier` below 1, a `max_delay` below the
 //!   `delay`;
 //! - a status outside `100..=599`, an empty `statuses`, or the `statuses`
@@ -276,7 +282,11 @@ impl ClientsConfig {
         }
         let base = match &section.preset {
             Some(preset) => preset.get("preset", &path)?.fields(),
-            None => self.default_fields()?,
+            None => {
+                let mut fields = self.default_fields()?;
+                fields.origins = fields.origins.seen_from_a_client();
+                fields
+            }
         };
         Ok(section.apply(base, &path)?.build(&path)?)
     }

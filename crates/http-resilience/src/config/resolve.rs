@@ -9,11 +9,11 @@ use crate::{
     presets,
     retry::{
         AnyDecoder, AnyRetryer, ApacheDecoder, ExponentialBackoff, FeignDecoder, FeignRetryer,
-        FixedDelay, InvalidStatus, Jitter, RetryPolicy, StatusDecoder, TransientDecoder,
+        FixedDelay, InvalidStatus, Jitter, RetryPolicy, Retryer, StatusDecoder, TransientDecoder,
     },
     InvalidSetting, Resilience,
 };
-use std::time::Duration;
+use std::{fmt, time::Duration};
 
 /// Every field of a section with a value: a preset, or a section applied over
 /// one. It is checked only when built into a policy.
@@ -35,6 +35,67 @@ pub(super) struct Fields {
     pub(super) seed: Option<u64>,
     /// Deadline-aware scheduling: the least useful attempt time, if on.
     pub(super) min_attempt: Option<Duration>,
+    /// Where the values that checks combine came from, for their messages.
+    pub(super) origins: Origins,
+}
+
+/// Where the values of the fields that checks combine came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct Origins {
+    pub(super) deadline: Origin,
+    pub(super) attempt_timeout: Origin,
+    pub(super) delay: Origin,
+    pub(super) min_attempt: Origin,
+}
+
+/// Where one value came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Origin {
+    /// The section being checked.
+    Here,
+    /// The `[default]` section.
+    Default,
+    /// A preset.
+    Preset(&'static str),
+}
+
+impl Origins {
+    /// Every value from one place.
+    pub(super) const fn all(origin: Origin) -> Self {
+        Self {
+            deadline: origin,
+            attempt_timeout: origin,
+            delay: origin,
+            min_attempt: origin,
+        }
+    }
+
+    /// The origins as a client section that inherits these fields sees them:
+    /// what the `[default]` section set is inherited from it.
+    pub(super) fn seen_from_a_client(self) -> Self {
+        let from = |origin| match origin {
+            Origin::Here => Origin::Default,
+            other => other,
+        };
+        Self {
+            deadline: from(self.deadline),
+            attempt_timeout: from(self.attempt_timeout),
+            delay: from(self.delay),
+            min_attempt: from(self.min_attempt),
+        }
+    }
+}
+
+impl fmt::Display for Origin {
+    /// Nothing for a value set in the section itself; otherwise where it was
+    /// inherited from, to follow the value in a message.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Origin::Here => Ok(()),
+            Origin::Default => f.write_str(", inherited from [default],"),
+            Origin::Preset(name) => write!(f, ", inherited from preset {name},"),
+        }
+    }
 }
 
 /// The `multiplier` of an exponential backoff that does not give one.
@@ -49,9 +110,11 @@ impl Section {
     pub(super) fn apply(&self, mut base: Fields, path: &str) -> Result<Fields, InvalidSetting> {
         if let Some(deadline) = &self.deadline {
             base.deadline = deadline.get("deadline", path)?;
+            base.origins.deadline = Origin::Here;
         }
         if let Some(timeout) = &self.attempt_timeout {
             base.attempt_timeout = timeout.get("attempt_timeout", path)?;
+            base.origins.attempt_timeout = Origin::Here;
         }
         self.retry.apply(base, &format!("{path}.retry"))
     }
@@ -102,6 +165,7 @@ impl RetrySection {
         }
         if let Some(delay) = &self.delay {
             base.delay = delay.get("delay", path)?;
+            base.origins.delay = Origin::Here;
         }
         if let Some(max_delay) = &self.max_delay {
             base.max_delay = max_delay.get("max_delay", path)?;
@@ -129,6 +193,7 @@ impl RetrySection {
         }
         if let Some(min_attempt) = &self.min_attempt {
             base.min_attempt = min_attempt.get("min_attempt", path)?.0;
+            base.origins.min_attempt = Origin::Here;
         }
         if let Some(seed) = self.seed {
             exponential_only("seed", &base)?;
@@ -196,6 +261,7 @@ impl Fields {
             jitter,
             seed: None,
             min_attempt: retry.deadline_margin(),
+            origins: Origins::all(Origin::Here),
         }
     }
 
@@ -208,11 +274,72 @@ impl Fields {
         let within_retry = |err: InvalidSetting| err.within(&retry_path);
         let decoder = self.decoder().map_err(within_retry)?;
         let backoff = self.backoff().map_err(within_retry)?;
+        positive("deadline", self.deadline).map_err(|err| err.within(path))?;
+        positive("attempt_timeout", self.attempt_timeout).map_err(|err| err.within(path))?;
+        let o = self.origins;
+        if self.attempt_timeout > self.deadline {
+            // NOTE: a value inherited is named with where it came from; one
+            // set here needs no more than `Resilience::new` says.
+            let problem = if o.attempt_timeout == Origin::Here {
+                format!(
+                    "must not exceed the deadline ({:?}), got {:?}",
+                    self.deadline, self.attempt_timeout
+                )
+            } else {
+                format!(
+                    "{:?}{} exceeds the deadline {:?}{}",
+                    self.attempt_timeout, o.attempt_timeout, self.deadline, o.deadline
+                )
+                .trim_end_matches(',')
+                .to_owned()
+            };
+            return Err(InvalidSetting::new("attempt_timeout", problem).within(path));
+        }
+        self.room_for_a_retry(&backoff)
+            .map_err(|err| err.within(path))?;
         let mut retry = RetryPolicy::new(decoder, backoff);
         if let Some(min_attempt) = self.min_attempt {
             retry = retry.deadline_aware(min_attempt);
         }
         Resilience::new(self.deadline, self.attempt_timeout, retry).map_err(|err| err.within(path))
+    }
+
+    /// With deadline-aware scheduling, an error when no retry can ever be
+    /// made: even after a first attempt answered at once, the shortest first
+    /// wait the retryer can draw plus the least useful attempt does not fit
+    /// before the deadline, so every retry would stop with "would miss the
+    /// deadline". Such a policy loads and then silently never retries.
+    fn room_for_a_retry(&self, backoff: &AnyRetryer) -> Result<(), InvalidSetting> {
+        let Some(min_attempt) = self.min_attempt else {
+            return Ok(());
+        };
+        if self.max_attempts < 2 {
+            return Ok(());
+        }
+        let first_wait = match backoff {
+            AnyRetryer::Exponential(r) => match r.jitter() {
+                Jitter::Full => Duration::ZERO,
+                Jitter::Equal => r.initial() / 2,
+                _ => r.initial(),
+            },
+            other => other.for_request().next_delay(1, None).unwrap_or_default(),
+        };
+        let needed = first_wait.saturating_add(min_attempt);
+        if needed <= self.deadline {
+            return Ok(());
+        }
+        let o = self.origins;
+        Err(InvalidSetting::new(
+            "deadline",
+            format!(
+                "{:?}{} leaves no room for a retry: the first wait, {first_wait:?} (retry.delay {:?}{}), \
+                 plus the least useful attempt, retry.min_attempt {min_attempt:?}{}, need {needed:?}; \
+                 raise the deadline, shorten retry.delay, or set retry.min_attempt = \"off\"",
+                self.deadline, o.deadline, self.delay, o.delay, o.min_attempt
+            )
+            .replace(",)", ")")
+            .replace(",,", ","),
+        ))
     }
 
     pub(super) fn decoder(&self) -> Result<AnyDecoder, InvalidSetting> {
@@ -306,13 +433,15 @@ impl Preset {
     /// The preset as the fields of a section: read off the policy that
     /// [`presets`](crate::presets) builds, so that its numbers exist once.
     pub(super) fn fields(self) -> Fields {
-        let policy = match self {
-            Preset::Reactor => presets::reactor().erase(),
-            Preset::Feign => presets::feign().erase(),
-            Preset::Standard => presets::standard().erase(),
-            Preset::Conservative => presets::conservative().erase(),
-            Preset::Apache => presets::apache().erase(),
+        let (name, policy) = match self {
+            Preset::Reactor => ("reactor", presets::reactor().erase()),
+            Preset::Feign => ("feign", presets::feign().erase()),
+            Preset::Standard => ("standard", presets::standard().erase()),
+            Preset::Conservative => ("conservative", presets::conservative().erase()),
+            Preset::Apache => ("apache", presets::apache().erase()),
         };
-        Fields::of(&policy)
+        let mut fields = Fields::of(&policy);
+        fields.origins = Origins::all(Origin::Preset(name));
+        fields
     }
 }
