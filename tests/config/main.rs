@@ -564,3 +564,25 @@ fn an_inherited_attempt_timeout_over_the_deadline_names_where_it_came_from() {
         "clients.weather.attempt_timeout 10s, inherited from preset standard, exceeds the deadline 1.5s"
     );
 }
+
+#[test]
+fn a_resolved_policy_prints_its_settings() {
+    let config = ClientsConfig::from_toml_str(
+        "[clients.weather]\npreset = \"reactor\"\nretry.statuses = [502, 503]",
+    )
+    .unwrap();
+    let printed = format!("{:?}", config.policy("weather").unwrap());
+    for setting in [
+        "deadline: 8s",
+        "attempt_timeout: 3s",
+        "502",
+        "503",
+        "delay: 10ms",
+    ] {
+        assert!(printed.contains(setting), "{setting} in {printed}");
+    }
+    assert!(
+        !printed.contains("http_resilience::"),
+        "no type names: {printed}"
+    );
+}

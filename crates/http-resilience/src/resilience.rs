@@ -220,7 +220,7 @@ impl<D, R> Resilience<D, R> {
     }
 }
 
-impl<D, R> fmt::Debug for Resilience<D, R> {
+impl<D: fmt::Debug, R: fmt::Debug> fmt::Debug for Resilience<D, R> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Resilience")
             .field("deadline", &self.deadline)
@@ -250,7 +250,7 @@ impl<D, R> Clone for ResilienceLayer<D, R> {
     }
 }
 
-impl<D, R> fmt::Debug for ResilienceLayer<D, R> {
+impl<D: fmt::Debug, R: fmt::Debug> fmt::Debug for ResilienceLayer<D, R> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("ResilienceLayer")
             .field("deadline", &self.deadline)

@@ -28,7 +28,7 @@ impl<D, R> Clone for StatusRetryLayer<D, R> {
     }
 }
 
-impl<D, R> fmt::Debug for StatusRetryLayer<D, R> {
+impl<D: fmt::Debug, R: fmt::Debug> fmt::Debug for StatusRetryLayer<D, R> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("StatusRetryLayer")
             .field("policy", &self.policy)

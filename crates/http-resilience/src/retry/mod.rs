@@ -221,7 +221,7 @@ impl<S: Clone, D, R> Clone for StatusRetry<S, D, R> {
     }
 }
 
-impl<S: fmt::Debug, D, R> fmt::Debug for StatusRetry<S, D, R> {
+impl<S: fmt::Debug, D: fmt::Debug, R: fmt::Debug> fmt::Debug for StatusRetry<S, D, R> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("StatusRetry")
             .field("inner", &self.inner)

@@ -1,6 +1,6 @@
 use super::{Decoder, RetryBudget, RetryListener, Retryer};
 use http::HeaderName;
-use std::{any::type_name, fmt, sync::Arc, time::Duration};
+use std::{fmt, sync::Arc, time::Duration};
 
 /// A retry policy in two parts: a [`Decoder`] that says whether an outcome is
 /// worth another attempt, and a [`Retryer`] that says whether one is made and
@@ -219,13 +219,14 @@ impl<D, R> RetryPolicy<D, R> {
     }
 }
 
-impl<D, R> fmt::Debug for RetryPolicy<D, R> {
+/// Shows the decoder's and the retryer's settings. A policy whose decoder is
+/// a closure (which has no `Debug`) is not `Debug`; name the decoder's type
+/// with a struct of one's own, or print the policy's other settings.
+impl<D: fmt::Debug, R: fmt::Debug> fmt::Debug for RetryPolicy<D, R> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        // NOTE: decoders are often closures, which have no `Debug`; type names
-        // keep every policy printable.
         f.debug_struct("RetryPolicy")
-            .field("decoder", &type_name::<D>())
-            .field("retryer", &type_name::<R>())
+            .field("decoder", &self.decoder)
+            .field("retryer", &self.retryer)
             .field("retry_sent_requests", &self.retry_sent_requests)
             .field("statuses_need_idempotency", &self.statuses_need_idempotency)
             .field("enabled", &self.enabled)
