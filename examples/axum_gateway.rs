@@ -51,11 +51,9 @@ use http::{
 };
 use http_body_util::{BodyExt, Full};
 use http_resilience::{
-    attempt_timeout::AttemptTimeout,
-    deadline::Deadline,
-    retry::{FixedDelay, ReplayBody, RetryPolicy, StatusRetry, TransientDecoder},
+    retry::{FixedDelay, ReplayBody, RetryPolicy, TransientDecoder},
     transport::{self, HttpClient},
-    BoxError, FailureKind, Resilience,
+    BoxError, FailureKind, Resilience, Resilient,
 };
 use http_resilience_mock::{MockResponse, MockServer};
 use hyper_util::{client::legacy::Client, rt::TokioExecutor};
@@ -80,8 +78,7 @@ pub const RETRIES: u32 = 2;
 pub type Outbound = ReplayBody<Body>;
 
 /// The client stack every forwarded request goes through.
-type Stack =
-    Deadline<StatusRetry<AttemptTimeout<HttpClient<Outbound>>, TransientDecoder, FixedDelay>>;
+type Stack = Resilient<HttpClient<Outbound>, TransientDecoder, FixedDelay>;
 
 /// The gateway's state: where requests go, and the stack that sends them.
 #[derive(Debug, Clone)]

@@ -111,6 +111,10 @@ impl MockServer {
     /// listened until now, so that a client was refused there first, as by an upstream that
     /// restarts (see [`vacant_addr`](crate::vacant_addr)).
     ///
+    /// Dropping the server stops it accepting (once its tasks have ended, on the runtime's next
+    /// turn): the address refuses connections again, and a new server can start on it. A test
+    /// can so script an upstream that goes away and comes back.
+    ///
     /// Must be called within a tokio runtime.
     ///
     /// # Errors

@@ -568,3 +568,37 @@ async fn unresponsive_address_makes_connect_hang() {
         assert!(attempt.is_err(), "connect completed: {attempt:?}");
     }
 }
+
+#[tokio::test]
+async fn an_upstream_that_goes_away_and_comes_back_on_its_address() {
+    let addr = http_resilience_mock::vacant_addr().unwrap();
+    let refused = tokio::net::TcpStream::connect(addr).await.unwrap_err();
+    assert_eq!(refused.kind(), std::io::ErrorKind::ConnectionRefused);
+
+    let first = MockServer::start_on(addr).await.unwrap();
+    assert_eq!(first.addr(), addr);
+    assert!(tokio::net::TcpStream::connect(addr).await.is_ok());
+    // Dropping the server stops it accepting: once its listener task has
+    // ended (on the runtime's next turn), the address refuses again.
+    drop(first);
+    let refused_again = within(async {
+        loop {
+            match tokio::net::TcpStream::connect(addr).await {
+                Err(err) if err.kind() == std::io::ErrorKind::ConnectionRefused => break,
+                _ => tokio::time::sleep(Duration::from_millis(5)).await,
+            }
+        }
+    });
+    refused_again.await;
+
+    let again = MockServer::start_on(addr).await.unwrap();
+    again.enqueue(MockResponse::ok("back"));
+    assert!(tokio::net::TcpStream::connect(addr).await.is_ok());
+}
+
+#[tokio::test]
+async fn a_server_listens_on_loopback_only() {
+    let elsewhere: std::net::SocketAddr = "0.0.0.0:0".parse().unwrap();
+    let err = MockServer::start_on(elsewhere).await.unwrap_err();
+    assert_eq!(err.kind(), std::io::ErrorKind::InvalidInput);
+}

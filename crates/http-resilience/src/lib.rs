@@ -157,7 +157,7 @@ pub use self::{
     attempt_timeout::AttemptTimeoutLayer,
     deadline::{DeadlineLayer, RequestDeadline},
     failure::FailureKind,
-    resilience::{Resilience, ResilienceLayer},
+    resilience::{Resilience, ResilienceLayer, Resilient},
     retry::{Attempts, RetryReport, StatusRetryLayer, Stop},
     setting::InvalidSetting,
 };

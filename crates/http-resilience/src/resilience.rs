@@ -260,8 +260,41 @@ impl<D: fmt::Debug, R: fmt::Debug> fmt::Debug for ResilienceLayer<D, R> {
     }
 }
 
+/// The canonical stack around `S`: what [`ResilienceLayer`] (or the three
+/// layers in their canonical order) makes of it, with the decoder `D` and the
+/// retryer `R`.
+///
+/// A name for the stack's type, for a field of a handler's state (axum's
+/// `State` holds it the same way; the gateway example does):
+///
+/// ```
+/// use http_resilience::{
+///     retry::{AnyDecoder, AnyRetryer, ReplayBody},
+///     transport::{self, HttpClient},
+///     BoxError, Resilient,
+/// };
+/// use hyper::body::Incoming;
+/// use tower::Layer;
+///
+/// /// What every handler of a gateway shares.
+/// #[derive(Clone)]
+/// struct AppState {
+///     upstream: Resilient<HttpClient<ReplayBody<Incoming>>, AnyDecoder, AnyRetryer>,
+/// }
+///
+/// # fn main() -> Result<(), BoxError> {
+/// let client = transport::Builder::new().build_http()?;
+/// let state = AppState {
+///     upstream: http_resilience::presets::standard().erase().layer().layer(client),
+/// };
+/// # let _ = state;
+/// # Ok(())
+/// # }
+/// ```
+pub type Resilient<S, D, R> = Deadline<StatusRetry<AttemptTimeout<S>, D, R>>;
+
 impl<S, D, R> Layer<S> for ResilienceLayer<D, R> {
-    type Service = Deadline<StatusRetry<AttemptTimeout<S>, D, R>>;
+    type Service = Resilient<S, D, R>;
 
     fn layer(&self, inner: S) -> Self::Service {
         self.deadline
