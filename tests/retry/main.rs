@@ -4,6 +4,7 @@
 mod support;
 
 mod deadline_budget_events;
+mod decoders;
 mod replay;
 mod retry_after;
 mod safety;

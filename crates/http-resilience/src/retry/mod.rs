@@ -158,7 +158,8 @@ pub use self::{
     budget::RetryBudget,
     decoder::{
         AnyDecoder, ApacheDecoder, Decoder, FeignDecoder, HeaderPart, InvalidHeader, InvalidStatus,
-        Or, Reason, RetryOnHeader, StatusDecoder, TransientDecoder, Verdict,
+        Or, Outcome, OutcomeDecoder, Reason, RetryOnHeader, StatusDecoder, TransientDecoder,
+        Verdict,
     },
     events::{RetryEvent, RetryListener, WaitSource},
     layer::StatusRetryLayer,

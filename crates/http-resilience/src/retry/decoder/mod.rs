@@ -21,6 +21,7 @@ mod any;
 mod apache;
 mod feign;
 mod header;
+mod outcome;
 mod status;
 mod transient;
 
@@ -29,6 +30,7 @@ pub use self::{
     apache::ApacheDecoder,
     feign::FeignDecoder,
     header::{HeaderPart, InvalidHeader, RetryOnHeader},
+    outcome::{Outcome, OutcomeDecoder},
     status::{InvalidStatus, StatusDecoder},
     transient::TransientDecoder,
 };
@@ -61,6 +63,26 @@ use std::time::SystemTime;
 /// let unavailable = Response::builder().status(503).body(()).unwrap();
 /// assert!(decoder.decode(&Ok(unavailable)).is_retry());
 /// ```
+///
+/// # The types a decoder sees
+///
+/// `B` and `E` are the body and error types of the service *inside* the retry
+/// layer, not those the caller gets:
+///
+/// - the error is [`BoxError`](crate::BoxError) behind an
+///   [`AttemptTimeoutLayer`](crate::AttemptTimeoutLayer) (or any layer of this
+///   crate that creates failures), and the client's own error type when the
+///   retry layer sits right on the client (`hyper_util::client::legacy::Error`
+///   for hyper-util's);
+/// - the body is [`ReadTimeoutBody<Incoming>`](crate::read_timeout::body::ReadTimeoutBody)
+///   behind [`transport::Builder`](crate::transport::Builder)'s client, and
+///   hyper's `Incoming` behind hyper-util's client.
+///
+/// The ready-made decoders take any body and any error that is
+/// [`AsError`](crate::errors::AsError) (every error type above), so they fit
+/// every stack. A closure must name the types, as above; an
+/// [`OutcomeDecoder`] sees the head and the error as a trait object, and fits
+/// every stack too.
 pub trait Decoder<B, E> {
     /// The verdict on one attempt's outcome.
     fn decode(&self, outcome: &Result<http::Response<B>, E>) -> Verdict;
@@ -105,7 +127,7 @@ macro_rules! decoder_or {
     };
 }
 
-decoder_or!(StatusDecoder, FeignDecoder, TransientDecoder, ApacheDecoder, RetryOnHeader, Or<A, O>);
+decoder_or!(StatusDecoder, FeignDecoder, TransientDecoder, ApacheDecoder, RetryOnHeader, OutcomeDecoder<F>, Or<A, O>);
 
 /// A decoder that retries when either of two does.
 ///
