@@ -26,6 +26,12 @@ use std::{error::Error, fmt, io};
 /// Implemented for [`BoxError`](crate::BoxError) (what the layers of this
 /// crate return), `std::io::Error`, `Infallible` and, with the `transport`
 /// feature, the errors of hyper and hyper-util's client.
+#[diagnostic::on_unimplemented(
+    message = "the ready-made decoders cannot look at the error type `{Self}`",
+    label = "the inner service's error must be one the decoders can classify",
+    note = "put an `AttemptTimeoutLayer` (or another layer of this crate) inside the retry layer: its error is `BoxError`",
+    note = "or map the error into a `BoxError` with `tower::ServiceBuilder::map_err(Into::into)` below the retry layer"
+)]
 pub trait AsError {
     /// The error as a trait object.
     fn as_error(&self) -> &(dyn Error + 'static);

@@ -103,6 +103,28 @@
 //!
 //! Both are tested in the repository (`tests/stack/order.rs`).
 //!
+//! # Troubleshooting
+//!
+//! Three mistakes a newcomer makes, and what the compiler says:
+//!
+//! - **A streaming request body given to the retry layer as it is** (hyper's
+//!   `Incoming`, axum's `Body`): "the request body `Body` cannot be sent again
+//!   by the retry layer", with the fix in its notes: wrap it in
+//!   [`ReplayBody::new(body)`](retry::ReplayBody) to replay it, or in
+//!   [`SendOnce::new(body)`](retry::SendOnce) to send it once. Called through
+//!   `ServiceExt::oneshot`, rustc only says that "the method `oneshot` exists
+//!   ... but its trait bounds were not satisfied"; `tower::Service::call(&mut
+//!   svc, request)` makes it name the bound.
+//! - **A decoder for other types than the stack's**: "`D` cannot judge an
+//!   outcome of type `Result<http::Response<B>, E>`", naming the types the
+//!   stack has (behind [`AttemptTimeoutLayer`] the error is [`BoxError`]); a
+//!   closure written for other types gives "type mismatch in closure
+//!   arguments", with the expected signature in a note. Name the types the
+//!   note gives, or use [`retry::OutcomeDecoder`], which fits every stack.
+//! - **A [`retry::ReplayBody`] over a body that is not `Unpin`**: "the trait
+//!   `Unpin` is not implemented", where the body is polled. Wrap the body in
+//!   `Box::pin` first.
+//!
 //! # Feature flags
 //!
 //! The three layers, the read timeout, deadline propagation, the retry

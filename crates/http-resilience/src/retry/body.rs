@@ -44,6 +44,12 @@ use std::{
 /// let once = SendOnce::new(full);
 /// assert!(once.try_clone_body().is_none());
 /// ```
+#[diagnostic::on_unimplemented(
+    message = "the request body `{Self}` cannot be sent again by the retry layer",
+    label = "a body the retry layer can copy for another attempt is needed here",
+    note = "`Clone` bodies (`Full`, `String`, `Bytes`, ...) replay as they are",
+    note = "wrap a streaming body (hyper's `Incoming`, axum's `Body`) in `ReplayBody::new(body)` to replay it, or in `SendOnce::new(body)` to send it once"
+)]
 pub trait TryCloneBody: Sized {
     /// A copy of the body that sends the same bytes, or `None` when it cannot
     /// be replayed.
@@ -58,6 +64,10 @@ pub trait TryCloneBody: Sized {
     }
 }
 
+// NOTE: not recommended in errors, so that a body that is not `Clone` gets
+// this trait's own message (which names `ReplayBody`), not "`Clone` is not
+// implemented".
+#[diagnostic::do_not_recommend]
 impl<B: Clone> TryCloneBody for B {
     fn try_clone_body(&self) -> Option<Self> {
         Some(self.clone())

@@ -83,11 +83,21 @@ use std::time::SystemTime;
 /// every stack. A closure must name the types, as above; an
 /// [`OutcomeDecoder`] sees the head and the error as a trait object, and fits
 /// every stack too.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot judge an outcome of type `Result<http::Response<{B}>, {E}>`",
+    label = "the retry layer's decoder must take the inner service's response body and error",
+    note = "behind `AttemptTimeoutLayer` the error is `BoxError`; behind `transport::Builder`'s client the body is `ReadTimeoutBody<Incoming>`",
+    note = "a closure decoder must name those types; `OutcomeDecoder::new(|outcome: Outcome<'_>| ...)` sees neither and fits every stack"
+)]
 pub trait Decoder<B, E> {
     /// The verdict on one attempt's outcome.
     fn decode(&self, outcome: &Result<http::Response<B>, E>) -> Verdict;
 }
 
+// NOTE: not recommended in errors, so that a closure of the wrong argument
+// type gets this trait's own message (the types a decoder sees), not a bare
+// "type mismatch in closure arguments".
+#[diagnostic::do_not_recommend]
 impl<F, B, E> Decoder<B, E> for F
 where
     F: Fn(&Result<http::Response<B>, E>) -> Verdict,
