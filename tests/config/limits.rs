@@ -1,7 +1,8 @@
 //! Nonsense in a configuration file is refused with the setting's path;
 //! extreme but meaningful settings work.
 
-use http::{Request, Response};
+use crate::support;
+use http::Request;
 use http_resilience::{config::ClientsConfig, retry::Retryer};
 use std::{
     convert::Infallible,
@@ -9,19 +10,8 @@ use std::{
         atomic::{AtomicU32, Ordering},
         Arc,
     },
-    time::Duration,
 };
 use tower::{ServiceBuilder, ServiceExt};
-
-/// The guard on every await that could hang.
-const GUARD: Duration = Duration::from_secs(20);
-
-fn response(status: u16) -> Response<String> {
-    Response::builder()
-        .status(status)
-        .body(String::new())
-        .unwrap()
-}
 
 #[test]
 fn nonsense_settings_in_a_file_are_refused_with_their_path() {
@@ -169,9 +159,9 @@ async fn extreme_but_meaningful_settings_in_a_file_work() {
             } else {
                 200
             };
-            async move { Ok::<_, Infallible>(response(status)) }
+            async move { Ok::<_, Infallible>(support::empty(status)) }
         });
-    let response = tokio::time::timeout(GUARD, svc.oneshot(Request::default()))
+    let response = tokio::time::timeout(support::GUARD, svc.oneshot(Request::default()))
         .await
         .expect("guard")
         .unwrap();

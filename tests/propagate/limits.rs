@@ -1,6 +1,7 @@
 //! Budgets at their extremes, propagated and inherited.
 
-use http::{Request, Response};
+use crate::support;
+use http::Request;
 use http_resilience::{
     deadline::DeadlineLayer,
     propagate::{
@@ -15,17 +16,6 @@ use std::{
     time::Duration,
 };
 use tower::{Layer, ServiceBuilder, ServiceExt};
-
-/// Twenty-nine years: less than the thirty-year horizon that stands for
-/// "never", more than any real call.
-const ALMOST_NEVER: Duration = Duration::from_secs(86_400 * 365 * 29);
-
-fn response(status: u16) -> Response<String> {
-    Response::builder()
-        .status(status)
-        .body(String::new())
-        .unwrap()
-}
 
 #[tokio::test(flavor = "current_thread", start_paused = true)]
 async fn extreme_budgets_are_propagated_and_inherited() {
@@ -47,12 +37,12 @@ async fn extreme_budgets_are_propagated_and_inherited() {
         .layer(PropagateDeadlineLayer::grpc().with_attempt_limit(Duration::MAX))
         .service_fn(move |request: Request<String>| {
             *record.lock().unwrap() = request.headers().get(GRPC_TIMEOUT).cloned();
-            async { Ok::<_, Infallible>(response(200)) }
+            async { Ok::<_, Infallible>(support::empty(200)) }
         });
     svc.oneshot(Request::default()).await.unwrap();
     let sent = seen.lock().unwrap().clone().expect("the header is written");
     let budget = parse_timeout(&sent, TimeoutFormat::Grpc).unwrap();
-    assert!(budget > ALMOST_NEVER, "{sent:?}");
+    assert!(budget > support::ALMOST_NEVER, "{sent:?}");
 
     // Received: the largest values of both formats are held to the horizon.
     for (header, format, value) in [
@@ -74,6 +64,6 @@ async fn extreme_budgets_are_propagated_and_inherited() {
         let request = Request::builder().header(header, value).body(()).unwrap();
         svc.oneshot(request).await.unwrap();
         let deadline = seen.lock().unwrap().expect("inherited");
-        assert!(deadline.remaining() > ALMOST_NEVER, "{value}");
+        assert!(deadline.remaining() > support::ALMOST_NEVER, "{value}");
     }
 }

@@ -3,6 +3,7 @@
 //! header map already full gets no header and no panic. (The constructors that
 //! refuse nonsense with a typed error are tested in their modules.)
 
+use crate::support;
 use bytes::Bytes;
 use http::{HeaderMap, HeaderName, HeaderValue, Request, Response};
 use http_body_util::{BodyExt, Full};
@@ -26,22 +27,8 @@ use std::{
 use tokio::time::Instant;
 use tower::{Layer, ServiceBuilder, ServiceExt};
 
-/// The guard on every await that could hang.
-const GUARD: Duration = Duration::from_secs(20);
-
-/// Twenty-nine years: less than the thirty-year horizon that stands for
-/// "never", more than any real call.
-const ALMOST_NEVER: Duration = Duration::from_secs(86_400 * 365 * 29);
-
 fn ms(n: u64) -> Duration {
     Duration::from_millis(n)
-}
-
-fn response(status: u16) -> Response<String> {
-    Response::builder()
-        .status(status)
-        .body(String::new())
-        .unwrap()
 }
 
 #[tokio::test(flavor = "current_thread", start_paused = true)]
@@ -52,7 +39,7 @@ async fn a_zero_deadline_fails_at_once_without_calling() {
         .layer(DeadlineLayer::new(Duration::ZERO))
         .service_fn(move |_: Request<String>| {
             counter.fetch_add(1, Ordering::SeqCst);
-            async { Ok::<_, Infallible>(response(200)) }
+            async { Ok::<_, Infallible>(support::empty(200)) }
         });
     let err = svc.oneshot(Request::new(String::new())).await.unwrap_err();
     let exceeded = err
@@ -87,14 +74,14 @@ async fn a_deadline_of_duration_max_is_no_deadline_in_practice() {
         .unwrap()
         .expect("recorded for the layers inside");
     assert_eq!(deadline.budget(), Duration::MAX);
-    assert!(deadline.remaining() > ALMOST_NEVER);
+    assert!(deadline.remaining() > support::ALMOST_NEVER);
 }
 
 #[tokio::test(flavor = "current_thread", start_paused = true)]
 async fn attempt_timeouts_of_zero_and_duration_max() {
     // Zero: a response ready at once gets through, a wait does not.
     let ready = AttemptTimeoutLayer::new(Duration::ZERO).layer(tower::service_fn(
-        |_: Request<String>| async { Ok::<_, Infallible>(response(200)) },
+        |_: Request<String>| async { Ok::<_, Infallible>(support::empty(200)) },
     ));
     assert_eq!(
         ready.oneshot(Request::default()).await.unwrap().status(),
@@ -103,7 +90,7 @@ async fn attempt_timeouts_of_zero_and_duration_max() {
     let waiting = AttemptTimeoutLayer::new(Duration::ZERO).layer(tower::service_fn(
         |_: Request<String>| async {
             tokio::time::sleep(ms(1)).await;
-            Ok::<_, Infallible>(response(200))
+            Ok::<_, Infallible>(support::empty(200))
         },
     ));
     let err = waiting.oneshot(Request::default()).await.unwrap_err();
@@ -113,7 +100,7 @@ async fn attempt_timeouts_of_zero_and_duration_max() {
     let slow = || {
         tower::service_fn(|_: Request<String>| async {
             tokio::time::sleep(Duration::from_secs(3600)).await;
-            Ok::<_, Infallible>(response(200))
+            Ok::<_, Infallible>(support::empty(200))
         })
     };
     let alone = AttemptTimeoutLayer::new(Duration::MAX).layer(slow());
@@ -176,10 +163,10 @@ async fn a_retry_wait_of_duration_max_is_cut_by_the_deadline() {
         .layer(StatusRetryLayer::new(policy))
         .service_fn(move |_: Request<String>| {
             counter.fetch_add(1, Ordering::SeqCst);
-            async { Ok::<_, Infallible>(response(503)) }
+            async { Ok::<_, Infallible>(support::empty(503)) }
         });
     let start = Instant::now();
-    let outcome = tokio::time::timeout(GUARD, svc.oneshot(Request::default()))
+    let outcome = tokio::time::timeout(support::GUARD, svc.oneshot(Request::default()))
         .await
         .expect("guard");
     let err = outcome.unwrap_err();
@@ -198,7 +185,7 @@ async fn deadline_awareness_of_duration_max_makes_no_retry() {
     let svc = ServiceBuilder::new()
         .layer(DeadlineLayer::new(Duration::MAX))
         .layer(StatusRetryLayer::new(policy))
-        .service_fn(|_: Request<String>| async { Ok::<_, Infallible>(response(503)) });
+        .service_fn(|_: Request<String>| async { Ok::<_, Infallible>(support::empty(503)) });
     let response = svc.oneshot(Request::default()).await.unwrap();
     let attempts = response.extensions().get::<Attempts>().copied().unwrap();
     assert_eq!(
@@ -240,7 +227,7 @@ async fn a_full_header_map_gets_no_extra_header_and_no_panic() {
                 headers.contains_key(&attempt_header),
                 headers.contains_key(EXPECTED_RQ_TIMEOUT_MS),
             ));
-            async { Ok::<_, Infallible>(response(200)) }
+            async { Ok::<_, Infallible>(support::empty(200)) }
         });
     let mut request = Request::new(String::new());
     *request.headers_mut() = headers;

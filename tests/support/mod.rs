@@ -114,3 +114,15 @@ pub fn panics() -> Vec<String> {
         .unwrap_or_else(std::sync::PoisonError::into_inner)
         .clone()
 }
+
+/// Twenty-nine years: less than the thirty-year horizon that stands for
+/// "never", more than any real call.
+pub const ALMOST_NEVER: Duration = Duration::from_secs(86_400 * 365 * 29);
+
+/// A response with `status` and an empty body, from a scripted upstream.
+pub fn empty(status: u16) -> Response<String> {
+    Response::builder()
+        .status(status)
+        .body(String::new())
+        .unwrap()
+}

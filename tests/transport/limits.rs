@@ -9,9 +9,6 @@ use http_resilience_mock::{MockResponse, MockServer};
 use std::time::Duration;
 use tower::ServiceExt;
 
-/// The guard on every await that could hang.
-const GUARD: Duration = Duration::from_secs(20);
-
 fn ms(n: u64) -> Duration {
     Duration::from_millis(n)
 }
@@ -36,7 +33,7 @@ async fn a_pool_idle_timeout_of_duration_max_is_held_to_thirty_years() {
             let response = client.clone().oneshot(request).await?;
             Ok::<_, BoxError>(response.into_body().collect().await?.to_bytes())
         };
-        let body = tokio::time::timeout(GUARD, call)
+        let body = tokio::time::timeout(support::GUARD, call)
             .await
             .expect("guard")
             .unwrap();
