@@ -408,12 +408,7 @@ async fn answer(
 
 /// Runs one case on a fresh paused runtime.
 fn check(case: &Case) -> Result<(), TestCaseError> {
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_time()
-        .start_paused(true)
-        .build()
-        .unwrap();
-    runtime.block_on(run(case))
+    crate::support::on_paused_clock(run(case))
 }
 
 async fn run(case: &Case) -> Result<(), TestCaseError> {

@@ -126,3 +126,14 @@ pub fn empty(status: u16) -> Response<String> {
         .body(String::new())
         .unwrap()
 }
+
+/// Runs `future` to its end on a fresh single-threaded runtime whose clock is
+/// paused, as a property test's case needs (one runtime per case).
+pub fn on_paused_clock<F: Future>(future: F) -> F::Output {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .start_paused(true)
+        .build()
+        .expect("a current-thread runtime")
+        .block_on(future)
+}
