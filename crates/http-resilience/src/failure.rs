@@ -96,6 +96,9 @@ impl FailureKind {
     /// hyper's "incomplete message" or "closed" (or an unexpected end of
     /// file) is [`ConnectionClosed`](Self::ConnectionClosed). Any other error
     /// of hyper, hyper-util or `std::io` is [`Transport`](Self::Transport).
+    /// With the feature `reqwest`, a `reqwest::Error` is read the same way: a
+    /// connect error is a connect kind, one while sending or reading the body,
+    /// or decoding it, a transport kind.
     pub fn of(error: &(dyn Error + 'static)) -> Self {
         let mut connecting = false;
         let mut transport = false;
@@ -117,6 +120,13 @@ impl FailureKind {
             }
             transport |= client.is_client;
             connecting |= client.is_connect;
+            #[cfg(feature = "reqwest")]
+            if let Some(reqwest) = err.downcast_ref::<reqwest::Error>() {
+                // NOTE: reqwest's own kinds; the errors beneath (hyper-util's,
+                // `io::Error`) still decide below when they say more.
+                transport = true;
+                connecting |= reqwest.is_connect();
+            }
             closed |= client.is_closed;
             unsent |= client.is_canceled;
             if let Some(io) = err.downcast_ref::<io::Error>() {

@@ -22,6 +22,8 @@
 //! - [`read_timeout`]: the longest wait between reads, at the transport;
 //! - [`transport`] (feature `transport`): a hyper-util client with connect and
 //!   read timeouts and no hidden retry;
+//! - [`reqwest_client`] (feature `reqwest`): a `reqwest::Client` under the
+//!   layers;
 //! - [`propagate`]: sending each attempt's remaining budget upstream, and
 //!   taking a deadline over from an inbound request ([`RequestDeadline`]);
 //! - [`Resilience`] and [`presets`]: the three layers from one validated
@@ -140,6 +142,8 @@
 //!   written for people (`"250ms"`, `"1m 30s"`).
 //! - `toml`: [`config::ClientsConfig::from_toml_str`], the same read from TOML;
 //!   implies `serde`.
+//! - `reqwest`: [`reqwest_client::ReqwestService`], a `reqwest::Client` under
+//!   the layers; also lets [`FailureKind`] read reqwest's errors.
 //! - `full`: every feature.
 //!
 //! ```toml
@@ -168,6 +172,8 @@ mod failure;
 pub mod presets;
 pub mod propagate;
 pub mod read_timeout;
+#[cfg(feature = "reqwest")]
+pub mod reqwest_client;
 mod resilience;
 pub mod retry;
 mod setting;

@@ -81,7 +81,11 @@ impl fmt::Display for RetryEvent {
                     )?;
                 }
                 match remaining {
-                    Some(left) => write!(f, ", {left:?} left"),
+                    // NOTE: to the millisecond, as a person reads a timeline.
+                    Some(left) => {
+                        let millis = u64::try_from(left.as_millis()).unwrap_or(u64::MAX);
+                        write!(f, ", {:?} left", Duration::from_millis(millis))
+                    }
                     None => Ok(()),
                 }
             }

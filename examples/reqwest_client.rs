@@ -1,0 +1,45 @@
+//! A `reqwest::Client` under the three layers: a flaky loopback upstream, the
+//! standard preset, and what came back.
+//!
+//! ```text
+//! cargo run --example reqwest_client
+//! ```
+
+use http_body_util::BodyExt;
+use http_resilience::{
+    presets, reqwest_client::ReqwestService, retry::RetryEvent, Attempts, BoxError,
+};
+use http_resilience_mock::{MockResponse, MockServer};
+use std::time::Duration;
+use tower::{Layer, ServiceExt};
+
+#[tokio::main]
+async fn main() -> Result<(), BoxError> {
+    let upstream = MockServer::start().await?;
+    upstream.enqueue(MockResponse::new(503).with_header("retry-after", "0"));
+    upstream.enqueue(MockResponse::ok("fresh weather"));
+
+    // The client retries nothing and times nothing out: the layers do both.
+    let client = reqwest::Client::builder()
+        .retry(reqwest::retry::never())
+        .build()?;
+    // The attempt limit first: the preset's 10 s would not fit a 5 s deadline.
+    let policy = presets::standard()
+        .with_attempt_timeout(Duration::from_secs(2))?
+        .with_deadline(Duration::from_secs(5))?
+        .map_retry(|retry| retry.with_listener(|event: &RetryEvent| println!("  {event}")));
+    let svc = policy.layer().layer(ReqwestService::new(client));
+
+    println!(
+        "GET {} through reqwest and the standard preset",
+        upstream.uri("/weather")
+    );
+    let request = http::Request::get(upstream.uri("/weather")).body(String::new())?;
+    let response = svc.oneshot(request).await?;
+    let status = response.status();
+    let attempts = Attempts::of(&response);
+    let body = response.into_body().collect().await?.to_bytes();
+    println!("{status} after {attempts} attempt(s): {body:?}");
+    println!("the upstream saw {} request(s)", upstream.request_count());
+    Ok(())
+}
