@@ -29,6 +29,18 @@
 //!   `502 Bad Gateway` otherwise; the short text body names the kind of
 //!   failure ([`FailureKind`]).
 //!
+//! - Around the router, on the inbound side, tower-http's layers: an
+//!   `x-request-id` is set when the client sent none (`SetRequestIdLayer`),
+//!   traced with the call (`TraceLayer`) and returned on the response
+//!   (`PropagateRequestIdLayer`). They sit outside the client's retry: the id is
+//!   forwarded upstream with the other headers, so every attempt of one call
+//!   carries the same id, and there is one trace span per inbound call. (The
+//!   retry layer's own `tracing` span already holds an event per attempt; a
+//!   `TraceLayer` inside the retry would add a span per attempt.) tower-http's
+//!   `Timeout` is not used for the limits: it polls its timer first and answers
+//!   `408`, where the attempt timeout returns a typed error the retry policy
+//!   can judge.
+//!
 //! The deadline also covers the response body. When it runs out while the body
 //! is streamed, the head is already sent: the gateway can only cut the
 //! response short, and the client sees a broken body, not a 504.
@@ -60,6 +72,10 @@ use hyper_util::{client::legacy::Client, rt::TokioExecutor};
 use std::{error::Error, io, net::SocketAddr, time::Duration};
 use tokio::{net::TcpListener, time::Instant};
 use tower::ServiceExt;
+use tower_http::{
+    request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetRequestIdLayer},
+    trace::TraceLayer,
+};
 
 /// The limit of every attempt in [`gateway`].
 pub const ATTEMPT: Duration = Duration::from_secs(1);
@@ -72,6 +88,10 @@ pub const RETRY_DELAY: Duration = Duration::from_millis(10);
 
 /// How many times a transient failure is retried (three attempts in all).
 pub const RETRIES: u32 = 2;
+
+/// The header that carries a request's id: set on the inbound request when the
+/// client sent none, forwarded upstream with every attempt, and returned.
+pub const REQUEST_ID: &str = "x-request-id";
 
 /// The outbound request body: the incoming stream, kept as it is sent so that
 /// a retry can send it again.
@@ -159,7 +179,15 @@ pub fn gateway_with_retries(
         authority,
         client,
     };
-    Ok(Router::new().fallback(forward).with_state(upstream))
+    // NOTE: outside the client's retry, on the inbound side: one id and one
+    // trace span per inbound call, whatever number of attempts it takes.
+    let request_id = HeaderName::from_static(REQUEST_ID);
+    Ok(Router::new().fallback(forward).with_state(upstream).layer(
+        tower::ServiceBuilder::new()
+            .layer(SetRequestIdLayer::new(request_id.clone(), MakeRequestUuid))
+            .layer(TraceLayer::new_for_http())
+            .layer(PropagateRequestIdLayer::new(request_id)),
+    ))
 }
 
 /// Serves `router` on a fresh loopback port, in a task of its own, until the

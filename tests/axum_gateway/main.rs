@@ -329,3 +329,34 @@ async fn hop_by_hop_headers_are_dropped_and_the_rest_forwarded() {
         assert!(!request.headers.contains_key(name), "{name} was forwarded");
     }
 }
+
+#[tokio::test]
+async fn a_request_id_is_set_once_and_carried_by_every_attempt() {
+    let (upstream, gateway) = start().await;
+    upstream.enqueue(MockResponse::new(503));
+    upstream.enqueue(MockResponse::ok("ok"));
+    let (status, headers, body) = send(get(gateway, "/value")).await;
+    assert_eq!((status, body.as_str()), (StatusCode::OK, "ok"));
+    let id = headers[gateway::REQUEST_ID].clone();
+    assert!(!id.is_empty());
+    let seen = upstream.requests();
+    assert_eq!(seen.len(), 2);
+    assert!(
+        seen.iter()
+            .all(|request| request.headers[gateway::REQUEST_ID] == id),
+        "the same id on both attempts, and on the response"
+    );
+
+    // An id the client sends is kept.
+    upstream.enqueue(MockResponse::ok("ok"));
+    let mut request = get(gateway, "/value");
+    request
+        .headers_mut()
+        .insert(gateway::REQUEST_ID, "client-17".parse().unwrap());
+    let (_, headers, _) = send(request).await;
+    assert_eq!(headers[gateway::REQUEST_ID], "client-17");
+    assert_eq!(
+        upstream.requests()[2].headers[gateway::REQUEST_ID],
+        "client-17"
+    );
+}
