@@ -7,6 +7,7 @@
 //! | [`standard`] | transient | 3 | exponential 2 s, × 2, decorrelated jitter, ≤ 30 s | 10 s | 30 s |
 //! | [`conservative`] | transient | 1 | exponential 500 ms, full jitter | 5 s | 10 s |
 //! | [`apache`] | Apache's `DefaultHttpRequestRetryHandler` | 3 | none | 10 s | 60 s |
+//! | [`grpc`] | gRPC's (`UNAVAILABLE`, pushback) | 4 | A6's (100 ms, × 2, ≤ 1 s, ± 20 %), token bucket 10 / 0.1 | 30 s | 30 s |
 //!
 //! Each returns a [`Resilience`]; [`Resilience::layer`] stacks the three
 //! layers from it.
@@ -33,11 +34,12 @@
 use crate::{
     resilience::Resilience,
     retry::{
-        ApacheDecoder, ExponentialBackoff, FeignDecoder, FeignRetryer, FixedDelay, Jitter,
-        RetryPolicy, StatusDecoder, TransientDecoder,
+        ApacheDecoder, ExponentialBackoff, FeignDecoder, FeignRetryer, FixedDelay, GrpcBackoff,
+        GrpcDecoder, Jitter, RetryBudget, RetryPolicy, StatusDecoder, TransientDecoder,
+        GRPC_PREVIOUS_RPC_ATTEMPTS,
     },
 };
-use std::time::Duration;
+use std::{sync::Arc, time::Duration};
 
 /// Reactor WebClient's nested-timeouts policy: only 503 is retried, at most twice (three
 /// attempts), 10 ms apart; 3 s per attempt, 8 s in all. `Retry-After` is
@@ -124,6 +126,37 @@ pub fn apache() -> Resilience<ApacheDecoder, FixedDelay> {
     )
 }
 
+/// gRPC's retry design (proposal A6), with the numbers of its example
+/// policy and `maxAttempts` at A6's cap: `UNAVAILABLE` retried
+/// ([`GrpcDecoder`], server pushback honoured), 5 attempts in all, backoff
+/// from 100 ms, × 2, at most 1 s, ± 20 % ([`GrpcBackoff`]), retry throttling
+/// with A6's example bucket (10 tokens, 0.1 per success; a new bucket for
+/// every call of this function, so one per client), and
+/// `grpc-previous-rpc-attempts` on every retry.
+///
+/// gRPC sets no deadline of its own; 30 s covers the call, its waits and its
+/// response stream. gRPC has no limit per attempt either, so the attempt
+/// limit is the deadline. Raise both with
+/// [`with_deadline`](Resilience::with_deadline) for long-lived streams; a
+/// caller shortens one call with tonic's `Request::set_timeout`.
+///
+/// Around a tonic `Channel`, [`grpc::GrpcLayer`](crate::grpc::GrpcLayer)
+/// (feature `grpc`) stacks it with `grpc-timeout` propagation and the
+/// statuses a tonic caller expects.
+pub fn grpc() -> Resilience<GrpcDecoder, GrpcBackoff> {
+    let budget = RetryBudget::known_good(10, 100);
+    Resilience::known_good(
+        Duration::from_secs(30),
+        Duration::from_secs(30),
+        RetryPolicy::new(
+            GrpcDecoder::default(),
+            GrpcBackoff::known_good(5, Duration::from_millis(100), Duration::from_secs(1), 2.0),
+        )
+        .with_budget(Arc::new(budget))
+        .with_previous_attempts_header(GRPC_PREVIOUS_RPC_ATTEMPTS),
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -141,6 +174,14 @@ mod tests {
         assert_eq!(standard.retry().retryer().jitter(), Jitter::Decorrelated);
         assert_eq!(conservative().retry().retryer().max_attempts(), 2);
         assert_eq!(feign().attempt_timeout(), Duration::from_secs(60));
+        let grpc = grpc();
+        assert_eq!(grpc.retry().retryer().max_attempts(), 5);
+        assert_eq!(
+            grpc.retry().decoder().retryable_codes().collect::<Vec<_>>(),
+            [14]
+        );
+        let budget = grpc.retry().budget().expect("a budget");
+        assert_eq!((budget.max_tokens(), budget.token_ratio()), (10, 0.1));
     }
 
     /// The presets skip the checks of the public constructors; these hold
@@ -174,6 +215,15 @@ mod tests {
         passes_the_checks("standard", &standard());
         passes_the_checks("conservative", &conservative());
         passes_the_checks("apache", &apache());
+        passes_the_checks("grpc", &grpc());
+        let backoff = grpc().retry().retryer().clone();
+        let checked = GrpcBackoff::new(
+            backoff.max_attempts(),
+            backoff.initial(),
+            backoff.max_backoff(),
+            backoff.multiplier(),
+        );
+        assert!(checked.is_ok(), "grpc: {checked:?}");
         backoff_passes_the_checks("standard", standard().retry().retryer());
         backoff_passes_the_checks("conservative", conservative().retry().retryer());
         backoff_passes_the_checks("default", &ExponentialBackoff::default());

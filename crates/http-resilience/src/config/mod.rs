@@ -70,19 +70,20 @@
 //!
 //! | field | value | meaning |
 //! |---|---|---|
-//! | `preset` | `"reactor"`, `"feign"`, `"standard"`, `"conservative"` or `"apache"` | the base of the section (see [Resolution](#resolution)) |
+//! | `preset` | `"reactor"`, `"feign"`, `"standard"`, `"conservative"`, `"apache"` or `"grpc"` | the base of the section (see [Resolution](#resolution)) |
 //! | `deadline` | duration | the budget of the whole call |
 //! | `attempt_timeout` | duration | the limit of each attempt; at most the deadline |
-//! | `retry.decoder` | `"statuses"`, `"feign"`, `"transient"` or `"apache"` | [`StatusDecoder`], [`FeignDecoder`], [`TransientDecoder`] or [`ApacheDecoder`] |
+//! | `retry.decoder` | `"statuses"`, `"feign"`, `"transient"`, `"apache"` or `"grpc"` | [`StatusDecoder`], [`FeignDecoder`], [`TransientDecoder`], [`ApacheDecoder`] or [`GrpcDecoder`]; `"grpc"` also sends `grpc-previous-rpc-attempts` |
 //! | `retry.statuses` | list of codes in `100..=599` | the statuses retried; `statuses` decoder only, and required by it |
 //! | `retry.retry_after` | bool | read `Retry-After` on 429 and 503 ([`StatusDecoder::with_retry_after`]); `statuses` decoder only; default `false` |
-//! | `retry.backoff` | `"fixed"`, `"exponential"` or `"feign"` | [`FixedDelay`], [`ExponentialBackoff`] or [`FeignRetryer`] |
+//! | `retry.codes` | list of gRPC code names (`"UNAVAILABLE"`, any case) | the gRPC codes retried; `grpc` decoder only; default `["UNAVAILABLE"]` |
+//! | `retry.backoff` | `"fixed"`, `"exponential"`, `"feign"` or `"grpc"` | [`FixedDelay`], [`ExponentialBackoff`], [`FeignRetryer`] or [`GrpcBackoff`] |
 //! | `retry.delay` | duration | fixed: the delay; exponential: the initial delay; feign: the period |
 //! | `retry.max_delay` | duration | exponential: the cap; fixed: the cap on a delay the server asks for ([`FixedDelay::with_max_delay`]); feign: the maximum period |
 //! | `retry.max_attempts` | integer ≥ 1 | attempts in all, the first included (fixed: retries = `max_attempts` − 1) |
-//! | `retry.multiplier` | number ≥ 1.0 | exponential only; default 1.5 (as [`ExponentialBackoff::default`]) |
+//! | `retry.multiplier` | number ≥ 1.0 (grpc: > 0) | exponential and grpc only; default 1.5 (as [`ExponentialBackoff::default`]) |
 //! | `retry.jitter` | `"none"`, `"full"`, `"equal"` or `"decorrelated"` | exponential only; default `"none"` ([`Jitter`]) |
-//! | `retry.seed` | integer | exponential only: fixes the jitter's random sequence ([`ExponentialBackoff::with_seed`]) |
+//! | `retry.seed` | integer | exponential and grpc only: fixes the jitter's random sequence ([`ExponentialBackoff::with_seed`]) |
 //! | `retry.min_attempt` | duration or `"off"` | deadline-aware scheduling: a retry whose wait plus this cannot fit before the deadline is not made ([`RetryPolicy::deadline_aware`](crate::retry::RetryPolicy::deadline_aware)); `"off"` turns off what a preset turned on |
 //!
 //! Durations are written for people and read by `humantime`: `"250ms"`, `"2s"`,
@@ -97,6 +98,11 @@
 //! | `standard` | 30s | 10s | transient | exponential | 2s | 30s | 4 | `multiplier = 2.0`, `jitter = "decorrelated"`, `min_attempt = "500ms"` |
 //! | `conservative` | 10s | 5s | transient | exponential | 500ms | 2s | 2 | `multiplier = 2.0`, `jitter = "full"`, `min_attempt = "500ms"` |
 //! | `apache` | 60s | 10s | apache | fixed | 0s | 1s | 4 | |
+//! | `grpc` | 30s | 30s | grpc | grpc | 100ms | 1s | 5 | `codes = ["UNAVAILABLE"]`, `multiplier = 2.0`, budget 10 / 0.1 |
+//!
+//! The `grpc` preset brings gRPC's retry throttling ([`RetryBudget`]: 10
+//! tokens, 0.1 back per success), which no field sets; a section built on it
+//! keeps it, and every client gets a full bucket of its own.
 //!
 //! # Resolution
 //!
@@ -171,6 +177,9 @@
 //! [`ExponentialBackoff::with_seed`]: crate::retry::ExponentialBackoff::with_seed
 //! [`FeignDecoder`]: crate::retry::FeignDecoder
 //! [`FeignRetryer`]: crate::retry::FeignRetryer
+//! [`GrpcBackoff`]: crate::retry::GrpcBackoff
+//! [`GrpcDecoder`]: crate::retry::GrpcDecoder
+//! [`RetryBudget`]: crate::retry::RetryBudget
 //! [`FixedDelay`]: crate::retry::FixedDelay
 //! [`FixedDelay::with_max_delay`]: crate::retry::FixedDelay::with_max_delay
 //! [`Jitter`]: crate::retry::Jitter

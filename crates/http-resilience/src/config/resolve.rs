@@ -9,11 +9,12 @@ use crate::{
     presets,
     retry::{
         AnyDecoder, AnyRetryer, ApacheDecoder, ExponentialBackoff, FeignDecoder, FeignRetryer,
-        FixedDelay, InvalidStatus, Jitter, RetryPolicy, Retryer, StatusDecoder, TransientDecoder,
+        FixedDelay, GrpcBackoff, GrpcDecoder, InvalidStatus, Jitter, RetryBudget, RetryPolicy,
+        Retryer, StatusDecoder, TransientDecoder, GRPC_PREVIOUS_RPC_ATTEMPTS,
     },
     InvalidSetting, Resilience,
 };
-use std::{fmt, time::Duration};
+use std::{fmt, sync::Arc, time::Duration};
 
 /// Every field of a section with a value: a preset, or a section applied over
 /// one. It is checked only when built into a policy.
@@ -26,6 +27,8 @@ pub(super) struct Fields {
     /// decoder.
     pub(super) statuses: Option<Vec<u16>>,
     pub(super) retry_after: bool,
+    /// The gRPC codes retried; `None` for the `grpc` decoder's default.
+    pub(super) codes: Option<Vec<i32>>,
     pub(super) backoff: BackoffKind,
     pub(super) delay: Duration,
     pub(super) max_delay: Duration,
@@ -35,6 +38,9 @@ pub(super) struct Fields {
     pub(super) seed: Option<u64>,
     /// Deadline-aware scheduling: the least useful attempt time, if on.
     pub(super) min_attempt: Option<Duration>,
+    /// The retry budget (tokens, ratio) a preset brings; every policy built
+    /// gets a full bucket of its own.
+    pub(super) budget: Option<(u32, f64)>,
     /// Where the values that checks combine came from, for their messages.
     pub(super) origins: Origins,
 }
@@ -132,6 +138,7 @@ impl RetrySection {
                 base.decoder = decoder;
                 base.statuses = None;
                 base.retry_after = false;
+                base.codes = None;
             }
         }
         let statuses_only = |field: &str, base: &Fields| {
@@ -151,6 +158,21 @@ impl RetrySection {
         if let Some(retry_after) = self.retry_after {
             statuses_only("retry_after", &base)?;
             base.retry_after = retry_after;
+        }
+        if let Some(codes) = &self.codes {
+            only_for(
+                base.decoder == DecoderKind::Grpc,
+                "codes",
+                "decoder",
+                DecoderKind::Grpc.name(),
+                base.decoder.name(),
+            )
+            .map_err(|err| err.within(path))?;
+            let codes = codes
+                .iter()
+                .map(|code| code.get("codes", path).map(|code| code.0))
+                .collect::<Result<_, _>>()?;
+            base.codes = Some(codes);
         }
 
         if let Some(backoff) = &self.backoff {
@@ -183,8 +205,18 @@ impl RetrySection {
             )
             .map_err(|err| err.within(path))
         };
+        let growing_only = |field: &str, base: &Fields| {
+            only_for(
+                matches!(base.backoff, BackoffKind::Exponential | BackoffKind::Grpc),
+                field,
+                "backoff",
+                "exponential\" or \"grpc",
+                base.backoff.name(),
+            )
+            .map_err(|err| err.within(path))
+        };
         if let Some(multiplier) = self.multiplier {
-            exponential_only("multiplier", &base)?;
+            growing_only("multiplier", &base)?;
             base.multiplier = multiplier;
         }
         if let Some(jitter) = &self.jitter {
@@ -196,7 +228,7 @@ impl RetrySection {
             base.origins.min_attempt = Origin::Here;
         }
         if let Some(seed) = self.seed {
-            exponential_only("seed", &base)?;
+            growing_only("seed", &base)?;
             base.seed = Some(seed);
         }
         Ok(base)
@@ -217,6 +249,7 @@ impl Fields {
             ),
             AnyDecoder::Feign(_) => (DecoderKind::Feign, None, false),
             AnyDecoder::Apache(_) => (DecoderKind::Apache, None, false),
+            AnyDecoder::Grpc(_) => (DecoderKind::Grpc, None, false),
             // NOTE: `AnyDecoder` is non-exhaustive; the transient decoder is
             // the remaining one.
             _ => (DecoderKind::Transient, None, false),
@@ -246,6 +279,18 @@ impl Fields {
                 default_multiplier(),
                 Jitter::None,
             ),
+            AnyRetryer::Grpc(r) => (
+                BackoffKind::Grpc,
+                r.initial(),
+                r.max_backoff(),
+                r.max_attempts(),
+                r.multiplier(),
+                Jitter::None,
+            ),
+        };
+        let codes = match retry.decoder() {
+            AnyDecoder::Grpc(d) => Some(d.retryable_codes().collect()),
+            _ => None,
         };
         Fields {
             deadline: policy.deadline(),
@@ -253,6 +298,7 @@ impl Fields {
             decoder,
             statuses,
             retry_after,
+            codes,
             backoff,
             delay,
             max_delay,
@@ -261,6 +307,9 @@ impl Fields {
             jitter,
             seed: None,
             min_attempt: retry.deadline_margin(),
+            budget: retry
+                .budget()
+                .map(|budget| (budget.max_tokens(), budget.token_ratio())),
             origins: Origins::all(Origin::Here),
         }
     }
@@ -297,9 +346,17 @@ impl Fields {
         }
         self.room_for_a_retry(&backoff)
             .map_err(|err| err.within(path))?;
+        let grpc = matches!(decoder, AnyDecoder::Grpc(_));
         let mut retry = RetryPolicy::new(decoder, backoff);
         if let Some(min_attempt) = self.min_attempt {
             retry = retry.deadline_aware(min_attempt);
+        }
+        if let Some((tokens, ratio)) = self.budget {
+            let budget = RetryBudget::new(tokens, ratio).map_err(within_retry)?;
+            retry = retry.with_budget(Arc::new(budget));
+        }
+        if grpc {
+            retry = retry.with_previous_attempts_header(GRPC_PREVIOUS_RPC_ATTEMPTS);
         }
         Resilience::new(self.deadline, self.attempt_timeout, retry).map_err(|err| err.within(path))
     }
@@ -347,6 +404,11 @@ impl Fields {
             DecoderKind::Feign => AnyDecoder::Feign(FeignDecoder::new()),
             DecoderKind::Transient => AnyDecoder::Transient(TransientDecoder::new()),
             DecoderKind::Apache => AnyDecoder::Apache(ApacheDecoder::new()),
+            DecoderKind::Grpc => AnyDecoder::Grpc(match &self.codes {
+                Some(codes) => GrpcDecoder::new(codes.iter().copied())
+                    .map_err(|err| InvalidSetting::new("codes", err.problem().to_owned()))?,
+                None => GrpcDecoder::default(),
+            }),
             DecoderKind::Statuses => {
                 let Some(statuses) = self.statuses.as_deref() else {
                     return Err(InvalidSetting::new(
@@ -423,6 +485,18 @@ impl Fields {
                     None => backoff,
                 })
             }
+            BackoffKind::Grpc => {
+                let backoff = GrpcBackoff::new(
+                    self.max_attempts,
+                    self.delay,
+                    self.max_delay,
+                    self.multiplier,
+                )?;
+                AnyRetryer::Grpc(match self.seed {
+                    Some(seed) => backoff.with_seed(seed),
+                    None => backoff,
+                })
+            }
         })
     }
 }
@@ -439,6 +513,7 @@ impl Preset {
             Preset::Standard => ("standard", presets::standard().erase()),
             Preset::Conservative => ("conservative", presets::conservative().erase()),
             Preset::Apache => ("apache", presets::apache().erase()),
+            Preset::Grpc => ("grpc", presets::grpc().erase()),
         };
         let mut fields = Fields::of(&policy);
         fields.origins = Origins::all(Origin::Preset(name));

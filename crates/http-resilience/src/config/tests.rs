@@ -3,7 +3,7 @@
 use super::written::{BackoffKind, DecoderKind, FromText, Written};
 use super::*;
 use crate::presets;
-use crate::retry::{AnyDecoder, AnyRetryer};
+use crate::retry::{AnyDecoder, AnyRetryer, Retryer};
 use std::time::Duration;
 
 /// The erased preset and the one built from the table are the same policy.
@@ -20,6 +20,7 @@ fn assert_same(
     );
     match (built.retry().decoder(), preset.retry().decoder()) {
         (AnyDecoder::Statuses(a), AnyDecoder::Statuses(b)) => assert_eq!(a, b, "{name}"),
+        (AnyDecoder::Grpc(a), AnyDecoder::Grpc(b)) => assert_eq!(a, b, "{name}"),
         (AnyDecoder::Feign(_), AnyDecoder::Feign(_))
         | (AnyDecoder::Transient(_), AnyDecoder::Transient(_)) => {}
         (a, b) => panic!("{name}: decoder {a:?} against {b:?}"),
@@ -34,8 +35,26 @@ fn assert_same(
             assert_eq!(a.max_attempts(), b.max_attempts(), "{name}: max_attempts");
             assert_eq!(a.jitter(), b.jitter(), "{name}: jitter");
         }
+        (AnyRetryer::Grpc(a), AnyRetryer::Grpc(b)) => {
+            assert_eq!(a.initial(), b.initial(), "{name}: initial");
+            assert_eq!(a.multiplier(), b.multiplier(), "{name}: multiplier");
+            assert_eq!(a.max_backoff(), b.max_backoff(), "{name}: max_backoff");
+            assert_eq!(a.max_attempts(), b.max_attempts(), "{name}: max_attempts");
+        }
         (a, b) => panic!("{name}: retryer {a:?} against {b:?}"),
     }
+    let budget = |policy: &Resilience<AnyDecoder, AnyRetryer>| {
+        policy
+            .retry()
+            .budget()
+            .map(|budget| (budget.max_tokens(), budget.token_ratio()))
+    };
+    assert_eq!(budget(built), budget(preset), "{name}: budget");
+    assert_eq!(
+        built.retry().attempt_header(),
+        preset.retry().attempt_header(),
+        "{name}: attempt header"
+    );
 }
 
 #[test]
@@ -45,6 +64,7 @@ fn preset_fields_build_the_presets() {
         (Preset::Feign, presets::feign().erase()),
         (Preset::Standard, presets::standard().erase()),
         (Preset::Conservative, presets::conservative().erase()),
+        (Preset::Grpc, presets::grpc().erase()),
     ];
     for (preset, expected) in cases {
         let name = format!("{preset:?}");
@@ -60,6 +80,7 @@ fn preset_names_parse() {
         ("feign", Preset::Feign),
         ("standard", Preset::Standard),
         ("conservative", Preset::Conservative),
+        ("grpc", Preset::Grpc),
     ] {
         assert_eq!(Preset::from_text(text), Ok(preset));
     }
@@ -72,6 +93,7 @@ fn names_round_trip() {
         DecoderKind::Statuses,
         DecoderKind::Feign,
         DecoderKind::Transient,
+        DecoderKind::Grpc,
     ] {
         assert_eq!(DecoderKind::from_text(kind.name()), Ok(kind));
     }
@@ -79,6 +101,7 @@ fn names_round_trip() {
         BackoffKind::Fixed,
         BackoffKind::Exponential,
         BackoffKind::Feign,
+        BackoffKind::Grpc,
     ] {
         assert_eq!(BackoffKind::from_text(kind.name()), Ok(kind));
     }
@@ -139,12 +162,13 @@ fn table_rows<'a>(doc: &'a str, names: &[&str]) -> Vec<(String, Vec<&'a str>)> {
         .collect()
 }
 
-const PRESETS: [(&str, Preset); 5] = [
+const PRESETS: [(&str, Preset); 6] = [
     ("reactor", Preset::Reactor),
     ("feign", Preset::Feign),
     ("standard", Preset::Standard),
     ("conservative", Preset::Conservative),
     ("apache", Preset::Apache),
+    ("grpc", Preset::Grpc),
 ];
 
 #[test]
@@ -176,6 +200,28 @@ fn the_docs_table_of_presets_as_fields_is_the_code() {
             let written: Vec<String> = statuses.iter().map(u16::to_string).collect();
             assert!(
                 other.contains(&format!("statuses = [{}]", written.join(", "))),
+                "{name}: {other}"
+            );
+        }
+        if let Some(codes) = &fields.codes {
+            let written: Vec<String> = codes
+                .iter()
+                .map(|code| format!("{:?}", crate::retry::grpc_code_name(*code).unwrap()))
+                .collect();
+            assert!(
+                other.contains(&format!("codes = [{}]", written.join(", "))),
+                "{name}: {other}"
+            );
+        }
+        if let Some((tokens, ratio)) = fields.budget {
+            assert!(
+                other.contains(&format!("budget {tokens} / {ratio}")),
+                "{name}: {other}"
+            );
+        }
+        if fields.backoff == BackoffKind::Grpc {
+            assert!(
+                other.contains(&format!("multiplier = {:?}", fields.multiplier)),
                 "{name}: {other}"
             );
         }
@@ -223,4 +269,53 @@ fn the_presets_docs_table_is_the_code() {
         );
         assert_eq!(duration(cells[5]), fields.deadline, "{name}: deadline");
     }
+}
+
+#[test]
+fn a_grpc_section_names_its_codes() {
+    let config = ClientsConfig::from_toml_str(
+        r#"
+        [clients.orders]
+        preset = "grpc"
+        retry.codes = ["UNAVAILABLE", "resource_exhausted"]
+        retry.max_attempts = 3
+        "#,
+    )
+    .unwrap();
+    let orders = config.policy("orders").unwrap();
+    match orders.retry().decoder() {
+        AnyDecoder::Grpc(decoder) => {
+            assert_eq!(decoder.retryable_codes().collect::<Vec<_>>(), [8, 14]);
+        }
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(Retryer::max_attempts(orders.retry().retryer()), Some(3));
+    assert_eq!(
+        orders.retry().attempt_header().map(|name| name.as_str()),
+        Some("grpc-previous-rpc-attempts")
+    );
+    // Every client gets its own bucket.
+    let other = config.policy("orders").unwrap();
+    orders.retry().budget().unwrap().record_retryable_failure();
+    assert_eq!(other.retry().budget().unwrap().tokens_milli(), 10_000);
+
+    let typo = "[clients.typo]\npreset = \"grpc\"\nretry.codes = [\"SOON\"]\n";
+    let err = ClientsConfig::from_toml_str(typo).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "clients.typo.retry.codes must be a gRPC code name such as \"UNAVAILABLE\", got \"SOON\""
+    );
+    let ok_code = "[clients.ok]\npreset = \"grpc\"\nretry.codes = [\"OK\"]\n";
+    let err = ClientsConfig::from_toml_str(ok_code).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "clients.ok.retry.codes OK (0) is not a failure and cannot be retried"
+    );
+    let wrong = "[clients.wrong]\nretry.codes = [\"UNAVAILABLE\"]\n";
+    let err = ClientsConfig::from_toml_str(wrong).unwrap_err();
+    assert!(
+        err.to_string().starts_with("clients.wrong.retry.codes"),
+        "{err}"
+    );
+    assert!(err.to_string().contains("grpc"), "{err}");
 }

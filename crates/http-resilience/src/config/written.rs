@@ -25,6 +25,7 @@ pub(super) struct RetrySection {
     pub(super) decoder: Option<Written<DecoderKind>>,
     pub(super) statuses: Option<Vec<u16>>,
     pub(super) retry_after: Option<bool>,
+    pub(super) codes: Option<Vec<Written<GrpcCodeName>>>,
     pub(super) backoff: Option<Written<BackoffKind>>,
     pub(super) delay: Option<Written<Duration>>,
     pub(super) multiplier: Option<f64>,
@@ -43,6 +44,7 @@ pub(super) enum Preset {
     Standard,
     Conservative,
     Apache,
+    Grpc,
 }
 
 /// A `retry.decoder` name.
@@ -52,6 +54,7 @@ pub(super) enum DecoderKind {
     Feign,
     Transient,
     Apache,
+    Grpc,
 }
 
 /// A `retry.backoff` name.
@@ -60,6 +63,7 @@ pub(super) enum BackoffKind {
     Fixed,
     Exponential,
     Feign,
+    Grpc,
 }
 
 /// A setting written as a string (a duration or a name), parsed as it is
@@ -161,6 +165,19 @@ impl FromText for MinAttempt {
     }
 }
 
+/// An entry of `retry.codes`: a gRPC code by its canonical name
+/// (`"UNAVAILABLE"`, in any case), as service configs write them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct GrpcCodeName(pub(super) i32);
+
+impl FromText for GrpcCodeName {
+    const EXPECTED: &'static str = "a gRPC code name such as \"UNAVAILABLE\"";
+
+    fn from_text(text: &str) -> Result<Self, Option<String>> {
+        crate::retry::grpc_code_by_name(text).map(Self).ok_or(None)
+    }
+}
+
 /// `FromText` for a closed set of names.
 macro_rules! names {
     ($ty:ty, $expected:literal, { $($name:literal => $value:expr),* $(,)? }) => {
@@ -177,25 +194,28 @@ macro_rules! names {
     };
 }
 
-names!(Preset, "one of \"reactor\", \"feign\", \"standard\", \"conservative\", \"apache\"", {
+names!(Preset, "one of \"reactor\", \"feign\", \"standard\", \"conservative\", \"apache\", \"grpc\"", {
     "reactor" => Preset::Reactor,
     "feign" => Preset::Feign,
     "standard" => Preset::Standard,
     "conservative" => Preset::Conservative,
     "apache" => Preset::Apache,
+    "grpc" => Preset::Grpc,
 });
 
-names!(DecoderKind, "one of \"statuses\", \"feign\", \"transient\", \"apache\"", {
+names!(DecoderKind, "one of \"statuses\", \"feign\", \"transient\", \"apache\", \"grpc\"", {
     "statuses" => DecoderKind::Statuses,
     "feign" => DecoderKind::Feign,
     "transient" => DecoderKind::Transient,
     "apache" => DecoderKind::Apache,
+    "grpc" => DecoderKind::Grpc,
 });
 
-names!(BackoffKind, "one of \"fixed\", \"exponential\", \"feign\"", {
+names!(BackoffKind, "one of \"fixed\", \"exponential\", \"feign\", \"grpc\"", {
     "fixed" => BackoffKind::Fixed,
     "exponential" => BackoffKind::Exponential,
     "feign" => BackoffKind::Feign,
+    "grpc" => BackoffKind::Grpc,
 });
 
 names!(Jitter, "one of \"none\", \"full\", \"equal\", \"decorrelated\"", {
@@ -215,6 +235,7 @@ impl DecoderKind {
             DecoderKind::Feign => "feign",
             DecoderKind::Transient => "transient",
             DecoderKind::Apache => "apache",
+            DecoderKind::Grpc => "grpc",
         }
     }
 }
@@ -228,6 +249,7 @@ impl BackoffKind {
             BackoffKind::Fixed => "fixed",
             BackoffKind::Exponential => "exponential",
             BackoffKind::Feign => "feign",
+            BackoffKind::Grpc => "grpc",
         }
     }
 }

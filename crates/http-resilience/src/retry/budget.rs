@@ -98,6 +98,18 @@ impl RetryBudget {
         })
     }
 
+    /// A full bucket from numbers known to pass [`new`](Self::new)'s checks
+    /// (a preset's): `max_tokens` tokens, `ratio_milli` thousandths of a
+    /// token per success.
+    pub(crate) const fn known_good(max_tokens: u32, ratio_milli: u64) -> Self {
+        let max = max_tokens as u64 * SCALE;
+        Self {
+            tokens: AtomicU64::new(max),
+            max,
+            ratio: ratio_milli,
+        }
+    }
+
     /// Whether a retry may be made now: more than half the bucket is left.
     pub fn can_retry(&self) -> bool {
         self.tokens.load(Ordering::Relaxed) > self.max / 2
@@ -125,6 +137,16 @@ impl RetryBudget {
     /// The tokens left, in thousandths.
     pub fn tokens_milli(&self) -> u64 {
         self.tokens.load(Ordering::Relaxed)
+    }
+
+    /// The size of the bucket, in tokens.
+    pub fn max_tokens(&self) -> u32 {
+        u32::try_from(self.max / SCALE).unwrap_or(u32::MAX)
+    }
+
+    /// The tokens each success puts back.
+    pub fn token_ratio(&self) -> f64 {
+        self.ratio as f64 / SCALE as f64
     }
 }
 

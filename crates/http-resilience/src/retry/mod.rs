@@ -157,19 +157,24 @@ pub use self::{
     body::{SendOnce, TryCloneBody},
     budget::RetryBudget,
     decoder::{
-        AnyDecoder, ApacheDecoder, Decoder, FeignDecoder, HeaderPart, InvalidHeader, InvalidStatus,
-        Or, Outcome, OutcomeDecoder, Reason, RetryOnHeader, StatusDecoder, TransientDecoder,
-        Verdict,
+        AnyDecoder, ApacheDecoder, Decoder, FeignDecoder, GrpcDecoder, HeaderPart, InvalidHeader,
+        InvalidStatus, Or, Outcome, OutcomeDecoder, Reason, RetryOnHeader, StatusDecoder,
+        TransientDecoder, Verdict, GRPC_PREVIOUS_RPC_ATTEMPTS, GRPC_RETRY_PUSHBACK_MS, GRPC_STATUS,
     },
     events::{RetryEvent, RetryListener, WaitSource},
     layer::StatusRetryLayer,
     policy::RetryPolicy,
     replay::{NotReplayable, ReplayBody, DEFAULT_REPLAY_CAP},
     report::{Attempts, FinalAttempt, RetryReport, Stop},
-    retryer::{AnyRetryer, ExponentialBackoff, FeignRetryer, FixedDelay, Jitter, Retryer},
+    retryer::{
+        AnyRetryer, ExponentialBackoff, FeignRetryer, FixedDelay, GrpcBackoff, Jitter, Retryer,
+    },
     safety::{is_idempotent, Idempotency, IDEMPOTENCY_KEY},
 };
 
+pub(crate) use self::decoder::grpc_code_by_name;
+#[cfg(test)]
+pub(crate) use self::decoder::grpc_code_name;
 use self::{body::Pristine, future::ResponseFuture};
 use std::{
     fmt,
@@ -254,9 +259,7 @@ where
         request
             .extensions_mut()
             .remove::<crate::retry::FinalAttempt>();
-        if let Some(name) = self.policy.attempt_header() {
-            set_attempt_header(&mut request, name, 1);
-        }
+        self.policy.number_attempt(&mut request, 1);
         let span = tracing::debug_span!(
             "retry",
             method = %request.method(),
@@ -301,17 +304,6 @@ where
             report,
             span,
         )
-    }
-}
-
-/// Writes the attempt number `n` in the header `name` of `request`.
-///
-/// NOTE: `try_insert` because `insert` panics on a header map already at its
-/// largest size; such a request goes on without the header.
-fn set_attempt_header<B>(request: &mut http::Request<B>, name: &http::HeaderName, n: u32) {
-    let value = http::HeaderValue::from(n);
-    if request.headers_mut().try_insert(name, value).is_err() {
-        tracing::debug!(header = %name, "the header map is full: attempt number not sent");
     }
 }
 

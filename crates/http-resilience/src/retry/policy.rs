@@ -35,7 +35,17 @@ pub struct RetryPolicy<D, R> {
     deadline_margin: Option<Duration>,
     budget: Option<Arc<RetryBudget>>,
     listener: Option<Arc<dyn RetryListener>>,
-    attempt_header: Option<HeaderName>,
+    attempt_header: Option<(HeaderName, AttemptNumbering)>,
+}
+
+/// What the attempt header of a policy counts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum AttemptNumbering {
+    /// The number of this attempt, 1 for the first.
+    This,
+    /// The number of attempts before this one; absent on the first (gRPC's
+    /// `grpc-previous-rpc-attempts`).
+    Previous,
 }
 
 // ===== impl RetryPolicy =====
@@ -98,7 +108,18 @@ impl<D, R> RetryPolicy<D, R> {
     /// header `name`, for the upstream's logs.
     #[must_use]
     pub fn with_attempt_header(mut self, name: HeaderName) -> Self {
-        self.attempt_header = Some(name);
+        self.attempt_header = Some((name, AttemptNumbering::This));
+        self
+    }
+
+    /// Sends the number of attempts made before each retry in the request
+    /// header `name`: 1 on the second attempt, 2 on the third, and no header
+    /// on the first (a value the request brings, copied from an inbound call,
+    /// is removed there). This is gRPC's `grpc-previous-rpc-attempts`, which
+    /// [`presets::grpc`](crate::presets::grpc) sends.
+    #[must_use]
+    pub fn with_previous_attempts_header(mut self, name: HeaderName) -> Self {
+        self.attempt_header = Some((name, AttemptNumbering::Previous));
         self
     }
 
@@ -116,8 +137,34 @@ impl<D, R> RetryPolicy<D, R> {
         self.listener.as_deref()
     }
 
-    pub(crate) fn attempt_header(&self) -> Option<&HeaderName> {
-        self.attempt_header.as_ref()
+    /// Writes the attempt header, if the policy has one, for attempt `n` (1
+    /// for the first).
+    pub(crate) fn number_attempt<B>(&self, request: &mut http::Request<B>, n: u32) {
+        let Some((name, numbering)) = &self.attempt_header else {
+            return;
+        };
+        let value = match numbering {
+            AttemptNumbering::This => n,
+            AttemptNumbering::Previous if n > 1 => n - 1,
+            AttemptNumbering::Previous => {
+                request.headers_mut().remove(name);
+                return;
+            }
+        };
+        // NOTE: `try_insert` because `insert` panics on a header map already at
+        // its largest size; such a request goes on without the header.
+        if request
+            .headers_mut()
+            .try_insert(name, http::HeaderValue::from(value))
+            .is_err()
+        {
+            tracing::debug!(header = %name, "the header map is full: attempt number not sent");
+        }
+    }
+
+    /// The name of the attempt header, if any.
+    pub fn attempt_header(&self) -> Option<&HeaderName> {
+        self.attempt_header.as_ref().map(|(name, _)| name)
     }
 
     /// Retries requests that were sent even when they are not idempotent:
@@ -161,6 +208,11 @@ impl<D, R> RetryPolicy<D, R> {
             Reason::Failure(kind) if kind.is_before_send() => true,
             // NOTE: the caller's explicit word beats every switch.
             _ if said_not => false,
+            // NOTE: gRPC calls are all POST. A gRPC code is retried only when
+            // the decoder was configured to retry it, and configuring a code
+            // is the service owner's word that the server sends it for calls
+            // it did not process (gRPC's retry design).
+            Reason::GrpcStatus(_) => true,
             _ if self.retry_sent_requests || super::is_idempotent(request) => true,
             Reason::Status(_) | Reason::Header(_) => !self.statuses_need_idempotency,
             _ => false,

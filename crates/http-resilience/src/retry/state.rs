@@ -280,9 +280,7 @@ impl<B: TryCloneBody, D, R: Retryer> RetryState<B, D, R> {
         if last || !self.can_replay() {
             request.extensions_mut().insert(FinalAttempt);
         }
-        if let Some(name) = self.policy.attempt_header() {
-            super::set_attempt_header(&mut request, name, self.attempts);
-        }
+        self.policy.number_attempt(&mut request, self.attempts);
         if let Some(report) = &self.report {
             report.record_attempt(self.attempts);
         }

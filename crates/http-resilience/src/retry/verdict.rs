@@ -133,6 +133,10 @@ pub enum Reason {
     Error,
     /// A response header, named here, said so.
     Header(&'static str),
+    /// The gRPC status of a response (see
+    /// [`GrpcDecoder`](super::GrpcDecoder)): its `grpc-status`, or the code
+    /// gRPC reads from an HTTP status that came without one.
+    GrpcStatus(i32),
     /// A reason given by a decoder of one's own.
     Custom(&'static str),
 }
@@ -162,6 +166,10 @@ impl fmt::Display for Reason {
             Reason::Failure(kind) => fmt::Display::fmt(kind, f),
             Reason::Error => f.pad("error"),
             Reason::Header(name) => f.pad(&format!("header {name}")),
+            Reason::GrpcStatus(code) => match super::decoder::grpc_code_name(*code) {
+                Some(name) => f.pad(&format!("grpc-status {code} {name}")),
+                None => f.pad(&format!("grpc-status {code}")),
+            },
             Reason::Custom(text) => f.pad(text),
         }
     }
@@ -190,6 +198,14 @@ mod tests {
                 "retry (header x-should-retry)",
             ),
             (Verdict::fail("business rule"), "fail (business rule)"),
+            (
+                Verdict::retry(Reason::GrpcStatus(14)),
+                "retry (grpc-status 14 UNAVAILABLE)",
+            ),
+            (
+                Verdict::fail(Reason::GrpcStatus(99)),
+                "fail (grpc-status 99)",
+            ),
         ];
         for (verdict, text) in cases {
             assert_eq!(verdict.to_string(), text);

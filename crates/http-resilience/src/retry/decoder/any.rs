@@ -1,6 +1,8 @@
 //! The ready-made decoders as one type, chosen at run time.
 
-use super::{ApacheDecoder, Decoder, FeignDecoder, StatusDecoder, TransientDecoder, Verdict};
+use super::{
+    ApacheDecoder, Decoder, FeignDecoder, GrpcDecoder, StatusDecoder, TransientDecoder, Verdict,
+};
 use crate::errors::AsError;
 
 /// One of the ready-made decoders, chosen at run time (from a configuration
@@ -16,6 +18,8 @@ pub enum AnyDecoder {
     Transient(TransientDecoder),
     /// Apache HttpClient's default.
     Apache(ApacheDecoder),
+    /// gRPC's retry design.
+    Grpc(GrpcDecoder),
 }
 
 impl<B, E: AsError> Decoder<B, E> for AnyDecoder {
@@ -25,6 +29,7 @@ impl<B, E: AsError> Decoder<B, E> for AnyDecoder {
             AnyDecoder::Feign(d) => d.decode(outcome),
             AnyDecoder::Transient(d) => d.decode(outcome),
             AnyDecoder::Apache(d) => d.decode(outcome),
+            AnyDecoder::Grpc(d) => d.decode(outcome),
         }
     }
 }
@@ -50,5 +55,11 @@ impl From<ApacheDecoder> for AnyDecoder {
 impl From<TransientDecoder> for AnyDecoder {
     fn from(decoder: TransientDecoder) -> Self {
         AnyDecoder::Transient(decoder)
+    }
+}
+
+impl From<GrpcDecoder> for AnyDecoder {
+    fn from(decoder: GrpcDecoder) -> Self {
+        AnyDecoder::Grpc(decoder)
     }
 }

@@ -20,15 +20,18 @@
 mod any;
 mod apache;
 mod feign;
+mod grpc;
 mod header;
 mod outcome;
 mod status;
 mod transient;
 
+pub(crate) use self::grpc::{grpc_code_by_name, grpc_code_name};
 pub use self::{
     any::AnyDecoder,
     apache::ApacheDecoder,
     feign::FeignDecoder,
+    grpc::{GrpcDecoder, GRPC_PREVIOUS_RPC_ATTEMPTS, GRPC_RETRY_PUSHBACK_MS, GRPC_STATUS},
     header::{HeaderPart, InvalidHeader, RetryOnHeader},
     outcome::{Outcome, OutcomeDecoder},
     status::{InvalidStatus, StatusDecoder},

@@ -1,6 +1,6 @@
 //! The ready-made retryers as one type, chosen at run time.
 
-use super::{ExponentialBackoff, FeignRetryer, FixedDelay, Retryer};
+use super::{ExponentialBackoff, FeignRetryer, FixedDelay, GrpcBackoff, Retryer};
 use std::time::Duration;
 
 /// One of the ready-made retryers, chosen at run time (from a configuration
@@ -14,6 +14,8 @@ pub enum AnyRetryer {
     Exponential(ExponentialBackoff),
     /// OpenFeign's retryer.
     Feign(FeignRetryer),
+    /// gRPC's retry schedule.
+    Grpc(GrpcBackoff),
 }
 
 impl Retryer for AnyRetryer {
@@ -22,6 +24,7 @@ impl Retryer for AnyRetryer {
             AnyRetryer::Fixed(r) => r.next_delay(attempts, server_delay),
             AnyRetryer::Exponential(r) => r.next_delay(attempts, server_delay),
             AnyRetryer::Feign(r) => r.next_delay(attempts, server_delay),
+            AnyRetryer::Grpc(r) => r.next_delay(attempts, server_delay),
         }
     }
 
@@ -30,6 +33,7 @@ impl Retryer for AnyRetryer {
             AnyRetryer::Fixed(r) => AnyRetryer::Fixed(r.for_request()),
             AnyRetryer::Exponential(r) => AnyRetryer::Exponential(r.for_request()),
             AnyRetryer::Feign(r) => AnyRetryer::Feign(r.for_request()),
+            AnyRetryer::Grpc(r) => AnyRetryer::Grpc(r.for_request()),
         }
     }
 
@@ -38,6 +42,7 @@ impl Retryer for AnyRetryer {
             AnyRetryer::Fixed(r) => r.max_attempts(),
             AnyRetryer::Exponential(r) => Retryer::max_attempts(r),
             AnyRetryer::Feign(r) => r.max_attempts(),
+            AnyRetryer::Grpc(r) => Retryer::max_attempts(r),
         }
     }
 }
@@ -57,5 +62,11 @@ impl From<ExponentialBackoff> for AnyRetryer {
 impl From<FeignRetryer> for AnyRetryer {
     fn from(retryer: FeignRetryer) -> Self {
         AnyRetryer::Feign(retryer)
+    }
+}
+
+impl From<GrpcBackoff> for AnyRetryer {
+    fn from(retryer: GrpcBackoff) -> Self {
+        AnyRetryer::Grpc(retryer)
     }
 }

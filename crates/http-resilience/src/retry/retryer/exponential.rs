@@ -191,22 +191,26 @@ impl ExponentialBackoff {
     /// The delay before jitter after attempt `attempts`: `initial ×
     /// multiplier^(attempts − 1)`, capped.
     fn base(&self, attempts: u32) -> Duration {
-        let exponent = i32::try_from(attempts.saturating_sub(1)).unwrap_or(i32::MAX);
-        // NOTE: `u128 as f64` rounds to the nearest float; it cannot fail.
-        let nanos = (self.initial.as_nanos() as f64 * self.multiplier.powi(exponent)).round();
-        // NOTE: an overflow to infinity (or NaN) compares as not less.
-        if nanos.partial_cmp(&(self.max_delay.as_nanos() as f64)) != Some(std::cmp::Ordering::Less)
-        {
-            return self.max_delay;
-        }
-        // NOTE: below 2^64 ns (some 584 years) the cast is exact; beyond, a
-        // `u64` cannot hold the nanoseconds, so the delay goes through seconds.
-        if nanos < u64::MAX as f64 {
-            Duration::from_nanos(nanos as u64)
-        } else {
-            Duration::try_from_secs_f64(nanos / 1e9)
-                .map_or(self.max_delay, |delay| delay.min(self.max_delay))
-        }
+        grown(self.initial, self.multiplier, attempts, self.max_delay)
+    }
+}
+
+/// `initial × multiplier^(attempts − 1)`, capped at `max`, for any
+/// multiplier and however large the result.
+pub(super) fn grown(initial: Duration, multiplier: f64, attempts: u32, max: Duration) -> Duration {
+    let exponent = i32::try_from(attempts.saturating_sub(1)).unwrap_or(i32::MAX);
+    // NOTE: `u128 as f64` rounds to the nearest float; it cannot fail.
+    let nanos = (initial.as_nanos() as f64 * multiplier.powi(exponent)).round();
+    // NOTE: an overflow to infinity (or NaN) compares as not less.
+    if nanos.partial_cmp(&(max.as_nanos() as f64)) != Some(std::cmp::Ordering::Less) {
+        return max;
+    }
+    // NOTE: below 2^64 ns (some 584 years) the cast is exact; beyond, a
+    // `u64` cannot hold the nanoseconds, so the delay goes through seconds.
+    if nanos < u64::MAX as f64 {
+        Duration::from_nanos(nanos as u64)
+    } else {
+        Duration::try_from_secs_f64(nanos / 1e9).map_or(max, |delay| delay.min(max))
     }
 }
 
@@ -260,7 +264,7 @@ impl Retryer for ExponentialBackoff {
 
 /// `duration × u` for `u` in `[0, 1]`, never above `duration` and never
 /// panicking, however large `duration` is.
-fn scale(duration: Duration, u: f64) -> Duration {
+pub(super) fn scale(duration: Duration, u: f64) -> Duration {
     Duration::try_from_secs_f64(duration.as_secs_f64() * u)
         .unwrap_or(duration)
         .min(duration)

@@ -17,6 +17,7 @@ mod any;
 mod exponential;
 mod feign;
 mod fixed;
+mod grpc;
 mod rng;
 
 pub use self::{
@@ -24,6 +25,7 @@ pub use self::{
     exponential::{ExponentialBackoff, Jitter},
     feign::FeignRetryer,
     fixed::FixedDelay,
+    grpc::GrpcBackoff,
 };
 
 use std::time::Duration;
