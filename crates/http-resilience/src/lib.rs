@@ -24,6 +24,8 @@
 //!   read timeouts and no hidden retry;
 //! - [`reqwest_client`] (feature `reqwest`): a `reqwest::Client` under the
 //!   layers;
+//! - [`grpc`] (feature `grpc`): gRPC retries for tonic, as gRPC's retry
+//!   design says;
 //! - [`propagate`]: sending each attempt's remaining budget upstream, and
 //!   taking a deadline over from an inbound request ([`RequestDeadline`]);
 //! - [`Resilience`] and [`presets`]: the three layers from one validated
@@ -144,6 +146,11 @@
 //!   implies `serde`.
 //! - `reqwest`: [`reqwest_client::ReqwestService`], a `reqwest::Client` under
 //!   the layers; also lets [`FailureKind`] read reqwest's errors.
+//! - `grpc`: [`grpc::GrpcLayer`], the layers around a tonic `Channel`, with
+//!   `grpc-timeout` propagation and deadline overruns as tonic statuses.
+//!   The gRPC policy parts ([`retry::GrpcDecoder`], [`retry::GrpcBackoff`],
+//!   [`presets::grpc`]) need no feature. tonic 0.14.2 to 0.14.8 build on this
+//!   crate's minimum Rust; 0.14.9 needs 1.88.
 //! - `full`: every feature.
 //!
 //! ```toml
@@ -169,6 +176,8 @@ pub mod config;
 pub mod deadline;
 pub mod errors;
 mod failure;
+#[cfg(feature = "grpc")]
+pub mod grpc;
 pub mod presets;
 pub mod propagate;
 pub mod read_timeout;

@@ -136,9 +136,9 @@ pub fn apache() -> Resilience<ApacheDecoder, FixedDelay> {
 ///
 /// gRPC sets no deadline of its own; 30 s covers the call, its waits and its
 /// response stream. gRPC has no limit per attempt either, so the attempt
-/// limit is the deadline. Raise both with
-/// [`with_deadline`](Resilience::with_deadline) for long-lived streams; a
-/// caller shortens one call with tonic's `Request::set_timeout`.
+/// limit is the deadline. Change both with
+/// [`with_limits`](Resilience::with_limits) (raise them for long-lived
+/// streams); a caller shortens one call with tonic's `Request::set_timeout`.
 ///
 /// Around a tonic `Channel`, [`grpc::GrpcLayer`](crate::grpc::GrpcLayer)
 /// (feature `grpc`) stacks it with `grpc-timeout` propagation and the

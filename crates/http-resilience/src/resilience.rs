@@ -156,6 +156,34 @@ impl<D, R> Resilience<D, R> {
         Self::new(self.deadline, attempt_timeout, self.retry)
     }
 
+    /// The same policy with another budget for every call and another limit
+    /// for every attempt, checked together: the way to shorten both at once
+    /// (with [`with_deadline`](Self::with_deadline) alone, a deadline below
+    /// the attempt timeout is refused).
+    ///
+    /// # Errors
+    ///
+    /// As [`new`](Self::new).
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// use http_resilience::presets;
+    /// use std::time::Duration;
+    ///
+    /// let second = Duration::from_secs(1);
+    /// let quick = presets::grpc().with_limits(second, second)?;
+    /// assert_eq!((quick.deadline(), quick.attempt_timeout()), (second, second));
+    /// # Ok::<(), http_resilience::BoxError>(())
+    /// ```
+    pub fn with_limits(
+        self,
+        deadline: Duration,
+        attempt_timeout: Duration,
+    ) -> Result<Self, InvalidSetting> {
+        Self::new(deadline, attempt_timeout, self.retry)
+    }
+
     /// The same limits with the retry policy `f` makes of this one: a
     /// listener, a budget, another retryer. It cannot make the limits invalid,
     /// so it cannot fail.
@@ -208,6 +236,13 @@ impl<D, R> Resilience<D, R> {
             attempt_timeout: self.attempt_timeout,
             retry: self.retry.map(Into::into, Into::into),
         }
+    }
+
+    /// The deadline, the attempt timeout and the retry policy, for a stack
+    /// built of the same parts with more between them.
+    #[cfg_attr(not(feature = "grpc"), allow(dead_code))]
+    pub(crate) fn into_parts(self) -> (Duration, Duration, RetryPolicy<D, R>) {
+        (self.deadline, self.attempt_timeout, self.retry)
     }
 
     /// The layer that stacks the three middlewares in the canonical order.

@@ -172,6 +172,7 @@ pub use self::{
     safety::{is_idempotent, Idempotency, IDEMPOTENCY_KEY},
 };
 
+#[cfg(feature = "serde")]
 pub(crate) use self::decoder::grpc_code_by_name;
 #[cfg(test)]
 pub(crate) use self::decoder::grpc_code_name;

@@ -50,6 +50,7 @@ pub(crate) fn grpc_code_name(code: i32) -> Option<&'static str> {
 
 /// The gRPC code named `name` (`"UNAVAILABLE"`, in any case), if gRPC
 /// defines it.
+#[cfg(any(feature = "serde", test))]
 pub(crate) fn grpc_code_by_name(name: &str) -> Option<i32> {
     CODE_NAMES
         .iter()

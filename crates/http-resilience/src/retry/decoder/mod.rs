@@ -26,7 +26,9 @@ mod outcome;
 mod status;
 mod transient;
 
-pub(crate) use self::grpc::{grpc_code_by_name, grpc_code_name};
+#[cfg(feature = "serde")]
+pub(crate) use self::grpc::grpc_code_by_name;
+pub(crate) use self::grpc::grpc_code_name;
 pub use self::{
     any::AnyDecoder,
     apache::ApacheDecoder,

@@ -1,0 +1,320 @@
+//! gRPC retries for tonic, as gRPC's retry design (proposal A6) says
+//! (feature `grpc`).
+//!
+//! tonic makes no retries of its own, and tower's `Retry` cannot wrap a tonic
+//! `Channel`: the request body a generated client sends is a stream, not
+//! `Clone`. [`GrpcLayer`] stacks the layers around a `Channel` so that a
+//! generated client takes the stack as it is:
+//!
+//! ```text
+//! GrpcLayer: replay the body -> InheritDeadline (grpc-timeout) -> Deadline
+//!            -> StatusRetry -> PropagateDeadline (grpc-timeout) -> AttemptTimeout -> Channel
+//! ```
+//!
+//! - the request body, whatever its type, is wrapped in a
+//!   [`ReplayBody`], so a retry sends it again, streamed or not (A6's
+//!   buffer: past the cap, the call is *committed* and not retried);
+//! - a timeout the caller set with tonic's `Request::set_timeout` (sent as
+//!   `grpc-timeout`) becomes the call's deadline when it is the earlier one,
+//!   and is **enforced** here, not only sent;
+//! - every attempt sends the time left as `grpc-timeout`, so the server can
+//!   give up when the caller will no longer wait;
+//! - the policy judges each attempt: with [`presets::grpc`], as A6 says
+//!   ([`GrpcDecoder`], [`GrpcBackoff`], retry throttling and
+//!   `grpc-previous-rpc-attempts`);
+//! - a deadline overrun reaches the caller as a `tonic::Status` with code
+//!   `DEADLINE_EXCEEDED`, the code gRPC defines for it, its message the
+//!   layer's and its source the layer's error. (Left alone, tonic would report
+//!   an error it does not know as `UNKNOWN`.) Other failures are handed to
+//!   tonic as they are, which reads its own transport errors (a refused
+//!   connection is `UNAVAILABLE`).
+//!
+//! A response that ends the call with a status in its head (trailers-only)
+//! reaches tonic as it came, so the caller sees the server's status, message
+//! and metadata; [`Attempts`](crate::Attempts) is in the response's
+//! extensions, which tonic keeps (`tonic::Response::extensions`).
+//!
+//! # Idempotency
+//!
+//! Every gRPC call is a POST, so the library's rules for requests that are not
+//! idempotent would never retry one. gRPC answers this differently: the
+//! service owner lists the codes worth retrying, and lists only those the
+//! server sends when it did not process the call. A retry for such a code is
+//! therefore made whatever the method; a failure the server cannot have acted
+//! on (never sent, or an HTTP/2 stream refused unprocessed) is retried as
+//! everywhere in this library; any other failure after sending is not. A
+//! caller who knows better marks a request
+//! [`Idempotency::NotIdempotent`](crate::retry::Idempotency), which wins.
+//!
+//! # Why not tower-http's gRPC classifier
+//!
+//! tower-http already classifies gRPC responses (`classify::GrpcCode`,
+//! `GrpcErrorsAsFailures`), for logs and metrics. It does not fit a retry
+//! decision: it counts a `grpc-status` that is not a number as a success
+//! (gRPC clients read it as a failure), it ignores the HTTP status, so a
+//! proxy's 503 without `grpc-status` (gRPC's `UNAVAILABLE`) would be a
+//! success, and its set of codes is private, with no conversion from the
+//! number on the wire. [`GrpcDecoder`] reads the head itself and takes codes
+//! as numbers or as tonic's `Code`.
+//!
+//! [`ReplayBody`]: crate::retry::ReplayBody
+//! [`presets::grpc`]: crate::presets::grpc
+//! [`GrpcDecoder`]: crate::retry::GrpcDecoder
+//! [`GrpcBackoff`]: crate::retry::GrpcBackoff
+//!
+//! # Example
+//!
+//! ```no_run
+//! use http_resilience::{grpc::GrpcLayer, presets};
+//! use tonic_health::pb::{health_client::HealthClient, HealthCheckRequest};
+//! use tower::Layer;
+//!
+//! # #[tokio::main]
+//! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let channel = tonic::transport::Channel::from_static("http://127.0.0.1:50051").connect_lazy();
+//! let mut client = HealthClient::new(GrpcLayer::new(presets::grpc()).layer(channel));
+//! let reply = client.check(HealthCheckRequest { service: String::new() }).await?;
+//! println!("{:?}", reply.into_inner().status());
+//! # Ok(())
+//! # }
+//! ```
+
+use crate::{
+    attempt_timeout::{error::AttemptTimedOut, AttemptTimeout, AttemptTimeoutLayer},
+    deadline::{body::DeadlineBody, error::DeadlineExceeded, Deadline, DeadlineLayer},
+    errors::is_caused_by,
+    propagate::{InheritDeadline, InheritDeadlineLayer, PropagateDeadline, PropagateDeadlineLayer},
+    retry::{ReplayBody, StatusRetry, StatusRetryLayer, DEFAULT_REPLAY_CAP},
+    BoxError, Resilience,
+};
+use bytes::Bytes;
+use http_body_util::{combinators::MapErr, BodyExt};
+use pin_project_lite::pin_project;
+use std::{
+    fmt,
+    future::Future,
+    pin::Pin,
+    sync::Arc,
+    task::{ready, Context, Poll},
+};
+use tower_layer::Layer;
+use tower_service::Service;
+
+/// The stack [`GrpcLayer`] puts around a tonic `Channel` (or any service of
+/// `http::Request<tonic::body::Body>`); see the [module docs](self).
+pub struct GrpcLayer<D, R> {
+    inherit: InheritDeadlineLayer,
+    deadline: DeadlineLayer,
+    retry: StatusRetryLayer<D, R>,
+    propagate: PropagateDeadlineLayer,
+    attempt: AttemptTimeoutLayer,
+    replay_cap: usize,
+}
+
+/// What [`GrpcLayer`] makes of a service `S`: a service of
+/// `http::Request<B>` for any request body, which a tonic generated client
+/// takes as its transport.
+pub struct Grpc<S, D, R> {
+    inner: Stack<S, D, R>,
+    replay_cap: usize,
+}
+
+/// The layers inside [`Grpc`], outermost first.
+type Stack<S, D, R> =
+    InheritDeadline<Deadline<StatusRetry<PropagateDeadline<AttemptTimeout<TonicBody<S>>>, D, R>>>;
+
+/// The response body of [`Grpc`]: the inner service's, bounded by the
+/// deadline, with a deadline overrun read as a `tonic::Status`.
+pub type GrpcBody<T> = MapErr<DeadlineBody<T>, fn(BoxError) -> BoxError>;
+
+// ===== impl GrpcLayer =====
+
+impl<D, R> GrpcLayer<D, R> {
+    /// The stack for `resilience`'s deadline, attempt limit and retry policy
+    /// (usually [`presets::grpc`](crate::presets::grpc)), with request bodies
+    /// kept for replay up to [`DEFAULT_REPLAY_CAP`] bytes.
+    pub fn new(resilience: Resilience<D, R>) -> Self {
+        let (deadline, attempt, retry) = resilience.into_parts();
+        Self {
+            inherit: InheritDeadlineLayer::grpc(),
+            deadline: DeadlineLayer::new(deadline),
+            retry: StatusRetryLayer::new(retry),
+            propagate: PropagateDeadlineLayer::grpc().with_attempt_limit(attempt),
+            attempt: AttemptTimeoutLayer::new(attempt),
+            replay_cap: DEFAULT_REPLAY_CAP,
+        }
+    }
+
+    /// Keeps up to `cap` bytes of each request body for replay; a call whose
+    /// body is longer is sent once (A6's per-call buffer limit).
+    #[must_use]
+    pub fn with_replay_cap(mut self, cap: usize) -> Self {
+        self.replay_cap = cap;
+        self
+    }
+}
+
+impl<D, R> Clone for GrpcLayer<D, R> {
+    fn clone(&self) -> Self {
+        Self {
+            inherit: self.inherit.clone(),
+            deadline: self.deadline,
+            retry: self.retry.clone(),
+            propagate: self.propagate.clone(),
+            attempt: self.attempt,
+            replay_cap: self.replay_cap,
+        }
+    }
+}
+
+impl<D: fmt::Debug, R: fmt::Debug> fmt::Debug for GrpcLayer<D, R> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("GrpcLayer")
+            .field("deadline", &self.deadline)
+            .field("retry", &self.retry)
+            .field("attempt", &self.attempt)
+            .field("replay_cap", &self.replay_cap)
+            .finish()
+    }
+}
+
+impl<S, D, R> Layer<S> for GrpcLayer<D, R> {
+    type Service = Grpc<S, D, R>;
+
+    fn layer(&self, inner: S) -> Self::Service {
+        let attempt = self
+            .propagate
+            .layer(self.attempt.layer(TonicBody { inner }));
+        let call = self.deadline.layer(self.retry.layer(attempt));
+        Grpc {
+            inner: self.inherit.layer(call),
+            replay_cap: self.replay_cap,
+        }
+    }
+}
+
+// ===== impl Grpc =====
+
+impl<S: Clone, D, R> Clone for Grpc<S, D, R> {
+    fn clone(&self) -> Self {
+        Self {
+            inner: self.inner.clone(),
+            replay_cap: self.replay_cap,
+        }
+    }
+}
+
+impl<S: fmt::Debug, D: fmt::Debug, R: fmt::Debug> fmt::Debug for Grpc<S, D, R> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Grpc")
+            .field("inner", &self.inner)
+            .field("replay_cap", &self.replay_cap)
+            .finish()
+    }
+}
+
+impl<S, D, R, B, T> Service<http::Request<B>> for Grpc<S, D, R>
+where
+    Stack<S, D, R>: Service<
+        http::Request<ReplayBody<B>>,
+        Response = http::Response<DeadlineBody<T>>,
+        Error = BoxError,
+    >,
+    B: http_body::Body,
+    T: http_body::Body,
+    T::Error: Into<BoxError>,
+{
+    type Response = http::Response<GrpcBody<T>>;
+    type Error = BoxError;
+    type Future = ResponseFuture<<Stack<S, D, R> as Service<http::Request<ReplayBody<B>>>>::Future>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+        self.inner.poll_ready(cx).map_err(into_status)
+    }
+
+    fn call(&mut self, request: http::Request<B>) -> Self::Future {
+        let cap = self.replay_cap;
+        let request = request.map(|body| ReplayBody::with_cap(body, cap));
+        ResponseFuture {
+            inner: self.inner.call(request),
+        }
+    }
+}
+
+pin_project! {
+    /// The response future of [`Grpc`].
+    pub struct ResponseFuture<F> {
+        #[pin]
+        inner: F,
+    }
+}
+
+impl<F> fmt::Debug for ResponseFuture<F> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ResponseFuture").finish_non_exhaustive()
+    }
+}
+
+impl<F, T> Future for ResponseFuture<F>
+where
+    F: Future<Output = Result<http::Response<DeadlineBody<T>>, BoxError>>,
+    T: http_body::Body,
+    T::Error: Into<BoxError>,
+{
+    type Output = Result<http::Response<GrpcBody<T>>, BoxError>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let outcome = ready!(self.project().inner.poll(cx));
+        Poll::Ready(match outcome {
+            Ok(response) => {
+                Ok(response.map(|body| body.map_err(into_status as fn(BoxError) -> BoxError)))
+            }
+            Err(err) => Err(into_status(err)),
+        })
+    }
+}
+
+/// A deadline overrun (the call's deadline, or the limit of its last
+/// attempt) as the `tonic::Status` gRPC defines for it,
+/// `DEADLINE_EXCEEDED`, with `err` as its source; any other error as it is.
+pub fn into_status(err: BoxError) -> BoxError {
+    let overrun = is_caused_by::<DeadlineExceeded>(&*err) || is_caused_by::<AttemptTimedOut>(&*err);
+    if !overrun || err.is::<tonic::Status>() {
+        return err;
+    }
+    let mut status = tonic::Status::deadline_exceeded(err.to_string());
+    status.set_source(Arc::from(err));
+    Box::new(status)
+}
+
+/// Sends any request body as tonic's body type, which a `Channel` takes.
+#[derive(Clone, Debug)]
+pub struct TonicBody<S> {
+    inner: S,
+}
+
+impl<S> TonicBody<S> {
+    /// Wraps `inner`.
+    pub const fn new(inner: S) -> Self {
+        Self { inner }
+    }
+}
+
+impl<S, B> Service<http::Request<B>> for TonicBody<S>
+where
+    S: Service<http::Request<tonic::body::Body>>,
+    B: http_body::Body<Data = Bytes> + Send + 'static,
+    B::Error: Into<BoxError>,
+{
+    type Response = S::Response;
+    type Error = S::Error;
+    type Future = S::Future;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, request: http::Request<B>) -> Self::Future {
+        self.inner.call(request.map(tonic::body::Body::new))
+    }
+}
