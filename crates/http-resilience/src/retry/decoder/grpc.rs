@@ -77,7 +77,10 @@ pub(crate) fn grpc_code_by_name(name: &str) -> Option<i32> {
 /// - **Server pushback**: on a retryable code, a valid
 ///   `grpc-retry-pushback-ms` is the wait before the next attempt
 ///   ([`Verdict::server_delay`]); a negative or malformed value is the server
-///   asking not to retry, and the call ends with that response.
+///   asking not to retry, and the call ends with that response. (A6 also
+///   counts such a refusal against the retry throttling; here only outcomes
+///   the decoder wants retried take a token from a
+///   [`RetryBudget`](crate::retry::RetryBudget).)
 /// - **Transport failures** keep the library's rules: a failure the upstream
 ///   cannot have acted on ([`FailureKind::is_before_send`]: never sent, or an
 ///   HTTP/2 stream refused unprocessed) is retried; any other is not.
