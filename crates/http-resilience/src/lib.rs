@@ -19,6 +19,8 @@
 //! - [`retry`]: the policy (decoders, retryers, the budget, events) and the
 //!   request bodies it can send again ([`retry::ReplayBody`]); its report on
 //!   a response or for an error ([`Attempts`], [`RetryReport`], [`Stop`]);
+//! - [`hedge`]: another copy of a slow request, the first good answer
+//!   winning ([`hedge::HedgeLayer`]);
 //! - [`read_timeout`]: the longest wait between reads, at the transport;
 //! - [`transport`] (feature `transport`): a hyper-util client with connect and
 //!   read timeouts and no hidden retry;
@@ -178,6 +180,7 @@ pub mod errors;
 mod failure;
 #[cfg(feature = "grpc")]
 pub mod grpc;
+pub mod hedge;
 pub mod presets;
 pub mod propagate;
 pub mod read_timeout;

@@ -10,7 +10,8 @@ use std::{fmt, time::Duration};
 pub enum WaitSource {
     /// The retryer's own backoff.
     Backoff,
-    /// A delay the server asked for (`Retry-After`), capped by the retryer.
+    /// A delay the server asked for (`Retry-After`, gRPC's pushback), as the
+    /// retryer allows it.
     Server,
     /// No wait: the next attempt starts at once.
     None,
@@ -20,13 +21,38 @@ impl fmt::Display for WaitSource {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.pad(match self {
             WaitSource::Backoff => "backoff",
-            WaitSource::Server => "retry-after",
+            WaitSource::Server => "asked by the server",
             WaitSource::None => "none",
         })
     }
 }
 
-/// Something the retry layer did.
+/// What made a hedge start.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum HedgeTrigger {
+    /// The hedging delay passed with no outcome.
+    Delay(Duration),
+    /// An attempt reached its attempt limit; it goes on.
+    AttemptTimeout(Duration),
+    /// An attempt ended with an outcome that is not fatal (the decoder's
+    /// retry verdict, given here).
+    NonFatal(Verdict),
+}
+
+impl fmt::Display for HedgeTrigger {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            HedgeTrigger::Delay(delay) => write!(f, "no outcome after {delay:?}"),
+            HedgeTrigger::AttemptTimeout(limit) => {
+                write!(f, "an attempt passed its limit of {limit:?}")
+            }
+            HedgeTrigger::NonFatal(verdict) => write!(f, "an attempt ended: {verdict}"),
+        }
+    }
+}
+
+/// Something the retry layer (or the hedge layer) did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum RetryEvent {
@@ -43,6 +69,16 @@ pub enum RetryEvent {
         source: WaitSource,
         /// The time left before the request's deadline, if it has one.
         remaining: Option<Duration>,
+    },
+    /// A hedge: another copy of the request was sent while earlier ones are
+    /// still in flight (see [`hedge`](crate::hedge)).
+    Hedge {
+        /// The number of the copy sent (2 for the first hedge).
+        attempt: u32,
+        /// What made it start.
+        trigger: HedgeTrigger,
+        /// The attempts in flight, this one included.
+        in_flight: u32,
     },
     /// The call is over: the outcome of attempt `attempts` goes to the
     /// caller, accepted or not ([`Stop::Accepted`] for a success). A retry the
@@ -89,6 +125,14 @@ impl fmt::Display for RetryEvent {
                     None => Ok(()),
                 }
             }
+            RetryEvent::Hedge {
+                attempt,
+                trigger,
+                in_flight,
+            } => write!(
+                f,
+                "hedge: attempt {attempt} sent ({trigger}), {in_flight} in flight"
+            ),
             RetryEvent::Done {
                 attempts,
                 verdict,

@@ -161,7 +161,7 @@ pub use self::{
         InvalidStatus, Or, Outcome, OutcomeDecoder, Reason, RetryOnHeader, StatusDecoder,
         TransientDecoder, Verdict, GRPC_PREVIOUS_RPC_ATTEMPTS, GRPC_RETRY_PUSHBACK_MS, GRPC_STATUS,
     },
-    events::{RetryEvent, RetryListener, WaitSource},
+    events::{HedgeTrigger, RetryEvent, RetryListener, WaitSource},
     layer::StatusRetryLayer,
     policy::RetryPolicy,
     replay::{NotReplayable, ReplayBody, DEFAULT_REPLAY_CAP},
@@ -172,11 +172,12 @@ pub use self::{
     safety::{is_idempotent, Idempotency, IDEMPOTENCY_KEY},
 };
 
+pub(crate) use self::body::Pristine;
 #[cfg(feature = "serde")]
 pub(crate) use self::decoder::grpc_code_by_name;
 #[cfg(test)]
 pub(crate) use self::decoder::grpc_code_name;
-use self::{body::Pristine, future::ResponseFuture};
+use self::future::ResponseFuture;
 use std::{
     fmt,
     sync::Arc,

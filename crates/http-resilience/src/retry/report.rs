@@ -89,6 +89,8 @@ pub struct Attempts {
     count: u32,
     verdict: Verdict,
     stop: Stop,
+    /// The attempt whose outcome this is; 0 for the last one.
+    winner: u32,
 }
 
 // ===== impl Attempts =====
@@ -100,6 +102,26 @@ impl Attempts {
             count: n,
             verdict: Verdict::Accept,
             stop: Stop::Accepted,
+            winner: 0,
+        }
+    }
+
+    /// The same count with the number of the attempt whose outcome the
+    /// caller got: with [`hedge`](crate::hedge), the first acceptable one,
+    /// which need not be the last sent.
+    #[must_use]
+    pub const fn with_winner(mut self, attempt: u32) -> Self {
+        self.winner = attempt;
+        self
+    }
+
+    /// The number of the attempt whose outcome the caller got (1 for the
+    /// first): the last one for retries, the first acceptable one for hedges.
+    pub const fn winner(&self) -> u32 {
+        if self.winner == 0 {
+            self.count
+        } else {
+            self.winner
         }
     }
 

@@ -1,0 +1,280 @@
+//! The hedging policy: when another copy is sent, how many, and what counts
+//! as an answer.
+
+use super::latency::Histogram;
+use crate::{
+    retry::{RetryBudget, RetryEvent, RetryListener},
+    InvalidSetting,
+};
+use std::{fmt, sync::Arc, time::Duration};
+use tokio::time::Instant;
+
+/// When, with no outcome yet, the next copy of a request is sent.
+///
+/// # Example
+///
+/// ```
+/// use http_resilience::hedge::HedgeDelay;
+/// use std::time::Duration;
+///
+/// let fixed = HedgeDelay::fixed(Duration::from_millis(50));
+/// // The 95th percentile of the client's latencies over the last 10 s, once
+/// // 100 of them were seen; no hedge on a delay before that.
+/// let adaptive = HedgeDelay::percentile(95.0, 100, Duration::from_secs(10))?;
+/// # let _ = (fixed, adaptive);
+/// # Ok::<(), http_resilience::BoxError>(())
+/// ```
+#[derive(Clone)]
+pub struct HedgeDelay {
+    kind: DelayKind,
+}
+
+#[derive(Clone)]
+enum DelayKind {
+    Fixed(Duration),
+    Percentile(Arc<Histogram>),
+    Never,
+}
+
+impl HedgeDelay {
+    /// The same delay for every request (gRPC's `hedgingDelay`).
+    pub const fn fixed(delay: Duration) -> Self {
+        Self {
+            kind: DelayKind::Fixed(delay),
+        }
+    }
+
+    /// The `percentile` of the latencies this client observed over the last
+    /// full `window`, as tower's `hedge` and Finagle's backup requests do:
+    /// only the slowest `100 − percentile` % of calls get a hedge. Every
+    /// attempt that ends is recorded, in buckets within 12.5 % of its value.
+    /// Until a window has held `min_samples` latencies, no hedge is sent on
+    /// a delay (the other triggers still hold).
+    ///
+    /// The histogram is shared by every clone of the policy (and of the layer
+    /// built from it), so it is per client.
+    ///
+    /// # Errors
+    ///
+    /// [`InvalidSetting`] when `percentile` is not within `(0, 100)` (field
+    /// `percentile`) or `window` is zero (field `window`).
+    pub fn percentile(
+        percentile: f64,
+        min_samples: u64,
+        window: Duration,
+    ) -> Result<Self, InvalidSetting> {
+        if !(percentile > 0.0 && percentile < 100.0) {
+            return Err(InvalidSetting::new(
+                "percentile",
+                format!("must be within (0, 100), got {percentile}"),
+            ));
+        }
+        if window.is_zero() {
+            return Err(InvalidSetting::new(
+                "window",
+                "must be greater than zero, got 0s",
+            ));
+        }
+        Ok(Self {
+            kind: DelayKind::Percentile(Arc::new(Histogram::new(percentile, min_samples, window))),
+        })
+    }
+
+    /// No hedge on a delay: only a non-fatal outcome or an attempt past its
+    /// limit ([`HedgePolicy::hedge_on_attempt_timeout`]) starts one.
+    pub const fn never() -> Self {
+        Self {
+            kind: DelayKind::Never,
+        }
+    }
+
+    /// The delay for a request starting at `now`, if there is one.
+    pub(crate) fn get(&self, now: Instant) -> Option<Duration> {
+        match &self.kind {
+            DelayKind::Fixed(delay) => Some(*delay),
+            DelayKind::Percentile(histogram) => histogram.delay(now),
+            DelayKind::Never => None,
+        }
+    }
+
+    /// Records the latency of an attempt that ended, for a percentile.
+    pub(crate) fn record(&self, latency: Duration, now: Instant) {
+        if let DelayKind::Percentile(histogram) = &self.kind {
+            histogram.record(latency, now);
+        }
+    }
+}
+
+impl fmt::Debug for HedgeDelay {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.kind {
+            DelayKind::Fixed(delay) => f.debug_tuple("Fixed").field(delay).finish(),
+            DelayKind::Percentile(h) => f
+                .debug_struct("Percentile")
+                .field("percentile", &h.percentile())
+                .field("min_samples", &h.min_samples())
+                .field("window", &h.window())
+                .finish(),
+            DelayKind::Never => f.write_str("Never"),
+        }
+    }
+}
+
+/// A hedging policy: a [`Decoder`](crate::retry::Decoder) that says what an
+/// outcome is, a [`HedgeDelay`], and the limits; see the
+/// [module docs](super).
+///
+/// The decoder's verdicts mean, for a hedge:
+///
+/// - `Accept`: the answer; every other copy is cancelled;
+/// - `Retry`: not fatal (gRPC's `nonFatalStatusCodes`); the next copy is sent
+///   at once (or after the delay the server asked for), and this outcome is
+///   kept in case no copy does better;
+/// - `Fail`: fatal; every other copy is cancelled and this outcome returned.
+///
+/// # Example
+///
+/// ```
+/// use http_resilience::{hedge::{HedgeDelay, HedgePolicy}, retry::TransientDecoder};
+/// use std::time::Duration;
+///
+/// // At most 3 copies, 50 ms apart; a copy is also sent when one is 200 ms
+/// // old (and that one goes on).
+/// let policy = HedgePolicy::new(TransientDecoder::new(), HedgeDelay::fixed(Duration::from_millis(50)), 3)?
+///     .hedge_on_attempt_timeout(Duration::from_millis(200));
+/// assert_eq!(policy.max_attempts(), 3);
+/// # Ok::<(), http_resilience::BoxError>(())
+/// ```
+#[derive(Clone)]
+pub struct HedgePolicy<D> {
+    decoder: D,
+    delay: HedgeDelay,
+    max_attempts: u32,
+    max_in_flight: u32,
+    attempt_timeout: Option<Duration>,
+    budget: Option<Arc<RetryBudget>>,
+    listener: Option<Arc<dyn RetryListener>>,
+}
+
+impl<D> HedgePolicy<D> {
+    /// At most `max_attempts` copies of a request in all, the first included
+    /// (gRPC's `maxAttempts`), a new one after each `delay` with no outcome.
+    /// All of them may be in flight at once (see
+    /// [`with_max_in_flight`](Self::with_max_in_flight)).
+    ///
+    /// # Errors
+    ///
+    /// [`InvalidSetting`] (field `max_attempts`) when `max_attempts` is zero.
+    pub fn new(decoder: D, delay: HedgeDelay, max_attempts: u32) -> Result<Self, InvalidSetting> {
+        if max_attempts == 0 {
+            return Err(InvalidSetting::new(
+                "max_attempts",
+                "must be at least 1, got 0",
+            ));
+        }
+        Ok(Self {
+            decoder,
+            delay,
+            max_attempts,
+            max_in_flight: max_attempts,
+            attempt_timeout: None,
+            budget: None,
+            listener: None,
+        })
+    }
+
+    /// At most `n` copies in flight at once; a copy due while `n` are in
+    /// flight is sent when one of them ends.
+    ///
+    /// # Errors
+    ///
+    /// [`InvalidSetting`] (field `max_in_flight`) when `n` is zero.
+    pub fn with_max_in_flight(mut self, n: u32) -> Result<Self, InvalidSetting> {
+        if n == 0 {
+            return Err(InvalidSetting::new(
+                "max_in_flight",
+                "must be at least 1, got 0",
+            ));
+        }
+        self.max_in_flight = n;
+        Ok(self)
+    }
+
+    /// Sends another copy when an attempt is `limit` old with no outcome,
+    /// and lets that attempt go on (Envoy's `hedge_on_per_try_timeout`).
+    #[must_use]
+    pub fn hedge_on_attempt_timeout(mut self, limit: Duration) -> Self {
+        self.attempt_timeout = Some(limit);
+        self
+    }
+
+    /// Shares `budget` with every call made with this policy, and with a
+    /// [`RetryPolicy`](crate::retry::RetryPolicy) given the same `Arc`: each
+    /// copy after the first is sent only while the budget allows a retry,
+    /// and takes a token; each accepted outcome puts a fraction back. So a
+    /// budget of ratio 0.1 holds hedges, over time, to about 10 % more
+    /// requests.
+    #[must_use]
+    pub fn with_budget(mut self, budget: Arc<RetryBudget>) -> Self {
+        self.budget = Some(budget);
+        self
+    }
+
+    /// Tells `listener` of every hedge ([`RetryEvent::Hedge`]) and of the end
+    /// of every call that hedged or failed ([`RetryEvent::Done`]).
+    #[must_use]
+    pub fn with_listener(mut self, listener: impl RetryListener) -> Self {
+        self.listener = Some(Arc::new(listener));
+        self
+    }
+
+    /// The decoder.
+    pub const fn decoder(&self) -> &D {
+        &self.decoder
+    }
+
+    /// The delay.
+    pub const fn delay(&self) -> &HedgeDelay {
+        &self.delay
+    }
+
+    /// The most copies of a request, the first included.
+    pub const fn max_attempts(&self) -> u32 {
+        self.max_attempts
+    }
+
+    /// The most copies in flight at once.
+    pub const fn max_in_flight(&self) -> u32 {
+        self.max_in_flight
+    }
+
+    /// The age of an attempt at which another copy is sent, if set.
+    pub const fn attempt_timeout(&self) -> Option<Duration> {
+        self.attempt_timeout
+    }
+
+    pub(crate) fn budget(&self) -> Option<&RetryBudget> {
+        self.budget.as_deref()
+    }
+
+    pub(crate) fn tell(&self, event: &RetryEvent) {
+        tracing::debug!(%event, "hedge");
+        if let Some(listener) = &self.listener {
+            listener.on_event(event);
+        }
+    }
+}
+
+impl<D: fmt::Debug> fmt::Debug for HedgePolicy<D> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("HedgePolicy")
+            .field("decoder", &self.decoder)
+            .field("delay", &self.delay)
+            .field("max_attempts", &self.max_attempts)
+            .field("max_in_flight", &self.max_in_flight)
+            .field("attempt_timeout", &self.attempt_timeout)
+            .field("budget", &self.budget)
+            .field("listener", &self.listener.is_some())
+            .finish()
+    }
+}
