@@ -307,17 +307,14 @@ fn rejects_statuses_with_another_decoder() {
 
 #[test]
 fn rejects_exponential_settings_with_another_backoff() {
-    for (field, value) in [
-        ("multiplier", "2.0"),
-        ("jitter", "\"full\""),
-        ("seed", "42"),
+    for (field, value, kinds) in [
+        ("multiplier", "2.0", "\"exponential\" or \"grpc\""),
+        ("jitter", "\"full\"", "\"exponential\""),
+        ("seed", "42", "\"exponential\" or \"grpc\""),
     ] {
         assert_eq!(
             error(&format!("[clients.x.retry]\n{field} = {value}")),
-            format!(
-                "clients.x.retry.{field} applies only to backoff = \"exponential\", \
-                 got backoff = \"fixed\""
-            )
+            format!("clients.x.retry.{field} applies only to backoff = {kinds}, got backoff = \"fixed\"")
         );
     }
 }
@@ -351,17 +348,17 @@ fn rejects_unknown_names() {
     assert_eq!(
         error("[clients.x]\npreset = \"fegn\""),
         "clients.x.preset must be one of \"reactor\", \"feign\", \"standard\", \"conservative\", \
-         \"apache\", got \"fegn\""
+         \"apache\", \"grpc\", got \"fegn\""
     );
     assert_eq!(
         error("[clients.x.retry]\ndecoder = \"5xx\""),
         "clients.x.retry.decoder must be one of \"statuses\", \"feign\", \"transient\", \
-         \"apache\", got \"5xx\""
+         \"apache\", \"grpc\", got \"5xx\""
     );
     assert_eq!(
         error("[clients.x.retry]\nbackoff = \"linear\""),
         "clients.x.retry.backoff must be one of \"fixed\", \"exponential\", \"feign\", \
-         got \"linear\""
+         \"grpc\", got \"linear\""
     );
     assert_eq!(
         error("[clients.x.retry]\nbackoff = \"exponential\"\njitter = \"some\""),

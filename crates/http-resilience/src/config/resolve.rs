@@ -146,7 +146,7 @@ impl RetrySection {
                 base.decoder == DecoderKind::Statuses,
                 field,
                 "decoder",
-                DecoderKind::Statuses.name(),
+                &[DecoderKind::Statuses.name()],
                 base.decoder.name(),
             )
             .map_err(|err| err.within(path))
@@ -164,7 +164,7 @@ impl RetrySection {
                 base.decoder == DecoderKind::Grpc,
                 "codes",
                 "decoder",
-                DecoderKind::Grpc.name(),
+                &[DecoderKind::Grpc.name()],
                 base.decoder.name(),
             )
             .map_err(|err| err.within(path))?;
@@ -200,7 +200,7 @@ impl RetrySection {
                 base.backoff == BackoffKind::Exponential,
                 field,
                 "backoff",
-                BackoffKind::Exponential.name(),
+                &[BackoffKind::Exponential.name()],
                 base.backoff.name(),
             )
             .map_err(|err| err.within(path))
@@ -210,7 +210,7 @@ impl RetrySection {
                 matches!(base.backoff, BackoffKind::Exponential | BackoffKind::Grpc),
                 field,
                 "backoff",
-                "exponential\" or \"grpc",
+                &[BackoffKind::Exponential.name(), BackoffKind::Grpc.name()],
                 base.backoff.name(),
             )
             .map_err(|err| err.within(path))

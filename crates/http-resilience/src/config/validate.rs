@@ -9,15 +9,19 @@ pub(super) fn only_for(
     applies: bool,
     field: &str,
     kind: &str,
-    wanted: &str,
+    wanted: &[&str],
     got: &str,
 ) -> Result<(), InvalidSetting> {
     if applies {
         return Ok(());
     }
+    let wanted: Vec<String> = wanted.iter().map(|name| format!("{name:?}")).collect();
     Err(InvalidSetting::new(
         field,
-        format!("applies only to {kind} = {wanted:?}, got {kind} = {got:?}"),
+        format!(
+            "applies only to {kind} = {}, got {kind} = {got:?}",
+            wanted.join(" or ")
+        ),
     ))
 }
 
