@@ -2,8 +2,8 @@
 
 use super::HedgePolicy;
 use crate::{
-    errors::{is_caused_by, AsError},
-    retry::{Decoder, HedgeTrigger, NotReplayable, Pristine, RetryEvent, TryCloneBody, Verdict},
+    errors::AsError,
+    retry::{Decoder, HedgeTrigger, Pristine, RetryEvent, TryCloneBody, Verdict},
     Attempts, Stop,
 };
 use pin_project_lite::pin_project;
@@ -144,15 +144,12 @@ where
                         ));
                     }
                     Verdict::Fail { .. } => {
-                        // NOTE: a copy that could not get its body (another
-                        // copy went past the replay cap) says nothing of the
-                        // upstream; the others go on.
-                        let lost_copy = done.number > 1
-                            && outcome
-                                .as_ref()
-                                .err()
-                                .is_some_and(|e| is_caused_by::<NotReplayable>(e.as_error()));
-                        if lost_copy && !this.inflight.is_empty() {
+                        // NOTE: only a response is a fatal answer. A copy that
+                        // failed (its own time limit, a reset, a body it could
+                        // not get because another copy went past the replay
+                        // cap) says nothing the copies still in flight cannot
+                        // improve on; the last one's failure is returned.
+                        if outcome.is_err() && !this.inflight.is_empty() {
                             continue;
                         }
                         this.inflight.clear();

@@ -13,11 +13,14 @@
 //!   `nonFatalStatusCodes`: the decoder's `Retry` verdict), or after the
 //!   delay the server asked for.
 //!
-//! The first acceptable outcome wins; a fatal one (the decoder's `Fail`)
-//! ends the call. Either way every other copy is dropped, which cancels it:
+//! The first acceptable outcome wins; a fatal response (the decoder's `Fail`
+//! on a response, a 404 say) ends the call. Either way every other copy is
+//! dropped, which cancels it:
 //! hyper closes an HTTP/1.1 connection that was mid-request and resets an
-//! HTTP/2 stream. When every copy ended without an answer and no more may be
-//! sent, the caller gets the last non-fatal outcome. [`Attempts`] on the
+//! HTTP/2 stream. A copy that *failed* (an error rather than a response: its
+//! own time limit, a reset) ends nothing while other copies are in flight,
+//! since they may still answer. When every copy ended without an answer and
+//! no more may be sent, the caller gets the last outcome. [`Attempts`] on the
 //! response says how many copies were sent and which one won
 //! ([`Attempts::winner`]); the listener hears a [`RetryEvent::Hedge`] for
 //! every copy after the first, with its number and what started it.
@@ -63,8 +66,8 @@
 //!
 //! - the deadline **outside** covers every copy and ends them all;
 //! - an [`AttemptTimeoutLayer`](crate::AttemptTimeoutLayer) **inside**
-//!   cancels a copy at its limit (an outcome like any other, judged by the
-//!   decoder); to hedge at an age and let the copy go on, use
+//!   cancels a copy at its limit (a failure of that copy only, as above); to
+//!   hedge at an age and let the copy go on, use
 //!   [`HedgePolicy::hedge_on_attempt_timeout`] and leave the attempt timeout
 //!   out, or give it a longer limit as a hard stop;
 //! - a [`StatusRetryLayer`] outside the hedge retries a whole hedged round;

@@ -130,7 +130,9 @@ impl fmt::Debug for HedgeDelay {
 /// - `Retry`: not fatal (gRPC's `nonFatalStatusCodes`); the next copy is sent
 ///   at once (or after the delay the server asked for), and this outcome is
 ///   kept in case no copy does better;
-/// - `Fail`: fatal; every other copy is cancelled and this outcome returned.
+/// - `Fail`: on a response, fatal: every other copy is cancelled and this
+///   response returned; on an error, the end of that copy only, while others
+///   are in flight.
 ///
 /// # Example
 ///

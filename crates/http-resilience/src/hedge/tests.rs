@@ -27,17 +27,57 @@ pub(super) enum Step {
 }
 
 #[tokio::test(start_paused = true)]
-async fn a_failure_after_sending_is_fatal() {
+async fn a_failed_copy_does_not_end_the_call_while_another_is_in_flight() {
     let counters = Arc::new(Counters::default());
-    let svc = HedgeLayer::new(policy(MS(100), 3)).layer(scripted(
-        vec![Step::Answer(MS(10_000), 200), Step::Fail(MS(5))],
+    let svc = HedgeLayer::new(policy(MS(100), 2)).layer(scripted(
+        vec![Step::Answer(MS(1000), 200), Step::Fail(MS(5))],
         counters.clone(),
     ));
+    let start = Instant::now();
+    let response = svc.oneshot(get()).await.unwrap();
+    assert_eq!(start.elapsed(), MS(1000));
+    assert_eq!(response.body(), "copy 1");
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_last_copy_failing_returns_its_failure() {
+    let counters = Arc::new(Counters::default());
+    let svc = HedgeLayer::new(policy(MS(100), 2)).layer(scripted(
+        vec![Step::Fail(MS(300)), Step::Fail(MS(5))],
+        counters.clone(),
+    ));
+    let start = Instant::now();
     let err = svc.oneshot(get()).await.unwrap_err();
     assert_eq!(
         crate::FailureKind::of(&*err),
         crate::FailureKind::ConnectionReset
     );
+    assert_eq!(start.elapsed(), MS(300));
+    assert_eq!(counters.alive.load(Ordering::SeqCst), 0);
+}
+
+#[tokio::test(start_paused = true)]
+async fn in_the_documented_order_an_attempt_timeout_inside_ends_one_copy_only() {
+    let counters = Arc::new(Counters::default());
+    let svc = ServiceBuilder::new()
+        .layer(DeadlineLayer::new(MS(1000)))
+        .layer(HedgeLayer::new(policy(MS(100), 3)))
+        .layer(crate::AttemptTimeoutLayer::new(MS(250)))
+        .service(scripted(
+            vec![
+                Step::Answer(MS(10_000), 200),
+                Step::Answer(MS(10_000), 200),
+                Step::Answer(MS(120), 200),
+            ],
+            counters.clone(),
+        ));
+    let start = Instant::now();
+    let response = svc.oneshot(get()).await.unwrap();
+    // Copies at 0, 100 and 200 ms; the first times out at 250 ms and the call
+    // goes on; the third answers at 320 ms.
+    assert_eq!(start.elapsed(), MS(320));
+    let body = response.into_body().collect().await.unwrap().to_bytes();
+    assert_eq!(body, "copy 3");
     assert_eq!(counters.alive.load(Ordering::SeqCst), 0);
 }
 
