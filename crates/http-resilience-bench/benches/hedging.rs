@@ -1,7 +1,7 @@
 //! Hedging against a bimodal upstream: 95 % of calls take 5 to 15 ms
 //! (uniform), 5 % take 1 s, two orders of magnitude more. Side by side in one
 //! run: no hedging, this library's `HedgeLayer` (a fixed delay at the fast
-//! mode's end; the 96th percentile of observed latencies with the retry
+//! mode's end, with 2 and 3 copies at most; the 96th percentile of observed latencies with the retry
 //! budget), and tower's `hedge` (the same percentile, window and minimum of
 //! samples, behind a `Buffer` since it is not `Clone`). The reference is the fast mode alone.
 //!
@@ -208,6 +208,16 @@ fn main() {
         .unwrap();
         let svc = HedgeLayer::new(fixed).layer(upstream.clone());
         rows.push(measure("HedgeLayer, fixed 15 ms", svc, &upstream).await);
+
+        let upstream = Upstream::new(5);
+        let three = HedgePolicy::new(
+            TransientDecoder::new(),
+            HedgeDelay::fixed(Duration::from_millis(15)),
+            3,
+        )
+        .unwrap();
+        let svc = HedgeLayer::new(three).layer(upstream.clone());
+        rows.push(measure("HedgeLayer, fixed 15 ms, 3 copies", svc, &upstream).await);
 
         let upstream = Upstream::new(5);
         let percentile = HedgePolicy::new(
