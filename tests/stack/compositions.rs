@@ -66,7 +66,7 @@ const LATER: Duration = Duration::from_secs(24 * 3600);
 const GRANULARITY: Duration = Duration::from_millis(1);
 
 type BoxBody = UnsyncBoxBody<Bytes, BoxError>;
-type Svc = BoxCloneService<Request<String>, Response<BoxBody>, BoxError>;
+pub(crate) type Svc = BoxCloneService<Request<String>, Response<BoxBody>, BoxError>;
 
 // ===== cases =====
 
@@ -104,7 +104,7 @@ enum Given {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq)]
-enum Answer {
+pub(crate) enum Answer {
     Status { code: u16, stall_body: bool },
     Never,
     Refused,
@@ -113,9 +113,9 @@ enum Answer {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq)]
-struct Step {
-    latency: Duration,
-    answer: Answer,
+pub(crate) struct Step {
+    pub(crate) latency: Duration,
+    pub(crate) answer: Answer,
 }
 
 #[derive(Debug, Clone)]
@@ -130,13 +130,13 @@ struct Case {
 
 /// Whole milliseconds in `range`, most often a multiple of 250 ms, so that
 /// limits, latencies and waits often land on the same instant.
-fn limit(range: std::ops::Range<u64>) -> impl Strategy<Value = Duration> {
+pub(crate) fn limit(range: std::ops::Range<u64>) -> impl Strategy<Value = Duration> {
     let grid = (range.start.div_ceil(250)..range.end.div_ceil(250))
         .prop_map(|n| Duration::from_millis(n * 250));
     prop_oneof![3 => grid, 1 => range.prop_map(Duration::from_millis)]
 }
 
-fn wait(max_ms: u64) -> impl Strategy<Value = Duration> {
+pub(crate) fn wait(max_ms: u64) -> impl Strategy<Value = Duration> {
     prop_oneof![1 => Just(Duration::ZERO), 3 => limit(0..max_ms)]
 }
 
@@ -175,7 +175,7 @@ fn given() -> impl Strategy<Value = Given> {
     ]
 }
 
-fn step() -> impl Strategy<Value = Step> {
+pub(crate) fn step() -> impl Strategy<Value = Step> {
     let answer = prop_oneof![
         4 => (select(vec![200u16, 503]), any::<bool>())
             .prop_map(|(code, stall_body)| Answer::Status { code, stall_body }),
@@ -347,7 +347,7 @@ fn min(a: Option<Duration>, b: Option<Duration>) -> Option<Duration> {
 // ===== the scripted upstream =====
 
 #[derive(Debug, Default)]
-struct Books {
+pub(crate) struct Books {
     calls: Mutex<usize>,
     /// Attempts whose futures are alive.
     running: AtomicUsize,
@@ -356,9 +356,9 @@ struct Books {
 }
 
 #[derive(Debug, Clone)]
-struct Upstream {
-    script: Arc<Vec<Step>>,
-    books: Arc<Books>,
+pub(crate) struct Upstream {
+    pub(crate) script: Arc<Vec<Step>>,
+    pub(crate) books: Arc<Books>,
 }
 
 impl Upstream {
@@ -366,7 +366,7 @@ impl Upstream {
         self.script[n.min(self.script.len() - 1)]
     }
 
-    fn calls(&self) -> usize {
+    pub(crate) fn calls(&self) -> usize {
         *self
             .books
             .calls
@@ -473,7 +473,7 @@ impl Service<Request<String>> for Upstream {
 
 // ===== building a stack =====
 
-fn boxed<S, B>(svc: S) -> Svc
+pub(crate) fn boxed<S, B>(svc: S) -> Svc
 where
     S: Service<Request<String>, Response = Response<B>> + Clone + Send + 'static,
     S::Future: Send,
@@ -529,7 +529,7 @@ fn build(parts: &[Part], inner: Svc) -> Svc {
 
 /// The deadline a `DeadlineLayer` of `budget` records on a request, as a
 /// handler finds it on its inbound request.
-async fn recorded(budget: Duration) -> RequestDeadline {
+pub(crate) async fn recorded(budget: Duration) -> RequestDeadline {
     let seen = Arc::new(Mutex::new(None));
     let saw = Arc::clone(&seen);
     let svc = DeadlineLayer::new(budget).layer(tower::service_fn(move |request: Request<()>| {

@@ -197,7 +197,7 @@ pub use self::{
     attempt_timeout::AttemptTimeoutLayer,
     deadline::{DeadlineLayer, RequestDeadline},
     failure::FailureKind,
-    resilience::{Resilience, ResilienceLayer, Resilient},
+    resilience::{Resilience, ResilienceLayer, Resilient, ResponseFuture as ResilientFuture},
     retry::{Attempts, RetryReport, StatusRetryLayer, Stop},
     setting::InvalidSetting,
 };

@@ -172,12 +172,15 @@ pub use self::{
     safety::{is_idempotent, Idempotency, IDEMPOTENCY_KEY},
 };
 
-pub(crate) use self::body::Pristine;
 #[cfg(feature = "serde")]
 pub(crate) use self::decoder::grpc_code_by_name;
 #[cfg(test)]
 pub(crate) use self::decoder::grpc_code_name;
 use self::future::ResponseFuture;
+pub(crate) use self::{
+    body::Pristine,
+    state::{Next, RetryState},
+};
 use std::{
     fmt,
     sync::Arc,

@@ -24,6 +24,12 @@ pub(crate) struct RetryState<B, D, R> {
     attempts: u32,
     // The verdict on the last attempt, once there is one.
     verdict: Verdict,
+    // The call's deadline when the caller knows it (the one-piece stack keeps
+    // it in its future); otherwise read from the kept request.
+    deadline: Option<RequestDeadline>,
+    // Whether the last attempt's request is marked `FinalAttempt` for the
+    // layers below.
+    marks_final: bool,
 }
 
 /// What comes after an attempt.
@@ -55,7 +61,17 @@ impl<B, D, R> RetryState<B, D, R> {
             report,
             attempts: 1,
             verdict: Verdict::Accept,
+            deadline: None,
+            marks_final: true,
         }
+    }
+
+    /// The state of a call whose deadline the caller holds (no layer below
+    /// reads a marker or an extension): the one-piece stack.
+    pub(crate) fn owned(mut self, deadline: RequestDeadline) -> Self {
+        self.deadline = Some(deadline);
+        self.marks_final = false;
+        self
     }
 
     /// The number of attempts made so far.
@@ -142,7 +158,9 @@ impl<B: TryCloneBody, D, R: Retryer> RetryState<B, D, R> {
                 _ => {}
             }
         }
-        let deadline = self.request.as_ref().and_then(Pristine::deadline);
+        let deadline = self
+            .deadline
+            .or_else(|| self.request.as_ref().and_then(Pristine::deadline));
         let wait = match verdict {
             Verdict::Retry { after, reason } => self.wait(after, reason, deadline),
             Verdict::Fail { .. } => Err(Stop::Failed),
@@ -277,7 +295,7 @@ impl<B: TryCloneBody, D, R: Retryer> RetryState<B, D, R> {
                 .expect("a retry is decided only with a request to replay"),
         };
         self.attempts = next;
-        if last || !self.can_replay() {
+        if self.marks_final && (last || !self.can_replay()) {
             request.extensions_mut().insert(FinalAttempt);
         }
         self.policy.number_attempt(&mut request, self.attempts);

@@ -1,0 +1,215 @@
+//! The one-piece stack (`Resilience::layer()`) is the three layers: a
+//! property on tokio's paused clock, over the scripted upstream of the
+//! compositions property.
+//!
+//! A case is a deadline, an attempt limit within it, a retry policy (Feign's
+//! decoder or the transient one, a fixed delay, up to 3 retries), the deadline
+//! the request brings, and an upstream script. Both stacks run the case on a
+//! fresh paused clock; what each observes must be the same:
+//!
+//! - the outcome (status and body, read to its end, or the error's kind and
+//!   message) and when the head and the end came;
+//! - the attempts the upstream saw, with their instants and attempt numbers;
+//! - the listener's events and the caller's `RetryReport`.
+
+use super::compositions::{boxed, limit, recorded, step, wait, Step, Svc, Upstream};
+use http::{Request, Response};
+use http_body_util::BodyExt;
+use http_resilience::{
+    attempt_timeout::AttemptTimeoutLayer,
+    deadline::DeadlineLayer,
+    retry::{
+        AnyDecoder, FeignDecoder, FixedDelay, RetryEvent, RetryPolicy, StatusRetryLayer,
+        TransientDecoder,
+    },
+    BoxError, FailureKind, RequestDeadline, Resilience, RetryReport,
+};
+use proptest::{collection::vec, prelude::*};
+use std::{
+    sync::{Arc, Mutex},
+    time::Duration,
+};
+use tokio::time::Instant;
+use tower::{util::BoxCloneService, Layer, ServiceExt};
+
+const HORIZON: Duration = Duration::from_secs(3600);
+
+#[derive(Debug, Clone, Copy)]
+enum Given {
+    None,
+    Inherited(Duration),
+    Copied(Duration),
+    Expired,
+}
+
+#[derive(Debug, Clone)]
+struct Case {
+    deadline: Duration,
+    attempt: Duration,
+    feign: bool,
+    delay: Duration,
+    retries: u32,
+    given: Given,
+    script: Vec<Step>,
+}
+
+fn case() -> impl Strategy<Value = Case> {
+    let given = prop_oneof![
+        2 => Just(Given::None),
+        1 => limit(1..3000).prop_map(Given::Inherited),
+        1 => limit(1..3000).prop_map(Given::Copied),
+        1 => Just(Given::Expired),
+    ];
+    (
+        limit(1..3000),
+        limit(0..3000),
+        any::<bool>(),
+        wait(1500),
+        0_u32..4,
+        given,
+        vec(step(), 1..5),
+    )
+        .prop_map(
+            |(attempt, extra, feign, delay, retries, given, script)| Case {
+                deadline: attempt + extra,
+                attempt,
+                feign,
+                delay,
+                retries,
+                given,
+                script,
+            },
+        )
+}
+
+/// What one stack did with a case.
+#[derive(Debug, PartialEq)]
+struct Observed {
+    outcome: String,
+    head_at: Option<Duration>,
+    end_at: Option<Duration>,
+    attempts: Vec<(Duration, String)>,
+    events: Vec<String>,
+    report: Option<String>,
+}
+
+fn policy(case: &Case, events: Arc<Mutex<Vec<String>>>) -> RetryPolicy<AnyDecoder, FixedDelay> {
+    let decoder: AnyDecoder = if case.feign {
+        FeignDecoder::new().into()
+    } else {
+        TransientDecoder::new().into()
+    };
+    RetryPolicy::new(decoder, FixedDelay::new(case.delay, case.retries))
+        .with_attempt_header(http::HeaderName::from_static("x-attempt"))
+        .with_listener(move |event: &RetryEvent| events.lock().unwrap().push(event.to_string()))
+}
+
+async fn observe(case: Case, fused: bool) -> Observed {
+    let upstream = Upstream {
+        script: Arc::new(case.script.clone()),
+        books: Arc::default(),
+    };
+    let start = Instant::now();
+    let attempts = Arc::new(Mutex::new(Vec::new()));
+    let seen = Arc::clone(&attempts);
+    let recording: Svc = BoxCloneService::new(
+        tower::ServiceBuilder::new()
+            .map_request(move |request: Request<String>| {
+                let number = request
+                    .headers()
+                    .get("x-attempt")
+                    .map(|v| v.to_str().unwrap().to_owned())
+                    .unwrap_or_default();
+                seen.lock().unwrap().push((start.elapsed(), number));
+                request
+            })
+            .service(upstream),
+    );
+    let events = Arc::new(Mutex::new(Vec::new()));
+    let policy = policy(&case, Arc::clone(&events));
+    let svc: Svc = if fused {
+        let resilience = Resilience::new(case.deadline, case.attempt, policy).unwrap();
+        boxed(resilience.layer().layer(recording))
+    } else {
+        let retried = StatusRetryLayer::new(policy).layer(boxed(
+            AttemptTimeoutLayer::new(case.attempt).layer(recording),
+        ));
+        boxed(DeadlineLayer::new(case.deadline).layer(boxed(retried)))
+    };
+
+    let report = RetryReport::new();
+    let mut request = Request::new("payload".to_owned());
+    request.extensions_mut().insert(report.clone());
+    match case.given {
+        Given::None => {}
+        Given::Inherited(d) => {
+            request.extensions_mut().insert(RequestDeadline::after(d));
+        }
+        Given::Copied(d) => {
+            request.extensions_mut().insert(recorded(d).await);
+        }
+        Given::Expired => {
+            request
+                .extensions_mut()
+                .insert(RequestDeadline::at(Instant::now()));
+        }
+    }
+
+    let head_at = Arc::new(Mutex::new(None));
+    let head = Arc::clone(&head_at);
+    let call = async move {
+        let response: Response<_> = svc.oneshot(request).await?;
+        *head.lock().unwrap() = Some(start.elapsed());
+        let status = response.status();
+        let body = response.into_body().collect().await?.to_bytes();
+        Ok::<_, BoxError>(format!("{status} {body:?}"))
+    };
+    let outcome = tokio::select! {
+        biased;
+        outcome = call => Some(outcome),
+        () = tokio::time::sleep(HORIZON) => None,
+    };
+    let end_at = outcome.as_ref().map(|_| start.elapsed());
+    let outcome = match outcome {
+        None => "still running".to_owned(),
+        Some(Ok(text)) => text,
+        Some(Err(err)) => format!("{}: {err}", FailureKind::of(&*err)),
+    };
+    let head_at = *head_at.lock().unwrap();
+    let attempts = attempts.lock().unwrap().clone();
+    let events = events.lock().unwrap().clone();
+    Observed {
+        outcome,
+        head_at,
+        end_at,
+        attempts,
+        events,
+        report: report
+            .summary()
+            .map(|s| format!("{} {:?}", report.attempts(), s)),
+    }
+}
+
+fn paused<F: std::future::Future>(future: F) -> F::Output {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .start_paused(true)
+        .build()
+        .unwrap()
+        .block_on(future)
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig {
+        cases: 1024,
+        failure_persistence: None,
+        ..ProptestConfig::default()
+    })]
+
+    #[test]
+    fn the_one_piece_stack_is_the_three_layers(case in case()) {
+        let separate = paused(observe(case.clone(), false));
+        let fused = paused(observe(case, true));
+        prop_assert_eq!(fused, separate);
+    }
+}
