@@ -28,7 +28,7 @@ use std::{
     },
 };
 use support::{
-    call, flaky_service, hand_loop, ok_service, ours, tower_nesting, with_deadline_extension, Req,
+    call, flaky_service, hand_loop, ok_service, ours, ours_fused, tower_nesting, with_deadline_extension, Req,
 };
 use tower::Service;
 
@@ -104,6 +104,9 @@ async fn measure() -> Vec<Row> {
     let mut svc = ours(ok_service());
     let stats = count!(call(&mut svc));
     rows.push(Row::new("200", "ours", stats).future(future_size(&svc)));
+    let mut svc = ours_fused(ok_service());
+    let stats = count!(call(&mut svc));
+    rows.push(Row::new("200", "ours, one piece", stats).future(future_size(&svc)));
 
     // The retry path: 503, 503, 200 at zero backoff.
     let flaky = || flaky_service(calls.clone());
@@ -139,13 +142,23 @@ async fn measure() -> Vec<Row> {
     });
     rows.push(Row::new("503,503,200", "ours", stats).future(future_size(&svc)));
 
+    let mut svc = ours_fused(flaky());
+    reset();
+    let outcome = call(&mut svc).await.expect("the call succeeds");
+    check(&outcome.status(), &calls);
+    let stats = count!({
+        reset();
+        call(&mut svc)
+    });
+    rows.push(Row::new("503,503,200", "ours, one piece", stats).future(future_size(&svc)));
+
     rows
 }
 
 /// Response future sizes around hyper-util's legacy client, the inner service
 /// of a real stack (its own future is boxed). Nothing is called: the sizes
 /// are the types'.
-fn client_future_sizes() -> [(&'static str, usize); 3] {
+fn client_future_sizes() -> [(&'static str, usize); 4] {
     type Client = hyper_util::client::legacy::Client<
         hyper_util::client::legacy::connect::HttpConnector,
         support::Body,
@@ -158,6 +171,7 @@ fn client_future_sizes() -> [(&'static str, usize); 3] {
         ("bare", future_size(&client())),
         ("tower nesting", future_size(&tower_nesting(client()))),
         ("ours", future_size(&ours(client()))),
+        ("ours, one piece", future_size(&ours_fused(client()))),
     ]
 }
 

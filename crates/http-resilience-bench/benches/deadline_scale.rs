@@ -15,7 +15,8 @@
 //!   shows what the second timer of each call (the attempt timeout, capped at
 //!   the deadline, so due at the same instant) costs;
 //! - `ours`: `DeadlineLayer(500 ms)` → `StatusRetryLayer(503, FixedDelay(0, 2))`
-//!   → `AttemptTimeoutLayer(3 s)`.
+//!   → `AttemptTimeoutLayer(3 s)`;
+//! - `ours, one piece`: the same as `Resilience::layer()`, one timer per call.
 //!
 //! Two ways to give "the same deadline":
 //!
@@ -263,6 +264,7 @@ async fn case(variant: &str, calls: usize, due: Due) -> Sample {
                 run(svc, calls, due, plain).await
             }
             "ours" => run(ours(never()), calls, due, plain).await,
+            "ours, one piece" => run(ours_fused(never()), calls, due, plain).await,
             _ => unreachable!("a known variant"),
         }
     };
@@ -277,6 +279,16 @@ fn policy() -> RetryPolicy<StatusDecoder, FixedDelay> {
         StatusDecoder::new([503]).expect("503 is a status code"),
         FixedDelay::new(Duration::ZERO, 2),
     )
+}
+
+/// Our stack in one piece (`Resilience::layer()`), the same policy and
+/// limits.
+fn ours_fused<S>(
+    inner: S,
+) -> http_resilience::Resilient<S, StatusDecoder, FixedDelay> {
+    let resilience = http_resilience::Resilience::new(BUDGET, ATTEMPT_LIMIT, policy())
+        .expect("the limits fit together");
+    tower::Layer::layer(&resilience.layer(), inner)
 }
 
 /// Our stack, the policy of the other benches with a 500 ms deadline.
@@ -395,6 +407,7 @@ async fn bench(repeats: usize) {
         "DeadlineLayer",
         "Deadline + StatusRetry",
         "ours",
+        "ours, one piece",
     ];
     for due in [Due::Budget, Due::Instant] {
         for calls in SCALES {

@@ -506,6 +506,10 @@ async fn bench(server: &Server, rounds: usize) {
         ),
         variant("ours", Tower::new(support::ours(bare_client()), &uri)),
         variant(
+            "ours, one piece",
+            Tower::new(support::ours_fused(bare_client()), &uri),
+        ),
+        variant(
             "ours + transport",
             Tower::new(support::ours(transport_client()), &uri),
         ),
@@ -536,6 +540,10 @@ async fn bench(server: &Server, rounds: usize) {
             Tower::new(support::tower_nesting(bare_client()), &uri),
         ),
         variant("ours", Tower::new(support::ours(bare_client()), &uri)),
+        variant(
+            "ours, one piece",
+            Tower::new(support::ours_fused(bare_client()), &uri),
+        ),
         variant(
             "ours + transport",
             Tower::new(support::ours(transport_client()), &uri),

@@ -6,7 +6,9 @@
 //! - tower's nesting: `Timeout(8 s)` → `Retry(503, at most 2 retries)` →
 //!   `Timeout(3 s)`;
 //! - ours: `DeadlineLayer(8 s)` → `StatusRetryLayer(503, FixedDelay(0, 2))` →
-//!   `AttemptTimeoutLayer(3 s)`.
+//!   `AttemptTimeoutLayer(3 s)`;
+//! - ours in one piece: the same policy as `Resilience::layer()`, one
+//!   service with the semantics of the three.
 //!
 //! The inner service answers at once (a ready future), so what is measured is
 //! the layers' own work per call.
@@ -18,7 +20,7 @@ use http_resilience::{
     attempt_timeout::AttemptTimeoutLayer,
     deadline::{body::DeadlineBody, DeadlineLayer},
     retry::{FixedDelay, RetryPolicy, StatusDecoder, StatusRetryLayer},
-    RequestDeadline,
+    RequestDeadline, Resilience,
 };
 use std::{
     convert::Infallible,
@@ -123,6 +125,23 @@ where
         .layer(StatusRetryLayer::new(policy))
         .layer(AttemptTimeoutLayer::new(ATTEMPT_LIMIT))
         .service(inner)
+}
+
+/// Our stack in one piece (`Resilience::layer()`), with the same policy.
+pub(crate) fn ours_fused<S, T>(
+    inner: S,
+) -> impl Service<Req, Response = Response<DeadlineBody<T>>, Error = tower::BoxError> + Clone
+where
+    S: Service<Req, Response = Response<T>> + Clone,
+    S::Error: Into<tower::BoxError>,
+{
+    let policy = RetryPolicy::new(
+        StatusDecoder::new([503]).expect("503 is a status code"),
+        FixedDelay::new(Duration::ZERO, RETRIES),
+    );
+    let resilience =
+        Resilience::new(CALL_LIMIT, ATTEMPT_LIMIT, policy).expect("the limits fit together");
+    tower::Layer::layer(&resilience.layer(), inner)
 }
 
 /// The part of our cost that the design fixes: `inner` behind a step that
