@@ -44,7 +44,7 @@ use hyper_util::client::legacy::{connect::HttpConnector, Client};
 use net::{bare_client as client, request as get};
 use std::{hint::black_box, process::ExitCode};
 use support::{
-    call, ok_service, ours, tower_nesting, with_deadline_extension, Req, ATTEMPT_LIMIT, CALL_LIMIT,
+    call, ok_service, ours, ours_fused, tower_nesting, with_deadline_extension, Req, ATTEMPT_LIMIT, CALL_LIMIT,
     RETRIES,
 };
 use tower::{BoxError, Service};
@@ -141,7 +141,7 @@ fn main() -> ExitCode {
         // then only says how to use it.
         eprintln!(
             "usage: instructions <variant> <calls>, the variant one of bare, extension, \
-             tower, ours, net-{{bare,floor,tower,ours}}, net503-{{hand,floor,tower,ours}} \
+             tower, ours, ours-one-piece, net-{{bare,floor,tower,ours}}, net503-{{hand,floor,tower,ours}} \
              (see BENCHMARKS.md)"
         );
         return ExitCode::SUCCESS;
@@ -170,6 +170,7 @@ fn main() -> ExitCode {
             "extension" => run(with_deadline_extension(ok_service()), calls).await,
             "tower" => run(tower_nesting(ok_service()), calls).await,
             "ours" => run(ours(ok_service()), calls).await,
+            "ours-one-piece" => run(ours_fused(ok_service()), calls).await,
             _ => {
                 eprintln!("unknown variant {variant:?}");
                 return ExitCode::FAILURE;
