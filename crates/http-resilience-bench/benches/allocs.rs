@@ -28,7 +28,8 @@ use std::{
     },
 };
 use support::{
-    call, flaky_service, hand_loop, ok_service, ours, ours_fused, tower_nesting, with_deadline_extension, Req,
+    call, flaky_service, hand_loop, ok_service, ours, ours_fused, tower_nesting,
+    with_deadline_extension, Req,
 };
 use tower::Service;
 

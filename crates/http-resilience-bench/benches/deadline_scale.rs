@@ -283,9 +283,7 @@ fn policy() -> RetryPolicy<StatusDecoder, FixedDelay> {
 
 /// Our stack in one piece (`Resilience::layer()`), the same policy and
 /// limits.
-fn ours_fused<S>(
-    inner: S,
-) -> http_resilience::Resilient<S, StatusDecoder, FixedDelay> {
+fn ours_fused<S>(inner: S) -> http_resilience::Resilient<S, StatusDecoder, FixedDelay> {
     let resilience = http_resilience::Resilience::new(BUDGET, ATTEMPT_LIMIT, policy())
         .expect("the limits fit together");
     tower::Layer::layer(&resilience.layer(), inner)

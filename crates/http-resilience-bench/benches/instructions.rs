@@ -44,8 +44,8 @@ use hyper_util::client::legacy::{connect::HttpConnector, Client};
 use net::{bare_client as client, request as get};
 use std::{hint::black_box, process::ExitCode};
 use support::{
-    call, ok_service, ours, ours_fused, tower_nesting, with_deadline_extension, Req, ATTEMPT_LIMIT, CALL_LIMIT,
-    RETRIES,
+    call, ok_service, ours, ours_fused, tower_nesting, with_deadline_extension, Req, ATTEMPT_LIMIT,
+    CALL_LIMIT, RETRIES,
 };
 use tower::{BoxError, Service};
 
@@ -127,6 +127,10 @@ async fn run_net(variant: &str, uri: &Uri, calls: u64, flaky: bool) -> Result<()
             let mut svc = ours(client());
             calls!(|id| exchange(&mut svc, uri, id))
         }
+        "ours-one-piece" => {
+            let mut svc = ours_fused(client());
+            calls!(|id| exchange(&mut svc, uri, id))
+        }
         _ => return Err(format!("unknown network variant {variant:?}").into()),
     }
     Ok(())
@@ -141,7 +145,8 @@ fn main() -> ExitCode {
         // then only says how to use it.
         eprintln!(
             "usage: instructions <variant> <calls>, the variant one of bare, extension, \
-             tower, ours, ours-one-piece, net-{{bare,floor,tower,ours}}, net503-{{hand,floor,tower,ours}} \
+             tower, ours, ours-one-piece, net-{{bare,floor,tower,ours,ours-one-piece}}, \
+             net503-{{hand,floor,tower,ours,ours-one-piece}} \
              (see BENCHMARKS.md)"
         );
         return ExitCode::SUCCESS;

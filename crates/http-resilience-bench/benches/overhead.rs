@@ -16,7 +16,8 @@ use std::{
     time::Duration,
 };
 use support::{
-    call, flaky_service, hand_loop, ok_service, ours, ours_fused, tower_nesting, with_deadline_extension, Req,
+    call, flaky_service, hand_loop, ok_service, ours, ours_fused, tower_nesting,
+    with_deadline_extension, Req,
 };
 use tokio::{runtime::Runtime, time::Instant};
 use tower::Service;
@@ -69,7 +70,13 @@ fn overhead(c: &mut Criterion) {
         &calls,
     );
     per_call(&mut group, &rt, "ok/ours", ours(ok_service()), &calls);
-    per_call(&mut group, &rt, "ok/ours-one-piece", ours_fused(ok_service()), &calls);
+    per_call(
+        &mut group,
+        &rt,
+        "ok/ours-one-piece",
+        ours_fused(ok_service()),
+        &calls,
+    );
 
     let mut svc = flaky_service(calls.clone());
     group.bench_function("503x2/hand_loop", |b| {
@@ -93,7 +100,13 @@ fn overhead(c: &mut Criterion) {
         &calls,
     );
     per_call(&mut group, &rt, "503x2/ours", ours(flaky()), &calls);
-    per_call(&mut group, &rt, "503x2/ours-one-piece", ours_fused(flaky()), &calls);
+    per_call(
+        &mut group,
+        &rt,
+        "503x2/ours-one-piece",
+        ours_fused(flaky()),
+        &calls,
+    );
 
     group.finish();
 }

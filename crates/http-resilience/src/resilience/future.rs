@@ -3,7 +3,7 @@
 use crate::{
     attempt_timeout::error::AttemptTimedOut,
     deadline::{body::DeadlineBody, error::DeadlineExceeded},
-    retry::{Decoder, Next, RetryState, Retryer, TryCloneBody},
+    retry::{Decision, Decoder, RetryState, Retryer, TryCloneBody},
     timer::saturating_after,
     BoxError, RequestDeadline,
 };
@@ -222,19 +222,23 @@ where
                 }
                 StateProj::Done => panic!("ResponseFuture polled after completion"),
             };
-            match this.retry.after(outcome) {
-                Next::Return(outcome) => {
+            let mut outcome = outcome;
+            match this.retry.decide(&mut outcome) {
+                Decision::Return => {
                     this.state.set(State::Done);
                     return Poll::Ready(outcome.map(|r| with_deadline(r, deadline)));
                 }
-                Next::Retry(wait) if wait.is_zero() => this.state.set(State::Readying),
-                Next::Retry(wait) => this.state.set(State::Waiting {
+                Decision::Retry(wait) if wait.is_zero() => this.state.set(State::Readying),
+                Decision::Retry(wait) => this.state.set(State::Waiting {
                     until: saturating_after(Instant::now(), wait),
                 }),
                 // NOTE: the wait reaches the deadline, which ends the call
                 // there; the outcome in hand is dropped now rather than held.
-                Next::Cut { until, .. } => this.state.set(State::Waiting { until }),
+                Decision::Cut(until) => this.state.set(State::Waiting { until }),
             }
+            // NOTE: the discarded outcome (and its unread body) is dropped
+            // before the next attempt.
+            drop(outcome);
         }
     }
 }

@@ -179,7 +179,7 @@ pub(crate) use self::decoder::grpc_code_name;
 use self::future::ResponseFuture;
 pub(crate) use self::{
     body::Pristine,
-    state::{Next, RetryState},
+    state::{Decision, RetryState},
 };
 use std::{
     fmt,

@@ -139,6 +139,7 @@ impl<D, R> RetryPolicy<D, R> {
 
     /// Writes the attempt header, if the policy has one, for attempt `n` (1
     /// for the first).
+    #[inline]
     pub(crate) fn number_attempt<B>(&self, request: &mut http::Request<B>, n: u32) {
         let Some((name, numbering)) = &self.attempt_header else {
             return;

@@ -32,6 +32,19 @@ pub(crate) struct RetryState<B, D, R> {
     marks_final: bool,
 }
 
+/// What comes after an attempt, the outcome left with the caller.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Decision {
+    /// Wait this long (not at all when zero), then retry; the outcome is
+    /// dropped.
+    Retry(Duration),
+    /// The wait would reach the request's deadline: the outcome is kept until
+    /// that instant.
+    Cut(Instant),
+    /// The call is over: the outcome, with its report, goes to the caller.
+    Return,
+}
+
 /// What comes after an attempt.
 #[derive(Debug)]
 pub(crate) enum Next<O> {
@@ -68,10 +81,23 @@ impl<B, D, R> RetryState<B, D, R> {
 
     /// The state of a call whose deadline the caller holds (no layer below
     /// reads a marker or an extension): the one-piece stack.
-    pub(crate) fn owned(mut self, deadline: RequestDeadline) -> Self {
-        self.deadline = Some(deadline);
-        self.marks_final = false;
-        self
+    pub(crate) fn owned(
+        policy: Arc<RetryPolicy<D, R>>,
+        retryer: R,
+        request: Option<Pristine<B>>,
+        report: Option<RetryReport>,
+        deadline: RequestDeadline,
+    ) -> Self {
+        Self {
+            policy,
+            retryer,
+            request,
+            report,
+            attempts: 1,
+            verdict: Verdict::Accept,
+            deadline: Some(deadline),
+            marks_final: false,
+        }
     }
 
     /// The number of attempts made so far.
@@ -87,25 +113,31 @@ impl<B, D, R> RetryState<B, D, R> {
     /// The outcome of a call that the inner service's failure to get ready
     /// for the next attempt ends.
     pub(crate) fn not_ready<T, E>(&mut self, error: E) -> Result<http::Response<T>, E> {
-        self.end(Stop::NotReady, None, Err(error))
+        let mut outcome = Err(error);
+        self.end(Stop::NotReady, None, &mut outcome);
+        outcome
     }
 
     /// The outcome kept through a wait the request's deadline cut short.
     pub(crate) fn at_deadline<T, E>(
         &mut self,
-        outcome: Result<http::Response<T>, E>,
+        mut outcome: Result<http::Response<T>, E>,
     ) -> Result<http::Response<T>, E> {
-        self.end(Stop::DeadlinePassed, None, outcome)
+        self.end(Stop::DeadlinePassed, None, &mut outcome);
+        outcome
     }
 
     /// Logs the end, tells the listener and the caller's report, and puts
     /// the summary on a response that has news in it.
+    ///
+    /// NOTE: the outcome is changed in place: it is the largest value of the
+    /// call, and every move of it is a copy.
     fn end<T, E>(
         &mut self,
         stop: Stop,
         deadline: Option<RequestDeadline>,
-        outcome: Result<http::Response<T>, E>,
-    ) -> Result<http::Response<T>, E> {
+        outcome: &mut Result<http::Response<T>, E>,
+    ) {
         let summary = Attempts::new(self.attempts)
             .with_verdict(self.verdict)
             .with_stop(stop);
@@ -128,15 +160,14 @@ impl<B, D, R> RetryState<B, D, R> {
         if let Some(report) = &self.report {
             report.record_summary(summary);
         }
-        outcome.map(|mut response| {
-            // NOTE: a first attempt accepted, the common case, has nothing to
-            // report and costs nothing (an extension allocates the map and
-            // the value when the map is empty).
+        // NOTE: a first attempt accepted, the common case, has nothing to
+        // report and costs nothing (an extension allocates the map and the
+        // value when the map is empty).
+        if let Ok(response) = outcome {
             if summary.is_news() {
                 response.extensions_mut().insert(summary);
             }
-            response
-        })
+        }
     }
 }
 
@@ -144,12 +175,32 @@ impl<B: TryCloneBody, D, R: Retryer> RetryState<B, D, R> {
     /// Judges the outcome of the attempt just made and says what comes next.
     pub(crate) fn after<T, E>(
         &mut self,
-        outcome: Result<http::Response<T>, E>,
+        mut outcome: Result<http::Response<T>, E>,
     ) -> Next<Result<http::Response<T>, E>>
     where
         D: Decoder<T, E>,
     {
-        let verdict = self.policy.decode(&outcome);
+        match self.decide(&mut outcome) {
+            Decision::Return => Next::Return(outcome),
+            Decision::Cut(until) => Next::Cut { until, outcome },
+            Decision::Retry(wait) => {
+                // NOTE: the discarded response (and its unread body) is
+                // dropped here, before the next attempt.
+                drop(outcome);
+                Next::Retry(wait)
+            }
+        }
+    }
+
+    /// What [`after`](Self::after) decides, with the outcome left where it
+    /// is: on `Return` it carries its report; otherwise the caller drops it
+    /// (a `Cut` keeps it until the deadline, or drops it when a deadline of
+    /// its own ends the call there).
+    pub(crate) fn decide<T, E>(&mut self, outcome: &mut Result<http::Response<T>, E>) -> Decision
+    where
+        D: Decoder<T, E>,
+    {
+        let verdict = self.policy.decode(outcome);
         self.verdict = verdict;
         if let Some(budget) = self.policy.budget() {
             match verdict {
@@ -168,7 +219,10 @@ impl<B: TryCloneBody, D, R: Retryer> RetryState<B, D, R> {
         };
         let wait = match wait {
             Ok(wait) => wait,
-            Err(stop) => return Next::Return(self.end(stop, deadline, outcome)),
+            Err(stop) => {
+                self.end(stop, deadline, outcome);
+                return Decision::Return;
+            }
         };
         // NOTE: no wait outlasts the request's deadline, whatever layer
         // recorded it (or none): a wait that would reach it ends there, with
@@ -184,7 +238,7 @@ impl<B: TryCloneBody, D, R: Retryer> RetryState<B, D, R> {
                 wait_ms = whole_millis(wait),
                 "the wait would reach the deadline: the outcome is kept until then"
             );
-            return Next::Cut { until, outcome };
+            return Decision::Cut(until);
         }
         let remaining = deadline.map(|d| d.remaining());
         let source = match verdict.server_delay() {
@@ -209,10 +263,7 @@ impl<B: TryCloneBody, D, R: Retryer> RetryState<B, D, R> {
                 remaining,
             });
         }
-        // NOTE: the discarded response (and its unread body) is dropped here,
-        // before the next attempt.
-        drop(outcome);
-        Next::Retry(wait)
+        Decision::Retry(wait)
     }
 
     /// The wait before a retry asked for with `reason` (and the server's
