@@ -281,10 +281,11 @@ fn policy() -> RetryPolicy<StatusDecoder, FixedDelay> {
     )
 }
 
-/// Our stack in one piece (`Resilience::layer()`), the same policy and
-/// limits.
+/// Our stack in one piece (`Resilience::layer()`), the same policy; its
+/// attempt limit is the deadline (`Resilience` refuses a longer one, which the
+/// deadline would cut to the same instant anyway).
 fn ours_fused<S>(inner: S) -> http_resilience::Resilient<S, StatusDecoder, FixedDelay> {
-    let resilience = http_resilience::Resilience::new(BUDGET, ATTEMPT_LIMIT, policy())
+    let resilience = http_resilience::Resilience::new(BUDGET, ATTEMPT_LIMIT.min(BUDGET), policy())
         .expect("the limits fit together");
     tower::Layer::layer(&resilience.layer(), inner)
 }

@@ -223,7 +223,7 @@ where
                 StateProj::Done => panic!("ResponseFuture polled after completion"),
             };
             let mut outcome = outcome;
-            match this.retry.decide(&mut outcome) {
+            match this.retry.decide(&mut outcome, Some(deadline)) {
                 Decision::Return => {
                     this.state.set(State::Done);
                     return Poll::Ready(outcome.map(|r| with_deadline(r, deadline)));

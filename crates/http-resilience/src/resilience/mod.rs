@@ -459,7 +459,7 @@ where
         let policy = Arc::clone(&self.policy);
         let retryer = policy.start();
         if deadline.instant() <= now {
-            let retry = RetryState::owned(policy, retryer, None, None, deadline);
+            let retry = RetryState::owned(policy, retryer, None, None);
             return ResponseFuture::expired(self.inner.clone(), retry, deadline, self.limit);
         }
         // NOTE: as in `StatusRetry`: a marker the request brings must not
@@ -491,7 +491,7 @@ where
         } else {
             Some(Box::new(span))
         };
-        let retry = RetryState::owned(policy, retryer, copy, report, deadline);
+        let retry = RetryState::owned(policy, retryer, copy, report);
         ResponseFuture::new(future, end, service, retry, deadline, self.limit, span)
     }
 }

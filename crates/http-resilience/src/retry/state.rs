@@ -24,9 +24,6 @@ pub(crate) struct RetryState<B, D, R> {
     attempts: u32,
     // The verdict on the last attempt, once there is one.
     verdict: Verdict,
-    // The call's deadline when the caller knows it (the one-piece stack keeps
-    // it in its future); otherwise read from the kept request.
-    deadline: Option<RequestDeadline>,
     // Whether the last attempt's request is marked `FinalAttempt` for the
     // layers below.
     marks_final: bool,
@@ -74,19 +71,18 @@ impl<B, D, R> RetryState<B, D, R> {
             report,
             attempts: 1,
             verdict: Verdict::Accept,
-            deadline: None,
             marks_final: true,
         }
     }
 
-    /// The state of a call whose deadline the caller holds (no layer below
-    /// reads a marker or an extension): the one-piece stack.
+    /// The state of a call whose deadline the caller holds and passes to
+    /// [`decide`](Self::decide) (no layer below reads a marker or an
+    /// extension): the one-piece stack.
     pub(crate) fn owned(
         policy: Arc<RetryPolicy<D, R>>,
         retryer: R,
         request: Option<Pristine<B>>,
         report: Option<RetryReport>,
-        deadline: RequestDeadline,
     ) -> Self {
         Self {
             policy,
@@ -95,7 +91,6 @@ impl<B, D, R> RetryState<B, D, R> {
             report,
             attempts: 1,
             verdict: Verdict::Accept,
-            deadline: Some(deadline),
             marks_final: false,
         }
     }
@@ -180,7 +175,8 @@ impl<B: TryCloneBody, D, R: Retryer> RetryState<B, D, R> {
     where
         D: Decoder<T, E>,
     {
-        match self.decide(&mut outcome) {
+        let deadline = self.request.as_ref().and_then(Pristine::deadline);
+        match self.decide(&mut outcome, deadline) {
             Decision::Return => Next::Return(outcome),
             Decision::Cut(until) => Next::Cut { until, outcome },
             Decision::Retry(wait) => {
@@ -195,8 +191,12 @@ impl<B: TryCloneBody, D, R: Retryer> RetryState<B, D, R> {
     /// What [`after`](Self::after) decides, with the outcome left where it
     /// is: on `Return` it carries its report; otherwise the caller drops it
     /// (a `Cut` keeps it until the deadline, or drops it when a deadline of
-    /// its own ends the call there).
-    pub(crate) fn decide<T, E>(&mut self, outcome: &mut Result<http::Response<T>, E>) -> Decision
+    /// its own ends the call there). `deadline` is the request's.
+    pub(crate) fn decide<T, E>(
+        &mut self,
+        outcome: &mut Result<http::Response<T>, E>,
+        deadline: Option<RequestDeadline>,
+    ) -> Decision
     where
         D: Decoder<T, E>,
     {
@@ -209,9 +209,6 @@ impl<B: TryCloneBody, D, R: Retryer> RetryState<B, D, R> {
                 _ => {}
             }
         }
-        let deadline = self
-            .deadline
-            .or_else(|| self.request.as_ref().and_then(Pristine::deadline));
         let wait = match verdict {
             Verdict::Retry { after, reason } => self.wait(after, reason, deadline),
             Verdict::Fail { .. } => Err(Stop::Failed),
