@@ -30,8 +30,10 @@
 //!   design says;
 //! - [`propagate`]: sending each attempt's remaining budget upstream, and
 //!   taking a deadline over from an inbound request ([`RequestDeadline`]);
-//! - [`Resilience`] and [`presets`]: the three layers from one validated
-//!   policy; [`config`] (feature `serde`): per-client policies from a file;
+//! - [`Resilience`] and [`presets`]: the three layers' semantics from one
+//!   validated policy, as one service ([`Resilient`]: one future and one
+//!   timer per call); [`config`] (feature `serde`): per-client policies from
+//!   a file;
 //! - [`FailureKind::of`] tells every failure apart by walking its `source()`
 //!   chain, and [`errors`] has the chain helpers.
 //!
