@@ -19,11 +19,8 @@ pub use self::future::ResponseFuture;
 use self::future::attempt_end;
 use crate::{
     deadline::body::DeadlineBody,
-    retry::{
-        AnyDecoder, AnyRetryer, Decoder, FinalAttempt, Pristine, RetryPolicy, RetryState, Retryer,
-        TryCloneBody,
-    },
-    BoxError, InvalidSetting, RequestDeadline, RetryReport,
+    retry::{AnyDecoder, AnyRetryer, Decoder, RetryPolicy, RetryState, Retryer, TryCloneBody},
+    BoxError, InvalidSetting, RequestDeadline,
 };
 use std::{
     fmt,
@@ -457,41 +454,15 @@ where
             None => own,
         };
         let policy = Arc::clone(&self.policy);
-        let retryer = policy.start();
         if deadline.instant() <= now {
-            let retry = RetryState::owned(policy, retryer, None, None);
+            let retry = RetryState::owned(policy.clone(), policy.start(), None, None);
             return ResponseFuture::expired(self.inner.clone(), retry, deadline, self.limit);
         }
-        // NOTE: as in `StatusRetry`: a marker the request brings must not
-        // reach a layer below.
-        request.extensions_mut().remove::<FinalAttempt>();
-        policy.number_attempt(&mut request, 1);
-        let span = tracing::debug_span!(
-            "retry",
-            method = %request.method(),
-            path = request.uri().path(),
-        );
-        let copy = if policy.is_enabled() && retryer.max_attempts() != Some(1) {
-            Pristine::of(&request)
-        } else {
-            None
-        };
-        let report = request.extensions().get::<RetryReport>().cloned();
-        if let Some(report) = &report {
-            report.record_attempt(1);
-        }
+        let mut begun = policy.begin(&mut request);
         let end = attempt_end(now, self.limit, deadline);
-        let future = {
-            let _entered = span.enter();
-            self.inner.call(request)
-        };
+        let (future, span) = begun.send(|| self.inner.call(request));
         let service = self.inner.clone();
-        let span = if span.is_disabled() {
-            None
-        } else {
-            Some(Box::new(span))
-        };
-        let retry = RetryState::owned(policy, retryer, copy, report);
+        let retry = RetryState::owned(policy, begun.retryer, begun.copy, begun.report);
         ResponseFuture::new(future, end, service, retry, deadline, self.limit, span)
     }
 }

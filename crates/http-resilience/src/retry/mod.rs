@@ -258,55 +258,24 @@ where
 
     #[inline]
     fn call(&mut self, mut request: http::Request<B>) -> Self::Future {
-        // NOTE: only this layer knows which of its attempts is the last; a
-        // marker the request brings (copied with the extensions of another
-        // request) must not stretch every attempt to the deadline.
-        request
-            .extensions_mut()
-            .remove::<crate::retry::FinalAttempt>();
-        self.policy.number_attempt(&mut request, 1);
-        let span = tracing::debug_span!(
-            "retry",
-            method = %request.method(),
-            path = request.uri().path(),
-        );
-        let retryer = self.policy.start();
-        // NOTE: with retries off, or a retryer that allows one attempt, the
-        // request is not even copied (a `ReplayBody` then buffers nothing).
-        let copy = if self.policy.is_enabled() && retryer.max_attempts() != Some(1) {
-            Pristine::of(&request)
-        } else {
-            None
-        };
-        if copy.is_none() {
+        let mut begun = self.policy.begin(&mut request);
+        if begun.copy.is_none() {
             request.extensions_mut().insert(crate::retry::FinalAttempt);
-        }
-        let report = request.extensions().get::<RetryReport>().cloned();
-        if let Some(report) = &report {
-            report.record_attempt(1);
         }
         // NOTE: `self.inner` reported ready, its clone did not. The ready one
         // sends this attempt (and is readied again by the next `poll_ready`);
         // the clone goes with the future, which readies it before any retry.
         // Cloning into the future, rather than swapping the two, spares two
         // moves of the service, which can be large (a pooled client).
-        let future = {
-            let _entered = span.enter();
-            self.inner.call(request)
-        };
+        let (future, span) = begun.send(|| self.inner.call(request));
         let service = self.inner.clone();
-        let span = if span.is_disabled() {
-            None
-        } else {
-            Some(Box::new(span))
-        };
         ResponseFuture::new(
             future,
             service,
-            copy,
+            begun.copy,
             Arc::clone(&self.policy),
-            retryer,
-            report,
+            begun.retryer,
+            begun.report,
             span,
         )
     }

@@ -263,12 +263,76 @@ impl<D, R> RetryPolicy<D, R> {
         self.retryer.for_request()
     }
 
+    /// What every call of a retrying service begins with, before its first
+    /// attempt is sent: a marker the request brings removed (only the
+    /// retrying layer knows which attempt is the last; one copied with the
+    /// extensions of another request must not stretch every attempt), the
+    /// attempt header, the span, a fresh retryer, the kept copy of the request
+    /// (none with retries off or one attempt allowed: a `ReplayBody` then
+    /// buffers nothing) and the caller's report, told of the first attempt.
+    pub(crate) fn begin<B>(&self, request: &mut http::Request<B>) -> Begun<B, R>
+    where
+        B: super::TryCloneBody,
+        R: Retryer,
+    {
+        request.extensions_mut().remove::<super::FinalAttempt>();
+        self.number_attempt(request, 1);
+        let span = tracing::debug_span!(
+            "retry",
+            method = %request.method(),
+            path = request.uri().path(),
+        );
+        let retryer = self.start();
+        let copy = if self.is_enabled() && retryer.max_attempts() != Some(1) {
+            super::Pristine::of(request)
+        } else {
+            None
+        };
+        let report = request.extensions().get::<super::RetryReport>().cloned();
+        if let Some(report) = &report {
+            report.record_attempt(1);
+        }
+        Begun {
+            retryer,
+            copy,
+            report,
+            span,
+        }
+    }
+
     /// The decoder's verdict on one outcome.
     pub(crate) fn decode<B, E>(&self, outcome: &Result<http::Response<B>, E>) -> super::Verdict
     where
         D: Decoder<B, E>,
     {
         self.decoder.decode(outcome)
+    }
+}
+
+/// What [`RetryPolicy::begin`] prepares for one call.
+pub(crate) struct Begun<B, R> {
+    pub(crate) retryer: R,
+    pub(crate) copy: Option<super::Pristine<B>>,
+    pub(crate) report: Option<super::RetryReport>,
+    pub(crate) span: tracing::Span,
+}
+
+impl<B, R> Begun<B, R> {
+    /// Calls `call` inside the span, and keeps the span for the call's future
+    /// only when a subscriber wants it: boxed, so that a call nobody traces
+    /// carries a pointer for it, not a span.
+    pub(crate) fn send<F>(&mut self, call: impl FnOnce() -> F) -> (F, Option<Box<tracing::Span>>) {
+        let future = {
+            let _entered = self.span.enter();
+            call()
+        };
+        let span = std::mem::replace(&mut self.span, tracing::Span::none());
+        let span = if span.is_disabled() {
+            None
+        } else {
+            Some(Box::new(span))
+        };
+        (future, span)
     }
 }
 

@@ -64,15 +64,7 @@ impl<B, D, R> RetryState<B, D, R> {
         request: Option<Pristine<B>>,
         report: Option<RetryReport>,
     ) -> Self {
-        Self {
-            policy,
-            retryer,
-            request,
-            report,
-            attempts: 1,
-            verdict: Verdict::Accept,
-            marks_final: true,
-        }
+        Self::with_marks(policy, retryer, request, report, true)
     }
 
     /// The state of a call whose deadline the caller holds and passes to
@@ -84,6 +76,16 @@ impl<B, D, R> RetryState<B, D, R> {
         request: Option<Pristine<B>>,
         report: Option<RetryReport>,
     ) -> Self {
+        Self::with_marks(policy, retryer, request, report, false)
+    }
+
+    fn with_marks(
+        policy: Arc<RetryPolicy<D, R>>,
+        retryer: R,
+        request: Option<Pristine<B>>,
+        report: Option<RetryReport>,
+        marks_final: bool,
+    ) -> Self {
         Self {
             policy,
             retryer,
@@ -91,7 +93,7 @@ impl<B, D, R> RetryState<B, D, R> {
             report,
             attempts: 1,
             verdict: Verdict::Accept,
-            marks_final: false,
+            marks_final,
         }
     }
 
