@@ -10,6 +10,8 @@
 //! - `tokio timeout_at`: the floor, tokio's own timer around the pending
 //!   future (no layer);
 //! - `tower Timeout`: `tower::timeout::Timeout(500 ms)`;
+//! - `tower nesting`: `Timeout(500 ms)` → `Retry(503, at most 2 retries)` →
+//!   `Timeout(3 s)`, the other benches' nesting with this deadline;
 //! - `DeadlineLayer`: our deadline alone;
 //! - `Deadline + StatusRetry`: our stack without its attempt timeout, which
 //!   shows what the second timer of each call (the attempt timeout, capped at
@@ -25,7 +27,7 @@
 //!   before `call()` + 500 ms), an upper bound on the true lateness. The calls'
 //!   deadlines spread over the time the spawning took.
 //! - **instant**: every call carries one shared `RequestDeadline` (the same
-//!   instant for all; `tower Timeout` has no such input and is left out), so
+//!   instant for all; tower's `Timeout` has no such input, and both tower variants are left out), so
 //!   every timer expires in the same millisecond.
 //!
 //! Memory per call in flight: the bytes allocated and not freed between the
@@ -46,6 +48,9 @@
 mod net;
 #[path = "support/server.rs"]
 mod server;
+// NOTE: only `Retry503`, for tower's nesting, is used here.
+#[allow(dead_code)]
+mod support;
 
 use bytes::Bytes;
 use http::{HeaderValue, Request, Response, Uri};
@@ -250,6 +255,14 @@ async fn case(variant: &str, calls: usize, due: Due) -> Sample {
                 let svc = ServiceBuilder::new().timeout(BUDGET).service(never());
                 run(svc, calls, due, plain).await
             }
+            "tower nesting" => {
+                let svc = ServiceBuilder::new()
+                    .timeout(BUDGET)
+                    .retry(support::Retry503::new(2))
+                    .timeout(ATTEMPT_LIMIT)
+                    .service(never());
+                run(svc, calls, due, plain).await
+            }
             "DeadlineLayer" => {
                 let svc = ServiceBuilder::new()
                     .layer(DeadlineLayer::new(BUDGET))
@@ -403,6 +416,7 @@ async fn bench(repeats: usize) {
     let variants = [
         "tokio timeout_at",
         "tower Timeout",
+        "tower nesting",
         "DeadlineLayer",
         "Deadline + StatusRetry",
         "ours",
@@ -414,7 +428,7 @@ async fn bench(repeats: usize) {
             for r in 0..repeats {
                 for k in 0..variants.len() {
                     let i = (k + r) % variants.len();
-                    if due == Due::Instant && variants[i] == "tower Timeout" {
+                    if due == Due::Instant && variants[i].starts_with("tower") {
                         continue;
                     }
                     samples[i].push(case(variants[i], calls, due).await);

@@ -103,7 +103,7 @@ where
 {
     ServiceBuilder::new()
         .timeout(CALL_LIMIT)
-        .retry(Retry503 { left: RETRIES })
+        .retry(Retry503::new(RETRIES))
         .timeout(ATTEMPT_LIMIT)
         .service(inner)
 }
@@ -169,6 +169,13 @@ where
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Retry503 {
     left: u32,
+}
+
+impl Retry503 {
+    /// At most `retries` retries.
+    pub(crate) const fn new(retries: u32) -> Self {
+        Self { left: retries }
+    }
 }
 
 impl<B: Clone, T, E> Policy<Request<B>, Response<T>, E> for Retry503 {
