@@ -9,8 +9,8 @@
 //! | [`apache`] | Apache's `DefaultHttpRequestRetryHandler` | 3 | none | 10 s | 60 s |
 //! | [`grpc`] | gRPC's (`UNAVAILABLE`, pushback) | 4 | A6's (100 ms, × 2, ≤ 1 s, ± 20 %), token bucket 10 / 0.1 | 30 s | 30 s |
 //!
-//! Each returns a [`Resilience`]; [`Resilience::layer`] stacks the three
-//! layers from it.
+//! Each returns a [`Resilience`]; [`Resilience::layer`] makes from it the
+//! one service with the semantics of the three layers in the canonical order.
 //!
 //! Deadline-aware scheduling ([`RetryPolicy::deadline_aware`]) is on in
 //! [`standard`] and [`conservative`] (a retry whose wait plus 500 ms cannot fit

@@ -4,8 +4,9 @@
 //! A [`ClientsConfig`] holds a `[default]` section, which every client
 //! inherits field by field, and one `[clients.<name>]` section per named
 //! client. [`ClientsConfig::policy`] resolves a name to a validated
-//! [`Resilience`], and [`ClientsConfig::layer`] to the layer that stacks the
-//! deadline, the retry and the attempt timeout in the canonical order.
+//! [`Resilience`], and [`ClientsConfig::layer`] to the layer that makes the
+//! one service with its deadline, retry and attempt timeout, in the semantics
+//! of the canonical order.
 //!
 //! The types are serde types (feature `serde`), so the sections can sit in any
 //! format serde reads, inside a larger configuration too;
@@ -301,8 +302,9 @@ impl ClientsConfig {
     }
 
     /// The layer for the client `name`: one call builds the deadline, the
-    /// retry and the attempt timeout of its [`policy`](Self::policy), stacked
-    /// in the canonical order.
+    /// retry and the attempt timeout of its [`policy`](Self::policy), with the
+    /// semantics of the three layers in the canonical order
+    /// ([`Resilience::layer`]).
     ///
     /// # Errors
     ///
