@@ -338,7 +338,7 @@ impl<S, D, R> Layer<S> for ResilienceLayer<D, R> {
 /// runs both over scripted upstreams on the paused clock and compares them).
 /// One thing differs, by design: the deadline stays in the call's own future,
 /// so the request the inner service gets carries no [`RequestDeadline`] and
-/// no [`FinalAttempt`] marker. A service below that reads them (a
+/// no [`FinalAttempt`](crate::retry::FinalAttempt) marker. A service below that reads them (a
 /// [`PropagateDeadlineLayer`](crate::propagate::PropagateDeadlineLayer), a
 /// client of one's own) goes inside the three separate layers instead.
 ///
