@@ -3,13 +3,16 @@
 //! compositions property.
 //!
 //! A case is a deadline, an attempt limit within it, a retry policy (Feign's
-//! decoder or the transient one, a fixed delay, up to 3 retries), the deadline
-//! the request brings, and an upstream script. Both stacks run the case on a
+//! decoder or the transient one, a fixed delay, up to 3 retries), whether
+//! every attempt's budget is sent upstream (`Resilience::propagating`, against
+//! a `PropagateDeadlineLayer` with the attempt limit between the retry and the
+//! attempt timeout), the deadline the request brings, and an upstream script. Both stacks run the case on a
 //! fresh paused clock; what each observes must be the same:
 //!
 //! - the outcome (status and body, read to its end, or the error's kind and
 //!   message) and when the head and the end came;
-//! - the attempts the upstream saw, with their instants and attempt numbers;
+//! - the attempts the upstream saw, with their instants, attempt numbers and
+//!   budget headers;
 //! - the listener's events and the caller's `RetryReport`.
 
 use super::compositions::{boxed, limit, recorded, step, wait, Step, Svc, Upstream};
@@ -18,6 +21,7 @@ use http_body_util::BodyExt;
 use http_resilience::{
     attempt_timeout::AttemptTimeoutLayer,
     deadline::DeadlineLayer,
+    propagate::{PropagateDeadlineLayer, TimeoutFormat, EXPECTED_RQ_TIMEOUT_MS},
     retry::{
         AnyDecoder, FeignDecoder, FixedDelay, RetryEvent, RetryPolicy, StatusRetryLayer,
         TransientDecoder,
@@ -49,6 +53,7 @@ struct Case {
     feign: bool,
     delay: Duration,
     retries: u32,
+    propagate: bool,
     given: Given,
     script: Vec<Step>,
 }
@@ -66,16 +71,18 @@ fn case() -> impl Strategy<Value = Case> {
         any::<bool>(),
         wait(1500),
         0_u32..4,
+        any::<bool>(),
         given,
         vec(step(), 1..5),
     )
         .prop_map(
-            |(attempt, extra, feign, delay, retries, given, script)| Case {
+            |(attempt, extra, feign, delay, retries, propagate, given, script)| Case {
                 deadline: attempt + extra,
                 attempt,
                 feign,
                 delay,
                 retries,
+                propagate,
                 given,
                 script,
             },
@@ -88,7 +95,7 @@ struct Observed {
     outcome: String,
     head_at: Option<Duration>,
     end_at: Option<Duration>,
-    attempts: Vec<(Duration, String)>,
+    attempts: Vec<(Duration, String, String)>,
     events: Vec<String>,
     report: Option<String>,
 }
@@ -115,12 +122,19 @@ async fn observe(case: Case, fused: bool) -> Observed {
     let recording: Svc = BoxCloneService::new(
         tower::ServiceBuilder::new()
             .map_request(move |request: Request<String>| {
-                let number = request
-                    .headers()
-                    .get("x-attempt")
-                    .map(|v| v.to_str().unwrap().to_owned())
-                    .unwrap_or_default();
-                seen.lock().unwrap().push((start.elapsed(), number));
+                let header = |name: &str| {
+                    request
+                        .headers()
+                        .get(name)
+                        .map(|v| v.to_str().unwrap().to_owned())
+                        .unwrap_or_default()
+                };
+                let seen_now = (
+                    start.elapsed(),
+                    header("x-attempt"),
+                    header(EXPECTED_RQ_TIMEOUT_MS.as_str()),
+                );
+                seen.lock().unwrap().push(seen_now);
                 request
             })
             .service(upstream),
@@ -128,12 +142,18 @@ async fn observe(case: Case, fused: bool) -> Observed {
     let events = Arc::new(Mutex::new(Vec::new()));
     let policy = policy(&case, Arc::clone(&events));
     let svc: Svc = if fused {
-        let resilience = Resilience::new(case.deadline, case.attempt, policy).unwrap();
+        let mut resilience = Resilience::new(case.deadline, case.attempt, policy).unwrap();
+        if case.propagate {
+            resilience = resilience.propagating(EXPECTED_RQ_TIMEOUT_MS, TimeoutFormat::Millis);
+        }
         boxed(resilience.layer().layer(recording))
     } else {
-        let retried = StatusRetryLayer::new(policy).layer(boxed(
-            AttemptTimeoutLayer::new(case.attempt).layer(recording),
-        ));
+        let mut attempt = boxed(AttemptTimeoutLayer::new(case.attempt).layer(recording));
+        if case.propagate {
+            let propagate = PropagateDeadlineLayer::envoy().with_attempt_limit(case.attempt);
+            attempt = boxed(propagate.layer(attempt));
+        }
+        let retried = StatusRetryLayer::new(policy).layer(attempt);
         boxed(DeadlineLayer::new(case.deadline).layer(boxed(retried)))
     };
 
@@ -212,4 +232,52 @@ proptest! {
         let fused = paused(observe(case, true));
         prop_assert_eq!(fused, separate);
     }
+}
+
+/// What a user who moves from the three layers to the one piece must know: a
+/// layer below it sees no `RequestDeadline`, so a `PropagateDeadlineLayer`
+/// there sends nothing; `Resilience::propagating` sends each attempt's budget
+/// itself.
+#[test]
+fn below_the_one_piece_no_deadline_is_seen_and_propagating_sends_the_budget() {
+    paused(async {
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let upstream = {
+            let seen = Arc::clone(&seen);
+            tower::service_fn(move |request: Request<String>| {
+                seen.lock().unwrap().push((
+                    RequestDeadline::of(&request).is_some(),
+                    request.headers().get(EXPECTED_RQ_TIMEOUT_MS).cloned(),
+                ));
+                std::future::ready(Ok::<_, BoxError>(Response::new(String::new())))
+            })
+        };
+        let policy = || {
+            let decoder: AnyDecoder = TransientDecoder::new().into();
+            RetryPolicy::new(decoder, FixedDelay::never())
+        };
+        let second = Duration::from_secs(1);
+        let three = Duration::from_secs(3);
+
+        let below = Resilience::new(three, second, policy())
+            .unwrap()
+            .layer()
+            .layer(PropagateDeadlineLayer::envoy().layer(upstream.clone()));
+        below.oneshot(Request::new(String::new())).await.unwrap();
+        let itself = Resilience::new(three, second, policy())
+            .unwrap()
+            .propagating(EXPECTED_RQ_TIMEOUT_MS, TimeoutFormat::Millis)
+            .layer()
+            .layer(upstream);
+        itself.oneshot(Request::new(String::new())).await.unwrap();
+
+        let seen = seen.lock().unwrap().clone();
+        assert_eq!(seen[0], (false, None), "below the one piece");
+        assert_eq!(seen[1].0, false);
+        assert_eq!(
+            seen[1].1.as_ref().unwrap(),
+            "1000",
+            "the attempt limit caps the 3 s left"
+        );
+    });
 }

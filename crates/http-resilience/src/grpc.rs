@@ -7,8 +7,8 @@
 //! generated client takes the stack as it is:
 //!
 //! ```text
-//! GrpcLayer: replay the body -> InheritDeadline (grpc-timeout) -> Deadline
-//!            -> StatusRetry -> PropagateDeadline (grpc-timeout) -> AttemptTimeout -> Channel
+//! GrpcLayer: replay the body -> InheritDeadline (grpc-timeout)
+//!            -> Resilient (deadline, retries, attempt limit; grpc-timeout on every attempt) -> Channel
 //! ```
 //!
 //! - the request body, whatever its type, is wrapped in a
@@ -80,12 +80,12 @@
 //! ```
 
 use crate::{
-    attempt_timeout::{error::AttemptTimedOut, AttemptTimeout, AttemptTimeoutLayer},
-    deadline::{body::DeadlineBody, error::DeadlineExceeded, Deadline, DeadlineLayer},
+    attempt_timeout::error::AttemptTimedOut,
+    deadline::{body::DeadlineBody, error::DeadlineExceeded},
     errors::is_caused_by,
-    propagate::{InheritDeadline, InheritDeadlineLayer, PropagateDeadline, PropagateDeadlineLayer},
-    retry::{ReplayBody, StatusRetry, StatusRetryLayer, DEFAULT_REPLAY_CAP},
-    BoxError, Resilience,
+    propagate::{InheritDeadline, InheritDeadlineLayer, TimeoutFormat, GRPC_TIMEOUT},
+    retry::{ReplayBody, DEFAULT_REPLAY_CAP},
+    BoxError, Resilience, ResilienceLayer, Resilient,
 };
 use bytes::Bytes;
 use http_body_util::{combinators::MapErr, BodyExt};
@@ -104,10 +104,7 @@ use tower_service::Service;
 /// `http::Request<tonic::body::Body>`); see the [module docs](self).
 pub struct GrpcLayer<D, R> {
     inherit: InheritDeadlineLayer,
-    deadline: DeadlineLayer,
-    retry: StatusRetryLayer<D, R>,
-    propagate: PropagateDeadlineLayer,
-    attempt: AttemptTimeoutLayer,
+    resilience: ResilienceLayer<D, R>,
     replay_cap: usize,
 }
 
@@ -120,8 +117,7 @@ pub struct Grpc<S, D, R> {
 }
 
 /// The layers inside [`Grpc`], outermost first.
-type Stack<S, D, R> =
-    InheritDeadline<Deadline<StatusRetry<PropagateDeadline<AttemptTimeout<TonicBody<S>>>, D, R>>>;
+type Stack<S, D, R> = InheritDeadline<Resilient<TonicBody<S>, D, R>>;
 
 /// The response body of [`Grpc`]: the inner service's, bounded by the
 /// deadline, with a deadline overrun read as a `tonic::Status`.
@@ -134,13 +130,11 @@ impl<D, R> GrpcLayer<D, R> {
     /// (usually [`presets::grpc`](crate::presets::grpc)), with request bodies
     /// kept for replay up to [`DEFAULT_REPLAY_CAP`] bytes.
     pub fn new(resilience: Resilience<D, R>) -> Self {
-        let (deadline, attempt, retry) = resilience.into_parts();
         Self {
             inherit: InheritDeadlineLayer::grpc(),
-            deadline: DeadlineLayer::new(deadline),
-            retry: StatusRetryLayer::new(retry),
-            propagate: PropagateDeadlineLayer::grpc().with_attempt_limit(attempt),
-            attempt: AttemptTimeoutLayer::new(attempt),
+            resilience: resilience
+                .propagating(GRPC_TIMEOUT, TimeoutFormat::Grpc)
+                .layer(),
             replay_cap: DEFAULT_REPLAY_CAP,
         }
     }
@@ -158,10 +152,7 @@ impl<D, R> Clone for GrpcLayer<D, R> {
     fn clone(&self) -> Self {
         Self {
             inherit: self.inherit.clone(),
-            deadline: self.deadline,
-            retry: self.retry.clone(),
-            propagate: self.propagate.clone(),
-            attempt: self.attempt,
+            resilience: self.resilience.clone(),
             replay_cap: self.replay_cap,
         }
     }
@@ -170,9 +161,7 @@ impl<D, R> Clone for GrpcLayer<D, R> {
 impl<D: fmt::Debug, R: fmt::Debug> fmt::Debug for GrpcLayer<D, R> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("GrpcLayer")
-            .field("deadline", &self.deadline)
-            .field("retry", &self.retry)
-            .field("attempt", &self.attempt)
+            .field("resilience", &self.resilience)
             .field("replay_cap", &self.replay_cap)
             .finish()
     }
@@ -182,10 +171,7 @@ impl<S, D, R> Layer<S> for GrpcLayer<D, R> {
     type Service = Grpc<S, D, R>;
 
     fn layer(&self, inner: S) -> Self::Service {
-        let attempt = self
-            .propagate
-            .layer(self.attempt.layer(TonicBody { inner }));
-        let call = self.deadline.layer(self.retry.layer(attempt));
+        let call = self.resilience.layer(TonicBody { inner });
         Grpc {
             inner: self.inherit.layer(call),
             replay_cap: self.replay_cap,

@@ -252,23 +252,32 @@ where
                 .get::<crate::retry::FinalAttempt>()
                 .is_some();
         let limit = if stretched { None } else { self.attempt_limit };
-        let budget = match (left, limit) {
-            (Some(left), Some(limit)) => Some(left.min(limit)),
-            (left, limit) => left.or(limit),
-        };
-        if let Some(budget) = budget {
-            let value = format_timeout(budget, self.format);
-            // NOTE: `insert` would panic on a header map already at its largest
-            // size; such a request goes on without the budget.
-            if request
-                .headers_mut()
-                .try_insert(&self.header, value)
-                .is_err()
-            {
-                tracing::debug!(header = %self.header, "the header map is full: budget not sent");
-            }
-        }
+        send_budget(&mut request, &self.header, self.format, left, limit);
         self.inner.call(request)
+    }
+}
+
+/// Writes in `header` the smaller of the time `left` before the deadline and
+/// the attempt `limit`, replacing any value there; with neither, leaves the
+/// header as it is.
+pub(crate) fn send_budget<B>(
+    request: &mut http::Request<B>,
+    header: &HeaderName,
+    format: TimeoutFormat,
+    left: Option<Duration>,
+    limit: Option<Duration>,
+) {
+    let budget = match (left, limit) {
+        (Some(left), Some(limit)) => Some(left.min(limit)),
+        (left, limit) => left.or(limit),
+    };
+    if let Some(budget) = budget {
+        let value = format_timeout(budget, format);
+        // NOTE: `insert` would panic on a header map already at its largest
+        // size; such a request goes on without the budget.
+        if request.headers_mut().try_insert(header, value).is_err() {
+            tracing::debug!(header = %header, "the header map is full: budget not sent");
+        }
     }
 }
 

@@ -3,6 +3,7 @@
 use crate::{
     attempt_timeout::error::AttemptTimedOut,
     deadline::{body::DeadlineBody, error::DeadlineExceeded},
+    propagate::send_budget,
     retry::{Decision, Decoder, RetryState, Retryer, TryCloneBody},
     timer::saturating_after,
     BoxError, RequestDeadline,
@@ -210,7 +211,11 @@ where
                         this.state.set(State::Done);
                         return Poll::Ready(Err(exceeded()));
                     }
-                    let request = this.retry.next_request();
+                    let mut request = this.retry.next_request();
+                    if let Some((header, format)) = this.retry.policy().budget_header() {
+                        let left = deadline.instant().saturating_duration_since(now);
+                        send_budget(&mut request, header, format, Some(left), Some(*this.limit));
+                    }
                     let end = attempt_end(now, *this.limit, deadline);
                     let future = this.service.call(request);
                     this.state.set(State::Called { future, end });

@@ -17,6 +17,7 @@ mod future;
 pub use self::future::ResponseFuture;
 
 use self::future::attempt_end;
+use crate::propagate::send_budget;
 use crate::{
     deadline::body::DeadlineBody,
     retry::{AnyDecoder, AnyRetryer, Decoder, RetryPolicy, RetryState, Retryer, TryCloneBody},
@@ -203,6 +204,32 @@ impl<D, R> Resilience<D, R> {
         Self::new(deadline, attempt_timeout, self.retry)
     }
 
+    /// The same policy, sending every attempt's budget upstream: the time
+    /// left before the deadline when the attempt starts, capped by the
+    /// attempt timeout, in `header` in `format` (Envoy's
+    /// `x-envoy-expected-rq-timeout-ms`, gRPC's `grpc-timeout`). It is what
+    /// a [`PropagateDeadlineLayer`](crate::propagate::PropagateDeadlineLayer)
+    /// with the attempt limit does between the retry and the attempt timeout
+    /// of the three separate layers, which the one-piece service cannot hold
+    /// below its retry.
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// use http_resilience::{presets, propagate::{TimeoutFormat, EXPECTED_RQ_TIMEOUT_MS}};
+    ///
+    /// let policy = presets::standard().propagating(EXPECTED_RQ_TIMEOUT_MS, TimeoutFormat::Millis);
+    /// # let _ = policy;
+    /// ```
+    #[must_use]
+    pub fn propagating(
+        self,
+        header: http::HeaderName,
+        format: crate::propagate::TimeoutFormat,
+    ) -> Self {
+        self.map_retry(|retry| retry.with_budget_header(header, format))
+    }
+
     /// The same limits with the retry policy `f` makes of this one: a
     /// listener, a budget, another retryer. It cannot make the limits invalid,
     /// so it cannot fail.
@@ -255,13 +282,6 @@ impl<D, R> Resilience<D, R> {
             attempt_timeout: self.attempt_timeout,
             retry: self.retry.map(Into::into, Into::into),
         }
-    }
-
-    /// The deadline, the attempt timeout and the retry policy, for a stack
-    /// built of the same parts with more between them.
-    #[cfg_attr(not(feature = "grpc"), allow(dead_code))]
-    pub(crate) fn into_parts(self) -> (Duration, Duration, RetryPolicy<D, R>) {
-        (self.deadline, self.attempt_timeout, self.retry)
     }
 
     /// The layer that makes the one-piece [`Resilient`] service.
@@ -459,6 +479,10 @@ where
             return ResponseFuture::expired(self.inner.clone(), retry, deadline, self.limit);
         }
         let mut begun = policy.begin(&mut request);
+        if let Some((header, format)) = policy.budget_header() {
+            let left = deadline.instant().saturating_duration_since(now);
+            send_budget(&mut request, header, format, Some(left), Some(self.limit));
+        }
         let end = attempt_end(now, self.limit, deadline);
         let (future, span) = begun.send(|| self.inner.call(request));
         let service = self.inner.clone();

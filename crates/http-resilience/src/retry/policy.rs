@@ -36,6 +36,9 @@ pub struct RetryPolicy<D, R> {
     budget: Option<Arc<RetryBudget>>,
     listener: Option<Arc<dyn RetryListener>>,
     attempt_header: Option<(HeaderName, AttemptNumbering)>,
+    // The header, format and attempt limit of the budget the one-piece stack
+    // sends with every attempt (`Resilience::propagating`).
+    budget_header: Option<(HeaderName, crate::propagate::TimeoutFormat)>,
 }
 
 /// What the attempt header of a policy counts.
@@ -71,6 +74,7 @@ impl<D, R> RetryPolicy<D, R> {
             budget: None,
             listener: None,
             attempt_header: None,
+            budget_header: None,
         }
     }
 
@@ -163,6 +167,24 @@ impl<D, R> RetryPolicy<D, R> {
         }
     }
 
+    /// Sends each attempt's budget in `header` (set by
+    /// [`Resilience::propagating`](crate::Resilience::propagating)).
+    pub(crate) fn with_budget_header(
+        mut self,
+        header: HeaderName,
+        format: crate::propagate::TimeoutFormat,
+    ) -> Self {
+        self.budget_header = Some((header, format));
+        self
+    }
+
+    /// The header and format of each attempt's budget, if it is sent.
+    pub(crate) fn budget_header(&self) -> Option<(&HeaderName, crate::propagate::TimeoutFormat)> {
+        self.budget_header
+            .as_ref()
+            .map(|(header, format)| (header, *format))
+    }
+
     /// The name of the attempt header, if any.
     pub fn attempt_header(&self) -> Option<&HeaderName> {
         self.attempt_header.as_ref().map(|(name, _)| name)
@@ -252,6 +274,7 @@ impl<D, R> RetryPolicy<D, R> {
             budget: self.budget,
             listener: self.listener,
             attempt_header: self.attempt_header,
+            budget_header: self.budget_header,
         }
     }
 
