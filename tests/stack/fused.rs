@@ -273,7 +273,7 @@ fn below_the_one_piece_no_deadline_is_seen_and_propagating_sends_the_budget() {
 
         let seen = seen.lock().unwrap().clone();
         assert_eq!(seen[0], (false, None), "below the one piece");
-        assert_eq!(seen[1].0, false);
+        assert!(!seen[1].0, "no deadline below either");
         assert_eq!(
             seen[1].1.as_ref().unwrap(),
             "1000",
