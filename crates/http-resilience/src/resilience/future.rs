@@ -48,11 +48,15 @@ pin_project! {
 pin_project! {
     #[project = StateProj]
     enum State<F> {
-        // An attempt is in flight until `end`, its limit or the deadline.
+        // An attempt is in flight until its end, its limit or the deadline:
+        // `at` is its start until it first waits, and from then its end
+        // (`ended` says which), so that an attempt answered at once never
+        // works its end out.
         Called {
             #[pin]
             future: F,
-            end: Instant,
+            at: Instant,
+            ended: bool,
         },
         // Waiting until `until` before the next attempt; a wait that reaches
         // the deadline ends the call there.
@@ -75,7 +79,7 @@ where
 {
     pub(super) fn new(
         future: S::Future,
-        end: Instant,
+        started: Instant,
         service: S,
         retry: RetryState<B, D, R>,
         deadline: RequestDeadline,
@@ -83,7 +87,11 @@ where
         span: Option<Box<tracing::Span>>,
     ) -> Self {
         Self {
-            state: State::Called { future, end },
+            state: State::Called {
+                future,
+                at: started,
+                ended: false,
+            },
             sleep: None,
             service,
             retry,
@@ -156,7 +164,7 @@ where
         let exceeded = || -> BoxError { DeadlineExceeded::new(deadline.budget()).into() };
         loop {
             let outcome = match this.state.as_mut().project() {
-                StateProj::Called { future, end } => {
+                StateProj::Called { future, at, ended } => {
                     if deadline_fired(this.sleep.as_mut(), deadline.instant()) {
                         this.state.set(State::Done);
                         return Poll::Ready(Err(exceeded()));
@@ -166,7 +174,11 @@ where
                     match future.poll(cx) {
                         Poll::Ready(outcome) => outcome.map_err(Into::into),
                         Poll::Pending => {
-                            let end = *end;
+                            if !*ended {
+                                *at = attempt_end(*at, *this.limit, deadline);
+                                *ended = true;
+                            }
+                            let end = *at;
                             ready!(poll_timer(this.sleep.as_mut(), end, cx));
                             if end >= deadline.instant() {
                                 this.state.set(State::Done);
@@ -216,9 +228,12 @@ where
                         let left = deadline.instant().saturating_duration_since(now);
                         send_budget(&mut request, header, format, Some(left), Some(*this.limit));
                     }
-                    let end = attempt_end(now, *this.limit, deadline);
                     let future = this.service.call(request);
-                    this.state.set(State::Called { future, end });
+                    this.state.set(State::Called {
+                        future,
+                        at: now,
+                        ended: false,
+                    });
                     continue;
                 }
                 StateProj::Expired => {
@@ -250,7 +265,7 @@ where
 
 /// The end of an attempt started at `now`: its limit, or the deadline when
 /// that comes first (or at the same instant: the deadline wins a tie).
-pub(super) fn attempt_end(now: Instant, limit: Duration, deadline: RequestDeadline) -> Instant {
+fn attempt_end(now: Instant, limit: Duration, deadline: RequestDeadline) -> Instant {
     saturating_after(now, limit).min(deadline.instant())
 }
 

@@ -16,13 +16,12 @@ mod future;
 
 pub use self::future::ResponseFuture;
 
-use self::future::attempt_end;
-use crate::propagate::send_budget;
 use crate::{
     deadline::body::DeadlineBody,
     retry::{AnyDecoder, AnyRetryer, Decoder, RetryPolicy, RetryState, Retryer, TryCloneBody},
     BoxError, InvalidSetting, RequestDeadline,
 };
+use crate::{propagate::send_budget, retry::in_span};
 use std::{
     fmt,
     sync::Arc,
@@ -473,21 +472,19 @@ where
             Some(inherited) => inherited.min(own),
             None => own,
         };
-        let policy = Arc::clone(&self.policy);
         if deadline.instant() <= now {
-            let retry = RetryState::owned(policy.clone(), policy.start(), None, None);
+            let policy = Arc::clone(&self.policy);
+            let retry = RetryState::owned(Arc::clone(&policy), policy.start(), None, None);
             return ResponseFuture::expired(self.inner.clone(), retry, deadline, self.limit);
         }
-        let mut begun = policy.begin(&mut request);
-        if let Some((header, format)) = policy.budget_header() {
+        let (retry, span) = self.policy.begin(&mut request, false);
+        if let Some((header, format)) = self.policy.budget_header() {
             let left = deadline.instant().saturating_duration_since(now);
             send_budget(&mut request, header, format, Some(left), Some(self.limit));
         }
-        let end = attempt_end(now, self.limit, deadline);
-        let (future, span) = begun.send(|| self.inner.call(request));
+        let (future, span) = in_span(span, || self.inner.call(request));
         let service = self.inner.clone();
-        let retry = RetryState::owned(policy, begun.retryer, begun.copy, begun.report);
-        ResponseFuture::new(future, end, service, retry, deadline, self.limit, span)
+        ResponseFuture::new(future, now, service, retry, deadline, self.limit, span)
     }
 }
 

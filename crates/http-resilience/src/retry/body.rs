@@ -171,6 +171,7 @@ pub(crate) struct Pristine<B> {
 
 impl<B: TryCloneBody> Pristine<B> {
     /// A copy of `request`, if its body can be replayed.
+    #[inline(always)]
     pub(crate) fn of(request: &http::Request<B>) -> Option<Self> {
         let extensions = request.extensions();
         let deadline = match extensions.get::<RequestDeadline>() {

@@ -1,17 +1,14 @@
 //! Future types
 
 use super::{
-    body::Pristine,
     state::{Next, RetryState},
-    Decoder, RetryPolicy, Retryer, TryCloneBody,
+    Decoder, Retryer, TryCloneBody,
 };
-use crate::RetryReport;
 use pin_project_lite::pin_project;
 use std::{
     fmt,
     future::Future,
     pin::Pin,
-    sync::Arc,
     task::{ready, Context, Poll},
 };
 use tokio::time::Sleep;
@@ -78,16 +75,13 @@ where
     pub(crate) fn new(
         future: S::Future,
         service: S,
-        request: Option<Pristine<B>>,
-        policy: Arc<RetryPolicy<D, R>>,
-        retryer: R,
-        report: Option<RetryReport>,
+        retry: RetryState<B, D, R>,
         span: Option<Box<tracing::Span>>,
     ) -> Self {
         Self {
             state: State::Called { future },
             service,
-            retry: RetryState::new(policy, retryer, request, report),
+            retry,
             span,
         }
     }

@@ -179,6 +179,7 @@ pub(crate) use self::decoder::grpc_code_name;
 use self::future::ResponseFuture;
 pub(crate) use self::{
     body::Pristine,
+    policy::in_span,
     state::{Decision, RetryState},
 };
 use std::{
@@ -258,8 +259,8 @@ where
 
     #[inline]
     fn call(&mut self, mut request: http::Request<B>) -> Self::Future {
-        let mut begun = self.policy.begin(&mut request);
-        if begun.copy.is_none() {
+        let (retry, span) = self.policy.begin(&mut request, true);
+        if !retry.can_replay() {
             request.extensions_mut().insert(crate::retry::FinalAttempt);
         }
         // NOTE: `self.inner` reported ready, its clone did not. The ready one
@@ -267,17 +268,9 @@ where
         // the clone goes with the future, which readies it before any retry.
         // Cloning into the future, rather than swapping the two, spares two
         // moves of the service, which can be large (a pooled client).
-        let (future, span) = begun.send(|| self.inner.call(request));
+        let (future, span) = policy::in_span(span, || self.inner.call(request));
         let service = self.inner.clone();
-        ResponseFuture::new(
-            future,
-            service,
-            begun.copy,
-            Arc::clone(&self.policy),
-            begun.retryer,
-            begun.report,
-            span,
-        )
+        ResponseFuture::new(future, service, retry, span)
     }
 }
 

@@ -290,10 +290,20 @@ impl<D, R> RetryPolicy<D, R> {
     /// attempt is sent: a marker the request brings removed (only the
     /// retrying layer knows which attempt is the last; one copied with the
     /// extensions of another request must not stretch every attempt), the
-    /// attempt header, the span, a fresh retryer, the kept copy of the request
-    /// (none with retries off or one attempt allowed: a `ReplayBody` then
-    /// buffers nothing) and the caller's report, told of the first attempt.
-    pub(crate) fn begin<B>(&self, request: &mut http::Request<B>) -> Begun<B, R>
+    /// attempt header, a fresh retryer, the kept copy of the request (none
+    /// with retries off or one attempt allowed: a `ReplayBody` then buffers
+    /// nothing) and the caller's report, told of the first attempt; all of it
+    /// in the call's retry state, with the call's span. `marks_final`: whether
+    /// the last attempt's request is marked for the layers below.
+    ///
+    /// NOTE: inlined, so that the state (the kept copy of the request is its
+    /// largest part) is built where the caller keeps it, not moved there.
+    #[inline(always)]
+    pub(crate) fn begin<B>(
+        self: &Arc<Self>,
+        request: &mut http::Request<B>,
+        marks_final: bool,
+    ) -> (super::RetryState<B, D, R>, tracing::Span)
     where
         B: super::TryCloneBody,
         R: Retryer,
@@ -315,12 +325,9 @@ impl<D, R> RetryPolicy<D, R> {
         if let Some(report) = &report {
             report.record_attempt(1);
         }
-        Begun {
-            retryer,
-            copy,
-            report,
-            span,
-        }
+        let state =
+            super::RetryState::with_marks(Arc::clone(self), retryer, copy, report, marks_final);
+        (state, span)
     }
 
     /// The decoder's verdict on one outcome.
@@ -332,31 +339,24 @@ impl<D, R> RetryPolicy<D, R> {
     }
 }
 
-/// What [`RetryPolicy::begin`] prepares for one call.
-pub(crate) struct Begun<B, R> {
-    pub(crate) retryer: R,
-    pub(crate) copy: Option<super::Pristine<B>>,
-    pub(crate) report: Option<super::RetryReport>,
-    pub(crate) span: tracing::Span,
-}
-
-impl<B, R> Begun<B, R> {
-    /// Calls `call` inside the span, and keeps the span for the call's future
-    /// only when a subscriber wants it: boxed, so that a call nobody traces
-    /// carries a pointer for it, not a span.
-    pub(crate) fn send<F>(&mut self, call: impl FnOnce() -> F) -> (F, Option<Box<tracing::Span>>) {
-        let future = {
-            let _entered = self.span.enter();
-            call()
-        };
-        let span = std::mem::replace(&mut self.span, tracing::Span::none());
-        let span = if span.is_disabled() {
-            None
-        } else {
-            Some(Box::new(span))
-        };
-        (future, span)
-    }
+/// Calls `call` inside `span`, and keeps the span for the call's future only
+/// when a subscriber wants it: boxed, so that a call nobody traces carries a
+/// pointer for it, not a span.
+#[inline(always)]
+pub(crate) fn in_span<F>(
+    span: tracing::Span,
+    call: impl FnOnce() -> F,
+) -> (F, Option<Box<tracing::Span>>) {
+    let future = {
+        let _entered = span.enter();
+        call()
+    };
+    let span = if span.is_disabled() {
+        None
+    } else {
+        Some(Box::new(span))
+    };
+    (future, span)
 }
 
 /// Shows the decoder's and the retryer's settings. A policy whose decoder is

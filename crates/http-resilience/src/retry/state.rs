@@ -58,6 +58,7 @@ pub(crate) enum Next<O> {
 
 impl<B, D, R> RetryState<B, D, R> {
     /// The state of a call whose first attempt is on its way.
+    #[cfg(test)]
     pub(crate) fn new(
         policy: Arc<RetryPolicy<D, R>>,
         retryer: R,
@@ -79,7 +80,8 @@ impl<B, D, R> RetryState<B, D, R> {
         Self::with_marks(policy, retryer, request, report, false)
     }
 
-    fn with_marks(
+    #[inline(always)]
+    pub(crate) fn with_marks(
         policy: Arc<RetryPolicy<D, R>>,
         retryer: R,
         request: Option<Pristine<B>>,
