@@ -16,12 +16,12 @@ mod future;
 
 pub use self::future::ResponseFuture;
 
+use crate::propagate::send_budget;
 use crate::{
     deadline::body::DeadlineBody,
     retry::{AnyDecoder, AnyRetryer, Decoder, RetryPolicy, RetryState, Retryer, TryCloneBody},
     BoxError, InvalidSetting, RequestDeadline,
 };
-use crate::{propagate::send_budget, retry::in_span};
 use std::{
     fmt,
     sync::Arc,
@@ -477,13 +477,18 @@ where
             let retry = RetryState::owned(Arc::clone(&policy), policy.start(), None, None);
             return ResponseFuture::expired(self.inner.clone(), retry, deadline, self.limit);
         }
-        let (retry, span) = self.policy.begin(&mut request, false);
+        let (retryer, copy, report, span) = begin_retry!(self.policy, &mut request);
         if let Some((header, format)) = self.policy.budget_header() {
             let left = deadline.instant().saturating_duration_since(now);
             send_budget(&mut request, header, format, Some(left), Some(self.limit));
         }
-        let (future, span) = in_span(span, || self.inner.call(request));
+        let future = {
+            let _entered = span.enter();
+            self.inner.call(request)
+        };
+        let span = (!span.is_disabled()).then(|| Box::new(span));
         let service = self.inner.clone();
+        let retry = RetryState::owned(Arc::clone(&self.policy), retryer, copy, report);
         ResponseFuture::new(future, now, service, retry, deadline, self.limit, span)
     }
 }

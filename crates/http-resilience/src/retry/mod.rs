@@ -179,7 +179,6 @@ pub(crate) use self::decoder::grpc_code_name;
 use self::future::ResponseFuture;
 pub(crate) use self::{
     body::Pristine,
-    policy::in_span,
     state::{Decision, RetryState},
 };
 use std::{
@@ -259,8 +258,8 @@ where
 
     #[inline]
     fn call(&mut self, mut request: http::Request<B>) -> Self::Future {
-        let (retry, span) = self.policy.begin(&mut request, true);
-        if !retry.can_replay() {
+        let (retryer, copy, report, span) = begin_retry!(self.policy, &mut request);
+        if copy.is_none() {
             request.extensions_mut().insert(crate::retry::FinalAttempt);
         }
         // NOTE: `self.inner` reported ready, its clone did not. The ready one
@@ -268,7 +267,14 @@ where
         // the clone goes with the future, which readies it before any retry.
         // Cloning into the future, rather than swapping the two, spares two
         // moves of the service, which can be large (a pooled client).
-        let (future, span) = policy::in_span(span, || self.inner.call(request));
+        let future = {
+            let _entered = span.enter();
+            self.inner.call(request)
+        };
+        // NOTE: the span goes with the future only when a subscriber wants
+        // it: boxed, so that a call nobody traces carries a pointer for it.
+        let span = (!span.is_disabled()).then(|| Box::new(span));
+        let retry = RetryState::with_marks(Arc::clone(&self.policy), retryer, copy, report, true);
         let service = self.inner.clone();
         ResponseFuture::new(future, service, retry, span)
     }

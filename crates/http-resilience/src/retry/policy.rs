@@ -286,50 +286,6 @@ impl<D, R> RetryPolicy<D, R> {
         self.retryer.for_request()
     }
 
-    /// What every call of a retrying service begins with, before its first
-    /// attempt is sent: a marker the request brings removed (only the
-    /// retrying layer knows which attempt is the last; one copied with the
-    /// extensions of another request must not stretch every attempt), the
-    /// attempt header, a fresh retryer, the kept copy of the request (none
-    /// with retries off or one attempt allowed: a `ReplayBody` then buffers
-    /// nothing) and the caller's report, told of the first attempt; all of it
-    /// in the call's retry state, with the call's span. `marks_final`: whether
-    /// the last attempt's request is marked for the layers below.
-    ///
-    /// NOTE: inlined, so that the state (the kept copy of the request is its
-    /// largest part) is built where the caller keeps it, not moved there.
-    #[inline(always)]
-    pub(crate) fn begin<B>(
-        self: &Arc<Self>,
-        request: &mut http::Request<B>,
-        marks_final: bool,
-    ) -> (super::RetryState<B, D, R>, tracing::Span)
-    where
-        B: super::TryCloneBody,
-        R: Retryer,
-    {
-        request.extensions_mut().remove::<super::FinalAttempt>();
-        self.number_attempt(request, 1);
-        let span = tracing::debug_span!(
-            "retry",
-            method = %request.method(),
-            path = request.uri().path(),
-        );
-        let retryer = self.start();
-        let copy = if self.is_enabled() && retryer.max_attempts() != Some(1) {
-            super::Pristine::of(request)
-        } else {
-            None
-        };
-        let report = request.extensions().get::<super::RetryReport>().cloned();
-        if let Some(report) = &report {
-            report.record_attempt(1);
-        }
-        let state =
-            super::RetryState::with_marks(Arc::clone(self), retryer, copy, report, marks_final);
-        (state, span)
-    }
-
     /// The decoder's verdict on one outcome.
     pub(crate) fn decode<B, E>(&self, outcome: &Result<http::Response<B>, E>) -> super::Verdict
     where
@@ -337,26 +293,6 @@ impl<D, R> RetryPolicy<D, R> {
     {
         self.decoder.decode(outcome)
     }
-}
-
-/// Calls `call` inside `span`, and keeps the span for the call's future only
-/// when a subscriber wants it: boxed, so that a call nobody traces carries a
-/// pointer for it, not a span.
-#[inline(always)]
-pub(crate) fn in_span<F>(
-    span: tracing::Span,
-    call: impl FnOnce() -> F,
-) -> (F, Option<Box<tracing::Span>>) {
-    let future = {
-        let _entered = span.enter();
-        call()
-    };
-    let span = if span.is_disabled() {
-        None
-    } else {
-        Some(Box::new(span))
-    };
-    (future, span)
 }
 
 /// Shows the decoder's and the retryer's settings. A policy whose decoder is
