@@ -359,7 +359,9 @@ impl<S, D, R> Layer<S> for ResilienceLayer<D, R> {
 /// so the request the inner service gets carries no [`RequestDeadline`] and
 /// no [`FinalAttempt`](crate::retry::FinalAttempt) marker. A service below that reads them (a
 /// [`PropagateDeadlineLayer`](crate::propagate::PropagateDeadlineLayer), a
-/// client of one's own) goes inside the three separate layers instead.
+/// client of one's own) goes inside the three separate layers instead; to send
+/// each attempt's budget upstream, [`Resilience::propagating`] does it from the
+/// one piece.
 ///
 /// What that buys: one future and one timer per call instead of three and
 /// two, and no request extension (three allocations) for the deadline.
