@@ -93,21 +93,21 @@ async fn measure() -> Vec<Row> {
     let mut rows = Vec::new();
 
     // The happy path: one attempt, answered 200 at once.
-    let mut svc = ok_service();
-    let stats = count!(call(&mut svc));
-    rows.push(Row::new("200", "bare", stats).future(future_size(&svc)));
-    let mut svc = tower_nesting(ok_service());
-    let stats = count!(call(&mut svc));
-    rows.push(Row::new("200", "tower nesting", stats).future(future_size(&svc)));
-    let mut svc = with_deadline_extension(ok_service());
-    let stats = count!(call(&mut svc));
-    rows.push(Row::new("200", "bare + deadline extension", stats).future(future_size(&svc)));
-    let mut svc = ours(ok_service());
-    let stats = count!(call(&mut svc));
-    rows.push(Row::new("200", "ours", stats).future(future_size(&svc)));
-    let mut svc = ours_fused(ok_service());
-    let stats = count!(call(&mut svc));
-    rows.push(Row::new("200", "ours, one piece", stats).future(future_size(&svc)));
+    macro_rules! ok_row {
+        ($name:literal, $svc:expr) => {{
+            let mut svc = $svc;
+            let stats = count!(call(&mut svc));
+            rows.push(Row::new("200", $name, stats).future(future_size(&svc)));
+        }};
+    }
+    ok_row!("bare", ok_service());
+    ok_row!("tower nesting", tower_nesting(ok_service()));
+    ok_row!(
+        "bare + deadline extension",
+        with_deadline_extension(ok_service())
+    );
+    ok_row!("ours", ours(ok_service()));
+    ok_row!("ours, one piece", ours_fused(ok_service()));
 
     // The retry path: 503, 503, 200 at zero backoff.
     let flaky = || flaky_service(calls.clone());
@@ -123,35 +123,23 @@ async fn measure() -> Vec<Row> {
     let size = size_of_val(&hand_loop(&mut svc));
     rows.push(Row::new("503,503,200", "hand loop", stats).future(size));
 
-    let mut svc = tower_nesting(flaky());
-    reset();
-    let outcome = call(&mut svc).await.expect("the call succeeds");
-    check(&outcome.status(), &calls);
-    let stats = count!({
-        reset();
-        call(&mut svc)
-    });
-    rows.push(Row::new("503,503,200", "tower nesting", stats).future(future_size(&svc)));
-
-    let mut svc = ours(flaky());
-    reset();
-    let outcome = call(&mut svc).await.expect("the call succeeds");
-    check(&outcome.status(), &calls);
-    let stats = count!({
-        reset();
-        call(&mut svc)
-    });
-    rows.push(Row::new("503,503,200", "ours", stats).future(future_size(&svc)));
-
-    let mut svc = ours_fused(flaky());
-    reset();
-    let outcome = call(&mut svc).await.expect("the call succeeds");
-    check(&outcome.status(), &calls);
-    let stats = count!({
-        reset();
-        call(&mut svc)
-    });
-    rows.push(Row::new("503,503,200", "ours, one piece", stats).future(future_size(&svc)));
+    // Each stack first makes one call that must take three attempts.
+    macro_rules! retry_row {
+        ($name:literal, $svc:expr) => {{
+            let mut svc = $svc;
+            reset();
+            let outcome = call(&mut svc).await.expect("the call succeeds");
+            check(&outcome.status(), &calls);
+            let stats = count!({
+                reset();
+                call(&mut svc)
+            });
+            rows.push(Row::new("503,503,200", $name, stats).future(future_size(&svc)));
+        }};
+    }
+    retry_row!("tower nesting", tower_nesting(flaky()));
+    retry_row!("ours", ours(flaky()));
+    retry_row!("ours, one piece", ours_fused(flaky()));
 
     rows
 }

@@ -48,7 +48,7 @@
 mod net;
 #[path = "support/server.rs"]
 mod server;
-// NOTE: only `Retry503`, for tower's nesting, is used here.
+// NOTE: only the retry policies (`Retry503` and ours) are used here.
 #[allow(dead_code)]
 mod support;
 
@@ -58,7 +58,7 @@ use http_body_util::Full;
 use http_resilience::{
     attempt_timeout::AttemptTimeoutLayer,
     deadline::{error::DeadlineExceeded, DeadlineLayer},
-    retry::{FixedDelay, RetryPolicy, StatusDecoder, StatusRetryLayer},
+    retry::{FixedDelay, StatusDecoder, StatusRetryLayer},
     transport, RequestDeadline,
 };
 use hyper_util::{
@@ -272,7 +272,7 @@ async fn case(variant: &str, calls: usize, due: Due) -> Sample {
             "Deadline + StatusRetry" => {
                 let svc = ServiceBuilder::new()
                     .layer(DeadlineLayer::new(BUDGET))
-                    .layer(StatusRetryLayer::new(policy()))
+                    .layer(StatusRetryLayer::new(support::retry_503()))
                     .service(never());
                 run(svc, calls, due, plain).await
             }
@@ -286,20 +286,13 @@ async fn case(variant: &str, calls: usize, due: Due) -> Sample {
         .expect("the run ends in time")
 }
 
-/// The retry policy of the other benches: 503, at most 2 retries, no wait.
-fn policy() -> RetryPolicy<StatusDecoder, FixedDelay> {
-    RetryPolicy::new(
-        StatusDecoder::new([503]).expect("503 is a status code"),
-        FixedDelay::new(Duration::ZERO, 2),
-    )
-}
-
 /// Our stack in one piece (`Resilience::layer()`), the same policy; its
 /// attempt limit is the deadline (`Resilience` refuses a longer one, which the
 /// deadline would cut to the same instant anyway).
 fn ours_fused<S>(inner: S) -> http_resilience::Resilient<S, StatusDecoder, FixedDelay> {
-    let resilience = http_resilience::Resilience::new(BUDGET, ATTEMPT_LIMIT.min(BUDGET), policy())
-        .expect("the limits fit together");
+    let resilience =
+        http_resilience::Resilience::new(BUDGET, ATTEMPT_LIMIT.min(BUDGET), support::retry_503())
+            .expect("the limits fit together");
     tower::Layer::layer(&resilience.layer(), inner)
 }
 
@@ -313,13 +306,9 @@ fn ours<S>(
         FixedDelay,
     >,
 > {
-    let policy = RetryPolicy::new(
-        StatusDecoder::new([503]).expect("503 is a status code"),
-        FixedDelay::new(Duration::ZERO, 2),
-    );
     ServiceBuilder::new()
         .layer(DeadlineLayer::new(BUDGET))
-        .layer(StatusRetryLayer::new(policy))
+        .layer(StatusRetryLayer::new(support::retry_503()))
         .layer(AttemptTimeoutLayer::new(ATTEMPT_LIMIT))
         .service(inner)
 }

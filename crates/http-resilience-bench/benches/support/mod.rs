@@ -108,6 +108,15 @@ where
         .service(inner)
 }
 
+/// Our policy equivalent to [`Retry503`]: 503 only, at most `RETRIES`
+/// retries, no wait.
+pub(crate) fn retry_503() -> RetryPolicy<StatusDecoder, FixedDelay> {
+    RetryPolicy::new(
+        StatusDecoder::new([503]).expect("503 is a status code"),
+        FixedDelay::new(Duration::ZERO, RETRIES),
+    )
+}
+
 /// Our three layers in the canonical order, with the equivalent policy.
 pub(crate) fn ours<S, T>(
     inner: S,
@@ -116,13 +125,9 @@ where
     S: Service<Req, Response = Response<T>> + Clone,
     S::Error: Into<tower::BoxError>,
 {
-    let policy = RetryPolicy::new(
-        StatusDecoder::new([503]).expect("503 is a status code"),
-        FixedDelay::new(Duration::ZERO, RETRIES),
-    );
     ServiceBuilder::new()
         .layer(DeadlineLayer::new(CALL_LIMIT))
-        .layer(StatusRetryLayer::new(policy))
+        .layer(StatusRetryLayer::new(retry_503()))
         .layer(AttemptTimeoutLayer::new(ATTEMPT_LIMIT))
         .service(inner)
 }
@@ -135,12 +140,8 @@ where
     S: Service<Req, Response = Response<T>> + Clone,
     S::Error: Into<tower::BoxError>,
 {
-    let policy = RetryPolicy::new(
-        StatusDecoder::new([503]).expect("503 is a status code"),
-        FixedDelay::new(Duration::ZERO, RETRIES),
-    );
     let resilience =
-        Resilience::new(CALL_LIMIT, ATTEMPT_LIMIT, policy).expect("the limits fit together");
+        Resilience::new(CALL_LIMIT, ATTEMPT_LIMIT, retry_503()).expect("the limits fit together");
     tower::Layer::layer(&resilience.layer(), inner)
 }
 
