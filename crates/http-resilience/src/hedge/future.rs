@@ -4,7 +4,7 @@ use super::HedgePolicy;
 use crate::{
     errors::AsError,
     retry::{Decoder, HedgeTrigger, Pristine, RetryEvent, TryCloneBody, Verdict},
-    Attempts, Stop,
+    Attempts, RetryReport, Stop,
 };
 use pin_project_lite::pin_project;
 use std::{
@@ -61,6 +61,8 @@ pin_project! {
         kept: Option<Kept<S::Response, S::Error>>,
         // Why no further copy will be sent, once that is known.
         stop: Option<Stop>,
+        // The caller's report, if the request carried one.
+        report: Option<RetryReport>,
     }
 }
 
@@ -73,6 +75,7 @@ where
         hedging: Option<Box<Hedging<S, B>>>,
         policy: Arc<HedgePolicy<D>>,
         stop: Option<Stop>,
+        report: Option<RetryReport>,
     ) -> Self {
         Self {
             inflight: vec![Inflight {
@@ -86,6 +89,7 @@ where
             sent: 1,
             kept: None,
             stop,
+            report,
         }
     }
 }
@@ -136,6 +140,7 @@ where
                         this.inflight.clear();
                         return Poll::Ready(end(
                             this.policy,
+                            this.report.as_ref(),
                             *this.sent,
                             outcome,
                             verdict,
@@ -155,6 +160,7 @@ where
                         this.inflight.clear();
                         return Poll::Ready(end(
                             this.policy,
+                            this.report.as_ref(),
                             *this.sent,
                             outcome,
                             verdict,
@@ -203,6 +209,9 @@ where
                                 }
                                 Some(request) => {
                                     *this.sent += 1;
+                                    if let Some(report) = this.report {
+                                        report.record_attempt(*this.sent);
+                                    }
                                     consume(hedging, trigger, this.policy, now);
                                     if let Some(budget) = this.policy.budget() {
                                         budget.record_retryable_failure();
@@ -248,6 +257,7 @@ where
                 let stop = this.stop.unwrap_or(Stop::Exhausted);
                 return Poll::Ready(end(
                     this.policy,
+                    this.report.as_ref(),
                     *this.sent,
                     kept.outcome,
                     kept.verdict,
@@ -374,6 +384,7 @@ fn next_due<S, B, D, F>(
 /// The outcome for the caller, with its report.
 fn end<T, E, D>(
     policy: &HedgePolicy<D>,
+    report: Option<&RetryReport>,
     sent: u32,
     outcome: Result<http::Response<T>, E>,
     verdict: Verdict,
@@ -385,6 +396,9 @@ fn end<T, E, D>(
         .with_stop(stop)
         .with_winner(winner);
     let news = sent > 1 || !verdict.is_accept();
+    if let Some(report) = report {
+        report.record_summary(attempts);
+    }
     if news {
         policy.tell(&RetryEvent::Done {
             attempts: sent,

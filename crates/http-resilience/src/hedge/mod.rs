@@ -22,8 +22,10 @@
 //! since they may still answer. When every copy ended without an answer and
 //! no more may be sent, the caller gets the last outcome. [`Attempts`] on the
 //! response says how many copies were sent and which one won
-//! ([`Attempts::winner`]); the listener hears a [`RetryEvent::Hedge`] for
-//! every copy after the first, with its number and what started it.
+//! ([`Attempts::winner`]); a [`RetryReport`](crate::RetryReport) the request
+//! carries records the same for an error; the listener hears a
+//! [`RetryEvent::Hedge`] for every copy after the first, with its number and
+//! what started it.
 //!
 //! # Limits
 //!
@@ -141,7 +143,7 @@ use self::future::Hedging;
 use crate::{
     errors::AsError,
     retry::{is_idempotent, Decoder, FinalAttempt, Pristine, TryCloneBody},
-    Stop,
+    RetryReport, Stop,
 };
 use std::{
     fmt,
@@ -255,8 +257,12 @@ where
             Ok(hedging) => (Some(hedging), None),
             Err(stop) => (None, Some(stop)),
         };
+        let report = request.extensions().get::<RetryReport>().cloned();
+        if let Some(report) = &report {
+            report.record_attempt(1);
+        }
         let first = self.inner.call(request);
-        ResponseFuture::new(first, hedging, Arc::clone(&self.policy), stop)
+        ResponseFuture::new(first, hedging, Arc::clone(&self.policy), stop, report)
     }
 }
 

@@ -57,6 +57,22 @@ async fn the_last_copy_failing_returns_its_failure() {
 }
 
 #[tokio::test(start_paused = true)]
+async fn the_callers_report_counts_the_copies_of_a_failed_call() {
+    let counters = Arc::new(Counters::default());
+    let svc = HedgeLayer::new(policy(MS(100), 2)).layer(scripted(
+        vec![Step::Fail(MS(300)), Step::Fail(MS(5))],
+        counters,
+    ));
+    let report = crate::RetryReport::new();
+    let mut request = get();
+    request.extensions_mut().insert(report.clone());
+    svc.oneshot(request).await.unwrap_err();
+    assert_eq!(report.attempts(), 2);
+    let summary = report.summary().expect("a summary");
+    assert_eq!((summary.get(), summary.winner()), (2, 1));
+}
+
+#[tokio::test(start_paused = true)]
 async fn in_the_documented_order_an_attempt_timeout_inside_ends_one_copy_only() {
     let counters = Arc::new(Counters::default());
     let svc = ServiceBuilder::new()
