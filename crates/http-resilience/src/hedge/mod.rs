@@ -22,7 +22,7 @@
 //! since they may still answer. When every copy ended without an answer and
 //! no more may be sent, the caller gets the last outcome. [`Attempts`] on the
 //! response says how many copies were sent and which one won
-//! ([`Attempts::winner`]); a [`RetryReport`](crate::RetryReport) the request
+//! ([`Attempts::winner`]); a [`RetryReport`] the request
 //! carries records the same for an error; the listener hears a
 //! [`RetryEvent::Hedge`] for every copy after the first, with its number and
 //! what started it.
