@@ -41,9 +41,14 @@ macro_rules! begin_retry {
     ($policy:expr, $request:expr) => {{
         let policy = &$policy;
         let request: &mut http::Request<_> = $request;
-        request
-            .extensions_mut()
-            .remove::<$crate::retry::FinalAttempt>();
+        // NOTE: most requests bring no extensions; the map's own lookups are
+        // not inlined, so the empty case is told apart first.
+        let bare = request.extensions().is_empty();
+        if !bare {
+            request
+                .extensions_mut()
+                .remove::<$crate::retry::FinalAttempt>();
+        }
         policy.number_attempt(request, 1);
         let span = tracing::debug_span!(
             "retry",
@@ -58,10 +63,14 @@ macro_rules! begin_retry {
         } else {
             None
         };
-        let report = request
-            .extensions()
-            .get::<$crate::retry::RetryReport>()
-            .cloned();
+        let report = if bare {
+            None
+        } else {
+            request
+                .extensions()
+                .get::<$crate::retry::RetryReport>()
+                .cloned()
+        };
         if let Some(report) = &report {
             report.record_attempt(1);
         }

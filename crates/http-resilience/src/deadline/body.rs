@@ -37,9 +37,12 @@ pin_project! {
     /// [`Deadline`](super::Deadline) wraps every response body in it, so the one
     /// budget covers the head and the body alike.
     ///
-    /// The deadline is checked *before* each frame: a body whose frames are
-    /// always ready (an in-memory or very fast stream) still stops at the
-    /// deadline. After the error the body reports its end.
+    /// Every frame is checked against the deadline when it is read: a body
+    /// whose frames are always ready (an in-memory or very fast stream) still
+    /// stops at the deadline, and a frame read at or after it is dropped for
+    /// the error. The end of the body is reported whenever it is read: when
+    /// every frame came in time, nothing is late. After the error the body
+    /// reports its end.
     ///
     /// A timer is allocated only when the inner body first has to wait for a
     /// frame; a body that is always ready costs a clock read per frame. The
@@ -92,12 +95,20 @@ where
             return Poll::Ready(None);
         }
         let deadline = *this.deadline;
-        if !deadline.is_expired() {
-            if let Poll::Ready(frame) = this.inner.poll_frame(cx) {
-                return Poll::Ready(frame.map(|result| result.map_err(Into::into)));
+        match this.inner.poll_frame(cx) {
+            // NOTE: the end carries nothing that could be late, so it needs no
+            // clock read; a frame needs one, since a body whose frames are
+            // always ready never makes the timer below fire.
+            Poll::Ready(None) => return Poll::Ready(None),
+            Poll::Ready(Some(frame)) if !deadline.is_expired() => {
+                return Poll::Ready(Some(frame.map_err(Into::into)));
             }
-            if poll_until(this.sleep, deadline.instant(), cx).is_pending() {
-                return Poll::Pending;
+            // A frame read at or after the deadline is dropped for the error.
+            Poll::Ready(Some(_)) => {}
+            Poll::Pending => {
+                if poll_until(this.sleep, deadline.instant(), cx).is_pending() {
+                    return Poll::Pending;
+                }
             }
         }
         *this.expired = true;

@@ -45,7 +45,7 @@
 //!
 //! Until the deadline's timer fires, the inner future is polled first: a
 //! response head that is ready is returned, and its body checks the deadline
-//! before every frame. Once the timer has fired, the call ends with
+//! with every frame it reads. Once the timer has fired, the call ends with
 //! [`DeadlineExceeded`] without polling the inner future again. Layers inside
 //! may have timers due at the same instant, an attempt timeout capped by the
 //! deadline or a retry's wait cut short by it, and the caller learns which

@@ -90,6 +90,7 @@ impl RequestDeadline {
     }
 
     /// Whether the deadline has passed.
+    #[inline]
     pub fn is_expired(&self) -> bool {
         Instant::now() >= self.instant
     }
@@ -105,6 +106,7 @@ impl RequestDeadline {
     }
 
     /// The deadline carried by `request`, if any.
+    #[inline]
     pub fn of<B>(request: &http::Request<B>) -> Option<Self> {
         request.extensions().get::<Self>().copied()
     }

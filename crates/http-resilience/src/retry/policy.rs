@@ -143,11 +143,19 @@ impl<D, R> RetryPolicy<D, R> {
 
     /// Writes the attempt header, if the policy has one, for attempt `n` (1
     /// for the first).
-    #[inline]
+    #[inline(always)]
     pub(crate) fn number_attempt<B>(&self, request: &mut http::Request<B>, n: u32) {
-        let Some((name, numbering)) = &self.attempt_header else {
-            return;
-        };
+        if let Some((name, numbering)) = &self.attempt_header {
+            Self::write_attempt(request, name, *numbering, n);
+        }
+    }
+
+    fn write_attempt<B>(
+        request: &mut http::Request<B>,
+        name: &http::HeaderName,
+        numbering: AttemptNumbering,
+        n: u32,
+    ) {
         let value = match numbering {
             AttemptNumbering::This => n,
             AttemptNumbering::Previous if n > 1 => n - 1,
