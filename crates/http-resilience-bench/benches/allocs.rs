@@ -29,7 +29,7 @@ use std::{
 };
 use support::{
     call, flaky_service, hand_loop, ok_service, ours, ours_fused, tower_nesting,
-    with_deadline_extension, Req,
+    with_deadline_extension, with_request_copy, Req,
 };
 use tower::Service;
 
@@ -106,6 +106,7 @@ async fn measure() -> Vec<Row> {
         "bare + deadline extension",
         with_deadline_extension(ok_service())
     );
+    ok_row!("bare + request copy", with_request_copy(ok_service()));
     ok_row!("ours", ours(ok_service()));
     ok_row!("ours, one piece", ours_fused(ok_service()));
 

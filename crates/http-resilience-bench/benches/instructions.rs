@@ -11,8 +11,9 @@
 //!     target/release/deps/instructions-<hash> ours 20000
 //! ```
 //!
-//! Variants: `bare`, `extension` (bare + deadline extension), `tower` and
-//! `ours`, as in the `overhead` bench, each answered at once in process; and
+//! Variants: `bare`, `extension` (bare + deadline extension), `copy` (bare +
+//! the request copy a retry needs), `floor` (both), `tower` and `ours`, as in the `overhead`
+//! bench, each answered at once in process; and
 //! the same over loopback HTTP/1.1, `net-bare` (hyper-util's client), `net-floor`,
 //! `net-tower` and `net-ours`, against the `loopback` bench's server in a child
 //! process (which callgrind does not follow, so only the caller's work is
@@ -44,8 +45,8 @@ use hyper_util::client::legacy::{connect::HttpConnector, Client};
 use net::{bare_client as client, request as get};
 use std::{hint::black_box, process::ExitCode};
 use support::{
-    call, ok_service, ours, ours_fused, tower_nesting, with_deadline_extension, Req, ATTEMPT_LIMIT,
-    CALL_LIMIT, RETRIES,
+    call, ok_service, ours, ours_fused, tower_nesting, with_deadline_extension, with_request_copy,
+    Req, ATTEMPT_LIMIT, CALL_LIMIT, RETRIES,
 };
 use tower::{BoxError, Service};
 
@@ -145,7 +146,7 @@ fn main() -> ExitCode {
         // then only says how to use it.
         eprintln!(
             "usage: instructions <variant> <calls>, the variant one of bare, extension, \
-             tower, ours, ours-one-piece, net-{{bare,floor,tower,ours,ours-one-piece}}, \
+             copy, floor, tower, ours, ours-one-piece, net-{{bare,floor,tower,ours,ours-one-piece}}, \
              net503-{{hand,floor,tower,ours,ours-one-piece}} \
              (see BENCHMARKS.md)"
         );
@@ -173,6 +174,11 @@ fn main() -> ExitCode {
         match variant.as_str() {
             "bare" => run(ok_service(), calls).await,
             "extension" => run(with_deadline_extension(ok_service()), calls).await,
+            "copy" => run(with_request_copy(ok_service()), calls).await,
+            "floor" => {
+                let floor = with_request_copy(with_deadline_extension(ok_service()));
+                run(floor, calls).await
+            }
             "tower" => run(tower_nesting(ok_service()), calls).await,
             "ours" => run(ours(ok_service()), calls).await,
             "ours-one-piece" => run(ours_fused(ok_service()), calls).await,

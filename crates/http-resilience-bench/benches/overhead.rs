@@ -17,7 +17,7 @@ use std::{
 };
 use support::{
     call, flaky_service, hand_loop, ok_service, ours, ours_fused, tower_nesting,
-    with_deadline_extension, Req,
+    with_deadline_extension, with_request_copy, Req,
 };
 use tokio::{runtime::Runtime, time::Instant};
 use tower::Service;
@@ -67,6 +67,13 @@ fn overhead(c: &mut Criterion) {
         &rt,
         "ok/bare_with_deadline",
         with_deadline_extension(ok_service()),
+        &calls,
+    );
+    per_call(
+        &mut group,
+        &rt,
+        "ok/bare_with_request_copy",
+        with_request_copy(ok_service()),
         &calls,
     );
     per_call(&mut group, &rt, "ok/ours", ours(ok_service()), &calls);

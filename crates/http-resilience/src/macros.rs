@@ -26,19 +26,20 @@ macro_rules! define_inner_service_accessors {
 }
 
 /// The beginning of every retrying call, before its first attempt is sent,
-/// as `let (retryer, copy, report, span) = begin_retry!(policy, request);`: a
-/// marker the request brings removed (only the retrying layer knows which
-/// attempt is the last; one copied with the extensions of another request
-/// must not stretch every attempt), the attempt header, the span, a fresh
-/// retryer, the kept copy of the request (none with retries off or one
-/// attempt allowed: a `ReplayBody` then buffers nothing) and the caller's
-/// report, told of the first attempt.
+/// as `begin_retry!(policy, request => retryer, copy, report, span);`, which
+/// binds the four names: a marker the request brings removed (only the
+/// retrying layer knows which attempt is the last; one copied with the
+/// extensions of another request must not stretch every attempt), the
+/// attempt header, the span, a fresh retryer, the kept copy of the request
+/// (none with retries off or one attempt allowed: a `ReplayBody` then buffers
+/// nothing) and the caller's report, told of the first attempt.
 ///
-/// A macro rather than a function: the kept copy of the request, the largest
-/// part of a call's state, is then built in the caller's frame and moved once,
-/// into the call's future, where a function returning it would move it again.
+/// A macro rather than a function, and bindings rather than a tuple: the kept
+/// copy of the request, the largest part of a call's state, is then built in
+/// the caller's frame and moved once, into the call's future, where a
+/// returned value would be moved again.
 macro_rules! begin_retry {
-    ($policy:expr, $request:expr) => {{
+    ($policy:expr, $request:expr => $retryer:ident, $copy:ident, $report:ident, $span:ident) => {
         let policy = &$policy;
         let request: &mut http::Request<_> = $request;
         // NOTE: most requests bring no extensions; the map's own lookups are
@@ -50,20 +51,20 @@ macro_rules! begin_retry {
                 .remove::<$crate::retry::FinalAttempt>();
         }
         policy.number_attempt(request, 1);
-        let span = tracing::debug_span!(
+        let $span = tracing::debug_span!(
             "retry",
             method = %request.method(),
             path = request.uri().path(),
         );
-        let retryer = policy.start();
-        let copy = if policy.is_enabled()
-            && $crate::retry::Retryer::max_attempts(&retryer) != Some(1)
+        let $retryer = policy.start();
+        let $copy = if policy.is_enabled()
+            && $crate::retry::Retryer::max_attempts(&$retryer) != Some(1)
         {
             $crate::retry::Pristine::of(request)
         } else {
             None
         };
-        let report = if bare {
+        let $report = if bare {
             None
         } else {
             request
@@ -71,9 +72,8 @@ macro_rules! begin_retry {
                 .get::<$crate::retry::RetryReport>()
                 .cloned()
         };
-        if let Some(report) = &report {
+        if let Some(report) = &$report {
             report.record_attempt(1);
         }
-        (retryer, copy, report, span)
-    }};
+    };
 }

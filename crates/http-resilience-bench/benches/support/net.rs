@@ -2,6 +2,7 @@
 //! side: the bare client, the requests, reading a response, and the median.
 
 use crate::server::{FLAKY, MODE, REQUEST_ID};
+use crate::support::copy_request;
 use bytes::Bytes;
 use http::{HeaderValue, Request, Response, StatusCode, Uri};
 use http_body::Body;
@@ -81,18 +82,20 @@ pub(crate) struct HandLoop {
     /// Read each 503's body to its end (as a careful hand loop does), or drop
     /// it unread (as both retry layers do).
     pub(crate) read_503_bodies: bool,
-    /// `(attempt, call)`: the floor of our semantics. Every attempt's request
-    /// carries the call's `RequestDeadline` (with the extension's three
-    /// allocations) and runs under a `tokio::time::timeout(attempt)`, and the
-    /// whole call, body included, under another `(call)`. `None`: no timers,
-    /// no extension.
+    /// `(attempt, call)`: the floor of our semantics. A copy of every
+    /// attempt's request that may be followed by another is made before it is
+    /// sent (what a retry must keep), every attempt's request carries the
+    /// call's `RequestDeadline` (with the extension's three allocations) and
+    /// runs under a `tokio::time::timeout(attempt)`, and the whole call, body
+    /// included, under another `(call)`. `None`: no copy, no timers, no
+    /// extension.
     pub(crate) limits: Option<(Duration, Duration)>,
 }
 
 /// Up to `1 + how.retries` raw calls on `svc`, until one is not a 503 (with
 /// `flaky`, the server answers 503, 503 and then 200); the last response is
-/// read to its end and its status returned. No request copy, no retry logic:
-/// each attempt builds its request afresh.
+/// read to its end and its status returned. No retry logic: each attempt
+/// builds its request afresh (the floor copies it as a retry would).
 pub(crate) async fn hand_loop<S, T>(
     svc: &mut S,
     uri: &Uri,
@@ -113,10 +116,13 @@ where
             let mut request = request(uri, flaky);
             let response = match (deadline, how.limits) {
                 (Some(deadline), Some((attempt, _))) => {
+                    let kept = (retries < how.retries).then(|| copy_request(&request));
                     request.extensions_mut().insert(deadline);
-                    tokio::time::timeout(attempt, svc.call(request))
+                    let response = tokio::time::timeout(attempt, svc.call(request))
                         .await?
-                        .map_err(Into::into)?
+                        .map_err(Into::into)?;
+                    drop(std::hint::black_box(kept));
+                    response
                 }
                 _ => svc.call(request).await.map_err(Into::into)?,
             };

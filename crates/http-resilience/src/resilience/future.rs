@@ -77,7 +77,7 @@ impl<S, B, D, R> ResponseFuture<S, B, D, R>
 where
     S: Service<http::Request<B>>,
 {
-    #[inline]
+    #[inline(always)]
     pub(super) fn new(
         future: S::Future,
         started: Instant,

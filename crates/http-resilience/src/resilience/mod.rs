@@ -479,7 +479,7 @@ where
             let retry = RetryState::owned(Arc::clone(&policy), policy.start(), None, None);
             return ResponseFuture::expired(self.inner.clone(), retry, deadline, self.limit);
         }
-        let (retryer, copy, report, span) = begin_retry!(self.policy, &mut request);
+        begin_retry!(self.policy, &mut request => retryer, copy, report, span);
         if let Some((header, format)) = self.policy.budget_header() {
             let left = deadline.instant().saturating_duration_since(now);
             send_budget(&mut request, header, format, Some(left), Some(self.limit));
@@ -489,9 +489,17 @@ where
             self.inner.call(request)
         };
         let span = (!span.is_disabled()).then(|| Box::new(span));
-        let service = self.inner.clone();
-        let retry = RetryState::owned(Arc::clone(&self.policy), retryer, copy, report);
-        ResponseFuture::new(future, now, service, retry, deadline, self.limit, span)
+        // NOTE: the retry state is built in the argument list, so that the
+        // kept copy is moved straight into the future.
+        ResponseFuture::new(
+            future,
+            now,
+            self.inner.clone(),
+            RetryState::owned(Arc::clone(&self.policy), retryer, copy, report),
+            deadline,
+            self.limit,
+            span,
+        )
     }
 }
 

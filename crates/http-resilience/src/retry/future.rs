@@ -71,7 +71,7 @@ impl<S, B, D, R> ResponseFuture<S, B, D, R>
 where
     S: Service<http::Request<B>>,
 {
-    #[inline]
+    #[inline(always)]
     pub(crate) fn new(
         future: S::Future,
         service: S,

@@ -258,7 +258,7 @@ where
 
     #[inline]
     fn call(&mut self, mut request: http::Request<B>) -> Self::Future {
-        let (retryer, copy, report, span) = begin_retry!(self.policy, &mut request);
+        begin_retry!(self.policy, &mut request => retryer, copy, report, span);
         if copy.is_none() {
             request.extensions_mut().insert(crate::retry::FinalAttempt);
         }
@@ -274,9 +274,14 @@ where
         // NOTE: the span goes with the future only when a subscriber wants
         // it: boxed, so that a call nobody traces carries a pointer for it.
         let span = (!span.is_disabled()).then(|| Box::new(span));
-        let retry = RetryState::with_marks(Arc::clone(&self.policy), retryer, copy, report, true);
-        let service = self.inner.clone();
-        ResponseFuture::new(future, service, retry, span)
+        // NOTE: the retry state is built in the argument list, so that the
+        // kept copy is moved straight into the future.
+        ResponseFuture::new(
+            future,
+            self.inner.clone(),
+            RetryState::with_marks(Arc::clone(&self.policy), retryer, copy, report, true),
+            span,
+        )
     }
 }
 

@@ -71,6 +71,7 @@ impl<B, D, R> RetryState<B, D, R> {
     /// The state of a call whose deadline the caller holds and passes to
     /// [`decide`](Self::decide) (no layer below reads a marker or an
     /// extension): the one-piece stack.
+    #[inline(always)]
     pub(crate) fn owned(
         policy: Arc<RetryPolicy<D, R>>,
         retryer: R,
