@@ -12,18 +12,21 @@
 //! ```
 //!
 //! Variants: `bare`, `extension` (bare + deadline extension), `copy` (bare +
-//! the request copy a retry needs), `floor` (both), `tower` and `ours`, as in the `overhead`
-//! bench, each answered at once in process; and
-//! the same over loopback HTTP/1.1, `net-bare` (hyper-util's client), `net-floor`,
-//! `net-tower` and `net-ours`, against the `loopback` bench's server in a child
-//! process (which callgrind does not follow, so only the caller's work is
-//! counted). `net-floor` is what any stack with our semantics must do around
-//! the client: record the deadline extension and run the attempt under one
+//! the request copy a retry needs), `floor` (both), `tower`, `ours` and
+//! `ours-one-piece`, as in the `overhead` bench, each answered at once in
+//! process; and the same over loopback HTTP/1.1, `net-bare` (hyper-util's
+//! client), `net-floor`, `net-tower`, `net-ours` and `net-ours-one-piece`,
+//! against the `loopback` bench's server in a child process (which callgrind
+//! does not follow, so only the caller's work is counted). `net-floor` is what
+//! any stack with our semantics must do around the client: copy the request
+//! for a retry, record the deadline extension and run the attempt under one
 //! `tokio::time::timeout` and the call under another. `net503-hand`,
-//! `net503-floor`, `net503-tower` and `net503-ours` make calls that meet 503,
-//! 503 and then 200, at zero backoff (`hand` is up to three raw calls, each
-//! body read; `floor` the same with the deadline on every attempt and the two
-//! timeouts). Every network variant first makes `WARM_UP` calls, in the
+//! `net503-floor`, `net503-tower`, `net503-ours` and `net503-ours-one-piece`
+//! make calls that meet 503, 503 and then 200, at zero backoff (`hand` is up
+//! to three raw calls, each body read; `floor` the same with a copy of each
+//! request that may be retried, the deadline on every attempt, the two
+//! timeouts, and each 503 dropped unread, as the retry layers do). Every
+//! network variant first makes `WARM_UP` calls, in the
 //! zero-call run too, so that the connection and the pool are set up before
 //! the counted calls.
 
@@ -83,8 +86,8 @@ fn ok(status: StatusCode) -> Result<(), BoxError> {
 }
 
 /// A hand loop on `client` (see [`net::hand_loop`]), each 503 read; with
-/// `floor`, the deadline on every attempt and the two timeouts. It must end in
-/// a 200.
+/// `floor`, the floor of our semantics instead (the copy, the deadline on every
+/// attempt, the two timeouts, each 503 dropped unread). It must end in a 200.
 async fn hand_loop(
     client: &mut Client<HttpConnector, Full<Bytes>>,
     uri: &Uri,
@@ -93,7 +96,7 @@ async fn hand_loop(
 ) -> Result<(), BoxError> {
     let how = net::HandLoop {
         retries: RETRIES,
-        read_503_bodies: true,
+        read_503_bodies: !floor,
         limits: floor.then_some((ATTEMPT_LIMIT, CALL_LIMIT)),
     };
     ok(net::hand_loop(client, uri, flaky, how).await?)

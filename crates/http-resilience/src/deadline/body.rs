@@ -86,6 +86,7 @@ where
     type Data = B::Data;
     type Error = BoxError;
 
+    #[inline]
     fn poll_frame(
         self: Pin<&mut Self>,
         cx: &mut Context<'_>,
@@ -94,7 +95,7 @@ where
         if *this.expired {
             return Poll::Ready(None);
         }
-        let deadline = *this.deadline;
+        let deadline = this.deadline;
         match this.inner.poll_frame(cx) {
             // NOTE: the end carries nothing that could be late, so it needs no
             // clock read; a frame needs one, since a body whose frames are
