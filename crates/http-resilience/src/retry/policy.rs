@@ -36,8 +36,8 @@ pub struct RetryPolicy<D, R> {
     budget: Option<Arc<RetryBudget>>,
     listener: Option<Arc<dyn RetryListener>>,
     attempt_header: Option<(HeaderName, AttemptNumbering)>,
-    // The header, format and attempt limit of the budget the one-piece stack
-    // sends with every attempt (`Resilience::propagating`).
+    // The header and format of the budget the one-piece stack sends with
+    // every attempt (`Resilience::propagating`).
     budget_header: Option<(HeaderName, crate::propagate::TimeoutFormat)>,
 }
 
