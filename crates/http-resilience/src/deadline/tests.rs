@@ -130,6 +130,25 @@ async fn a_body_read_in_time_is_complete() {
 }
 
 #[tokio::test(flavor = "current_thread", start_paused = true)]
+async fn a_frame_read_late_fails_but_a_complete_body_ends() {
+    // Every byte has arrived; the caller reads the body after the deadline.
+    let svc = Deadline::new(echo_deadline(ScriptedBody::new().data("late")), BUDGET);
+    let mut body = svc.oneshot(Request::new(())).await.unwrap().into_body();
+    time::sleep(BUDGET).await;
+    let err = body.frame().await.unwrap().unwrap_err();
+    assert!(err.is::<DeadlineExceeded>(), "{err}");
+
+    // The same body with its one frame read in time: its end, read late,
+    // is the end of a complete body.
+    let svc = Deadline::new(echo_deadline(ScriptedBody::new().data("in time")), BUDGET);
+    let mut body = svc.oneshot(Request::new(())).await.unwrap().into_body();
+    let frame = body.frame().await.unwrap().unwrap().into_data().unwrap();
+    assert_eq!(frame, Bytes::from_static(b"in time"));
+    time::sleep(BUDGET).await;
+    assert!(body.frame().await.is_none(), "the end is not late");
+}
+
+#[tokio::test(flavor = "current_thread", start_paused = true)]
 async fn an_expired_inherited_deadline_fails_without_calling() {
     let (mut svc, mut handle) =
         mock::spawn_layer::<Req, Response<ScriptedBody>, _>(DeadlineLayer::new(BUDGET));
