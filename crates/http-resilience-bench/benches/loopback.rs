@@ -33,9 +33,12 @@
 //! second is its count over its wall time; its p50 and p99 are over its
 //! latencies; the tables give medians over rounds, each ratio is the median
 //! of the per-round ratios, and "x min-max" is the range of the per-round
-//! throughput ratios. Allocations are counted in this process
-//! only (the server's are not); the harness adds about 0.02 per request at
-//! concurrency 32 (one task per worker).
+//! throughput ratios. `cpu us` is the CPU time of the client's one thread
+//! per request (`CLOCK_THREAD_CPUTIME_ID`: callers, client and its
+//! connections; not the server), and `+cpu` the median over rounds of its
+//! excess over the first variant's in the same round. Allocations are
+//! counted in this process only (the server's are not); the harness adds
+//! about 0.02 per request at concurrency 32 (one task per worker).
 //!
 //! Run: `cargo bench -p http-resilience-bench --bench loopback`; see
 //! `BENCHMARKS.md`.
@@ -50,6 +53,7 @@ mod server;
 mod support;
 
 use bytes::Bytes;
+use cpu_time::ThreadTime;
 use http::{HeaderValue, Response, StatusCode, Uri};
 use http_body::Body;
 use http_body_util::{BodyExt, Full};
@@ -265,6 +269,9 @@ struct Sample {
     latencies: Vec<Duration>,
     allocs: usize,
     bytes: usize,
+    /// The CPU time of this thread, which runs every caller and the client's
+    /// connections (the runtime has one thread).
+    cpu: Duration,
     /// Connections the server accepted during the round.
     connections: u64,
 }
@@ -272,6 +279,11 @@ struct Sample {
 impl Sample {
     fn rps(&self) -> f64 {
         self.requests as f64 / self.wall.as_secs_f64()
+    }
+
+    /// CPU microseconds per request.
+    fn cpu_us(&self) -> f64 {
+        self.cpu.as_secs_f64() * 1e6 / self.requests as f64
     }
 
     fn percentile(&self, q: f64) -> Duration {
@@ -290,6 +302,7 @@ async fn round<C: Caller>(caller: &C, mode: Mode, concurrency: usize, requests: 
     let mut workers = Vec::with_capacity(concurrency);
     let mut latencies = Vec::with_capacity(per_worker * concurrency);
 
+    let cpu = ThreadTime::now().as_duration();
     let region = Region::new(GLOBAL);
     let start = Instant::now();
     for mut buffer in buffers.drain(..) {
@@ -310,6 +323,7 @@ async fn round<C: Caller>(caller: &C, mode: Mode, concurrency: usize, requests: 
     }
     let wall = start.elapsed();
     let stats = region.change();
+    let cpu = ThreadTime::now().as_duration().saturating_sub(cpu);
 
     latencies.sort_unstable();
     Sample {
@@ -318,6 +332,7 @@ async fn round<C: Caller>(caller: &C, mode: Mode, concurrency: usize, requests: 
         latencies,
         allocs: stats.allocations + stats.reallocations,
         bytes: stats.bytes_allocated,
+        cpu,
         connections: 0,
     }
 }
@@ -438,6 +453,13 @@ fn report(title: &str, variants: &[Variant], samples: &[Vec<Sample>]) {
     };
     let p50 = |s: &Sample| s.percentile(0.50).as_secs_f64() * 1e6;
     let p99 = |s: &Sample| s.percentile(0.99).as_secs_f64() * 1e6;
+    let above = |i: usize| -> Vec<f64> {
+        samples[i]
+            .iter()
+            .zip(base)
+            .map(|(sample, base)| sample.cpu_us() - base.cpu_us())
+            .collect()
+    };
     println!();
     println!(
         "{title} (ratios to {}; medians over {} rounds)",
@@ -445,7 +467,7 @@ fn report(title: &str, variants: &[Variant], samples: &[Vec<Sample>]) {
         base.len()
     );
     println!(
-        "{:<20} {:>7} {:>6} {:>11} {:>8} {:>6} {:>8} {:>6} {:>7} {:>7} {:>5}",
+        "{:<20} {:>7} {:>6} {:>11} {:>8} {:>6} {:>8} {:>6} {:>7} {:>6} {:>7} {:>7} {:>5}",
         "variant",
         "req/s",
         "x",
@@ -454,6 +476,8 @@ fn report(title: &str, variants: &[Variant], samples: &[Vec<Sample>]) {
         "x",
         "p99 us",
         "x",
+        "cpu us",
+        "+cpu",
         "allocs",
         "bytes",
         "conns"
@@ -467,7 +491,7 @@ fn report(title: &str, variants: &[Variant], samples: &[Vec<Sample>]) {
         let low = rps_ratios.iter().copied().fold(f64::INFINITY, f64::min);
         let high = rps_ratios.iter().copied().fold(0.0, f64::max);
         println!(
-            "{:<20} {:>7.0} {:>6.3} {:>11} {:>8.1} {:>6.3} {:>8.1} {:>6.3} {:>7.1} {:>7.0} {:>5}",
+            "{:<20} {:>7.0} {:>6.3} {:>11} {:>8.1} {:>6.3} {:>8.1} {:>6.3} {:>7.2} {:>6.2} {:>7.1} {:>7.0} {:>5}",
             variant.name,
             median(per_round(i, &Sample::rps)),
             median(rps_ratios),
@@ -476,6 +500,8 @@ fn report(title: &str, variants: &[Variant], samples: &[Vec<Sample>]) {
             median(ratio(i, &p50)),
             median(per_round(i, &p99)),
             median(ratio(i, &p99)),
+            median(per_round(i, &Sample::cpu_us)),
+            median(above(i)),
             allocs as f64 / requests as f64,
             bytes as f64 / requests as f64,
             connections,
