@@ -3,6 +3,7 @@
 
 #[path = "../support/mod.rs"]
 mod support;
+mod waits;
 
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};

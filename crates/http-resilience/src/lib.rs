@@ -183,6 +183,7 @@ mod failure;
 #[cfg(feature = "grpc")]
 pub mod grpc;
 pub mod hedge;
+mod limits;
 pub mod presets;
 pub mod propagate;
 pub mod read_timeout;

@@ -3,6 +3,7 @@
 use super::HedgePolicy;
 use crate::{
     errors::AsError,
+    limits::{self, Scheduled},
     retry::{Decoder, HedgeTrigger, Pristine, RetryEvent, TryCloneBody, Verdict},
     Attempts, RetryReport, Stop,
 };
@@ -168,14 +169,11 @@ where
                             Stop::Failed,
                         ));
                     }
-                    Verdict::Retry { after, .. } => {
+                    Verdict::Retry { .. } => {
                         if let Some(hedging) = this.hedging.as_deref_mut() {
-                            match after {
-                                Some(wait) => {
-                                    hedging.next_at =
-                                        Some((crate::timer::saturating_after(now, wait), wait));
-                                }
-                                None => hedging.at_once = Some(verdict),
+                            if let Err(stop) = schedule_next(hedging, this.policy, verdict, now) {
+                                *this.stop = Some(stop);
+                                *this.hedging = None;
                             }
                         }
                         *this.kept = Some(Kept {
@@ -343,6 +341,31 @@ fn due<S, B, D, F>(
         Some((at, delay)) if now >= at => Some(HedgeTrigger::Delay(delay)),
         _ => None,
     }
+}
+
+/// Schedules the copy a non-fatal outcome asks for: at once, or after the
+/// delay the server asked for, capped and cut at the request's deadline as a
+/// retry's wait is ([`limits::schedule`]); or says why no copy will go.
+fn schedule_next<S, B, D>(
+    hedging: &mut Hedging<S, B>,
+    policy: &HedgePolicy<D>,
+    verdict: Verdict,
+    now: Instant,
+) -> Result<(), Stop> {
+    let asked = verdict.server_delay();
+    let wait = asked.map_or(Duration::ZERO, |asked| {
+        limits::capped(asked, policy.max_server_delay())
+    });
+    match limits::schedule(wait, hedging.deadline, policy.deadline_margin(), now)? {
+        Scheduled::After(_) if asked.is_none() => hedging.at_once = Some(verdict),
+        Scheduled::After(wait) => {
+            hedging.next_at = Some((crate::timer::saturating_after(now, wait), wait));
+        }
+        // NOTE: at the deadline no copy may go: the call then ends with the
+        // outcome kept, as a retry's cut wait does.
+        Scheduled::Cut(until) => hedging.next_at = Some((until, wait)),
+    }
+    Ok(())
 }
 
 /// Marks `trigger` as served by the copy just sent, and sets when the next

@@ -36,6 +36,13 @@
 //! - no copy is sent at or after the request's deadline
 //!   ([`RequestDeadline`]), and a [`DeadlineLayer`](crate::DeadlineLayer)
 //!   outside ends every copy with the call;
+//! - a delay the server asks for (`Retry-After`, gRPC's pushback) is capped
+//!   ([`HedgePolicy::with_max_server_delay`], 1 s by default) and never
+//!   outlasts the request's deadline: a wait that would reach it ends the
+//!   call there with the outcome in hand, and with deadline-aware scheduling
+//!   ([`HedgePolicy::deadline_aware`]) a wait that leaves no time for a
+//!   useful copy ends it at once; these are the retry's rules, applied by
+//!   the same code;
 //! - a request that is not safe to repeat is **never hedged** (the library's
 //!   rule: an idempotent method, an `Idempotency-Key`, or the caller's
 //!   [`Idempotency`](crate::retry::Idempotency)); it is sent once, as it
@@ -135,7 +142,7 @@ mod tests;
 
 pub use self::{
     future::ResponseFuture,
-    policy::{HedgeDelay, HedgePolicy},
+    policy::{HedgeDelay, HedgePolicy, DEFAULT_MAX_SERVER_DELAY},
 };
 pub use crate::retry::HedgeTrigger;
 

@@ -154,9 +154,16 @@ pub struct HedgePolicy<D> {
     max_attempts: u32,
     max_in_flight: u32,
     attempt_timeout: Option<Duration>,
+    max_server_delay: Duration,
+    deadline_margin: Option<Duration>,
     budget: Option<Arc<RetryBudget>>,
     listener: Option<Arc<dyn RetryListener>>,
 }
+
+/// The default cap on a delay the server asks for before the next copy: 1 s,
+/// as [`FixedDelay`](crate::retry::FixedDelay) and
+/// [`FeignRetryer`](crate::retry::FeignRetryer) cap a retry's.
+pub const DEFAULT_MAX_SERVER_DELAY: Duration = Duration::from_secs(1);
 
 impl<D> HedgePolicy<D> {
     /// At most `max_attempts` copies of a request in all, the first included
@@ -180,6 +187,8 @@ impl<D> HedgePolicy<D> {
             max_attempts,
             max_in_flight: max_attempts,
             attempt_timeout: None,
+            max_server_delay: DEFAULT_MAX_SERVER_DELAY,
+            deadline_margin: None,
             budget: None,
             listener: None,
         })
@@ -207,6 +216,32 @@ impl<D> HedgePolicy<D> {
     #[must_use]
     pub fn hedge_on_attempt_timeout(mut self, limit: Duration) -> Self {
         self.attempt_timeout = Some(limit);
+        self
+    }
+
+    /// Caps a delay the server asks for before the next copy (`Retry-After`,
+    /// gRPC's pushback, read by the decoder) at `max`; 1 s by default
+    /// ([`DEFAULT_MAX_SERVER_DELAY`]). Whatever the cap, the wait is cut at
+    /// the request's deadline: the call then ends with the outcome in hand
+    /// and [`Stop::DeadlinePassed`](crate::Stop::DeadlinePassed), as a
+    /// retry's does.
+    #[must_use]
+    pub fn with_max_server_delay(mut self, max: Duration) -> Self {
+        self.max_server_delay = max;
+        self
+    }
+
+    /// Deadline-aware scheduling, as
+    /// [`RetryPolicy::deadline_aware`](crate::retry::RetryPolicy::deadline_aware):
+    /// a copy that a non-fatal outcome asks for (at once, or after the
+    /// server's delay) is sent only if the wait plus `min_attempt` fits
+    /// before the request's deadline. When it does not, no further copy is
+    /// sent ([`Stop::WouldMissDeadline`](crate::Stop::WouldMissDeadline));
+    /// with no copy left in flight, the outcome in hand goes to the caller at
+    /// once.
+    #[must_use]
+    pub fn deadline_aware(mut self, min_attempt: Duration) -> Self {
+        self.deadline_margin = Some(min_attempt);
         self
     }
 
@@ -255,6 +290,17 @@ impl<D> HedgePolicy<D> {
         self.attempt_timeout
     }
 
+    /// The cap on a delay the server asks for before the next copy.
+    pub const fn max_server_delay(&self) -> Duration {
+        self.max_server_delay
+    }
+
+    /// The least time a useful copy needs, when deadline-aware scheduling is
+    /// on.
+    pub const fn deadline_margin(&self) -> Option<Duration> {
+        self.deadline_margin
+    }
+
     pub(crate) fn budget(&self) -> Option<&RetryBudget> {
         self.budget.as_deref()
     }
@@ -275,6 +321,8 @@ impl<D: fmt::Debug> fmt::Debug for HedgePolicy<D> {
             .field("max_attempts", &self.max_attempts)
             .field("max_in_flight", &self.max_in_flight)
             .field("attempt_timeout", &self.attempt_timeout)
+            .field("max_server_delay", &self.max_server_delay)
+            .field("deadline_margin", &self.deadline_margin)
             .field("budget", &self.budget)
             .field("listener", &self.listener.is_some())
             .finish()

@@ -412,7 +412,10 @@ async fn every_hedge_is_told_with_its_number_and_trigger() {
 async fn a_server_delay_sets_the_next_copy() {
     let counters = Arc::new(Counters::default());
     let decoder = StatusDecoder::new([503]).unwrap().with_retry_after();
-    let policy = HedgePolicy::new(decoder, HedgeDelay::fixed(MS(1000)), 2).unwrap();
+    // NOTE: above the default cap of 1 s, which would shorten the wait.
+    let policy = HedgePolicy::new(decoder, HedgeDelay::fixed(MS(1000)), 2)
+        .unwrap()
+        .with_max_server_delay(MS(5000));
     let svc = HedgeLayer::new(policy).layer(tower::service_fn({
         let counters = counters.clone();
         move |_: http::Request<Full<Bytes>>| {

@@ -5,7 +5,10 @@ use super::{
     WaitSource,
 };
 use super::{Attempts, FinalAttempt, RetryReport, Stop};
-use crate::{timer::saturating_after, RequestDeadline};
+use crate::{
+    limits::{self, Scheduled},
+    RequestDeadline,
+};
 use std::{sync::Arc, time::Duration};
 use tokio::time::Instant;
 
@@ -235,18 +238,17 @@ impl<B: TryCloneBody, D, R: Retryer> RetryState<B, D, R> {
         // recorded it (or none): a wait that would reach it ends there, with
         // the outcome at hand. A `Deadline` layer outside, whose timer is due
         // at the same instant, ends the call with its own error instead.
-        if let Some(until) = deadline
-            .map(|d| d.instant())
-            .filter(|&until| !wait.is_zero() && saturating_after(Instant::now(), wait) >= until)
-        {
-            tracing::debug!(
-                attempt = self.attempts,
-                %verdict,
-                wait_ms = whole_millis(wait),
-                "the wait would reach the deadline: the outcome is kept until then"
-            );
-            return Decision::Cut(until);
-        }
+        let wait = match wait {
+            Scheduled::After(wait) => wait,
+            Scheduled::Cut(until) => {
+                tracing::debug!(
+                    attempt = self.attempts,
+                    %verdict,
+                    "the wait would reach the deadline: the outcome is kept until then"
+                );
+                return Decision::Cut(until);
+            }
+        };
         let remaining = deadline.map(|d| d.remaining());
         let source = match verdict.server_delay() {
             _ if wait.is_zero() => WaitSource::None,
@@ -278,13 +280,14 @@ impl<B: TryCloneBody, D, R: Retryer> RetryState<B, D, R> {
     /// attempt left, the request can be sent again, its `deadline` has not
     /// passed, it is safe to repeat, the retryer gives a delay, the budget
     /// allows it, and with deadline-aware scheduling the wait and a useful
-    /// attempt fit.
+    /// attempt fit; a wait that would reach the deadline is cut there
+    /// ([`limits::schedule`]).
     fn wait(
         &mut self,
         after: Option<Duration>,
         reason: Reason,
         deadline: Option<RequestDeadline>,
-    ) -> Result<Duration, Stop> {
+    ) -> Result<Scheduled, Stop> {
         let policy = &*self.policy;
         if !policy.is_enabled() {
             return Err(Stop::Disabled);
@@ -317,14 +320,12 @@ impl<B: TryCloneBody, D, R: Retryer> RetryState<B, D, R> {
         if policy.budget().is_some_and(|budget| !budget.can_retry()) {
             return Err(Stop::BudgetExhausted);
         }
-        match (policy.deadline_margin(), deadline) {
-            (Some(min_attempt), Some(deadline))
-                if deadline.remaining() < wait.saturating_add(min_attempt) =>
-            {
-                Err(Stop::WouldMissDeadline)
-            }
-            _ => Ok(wait),
-        }
+        limits::schedule(
+            wait,
+            deadline.map(|d| d.instant()),
+            policy.deadline_margin(),
+            Instant::now(),
+        )
     }
 
     /// The request for the next attempt, counted: a copy of the kept one, or

@@ -1,0 +1,103 @@
+//! The time rules every form of the stack applies to a wait before another
+//! attempt: the retry layer, the combined service and hedging call these
+//! functions, and none keeps a copy of them.
+
+use crate::{timer::saturating_after, Stop};
+use std::time::Duration;
+use tokio::time::Instant;
+
+/// When the next attempt after a wait goes, or why it never does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Scheduled {
+    /// Wait this long (not at all when zero), then send the next attempt.
+    After(Duration),
+    /// The wait would reach the request's deadline: the outcome in hand is
+    /// kept until this instant, the deadline, and returned then with
+    /// [`Stop::DeadlinePassed`].
+    Cut(Instant),
+}
+
+/// A delay the server asked for, capped at `max`.
+pub(crate) fn capped(asked: Duration, max: Duration) -> Duration {
+    asked.min(max)
+}
+
+/// Schedules a `wait` before another attempt against the request's
+/// `deadline`:
+///
+/// - with deadline-aware scheduling (`min_attempt`, the least time a useful
+///   attempt needs), a wait that leaves less than `min_attempt` before the
+///   deadline is not made at all: [`Stop::WouldMissDeadline`];
+/// - a wait that would reach the deadline (at or after it: a tie is a cut) is
+///   cut there ([`Scheduled::Cut`]); a zero wait is never cut, since the
+///   next attempt goes at once;
+/// - any other wait is made as it is.
+pub(crate) fn schedule(
+    wait: Duration,
+    deadline: Option<Instant>,
+    min_attempt: Option<Duration>,
+    now: Instant,
+) -> Result<Scheduled, Stop> {
+    let Some(deadline) = deadline else {
+        return Ok(Scheduled::After(wait));
+    };
+    let remaining = deadline.saturating_duration_since(now);
+    if min_attempt.is_some_and(|min| remaining < wait.saturating_add(min)) {
+        return Err(Stop::WouldMissDeadline);
+    }
+    if !wait.is_zero() && saturating_after(now, wait) >= deadline {
+        return Ok(Scheduled::Cut(deadline));
+    }
+    Ok(Scheduled::After(wait))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MS: fn(u64) -> Duration = Duration::from_millis;
+
+    #[tokio::test(start_paused = true)]
+    async fn a_wait_is_made_cut_or_given_up() {
+        let now = Instant::now();
+        let deadline = Some(now + MS(1000));
+        assert_eq!(
+            schedule(MS(10), None, None, now),
+            Ok(Scheduled::After(MS(10)))
+        );
+        assert_eq!(
+            schedule(Duration::MAX, None, Some(MS(1)), now),
+            Ok(Scheduled::After(Duration::MAX)),
+            "with no deadline nothing is cut"
+        );
+        assert_eq!(
+            schedule(MS(999), deadline, None, now),
+            Ok(Scheduled::After(MS(999)))
+        );
+        assert_eq!(
+            schedule(MS(1000), deadline, None, now),
+            Ok(Scheduled::Cut(now + MS(1000))),
+            "a wait that ends at the deadline is cut"
+        );
+        assert_eq!(
+            schedule(Duration::MAX, deadline, None, now),
+            Ok(Scheduled::Cut(now + MS(1000)))
+        );
+        assert_eq!(
+            schedule(Duration::ZERO, Some(now), None, now),
+            Ok(Scheduled::After(Duration::ZERO)),
+            "a zero wait is not cut"
+        );
+        assert_eq!(
+            schedule(MS(600), deadline, Some(MS(500)), now),
+            Err(Stop::WouldMissDeadline)
+        );
+        assert_eq!(
+            schedule(MS(500), deadline, Some(MS(500)), now),
+            Ok(Scheduled::After(MS(500))),
+            "a wait and an attempt that just fit are made"
+        );
+        assert_eq!(capped(Duration::MAX, MS(5)), MS(5));
+        assert_eq!(capped(MS(1), MS(5)), MS(1));
+    }
+}
