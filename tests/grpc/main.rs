@@ -521,7 +521,8 @@ async fn a_hedged_check_takes_the_copy_that_answers() {
         HedgeDelay::fixed(Duration::from_millis(50)),
         2,
     )
-    .unwrap();
+    .unwrap()
+    .with_previous_attempts_header(http_resilience::retry::GRPC_PREVIOUS_RPC_ATTEMPTS);
     let svc = tower::ServiceBuilder::new()
         .map_request(|request: http::Request<tonic::body::Body>| request.map(ReplayBody::new))
         .layer(DeadlineLayer::new(Duration::from_secs(10)))
@@ -548,5 +549,12 @@ async fn a_hedged_check_takes_the_copy_that_answers() {
         .get::<Attempts>()
         .map(Attempts::winner);
     assert_eq!(winner, Some(2));
-    assert_eq!(script.seen().len(), 2);
+    // Every attempt after the first carries the count of those before it,
+    // hedged ones included, as gRPC's retry design says.
+    let previous: Vec<_> = script
+        .seen()
+        .into_iter()
+        .map(|s| s.previous_attempts)
+        .collect();
+    assert_eq!(previous, [None, Some("1".to_owned())]);
 }

@@ -6,6 +6,7 @@ mod support;
 mod deadline_budget_events;
 mod decoders;
 mod replay;
+mod report;
 mod retry_after;
 mod safety;
 mod schedules;

@@ -205,8 +205,9 @@ where
                                     *this.stop = Some(Stop::NotReplayable);
                                     *this.hedging = None;
                                 }
-                                Some(request) => {
+                                Some(mut request) => {
                                     *this.sent += 1;
+                                    this.policy.number_attempt(&mut request, *this.sent);
                                     if let Some(report) = this.report {
                                         report.record_attempt(*this.sent);
                                     }

@@ -264,6 +264,7 @@ where
             Ok(hedging) => (Some(hedging), None),
             Err(stop) => (None, Some(stop)),
         };
+        self.policy.number_attempt(&mut request, 1);
         let report = request.extensions().get::<RetryReport>().cloned();
         if let Some(report) = &report {
             report.record_attempt(1);

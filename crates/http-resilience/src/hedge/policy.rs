@@ -3,7 +3,7 @@
 
 use super::latency::Histogram;
 use crate::{
-    retry::{RetryBudget, RetryEvent, RetryListener},
+    retry::{AttemptHeader, RetryBudget, RetryEvent, RetryListener},
     InvalidSetting,
 };
 use std::{fmt, sync::Arc, time::Duration};
@@ -158,6 +158,7 @@ pub struct HedgePolicy<D> {
     deadline_margin: Option<Duration>,
     budget: Option<Arc<RetryBudget>>,
     listener: Option<Arc<dyn RetryListener>>,
+    attempt_header: Option<AttemptHeader>,
 }
 
 /// The default cap on a delay the server asks for before the next copy: 1 s,
@@ -191,6 +192,7 @@ impl<D> HedgePolicy<D> {
             deadline_margin: None,
             budget: None,
             listener: None,
+            attempt_header: None,
         })
     }
 
@@ -265,6 +267,39 @@ impl<D> HedgePolicy<D> {
         self
     }
 
+    /// Sends the number of each copy (1 for the first) in the request header
+    /// `name`, as
+    /// [`RetryPolicy::with_attempt_header`](crate::retry::RetryPolicy::with_attempt_header)
+    /// does for retries.
+    #[must_use]
+    pub fn with_attempt_header(mut self, name: http::HeaderName) -> Self {
+        self.attempt_header = Some(AttemptHeader::this(name));
+        self
+    }
+
+    /// Sends the number of copies sent before each one in the request header
+    /// `name`: 1 on the second copy, 2 on the third, and no header on the
+    /// first (a value the request brings is removed there). This is gRPC's
+    /// `grpc-previous-rpc-attempts`, which gRPC's retry design puts on every
+    /// hedged attempt after the first.
+    #[must_use]
+    pub fn with_previous_attempts_header(mut self, name: http::HeaderName) -> Self {
+        self.attempt_header = Some(AttemptHeader::previous(name));
+        self
+    }
+
+    /// The name of the attempt header, if any.
+    pub fn attempt_header(&self) -> Option<&http::HeaderName> {
+        self.attempt_header.as_ref().map(AttemptHeader::name)
+    }
+
+    /// Writes the attempt header, if the policy has one, for copy `n`.
+    pub(crate) fn number_attempt<B>(&self, request: &mut http::Request<B>, n: u32) {
+        if let Some(header) = &self.attempt_header {
+            header.write(request, n);
+        }
+    }
+
     /// The decoder.
     pub const fn decoder(&self) -> &D {
         &self.decoder
@@ -325,6 +360,7 @@ impl<D: fmt::Debug> fmt::Debug for HedgePolicy<D> {
             .field("deadline_margin", &self.deadline_margin)
             .field("budget", &self.budget)
             .field("listener", &self.listener.is_some())
+            .field("attempt_header", &self.attempt_header)
             .finish()
     }
 }

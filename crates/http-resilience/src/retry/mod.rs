@@ -179,6 +179,7 @@ pub(crate) use self::decoder::grpc_code_name;
 use self::future::ResponseFuture;
 pub(crate) use self::{
     body::Pristine,
+    policy::AttemptHeader,
     state::{Decision, RetryState},
 };
 use std::{

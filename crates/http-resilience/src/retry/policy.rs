@@ -35,20 +35,76 @@ pub struct RetryPolicy<D, R> {
     deadline_margin: Option<Duration>,
     budget: Option<Arc<RetryBudget>>,
     listener: Option<Arc<dyn RetryListener>>,
-    attempt_header: Option<(HeaderName, AttemptNumbering)>,
+    attempt_header: Option<AttemptHeader>,
     // The header and format of the budget the one-piece stack sends with
     // every attempt (`Resilience::propagating`).
     budget_header: Option<(HeaderName, crate::propagate::TimeoutFormat)>,
 }
 
-/// What the attempt header of a policy counts.
+/// The request header that numbers each attempt, and what it counts: shared
+/// by the retry and the hedging policies, so that every attempt either one
+/// sends is numbered alike.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct AttemptHeader {
+    name: HeaderName,
+    numbering: AttemptNumbering,
+}
+
+/// What an attempt header counts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum AttemptNumbering {
+enum AttemptNumbering {
     /// The number of this attempt, 1 for the first.
     This,
     /// The number of attempts before this one; absent on the first (gRPC's
     /// `grpc-previous-rpc-attempts`).
     Previous,
+}
+
+// ===== impl AttemptHeader =====
+
+impl AttemptHeader {
+    /// The number of each attempt, 1 for the first, in `name`.
+    pub(crate) const fn this(name: HeaderName) -> Self {
+        Self {
+            name,
+            numbering: AttemptNumbering::This,
+        }
+    }
+
+    /// The number of attempts before each one in `name`; none on the first.
+    pub(crate) const fn previous(name: HeaderName) -> Self {
+        Self {
+            name,
+            numbering: AttemptNumbering::Previous,
+        }
+    }
+
+    /// The header's name.
+    pub(crate) const fn name(&self) -> &HeaderName {
+        &self.name
+    }
+
+    /// Writes the header for attempt `n` (1 for the first), replacing any
+    /// value the request brought.
+    pub(crate) fn write<B>(&self, request: &mut http::Request<B>, n: u32) {
+        let value = match self.numbering {
+            AttemptNumbering::This => n,
+            AttemptNumbering::Previous if n > 1 => n - 1,
+            AttemptNumbering::Previous => {
+                request.headers_mut().remove(&self.name);
+                return;
+            }
+        };
+        // NOTE: `try_insert` because `insert` panics on a header map already at
+        // its largest size; such a request goes on without the header.
+        if request
+            .headers_mut()
+            .try_insert(&self.name, http::HeaderValue::from(value))
+            .is_err()
+        {
+            tracing::debug!(header = %self.name, "the header map is full: attempt number not sent");
+        }
+    }
 }
 
 // ===== impl RetryPolicy =====
@@ -112,7 +168,7 @@ impl<D, R> RetryPolicy<D, R> {
     /// header `name`, for the upstream's logs.
     #[must_use]
     pub fn with_attempt_header(mut self, name: HeaderName) -> Self {
-        self.attempt_header = Some((name, AttemptNumbering::This));
+        self.attempt_header = Some(AttemptHeader::this(name));
         self
     }
 
@@ -123,7 +179,7 @@ impl<D, R> RetryPolicy<D, R> {
     /// [`presets::grpc`](crate::presets::grpc) sends.
     #[must_use]
     pub fn with_previous_attempts_header(mut self, name: HeaderName) -> Self {
-        self.attempt_header = Some((name, AttemptNumbering::Previous));
+        self.attempt_header = Some(AttemptHeader::previous(name));
         self
     }
 
@@ -145,33 +201,8 @@ impl<D, R> RetryPolicy<D, R> {
     /// for the first).
     #[inline(always)]
     pub(crate) fn number_attempt<B>(&self, request: &mut http::Request<B>, n: u32) {
-        if let Some((name, numbering)) = &self.attempt_header {
-            Self::write_attempt(request, name, *numbering, n);
-        }
-    }
-
-    fn write_attempt<B>(
-        request: &mut http::Request<B>,
-        name: &http::HeaderName,
-        numbering: AttemptNumbering,
-        n: u32,
-    ) {
-        let value = match numbering {
-            AttemptNumbering::This => n,
-            AttemptNumbering::Previous if n > 1 => n - 1,
-            AttemptNumbering::Previous => {
-                request.headers_mut().remove(name);
-                return;
-            }
-        };
-        // NOTE: `try_insert` because `insert` panics on a header map already at
-        // its largest size; such a request goes on without the header.
-        if request
-            .headers_mut()
-            .try_insert(name, http::HeaderValue::from(value))
-            .is_err()
-        {
-            tracing::debug!(header = %name, "the header map is full: attempt number not sent");
+        if let Some(header) = &self.attempt_header {
+            header.write(request, n);
         }
     }
 
@@ -195,7 +226,7 @@ impl<D, R> RetryPolicy<D, R> {
 
     /// The name of the attempt header, if any.
     pub fn attempt_header(&self) -> Option<&HeaderName> {
-        self.attempt_header.as_ref().map(|(name, _)| name)
+        self.attempt_header.as_ref().map(AttemptHeader::name)
     }
 
     /// Retries requests that were sent even when they are not idempotent:

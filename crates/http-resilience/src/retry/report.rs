@@ -89,7 +89,8 @@ pub struct Attempts {
     count: u32,
     verdict: Verdict,
     stop: Stop,
-    /// The attempt whose outcome this is; 0 for the last one.
+    /// The attempt whose outcome this is: the last one unless
+    /// [`with_winner`](Self::with_winner) says otherwise.
     winner: u32,
 }
 
@@ -102,7 +103,7 @@ impl Attempts {
             count: n,
             verdict: Verdict::Accept,
             stop: Stop::Accepted,
-            winner: 0,
+            winner: n,
         }
     }
 
