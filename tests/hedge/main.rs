@@ -1,6 +1,7 @@
 //! Hedging through the public API over loopback: a real hyper-util client,
 //! the mock server, and what the server sees of the copies that lost.
 
+mod percentile;
 #[path = "../support/mod.rs"]
 mod support;
 mod waits;

@@ -2,7 +2,7 @@
 
 use std::{
     sync::{
-        atomic::{AtomicU64, AtomicUsize, Ordering},
+        atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering},
         Mutex, PoisonError,
     },
     time::Duration,
@@ -20,6 +20,11 @@ const BUCKETS: usize = (SUB * POWERS) as usize;
 /// and Finagle's backup requests do, so that the delay in use moves once per
 /// window and costs nothing to read.
 ///
+/// While the last full window had too few samples (at first, say), the delay
+/// comes from the current window instead: computed once it holds
+/// `min_samples` latencies, and again each time their count doubles, so a
+/// client that starts under load hedges from its `min_samples`-th call on.
+///
 /// Buckets are logarithmic, 8 per power of two, so a percentile is read
 /// within 12.5 % of the truth, from 1 µs to about 12 days; recording is one
 /// atomic increment. Under concurrency the counts are approximate at the
@@ -34,6 +39,11 @@ pub(crate) struct Histogram {
     /// The delay read from the last full window, in microseconds; `u64::MAX`
     /// for none (too few samples).
     delay_micros: AtomicU64,
+    /// Latencies recorded in the current window.
+    recorded: AtomicU64,
+    /// Whether the last full window had too few samples, so that the delay
+    /// is read from the current one as it fills.
+    warming: AtomicBool,
     /// When the current window ends.
     ends: Mutex<Instant>,
 }
@@ -59,6 +69,8 @@ impl Histogram {
             windows: [Window::new(), Window::new()],
             current: AtomicUsize::new(0),
             delay_micros: AtomicU64::new(u64::MAX),
+            recorded: AtomicU64::new(0),
+            warming: AtomicBool::new(true),
             ends: Mutex::new(crate::timer::saturating_after(Instant::now(), window)),
         }
     }
@@ -67,8 +79,22 @@ impl Histogram {
     pub(crate) fn record(&self, latency: Duration, now: Instant) {
         self.roll(now);
         let bucket = bucket_of(latency);
-        self.windows[self.current.load(Ordering::Relaxed)].counts[bucket]
-            .fetch_add(1, Ordering::Relaxed);
+        let current = &self.windows[self.current.load(Ordering::Relaxed)];
+        current.counts[bucket].fetch_add(1, Ordering::Relaxed);
+        let recorded = self.recorded.fetch_add(1, Ordering::Relaxed) + 1;
+        if self.warming.load(Ordering::Relaxed) && self.is_recount(recorded) {
+            if let Some(delay) = self.read(current) {
+                self.delay_micros.store(delay, Ordering::Relaxed);
+            }
+        }
+    }
+
+    /// Whether the `recorded`-th latency of a window is one at which a
+    /// warming delay is computed again: `min_samples` (at least 1) times a
+    /// power of two.
+    fn is_recount(&self, recorded: u64) -> bool {
+        let first = self.min_samples.max(1);
+        recorded % first == 0 && (recorded / first).is_power_of_two()
     }
 
     /// The delay at the percentile over the last full window, if it had
@@ -106,7 +132,9 @@ impl Histogram {
             count.store(0, Ordering::Relaxed);
         }
         self.current.store(next, Ordering::Relaxed);
+        self.recorded.store(0, Ordering::Relaxed);
         let delay = self.read(&self.windows[full]);
+        self.warming.store(delay.is_none(), Ordering::Relaxed);
         self.delay_micros
             .store(delay.unwrap_or(u64::MAX), Ordering::Relaxed);
         // NOTE: a window with no call in it ends at once; the next one starts
@@ -117,23 +145,20 @@ impl Histogram {
     /// The percentile of `window`, in microseconds (the upper end of its
     /// bucket).
     fn read(&self, window: &Window) -> Option<u64> {
-        let counts: Vec<u64> = window
-            .counts
-            .iter()
-            .map(|c| c.load(Ordering::Relaxed))
-            .collect();
-        let total: u64 = counts.iter().sum();
+        let count = |c: &AtomicU64| c.load(Ordering::Relaxed);
+        let total: u64 = window.counts.iter().map(count).sum();
         if total == 0 || total < self.min_samples {
             return None;
         }
         let rank = ((total as f64) * self.percentile / 100.0).ceil().max(1.0) as u64;
         let mut seen = 0;
-        for (bucket, count) in counts.iter().enumerate() {
-            seen += count;
+        for (bucket, n) in window.counts.iter().map(count).enumerate() {
+            seen += n;
             if seen >= rank {
                 return Some(upper_of(bucket));
             }
         }
+        // NOTE: counts recorded while this loop ran can leave `seen` short.
         Some(upper_of(BUCKETS - 1))
     }
 }
@@ -200,7 +225,10 @@ mod tests {
             };
             histogram.record(latency, now);
         }
-        assert_eq!(histogram.delay(now), None, "the first window is not over");
+        let warming = histogram
+            .delay(now)
+            .expect("20 samples seen in the first window");
+        assert!(warming <= Duration::from_micros(1125), "{warming:?}");
         let later = now + window;
         let delay = histogram.delay(later).expect("a full window");
         assert!(

@@ -18,8 +18,8 @@ use tokio::time::Instant;
 /// use std::time::Duration;
 ///
 /// let fixed = HedgeDelay::fixed(Duration::from_millis(50));
-/// // The 95th percentile of the client's latencies over the last 10 s, once
-/// // 100 of them were seen; no hedge on a delay before that.
+/// // The 95th percentile of the client's latencies over the last 10 s, from
+/// // the 100th latency seen on; no hedge on a delay before that.
 /// let adaptive = HedgeDelay::percentile(95.0, 100, Duration::from_secs(10))?;
 /// # let _ = (fixed, adaptive);
 /// # Ok::<(), http_resilience::BoxError>(())
@@ -48,8 +48,30 @@ impl HedgeDelay {
     /// full `window`, as tower's `hedge` and Finagle's backup requests do:
     /// only the slowest `100 − percentile` % of calls get a hedge. Every
     /// attempt that ends is recorded, in buckets within 12.5 % of its value.
-    /// Until a window has held `min_samples` latencies, no hedge is sent on
-    /// a delay (the other triggers still hold).
+    ///
+    /// # When the delay is computed
+    ///
+    /// Once per `window`, from the window that just ended. While that window
+    /// held fewer than `min_samples` latencies (the first window, or a quiet
+    /// one), the delay comes from the current window instead, as soon as it
+    /// holds `min_samples` of them, and again each time their count doubles;
+    /// before that no hedge is sent on a delay (the other triggers still
+    /// hold). So a client that starts under load hedges from its
+    /// `min_samples`-th call on, not after a whole window.
+    ///
+    /// # Choosing the percentile
+    ///
+    /// A hedge helps a call only if the delay comes before the slow calls
+    /// would have answered. With a fraction `f` of slow calls, a percentile
+    /// `p` with `100 − p` above `f` sets the delay at the top of the fast
+    /// calls: every slow call is hedged, and about `100 − p` % of calls send
+    /// a second copy. A percentile with `100 − p` below `f` falls among the
+    /// slow calls themselves: the delay is about their latency, and a hedge
+    /// can then never fire in time. So the percentile is chosen from the tail
+    /// to cut: 90 for a tail of up to a few per cent, 95 or 99 only for a
+    /// rarer one. Pair it with a [`RetryBudget`] (ratio 0.1, say) through
+    /// [`HedgePolicy::with_budget`], which holds the extra copies to about
+    /// that fraction of calls however the latencies shift.
     ///
     /// The histogram is shared by every clone of the policy (and of the layer
     /// built from it), so it is per client.
