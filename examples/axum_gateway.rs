@@ -139,8 +139,8 @@ pub fn gateway(upstream: Uri) -> Result<Router, BoxError> {
 ///
 /// # Errors
 ///
-/// When `upstream` has no scheme or authority, or the limits do not fit
-/// together (a zero limit, or an attempt longer than the deadline).
+/// When `upstream` has no scheme or authority, or a limit is zero. An
+/// attempt limit longer than the deadline is taken: the deadline wins.
 pub fn gateway_with(
     upstream: Uri,
     attempt: Duration,

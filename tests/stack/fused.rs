@@ -2,7 +2,7 @@
 //! property on tokio's paused clock, over the scripted upstream of the
 //! compositions property.
 //!
-//! A case is a deadline, an attempt limit within it, a retry policy (Feign's
+//! A case is a deadline, an attempt limit (within it, or in some cases above it), a retry policy (Feign's
 //! decoder or the transient one, a fixed delay, up to 3 retries), whether
 //! every attempt's budget is sent upstream (`Resilience::propagating`, against
 //! a `PropagateDeadlineLayer` with the attempt limit between the retry and the
@@ -74,10 +74,13 @@ fn case() -> impl Strategy<Value = Case> {
         any::<bool>(),
         given,
         vec(step(), 1..5),
+        proptest::option::weighted(0.25, limit(1..3000)),
     )
         .prop_map(
-            |(attempt, extra, feign, delay, retries, propagate, given, script)| Case {
-                deadline: attempt + extra,
+            |(attempt, extra, feign, delay, retries, propagate, given, script, short)| Case {
+                // NOTE: a quarter of the cases have a deadline of their own,
+                // which may be shorter than the attempt limit.
+                deadline: short.unwrap_or(attempt + extra),
                 attempt,
                 feign,
                 delay,

@@ -239,3 +239,43 @@ async fn a_full_header_map_gets_no_extra_header_and_no_panic() {
         "the request arrives as it was, without the two headers"
     );
 }
+
+/// An attempt limit longer than the deadline: both forms take it, and the
+/// deadline wins, with its own error, at its own instant.
+#[tokio::test(flavor = "current_thread", start_paused = true)]
+async fn an_attempt_limit_above_the_deadline_means_the_deadline_in_both_forms() {
+    let (deadline, attempt) = (ms(1000), ms(3000));
+    let hangs = tower::service_fn(|_: Request<String>| async {
+        std::future::pending::<Result<Response<String>, Infallible>>().await
+    });
+    let retry = || {
+        RetryPolicy::new(
+            StatusDecoder::new([503]).unwrap(),
+            FixedDelay::new(ms(10), 2),
+        )
+    };
+    let layers = ServiceBuilder::new()
+        .layer(DeadlineLayer::new(deadline))
+        .layer(StatusRetryLayer::new(retry()))
+        .layer(AttemptTimeoutLayer::new(attempt))
+        .service(hangs);
+    let resilience = http_resilience::Resilience::new(deadline, attempt, retry())
+        .expect("the deadline wins over a longer attempt limit");
+    let combined = resilience.layer().layer(hangs);
+
+    let start = Instant::now();
+    let err = layers
+        .oneshot(Request::new(String::new()))
+        .await
+        .unwrap_err();
+    assert!(err.is::<DeadlineExceeded>(), "{err}");
+    assert_eq!(start.elapsed(), deadline);
+
+    let start = Instant::now();
+    let err = combined
+        .oneshot(Request::new(String::new()))
+        .await
+        .unwrap_err();
+    assert!(err.is::<DeadlineExceeded>(), "{err}");
+    assert_eq!(start.elapsed(), deadline);
+}

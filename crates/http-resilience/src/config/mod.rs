@@ -142,7 +142,11 @@
 //!   `jitter` name;
 //! - a zero duration, and an `attempt_timeout` above the `deadline` (one
 //!   inherited is named with where it came from: `clients.weather.attempt_timeout
-//!   10s, inherited from preset standard, exceeds the deadline 1.5s`);
+//!   10s, inherited from preset standard, exceeds the deadline 1.5s`). The
+//!   layers and [`Resilience::new`](crate::Resilience::new) take such a pair,
+//!   and the deadline wins; in a file it is most often a client that
+//!   shortened its deadline and forgot the limit it inherits, so it is
+//!   refused there;
 //! - with deadline-aware scheduling (`retry.min_attempt`), a `deadline` that
 //!   leaves no room for any retry: the shortest first wait the retryer can
 //!   draw plus `min_attempt` does not fit before it, so the policy would load

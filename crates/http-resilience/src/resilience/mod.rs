@@ -76,11 +76,14 @@ impl<D, R> Resilience<D, R> {
     /// A policy: every call gets `deadline` in all, every attempt
     /// `attempt_timeout`, and `retry` decides on retries.
     ///
+    /// An attempt timeout longer than the deadline means what it means in the
+    /// three layers: an attempt ends at the earlier of its limit and the
+    /// deadline, so the deadline wins (and its error is the one returned).
+    ///
     /// # Errors
     ///
     /// [`InvalidSetting`] when a limit is zero (field `deadline` or
-    /// `attempt_timeout`), or the attempt timeout is longer than the deadline
-    /// (field `attempt_timeout`: no attempt could use it).
+    /// `attempt_timeout`).
     ///
     /// # Example
     ///
@@ -95,8 +98,12 @@ impl<D, R> Resilience<D, R> {
     /// let policy = Resilience::new(Duration::from_secs(8), Duration::from_secs(3), retry.clone())?;
     /// assert_eq!(policy.attempt_timeout(), Duration::from_secs(3));
     ///
-    /// let err = Resilience::new(Duration::from_secs(1), Duration::from_secs(3), retry).unwrap_err();
-    /// assert_eq!(err.field(), "attempt_timeout");
+    /// // The deadline wins over a longer attempt limit, as in the three layers.
+    /// let short = Resilience::new(Duration::from_secs(1), Duration::from_secs(3), retry.clone())?;
+    /// assert_eq!(short.deadline(), Duration::from_secs(1));
+    ///
+    /// let err = Resilience::new(Duration::ZERO, Duration::from_secs(3), retry).unwrap_err();
+    /// assert_eq!(err.field(), "deadline");
     /// # Ok::<(), http_resilience::BoxError>(())
     /// ```
     pub fn new(
@@ -114,12 +121,6 @@ impl<D, R> Resilience<D, R> {
             return Err(InvalidSetting::new(
                 "attempt_timeout",
                 "must be greater than zero, got 0s",
-            ));
-        }
-        if attempt_timeout > deadline {
-            return Err(InvalidSetting::new(
-                "attempt_timeout",
-                format!("must not exceed the deadline ({deadline:?}), got {attempt_timeout:?}"),
             ));
         }
         Ok(Self::known_good(deadline, attempt_timeout, retry))
@@ -144,9 +145,8 @@ impl<D, R> Resilience<D, R> {
     ///
     /// # Errors
     ///
-    /// As [`new`](Self::new): [`InvalidSetting`] when `deadline` is zero, or
-    /// shorter than the attempt timeout (field `attempt_timeout`, which names
-    /// both).
+    /// As [`new`](Self::new): [`InvalidSetting`] when `deadline` is zero. A
+    /// deadline shorter than the attempt timeout is the one that holds.
     ///
     /// # Example
     ///
@@ -157,8 +157,12 @@ impl<D, R> Resilience<D, R> {
     /// let tighter = presets::standard().with_deadline(Duration::from_secs(12))?;
     /// assert_eq!(tighter.deadline(), Duration::from_secs(12));
     ///
-    /// let err = presets::standard().with_deadline(Duration::from_secs(5)).unwrap_err();
-    /// assert_eq!(err.to_string(), "attempt_timeout must not exceed the deadline (5s), got 10s");
+    /// // Below the preset's 10 s attempt timeout: every attempt ends by 5 s.
+    /// let quick = presets::standard().with_deadline(Duration::from_secs(5))?;
+    /// assert_eq!(quick.deadline(), Duration::from_secs(5));
+    ///
+    /// let err = presets::standard().with_deadline(Duration::ZERO).unwrap_err();
+    /// assert_eq!(err.to_string(), "deadline must be greater than zero, got 0s");
     /// # Ok::<(), http_resilience::BoxError>(())
     /// ```
     pub fn with_deadline(self, deadline: Duration) -> Result<Self, InvalidSetting> {
@@ -170,15 +174,13 @@ impl<D, R> Resilience<D, R> {
     /// # Errors
     ///
     /// As [`new`](Self::new): [`InvalidSetting`] when `attempt_timeout` is
-    /// zero or longer than the deadline.
+    /// zero.
     pub fn with_attempt_timeout(self, attempt_timeout: Duration) -> Result<Self, InvalidSetting> {
         Self::new(self.deadline, attempt_timeout, self.retry)
     }
 
     /// The same policy with another budget for every call and another limit
-    /// for every attempt, checked together: the way to shorten both at once
-    /// (with [`with_deadline`](Self::with_deadline) alone, a deadline below
-    /// the attempt timeout is refused).
+    /// for every attempt.
     ///
     /// # Errors
     ///
@@ -518,10 +520,10 @@ mod tests {
     #[test]
     fn rejects_limits_that_do_not_fit() {
         let secs = Duration::from_secs;
-        let err = Resilience::new(secs(8), secs(10), retry()).unwrap_err();
+        let err = Resilience::new(secs(8), Duration::ZERO, retry()).unwrap_err();
         assert_eq!(
             err.to_string(),
-            "attempt_timeout must not exceed the deadline (8s), got 10s"
+            "attempt_timeout must be greater than zero, got 0s"
         );
         let err = Resilience::new(Duration::ZERO, secs(1), retry()).unwrap_err();
         assert_eq!(
@@ -534,6 +536,7 @@ mod tests {
             "attempt_timeout must be greater than zero, got 0s"
         );
         assert!(Resilience::new(secs(3), secs(3), retry()).is_ok());
+        assert!(Resilience::new(secs(1), secs(3), retry()).is_ok());
     }
 
     // ===== nonsense refused =====
@@ -549,16 +552,17 @@ mod tests {
             (Duration::ZERO, secs(1), "deadline"),
             (Duration::ZERO, Duration::ZERO, "deadline"),
             (secs(1), Duration::ZERO, "attempt_timeout"),
-            (secs(1), secs(2), "attempt_timeout"),
-            (secs(1), Duration::MAX, "attempt_timeout"),
-            (
-                Duration::from_nanos(1),
-                Duration::from_nanos(2),
-                "attempt_timeout",
-            ),
         ] {
             let err = Resilience::new(deadline, attempt, policy()).unwrap_err();
             assert_eq!(err.field(), field, "{err}");
+        }
+        // An attempt limit above the deadline is taken: the deadline wins.
+        for (deadline, attempt) in [
+            (secs(1), secs(2)),
+            (secs(1), Duration::MAX),
+            (Duration::from_nanos(1), Duration::from_nanos(2)),
+        ] {
+            assert!(Resilience::new(deadline, attempt, policy()).is_ok());
         }
         // The largest limits fit, and make a layer.
         let largest = Resilience::new(Duration::MAX, Duration::MAX, policy()).unwrap();
