@@ -13,7 +13,7 @@ use std::{
     future::Future,
     pin::Pin,
     sync::Arc,
-    task::{Context, Poll},
+    task::{ready, Context, Poll},
     time::Duration,
 };
 use tokio::time::{Instant, Sleep};
@@ -55,16 +55,35 @@ pin_project! {
     where
         S: Service<http::Request<B>>,
     {
-        inflight: Vec<Inflight<S::Future>>,
-        hedging: Option<Box<Hedging<S, B>>>,
-        policy: Arc<HedgePolicy<D>>,
-        sent: u32,
-        kept: Option<Kept<S::Response, S::Error>>,
-        // Why no further copy will be sent, once that is known.
-        stop: Option<Stop>,
-        // The caller's report, if the request carried one.
-        report: Option<RetryReport>,
+        call: Call<S, B, D>,
     }
+}
+
+/// What a hedged call keeps between polls.
+struct Call<S, B, D>
+where
+    S: Service<http::Request<B>>,
+{
+    inflight: Vec<Inflight<S::Future>>,
+    hedging: Option<Box<Hedging<S, B>>>,
+    policy: Arc<HedgePolicy<D>>,
+    sent: u32,
+    kept: Option<Kept<S::Response, S::Error>>,
+    // Why no further copy will be sent, once that is known.
+    stop: Option<Stop>,
+    // The caller's report, if the request carried one.
+    report: Option<RetryReport>,
+}
+
+/// What trying to send a copy did.
+enum Sent {
+    /// A copy went: the copies in flight are polled again.
+    One,
+    /// None may go now; the call waits for a copy to end or the inner
+    /// service to be ready, both of which wake it.
+    Wait,
+    /// None is due, or none will ever go again.
+    Nothing,
 }
 
 impl<S, B, D> ResponseFuture<S, B, D>
@@ -78,7 +97,7 @@ where
         stop: Option<Stop>,
         report: Option<RetryReport>,
     ) -> Self {
-        Self {
+        let call = Call {
             inflight: vec![Inflight {
                 future: Box::pin(first),
                 number: 1,
@@ -91,7 +110,8 @@ where
             kept: None,
             stop,
             report,
-        }
+        };
+        Self { call }
     }
 }
 
@@ -101,12 +121,15 @@ where
 {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("ResponseFuture")
-            .field("in_flight", &self.inflight.len())
-            .field("sent", &self.sent)
-            .field("stop", &self.stop)
+            .field("in_flight", &self.call.inflight.len())
+            .field("sent", &self.call.sent)
+            .field("stop", &self.call.stop)
             .finish_non_exhaustive()
     }
 }
+
+type Output<S, B> =
+    Result<<S as Service<http::Request<B>>>::Response, <S as Service<http::Request<B>>>::Error>;
 
 impl<S, B, D, T> Future for ResponseFuture<S, B, D>
 where
@@ -118,173 +141,221 @@ where
     type Output = Result<http::Response<T>, S::Error>;
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        let this = self.project();
+        let call = self.project().call;
         loop {
-            // The copies in flight, oldest first.
-            let mut i = 0;
-            while i < this.inflight.len() {
-                let Poll::Ready(outcome) = this.inflight[i].future.as_mut().poll(cx) else {
-                    i += 1;
-                    continue;
-                };
-                let done = this.inflight.remove(i);
-                let now = Instant::now();
-                this.policy.delay().record(now - done.started, now);
-                let verdict = this.policy.decoder().decode(&outcome);
-                match verdict {
-                    Verdict::Accept => {
-                        if let Some(budget) = this.policy.budget() {
-                            budget.record_success();
-                        }
-                        // NOTE: dropping the losers cancels them: the client
-                        // closes their connections or resets their streams.
-                        this.inflight.clear();
-                        return Poll::Ready(end(
-                            this.policy,
-                            this.report.as_ref(),
-                            *this.sent,
-                            outcome,
-                            verdict,
-                            done.number,
-                            Stop::Accepted,
-                        ));
-                    }
-                    Verdict::Fail { .. } => {
-                        // NOTE: only a response is a fatal answer. A copy that
-                        // failed (its own time limit, a reset, a body it could
-                        // not get because another copy went past the replay
-                        // cap) says nothing the copies still in flight cannot
-                        // improve on; the last one's failure is returned.
-                        if outcome.is_err() && !this.inflight.is_empty() {
-                            continue;
-                        }
-                        this.inflight.clear();
-                        return Poll::Ready(end(
-                            this.policy,
-                            this.report.as_ref(),
-                            *this.sent,
-                            outcome,
-                            verdict,
-                            done.number,
-                            Stop::Failed,
-                        ));
-                    }
-                    Verdict::Retry { .. } => {
-                        if let Some(hedging) = this.hedging.as_deref_mut() {
-                            if let Err(stop) = schedule_next(hedging, this.policy, verdict, now) {
-                                *this.stop = Some(stop);
-                                *this.hedging = None;
-                            }
-                        }
-                        *this.kept = Some(Kept {
-                            outcome,
-                            verdict,
-                            number: done.number,
-                        });
-                    }
-                }
+            if let Some(output) = call.poll_copies(cx) {
+                return Poll::Ready(output);
             }
-
-            // Another copy, if one is due and allowed.
-            if let Some(hedging) = this.hedging.as_deref_mut() {
-                let now = Instant::now();
-                let trigger = due(hedging, this.inflight, this.policy, now);
-                if let Some(trigger) = trigger {
-                    match allowed(hedging, this.inflight.len(), *this.sent, this.policy, now) {
-                        Allowed::Yes => match hedging.service.poll_ready(cx) {
-                            Poll::Pending => return Poll::Pending,
-                            Poll::Ready(Err(_)) => {
-                                // NOTE: the copies in flight still answer; a
-                                // service that cannot take another stops the
-                                // hedging, not the call.
-                                *this.stop = Some(Stop::NotReady);
-                                *this.hedging = None;
-                            }
-                            Poll::Ready(Ok(())) => match hedging.pristine.next_attempt() {
-                                None => {
-                                    *this.stop = Some(Stop::NotReplayable);
-                                    *this.hedging = None;
-                                }
-                                Some(mut request) => {
-                                    *this.sent += 1;
-                                    this.policy.number_attempt(&mut request, *this.sent);
-                                    if let Some(report) = this.report {
-                                        report.record_attempt(*this.sent);
-                                    }
-                                    consume(hedging, trigger, this.policy, now);
-                                    if let Some(budget) = this.policy.budget() {
-                                        budget.record_retryable_failure();
-                                    }
-                                    let future = hedging.service.call(request);
-                                    this.inflight.push(Inflight {
-                                        future: Box::pin(future),
-                                        number: *this.sent,
-                                        started: now,
-                                        past_limit: false,
-                                    });
-                                    this.policy.tell(&RetryEvent::Hedge {
-                                        attempt: *this.sent,
-                                        trigger,
-                                        in_flight: this.inflight.len() as u32,
-                                    });
-                                    continue;
-                                }
-                            },
-                        },
-                        // NOTE: the copies in flight were polled above, so
-                        // the end of one wakes this call.
-                        Allowed::Later => return Poll::Pending,
-                        Allowed::Never(stop) => {
-                            *this.stop = Some(stop);
-                            *this.hedging = None;
-                        }
-                    }
-                }
+            match call.send_due(cx) {
+                Sent::One => continue,
+                Sent::Wait => return Poll::Pending,
+                Sent::Nothing => {}
             }
-
-            // NOTE: with nothing in flight, the call waits only for a copy
-            // the server asked to be sent later.
-            let waits = this
-                .hedging
-                .as_deref()
-                .is_some_and(|hedging| next_due(hedging, this.inflight, this.policy).is_some());
-            if this.inflight.is_empty() && !waits {
-                let kept = this
-                    .kept
-                    .take()
-                    .expect("a call with nothing in flight kept a non-fatal outcome");
-                let stop = this.stop.unwrap_or(Stop::Exhausted);
-                return Poll::Ready(end(
-                    this.policy,
-                    this.report.as_ref(),
-                    *this.sent,
-                    kept.outcome,
-                    kept.verdict,
-                    kept.number,
-                    stop,
-                ));
+            if let Some(output) = call.end_if_idle() {
+                return Poll::Ready(output);
             }
+            ready!(call.sleep_until_due(cx));
+        }
+    }
+}
 
-            // Wait for the next copy to be due, if one will be.
-            let Some(hedging) = this.hedging.as_deref_mut() else {
-                return Poll::Pending;
+// ===== impl Call =====
+
+impl<S, B, D, T> Call<S, B, D>
+where
+    S: Service<http::Request<B>, Response = http::Response<T>>,
+    B: TryCloneBody,
+    D: Decoder<T, S::Error>,
+{
+    /// Polls the copies in flight, oldest first; the call's output once one
+    /// of them ends it.
+    fn poll_copies(&mut self, cx: &mut Context<'_>) -> Option<Output<S, B>> {
+        let mut i = 0;
+        while i < self.inflight.len() {
+            let Poll::Ready(outcome) = self.inflight[i].future.as_mut().poll(cx) else {
+                i += 1;
+                continue;
             };
-            let Some(at) = next_due(hedging, this.inflight, this.policy) else {
-                return Poll::Pending;
-            };
-            let sleep = match &mut hedging.sleep {
-                Some(sleep) => {
-                    if sleep.deadline() != at {
-                        sleep.as_mut().reset(at);
-                    }
-                    sleep
-                }
-                None => hedging.sleep.insert(Box::pin(tokio::time::sleep_until(at))),
-            };
-            if sleep.as_mut().poll(cx).is_pending() {
-                return Poll::Pending;
+            let done = self.inflight.remove(i);
+            if let Some(output) = self.judge(outcome, done.number, done.started) {
+                return Some(output);
             }
         }
+        None
+    }
+
+    /// Judges the outcome of copy `number`, started at `started`: the call's
+    /// output when it ends the call.
+    fn judge(
+        &mut self,
+        outcome: Output<S, B>,
+        number: u32,
+        started: Instant,
+    ) -> Option<Output<S, B>> {
+        let now = Instant::now();
+        self.policy.delay().record(now - started, now);
+        let verdict = self.policy.decoder().decode(&outcome);
+        match verdict {
+            Verdict::Accept => {
+                if let Some(budget) = self.policy.budget() {
+                    budget.record_success();
+                }
+                Some(self.finish(outcome, verdict, number, Stop::Accepted))
+            }
+            // NOTE: only a response is a fatal answer. A copy that failed
+            // (its own time limit, a reset, a body it could not get because
+            // another copy went past the replay cap) says nothing the copies
+            // still in flight cannot improve on; the last one's failure is
+            // returned.
+            Verdict::Fail { .. } if outcome.is_err() && !self.inflight.is_empty() => None,
+            Verdict::Fail { .. } => Some(self.finish(outcome, verdict, number, Stop::Failed)),
+            Verdict::Retry { .. } => {
+                let scheduled = self
+                    .hedging
+                    .as_deref_mut()
+                    .map(|hedging| schedule_next(hedging, &self.policy, verdict, now));
+                if let Some(Err(stop)) = scheduled {
+                    self.stop_hedging(stop);
+                }
+                self.kept = Some(Kept {
+                    outcome,
+                    verdict,
+                    number,
+                });
+                None
+            }
+        }
+    }
+
+    /// Sends another copy if one is due and allowed.
+    fn send_due(&mut self, cx: &mut Context<'_>) -> Sent {
+        let Some(hedging) = self.hedging.as_deref_mut() else {
+            return Sent::Nothing;
+        };
+        let now = Instant::now();
+        let Some(trigger) = due(hedging, &mut self.inflight, &self.policy, now) else {
+            return Sent::Nothing;
+        };
+        let ready = match allowed(hedging, self.inflight.len(), self.sent, &self.policy, now) {
+            Allowed::Yes => hedging.service.poll_ready(cx),
+            Allowed::Later => return Sent::Wait,
+            Allowed::Never(stop) => return self.stop_hedging(stop),
+        };
+        match ready {
+            Poll::Pending => Sent::Wait,
+            // NOTE: the copies in flight still answer; a service that cannot
+            // take another stops the hedging, not the call.
+            Poll::Ready(Err(_)) => self.stop_hedging(Stop::NotReady),
+            Poll::Ready(Ok(())) => match hedging.pristine.next_attempt() {
+                None => self.stop_hedging(Stop::NotReplayable),
+                Some(request) => {
+                    self.send(request, trigger, now);
+                    Sent::One
+                }
+            },
+        }
+    }
+
+    /// Sends `request` as the next copy, started by `trigger`.
+    fn send(&mut self, mut request: http::Request<B>, trigger: HedgeTrigger, now: Instant) {
+        let Some(hedging) = self.hedging.as_deref_mut() else {
+            return;
+        };
+        self.sent += 1;
+        self.policy.number_attempt(&mut request, self.sent);
+        if let Some(report) = &self.report {
+            report.record_attempt(self.sent);
+        }
+        consume(hedging, trigger, &self.policy, now);
+        if let Some(budget) = self.policy.budget() {
+            budget.record_retryable_failure();
+        }
+        let future = hedging.service.call(request);
+        self.inflight.push(Inflight {
+            future: Box::pin(future),
+            number: self.sent,
+            started: now,
+            past_limit: false,
+        });
+        self.policy.tell(&RetryEvent::Hedge {
+            attempt: self.sent,
+            trigger,
+            in_flight: self.inflight.len() as u32,
+        });
+    }
+
+    /// The kept outcome, once nothing is in flight and no copy will be due.
+    fn end_if_idle(&mut self) -> Option<Output<S, B>> {
+        // NOTE: with nothing in flight, the call waits only for a copy the
+        // server asked to be sent later.
+        let waits = self
+            .hedging
+            .as_deref()
+            .is_some_and(|hedging| next_due(hedging, &self.inflight, &self.policy).is_some());
+        if !self.inflight.is_empty() || waits {
+            return None;
+        }
+        let kept = self
+            .kept
+            .take()
+            .expect("a call with nothing in flight kept a non-fatal outcome");
+        let stop = self.stop.unwrap_or(Stop::Exhausted);
+        Some(self.finish(kept.outcome, kept.verdict, kept.number, stop))
+    }
+}
+
+impl<S, B, D> Call<S, B, D>
+where
+    S: Service<http::Request<B>>,
+{
+    /// No further copy will be sent, for `stop`; the copies in flight go on.
+    fn stop_hedging(&mut self, stop: Stop) -> Sent {
+        self.stop = Some(stop);
+        self.hedging = None;
+        Sent::Nothing
+    }
+
+    /// Ready when the next copy is due; pending while none will be.
+    fn sleep_until_due(&mut self, cx: &mut Context<'_>) -> Poll<()> {
+        let Some(hedging) = self.hedging.as_deref_mut() else {
+            return Poll::Pending;
+        };
+        let Some(at) = next_due(hedging, &self.inflight, &self.policy) else {
+            return Poll::Pending;
+        };
+        let sleep = match &mut hedging.sleep {
+            Some(sleep) => {
+                if sleep.deadline() != at {
+                    sleep.as_mut().reset(at);
+                }
+                sleep
+            }
+            None => hedging.sleep.insert(Box::pin(tokio::time::sleep_until(at))),
+        };
+        sleep.as_mut().poll(cx)
+    }
+
+    /// The outcome for the caller, with its report; every copy still in
+    /// flight is dropped.
+    fn finish<T>(
+        &mut self,
+        outcome: Result<http::Response<T>, S::Error>,
+        verdict: Verdict,
+        winner: u32,
+        stop: Stop,
+    ) -> Result<http::Response<T>, S::Error> {
+        // NOTE: dropping the losers cancels them: the client closes their
+        // connections or resets their streams.
+        self.inflight.clear();
+        end(
+            &self.policy,
+            self.report.as_ref(),
+            self.sent,
+            outcome,
+            verdict,
+            winner,
+            stop,
+        )
     }
 }
 
