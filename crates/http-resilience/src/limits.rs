@@ -2,9 +2,70 @@
 //! attempt: the retry layer, the combined service and hedging call these
 //! functions, and none keeps a copy of them.
 
-use crate::{timer::saturating_after, Stop};
+use crate::{
+    attempt_timeout::error::AttemptTimedOut, deadline::error::DeadlineExceeded,
+    timer::saturating_after, BoxError, RequestDeadline, Stop,
+};
 use std::time::Duration;
 use tokio::time::Instant;
+
+/// The deadline of a call that starts at `now` with `budget`, and the
+/// deadline the request brings, if any: the earlier of the two wins.
+#[inline]
+pub(crate) fn call_deadline(
+    now: Instant,
+    budget: Duration,
+    inherited: Option<RequestDeadline>,
+) -> RequestDeadline {
+    let own = RequestDeadline::after_from(now, budget);
+    match inherited {
+        Some(inherited) => inherited.min(own),
+        None => own,
+    }
+}
+
+/// What ends an attempt when its time is up: its own limit, or the call's
+/// deadline when that comes first.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Expiry {
+    /// The attempt's limit, of this length.
+    Attempt(Duration),
+    /// The call's deadline, of this budget.
+    Deadline(Duration),
+}
+
+impl Expiry {
+    /// The error the attempt ends with.
+    pub(crate) fn into_error(self) -> BoxError {
+        match self {
+            Expiry::Attempt(limit) => AttemptTimedOut::new(limit).into(),
+            Expiry::Deadline(budget) => DeadlineExceeded::new(budget).into(),
+        }
+    }
+}
+
+/// The end of an attempt that starts at `now` with `limit`, under the call's
+/// `deadline` (if any): the earlier of its limit and the deadline, the
+/// deadline winning a tie (it is the budget that ran out); the deadline alone
+/// for a final attempt that may run until it (`to_deadline`). `Err` with the
+/// deadline's budget when the deadline has already passed: the attempt is
+/// not made.
+#[inline]
+pub(crate) fn attempt_end(
+    now: Instant,
+    limit: Duration,
+    deadline: Option<RequestDeadline>,
+    to_deadline: bool,
+) -> Result<(Instant, Expiry), Duration> {
+    let own = saturating_after(now, limit);
+    match deadline {
+        Some(deadline) if deadline.instant() <= now => Err(deadline.budget()),
+        Some(deadline) if to_deadline || deadline.instant() <= own => {
+            Ok((deadline.instant(), Expiry::Deadline(deadline.budget())))
+        }
+        _ => Ok((own, Expiry::Attempt(limit))),
+    }
+}
 
 /// When the next attempt after a wait goes, or why it never does.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -1,7 +1,7 @@
 //! Future types
 
-use super::error::AttemptTimedOut;
 use crate::deadline::error::DeadlineExceeded;
+use crate::limits::Expiry;
 use crate::timer::{poll_until, LazySleep};
 use crate::BoxError;
 use pin_project_lite::pin_project;
@@ -42,25 +42,6 @@ pin_project! {
         },
         // The error has been returned.
         Done,
-    }
-}
-
-/// What ends the attempt when the timer fires: its own limit, or the call's
-/// deadline when that comes first.
-#[derive(Debug, Clone, Copy)]
-pub(crate) enum Expiry {
-    Attempt(Duration),
-    Deadline(Duration),
-}
-
-// ===== impl Expiry =====
-
-impl Expiry {
-    fn into_error(self) -> BoxError {
-        match self {
-            Expiry::Attempt(limit) => AttemptTimedOut::new(limit).into(),
-            Expiry::Deadline(budget) => DeadlineExceeded::new(budget).into(),
-        }
     }
 }
 

@@ -83,8 +83,8 @@ mod layer;
 
 pub use self::layer::AttemptTimeoutLayer;
 
-use self::future::{Expiry, ResponseFuture};
-use crate::{retry::FinalAttempt, timer::saturating_after, BoxError, RequestDeadline};
+use self::future::ResponseFuture;
+use crate::{limits, retry::FinalAttempt, BoxError, RequestDeadline};
 use std::{
     task::{Context, Poll},
     time::Duration,
@@ -152,20 +152,14 @@ where
 
     #[inline]
     fn call(&mut self, request: http::Request<B>) -> Self::Future {
-        let now = Instant::now();
-        let own_end = saturating_after(now, self.limit);
         let to_deadline =
             self.final_uses_deadline && request.extensions().get::<FinalAttempt>().is_some();
-        let (end, expiry) = match RequestDeadline::of(&request) {
-            Some(deadline) if deadline.instant() <= now => {
-                return ResponseFuture::expired(deadline.budget());
-            }
-            // NOTE: on a tie the deadline wins: it is the budget that ran out.
-            Some(deadline) if to_deadline || deadline.instant() <= own_end => {
-                (deadline.instant(), Expiry::Deadline(deadline.budget()))
-            }
-            _ => (own_end, Expiry::Attempt(self.limit)),
-        };
+        let deadline = RequestDeadline::of(&request);
+        let (end, expiry) =
+            match limits::attempt_end(Instant::now(), self.limit, deadline, to_deadline) {
+                Ok(end) => end,
+                Err(budget) => return ResponseFuture::expired(budget),
+            };
         let response = self.inner.call(request);
         ResponseFuture::new(response, end, expiry)
     }

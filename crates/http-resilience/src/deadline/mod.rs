@@ -69,7 +69,7 @@ mod request;
 pub use self::{layer::DeadlineLayer, request::RequestDeadline};
 
 use self::future::ResponseFuture;
-use crate::BoxError;
+use crate::{limits, BoxError};
 use std::{
     task::{Context, Poll},
     time::Duration,
@@ -124,11 +124,7 @@ where
     fn call(&mut self, mut request: http::Request<B>) -> Self::Future {
         // NOTE: one clock read serves both the new deadline and the check.
         let now = tokio::time::Instant::now();
-        let own = RequestDeadline::after_from(now, self.budget);
-        let deadline = match RequestDeadline::of(&request) {
-            Some(inherited) => inherited.min(own),
-            None => own,
-        };
+        let deadline = limits::call_deadline(now, self.budget, RequestDeadline::of(&request));
         if deadline.instant() <= now {
             return ResponseFuture::expired(deadline);
         }
