@@ -172,3 +172,4 @@ async fn a_copied_deadline_ends_an_outbound_call_over_loopback() {
 }
 
 mod limits;
+mod rounding;

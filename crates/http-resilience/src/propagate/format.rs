@@ -33,11 +33,12 @@ pub enum TimeoutFormat {
     /// A decimal integer of milliseconds, as Envoy's
     /// `x-envoy-expected-rq-timeout-ms`.
     ///
-    /// Written rounded down to the millisecond (`0` once the budget is gone),
-    /// and at most `u64::MAX` (some 584 million years), so that every value
-    /// written fits the 64-bit integer that readers such as Envoy parse. Read
-    /// as ASCII digits only: no sign, no fraction, no inner whitespace, and a
-    /// value above `u64::MAX` is an error.
+    /// Written rounded down to the millisecond, except that a budget under
+    /// one millisecond is written `1`, never `0`: Envoy reads `0` as no
+    /// timeout at all. At most `u64::MAX` (some 584 million years), so that
+    /// every value written fits the 64-bit integer that readers such as Envoy
+    /// parse. Read as ASCII digits only: no sign, no fraction, no inner
+    /// whitespace, and a value above `u64::MAX` is an error.
     Millis,
     /// gRPC's `grpc-timeout`: an ASCII integer of one to eight digits followed
     /// by a unit, `H` (hours), `M` (minutes), `S` (seconds), `m`
@@ -49,16 +50,44 @@ pub enum TimeoutFormat {
     /// carry, and it never promises the server more time than is left:
     ///
     /// - a budget under 100 ms is written exactly, in nanoseconds
-    ///   (`250µs` is `250000n`, an expired budget `0n`);
+    ///   (`250µs` is `250000n`, `1ns` is `1n`);
     /// - a longer one loses less than one part in 100 000
-    ///   (`1500ms` is `1500000u`, two hours `7200000m`);
+    ///   (`1500ms` is `1500000u`, two hours `7200000m`), and its value has at
+    ///   least six digits, so it is never rounded down to `0`;
     /// - a budget beyond `99999999H` (some 11 400 years) is written as
     ///   `99999999H`.
+    ///
+    /// As with [`Millis`](Self::Millis), `0` is never written: Envoy reads a
+    /// `grpc-timeout` of `0` as no timeout (and rounds `1n` up to 1 ms).
     ///
     /// This is the rule of grpc-go's `encodeTimeout`, except that grpc-go rounds
     /// up and this rounds down. Read strictly: one to eight digits, one of the
     /// six units, nothing else.
     Grpc,
+}
+
+// ===== impl TimeoutFormat =====
+
+impl TimeoutFormat {
+    /// The smallest budget the format can carry: 1 ms for
+    /// [`Millis`](Self::Millis), 1 ns for [`Grpc`](Self::Grpc).
+    /// [`format_timeout`] writes no budget as less.
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// use http_resilience::propagate::TimeoutFormat;
+    /// use std::time::Duration;
+    ///
+    /// assert_eq!(TimeoutFormat::Millis.smallest_unit(), Duration::from_millis(1));
+    /// assert_eq!(TimeoutFormat::Grpc.smallest_unit(), Duration::from_nanos(1));
+    /// ```
+    pub const fn smallest_unit(self) -> Duration {
+        match self {
+            TimeoutFormat::Millis => Duration::from_millis(1),
+            TimeoutFormat::Grpc => Duration::from_nanos(1),
+        }
+    }
 }
 
 /// The largest value gRPC allows before the unit: eight digits.
@@ -77,10 +106,19 @@ const GRPC_UNITS: [(u8, u128); 6] = [
     (b'H', 3_600 * 1_000_000_000),
 ];
 
-/// Writes `remaining` in `format`, rounded down as [`TimeoutFormat`] describes.
+/// Writes `remaining` in `format`, rounded down as [`TimeoutFormat`] describes,
+/// but never below the format's [smallest unit](TimeoutFormat::smallest_unit).
 ///
-/// Never fails: a budget too large for the format is written as the largest
-/// value the format allows.
+/// Never fails, and never writes `0`, which upstreams such as Envoy read as
+/// no timeout at all: a budget under the smallest unit is written as that
+/// unit (`1` millisecond, `1n`), and so is a zero budget. A budget too large
+/// for the format is written as the largest value the format allows.
+///
+/// The layers that send a budget
+/// ([`PropagateDeadline`](super::PropagateDeadline),
+/// [`Resilience::propagating`](crate::Resilience::propagating)) write it with
+/// this function, and never send a budget whose deadline has passed: that
+/// attempt ends with the deadline's error instead.
 ///
 /// # Example
 ///
@@ -91,9 +129,17 @@ const GRPC_UNITS: [(u8, u128); 6] = [
 /// let two_hours = Duration::from_secs(7200);
 /// assert_eq!(format_timeout(two_hours, TimeoutFormat::Millis), "7200000");
 /// assert_eq!(format_timeout(two_hours, TimeoutFormat::Grpc), "7200000m");
-/// assert_eq!(format_timeout(Duration::ZERO, TimeoutFormat::Grpc), "0n");
+///
+/// // Under one unit, rounded up to it.
+/// let tiny = Duration::from_micros(999);
+/// assert_eq!(format_timeout(tiny, TimeoutFormat::Millis), "1");
+/// assert_eq!(format_timeout(tiny, TimeoutFormat::Grpc), "999000n");
+/// assert_eq!(format_timeout(Duration::ZERO, TimeoutFormat::Grpc), "1n");
 /// ```
 pub fn format_timeout(remaining: Duration, format: TimeoutFormat) -> HeaderValue {
+    // NOTE: the one rounding rule of every budget the crate writes: `0` reads
+    // as "no limit" upstream, so nothing is written below one unit.
+    let remaining = remaining.max(format.smallest_unit());
     match format {
         TimeoutFormat::Millis => {
             let millis = u64::try_from(remaining.as_millis()).unwrap_or(u64::MAX);

@@ -77,11 +77,15 @@
 //! limit, so the header says the smaller of the two). Then:
 //!
 //! - with a budget, the header is set, **replacing** any value already there;
+//!   a budget under the format's smallest unit is written as that unit (`1`
+//!   millisecond, `1n`), never as `0`, which Envoy reads as no timeout at all
+//!   (see [`format_timeout`]);
 //! - with neither a deadline nor a limit, the header is **left as it is**: not
 //!   added, and a value the caller set is sent unchanged;
-//! - a deadline already passed gives a budget of zero (`0`, or `0n` in gRPC's
-//!   format); an [`AttemptTimeout`](crate::attempt_timeout::AttemptTimeout)
-//!   inside then fails the attempt without sending it.
+//! - a deadline already passed is not sent at all: the attempt ends at once
+//!   with the deadline's error,
+//!   [`DeadlineExceeded`](crate::deadline::error::DeadlineExceeded), and the
+//!   inner service is not called.
 //!
 //! The time the client then spends connecting is not subtracted, so the
 //! upstream may be told a little more than is left when the request arrives.
@@ -149,6 +153,7 @@
 
 pub mod error;
 mod format;
+pub mod future;
 mod inherit;
 mod layer;
 
@@ -158,7 +163,8 @@ pub use self::{
     layer::{InheritDeadlineLayer, PropagateDeadlineLayer},
 };
 
-use crate::RequestDeadline;
+use self::future::ResponseFuture;
+use crate::{BoxError, RequestDeadline};
 use http::HeaderName;
 use std::{
     task::{Context, Poll},
@@ -168,8 +174,11 @@ use tower_service::Service;
 
 /// Writes the budget left for each attempt in a request header.
 ///
-/// It creates no failures: the response, the error and the future are the
-/// inner service's, unchanged.
+/// It creates one failure: a request whose deadline has already passed is not
+/// sent (no value in any format tells the upstream "no time left" without some
+/// reading it as "no limit"), and the call ends with
+/// [`DeadlineExceeded`](crate::deadline::error::DeadlineExceeded), boxed.
+/// Otherwise the response and the error are the inner service's.
 ///
 /// See the [module docs](self) for an example and the rules.
 #[derive(Debug, Clone)]
@@ -234,17 +243,19 @@ impl<S> PropagateDeadline<S> {
 impl<S, B> Service<http::Request<B>> for PropagateDeadline<S>
 where
     S: Service<http::Request<B>>,
+    S::Error: Into<BoxError>,
 {
     type Response = S::Response;
-    type Error = S::Error;
-    type Future = S::Future;
+    type Error = BoxError;
+    type Future = ResponseFuture<S::Future>;
 
     fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
-        self.inner.poll_ready(cx)
+        self.inner.poll_ready(cx).map_err(Into::into)
     }
 
     fn call(&mut self, mut request: http::Request<B>) -> Self::Future {
-        let left = RequestDeadline::of(&request).map(|deadline| deadline.remaining());
+        let deadline = RequestDeadline::of(&request);
+        let left = deadline.map(|deadline| deadline.remaining());
         let stretched = self.final_uses_deadline
             && left.is_some()
             && request
@@ -252,26 +263,53 @@ where
                 .get::<crate::retry::FinalAttempt>()
                 .is_some();
         let limit = if stretched { None } else { self.attempt_limit };
-        send_budget(&mut request, &self.header, self.format, left, limit);
-        self.inner.call(request)
+        match send_budget(&mut request, &self.header, self.format, left, limit) {
+            Ok(()) => ResponseFuture::called(self.inner.call(request)),
+            // NOTE: refused only for a `left` of zero, so there is a deadline.
+            Err(BudgetSpent) => {
+                ResponseFuture::expired(deadline.map_or(Duration::ZERO, |d| d.budget()))
+            }
+        }
     }
 }
+
+/// The deadline of an attempt has already passed: [`send_budget`] wrote
+/// nothing, and the attempt must not be sent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct BudgetSpent;
 
 /// Writes in `header` the smaller of the time `left` before the deadline and
 /// the attempt `limit`, replacing any value there; with neither, leaves the
 /// header as it is.
+///
+/// The rule of every writer of a budget (this module's layer and the one-piece
+/// stack of [`Resilience::propagating`](crate::Resilience::propagating)): a
+/// budget left is written rounded up to at least the format's smallest unit
+/// ([`format_timeout`]); a deadline already passed (`left` of zero) is not
+/// written, and the caller ends the attempt with the deadline's error instead
+/// of sending it.
+///
+/// # Errors
+///
+/// [`BudgetSpent`] when `left` is zero; the request is then left as it is.
 pub(crate) fn send_budget<B>(
     request: &mut http::Request<B>,
     header: &HeaderName,
     format: TimeoutFormat,
     left: Option<Duration>,
     limit: Option<Duration>,
-) {
+) -> Result<(), BudgetSpent> {
+    if left.is_some_and(|left| left.is_zero()) {
+        return Err(BudgetSpent);
+    }
     let budget = match (left, limit) {
         (Some(left), Some(limit)) => Some(left.min(limit)),
         (left, limit) => left.or(limit),
     };
     if let Some(budget) = budget {
+        // NOTE: a zero attempt limit (with a deadline still ahead, or none)
+        // is written as the smallest unit: the attempt is still sent, as an
+        // `AttemptTimeout` of zero sends it.
         let value = format_timeout(budget, format);
         // NOTE: `insert` would panic on a header map already at its largest
         // size; such a request goes on without the budget.
@@ -279,6 +317,7 @@ pub(crate) fn send_budget<B>(
             tracing::debug!(header = %header, "the header map is full: budget not sent");
         }
     }
+    Ok(())
 }
 
 #[cfg(test)]

@@ -23,11 +23,14 @@ fn duration() -> impl Strategy<Value = Duration> {
 }
 
 /// What a duration must read back as, in nanoseconds, when written in gRPC's
-/// format: exact under 100 ms, otherwise within one part in 100 000 below,
-/// and `99999999H` beyond that.
+/// format: never zero, exact under 100 ms, otherwise within one part in
+/// 100 000 below, and `99999999H` beyond that.
 fn check_grpc(budget: Duration, read: Duration) -> Result<(), TestCaseError> {
     let largest = Duration::from_secs(99_999_999 * 3600);
-    if budget >= largest {
+    prop_assert!(!read.is_zero(), "{budget:?} written as zero");
+    if budget.is_zero() {
+        prop_assert_eq!(read, Duration::from_nanos(1));
+    } else if budget >= largest {
         prop_assert_eq!(read, largest);
     } else if budget < Duration::from_millis(100) {
         prop_assert_eq!(read, budget);
@@ -55,9 +58,11 @@ proptest! {
         if let Ok(value) = HeaderValue::from_bytes(&bytes) {
             if let Ok(read) = parse_timeout(&value, format) {
                 // Whatever is accepted is written back the same way, up to
-                // leading zeros and the choice of unit.
+                // leading zeros and the choice of unit; zero, which is never
+                // written, as the smallest unit.
                 let again = format_timeout(read, format);
-                prop_assert_eq!(parse_timeout(&again, format), Ok(read));
+                let expected = read.max(format.smallest_unit());
+                prop_assert_eq!(parse_timeout(&again, format), Ok(expected));
             }
         }
     }
@@ -66,8 +71,8 @@ proptest! {
     fn written_budgets_read_back_within_the_rounding(budget in duration()) {
         let millis = format_timeout(budget, TimeoutFormat::Millis);
         let read = parse_timeout(&millis, TimeoutFormat::Millis).expect("written values parse");
-        let expected = u64::try_from(budget.as_millis()).unwrap_or(u64::MAX);
-        prop_assert_eq!(read, Duration::from_millis(expected));
+        let expected = u64::try_from(budget.as_millis()).unwrap_or(u64::MAX).max(1);
+        prop_assert_eq!(read, Duration::from_millis(expected), "never below 1 ms");
 
         let grpc = format_timeout(budget, TimeoutFormat::Grpc);
         prop_assert!(grpc.len() <= 9, "{grpc:?} is longer than 8 digits and a unit");

@@ -3,7 +3,7 @@ use super::{
     PropagateDeadline, PropagateDeadlineLayer, TimeoutFormat, EXPECTED_RQ_TIMEOUT_MS, GRPC_TIMEOUT,
 };
 use crate::{
-    deadline::DeadlineLayer,
+    deadline::{error::DeadlineExceeded, DeadlineLayer},
     retry::{FixedDelay, RetryPolicy, StatusDecoder, StatusRetryLayer},
     Attempts, RequestDeadline,
 };
@@ -66,9 +66,8 @@ fn millis_are_whole_milliseconds_rounded_down() {
         (ms(1500), "1500"),
         (Duration::from_secs(7200), "7200000"),
         (Duration::from_micros(1_500_999), "1500"),
-        (Duration::from_micros(999), "0"),
-        (Duration::from_nanos(1), "0"),
-        (Duration::ZERO, "0"),
+        (Duration::from_nanos(1_999_999), "1"),
+        (ms(2), "2"),
     ];
     for (budget, expected) in cases {
         assert_eq!(format_timeout(budget, Millis), expected, "{budget:?}");
@@ -76,9 +75,49 @@ fn millis_are_whole_milliseconds_rounded_down() {
 }
 
 #[test]
+fn millis_never_write_zero() {
+    // Under one millisecond, rounded up to it: Envoy reads `0` as no timeout.
+    let cases = [
+        (Duration::from_nanos(1), "1"),
+        (Duration::from_micros(1), "1"),
+        (Duration::from_nanos(999_999), "1"),
+        (ms(1), "1"),
+        (Duration::ZERO, "1"),
+    ];
+    for (budget, expected) in cases {
+        assert_eq!(format_timeout(budget, Millis), expected, "{budget:?}");
+    }
+    assert_eq!(Millis.smallest_unit(), ms(1));
+}
+
+#[test]
+fn grpc_never_writes_zero_nor_more_than_eight_digits() {
+    let cases = [
+        (Duration::ZERO, "1n"),
+        (Duration::from_nanos(1), "1n"),
+        (Duration::from_micros(1), "1000n"),
+        (Duration::from_nanos(999_999), "999999n"),
+        (ms(1), "1000000n"),
+        // Every switch to a coarser unit: the value stays at six digits or
+        // more, and never above eight.
+        (Duration::from_nanos(100_000_000), "100000u"),
+        (Duration::from_nanos(99_999_999_999), "99999999u"),
+        (Duration::from_micros(100_000_000), "100000m"),
+        (ms(100_000_000), "100000S"),
+        (Duration::from_secs(100_000_000), "1666666M"),
+        (Duration::from_secs(6_000_000_000), "1666666H"),
+    ];
+    for (budget, expected) in cases {
+        let value = format_timeout(budget, Grpc);
+        assert_eq!(value, expected, "{budget:?}");
+        assert!(value.len() <= 9, "{value:?}");
+    }
+    assert_eq!(Grpc.smallest_unit(), Duration::from_nanos(1));
+}
+
+#[test]
 fn grpc_uses_the_finest_unit_that_fits_eight_digits() {
     let cases = [
-        (Duration::ZERO, "0n"),
         (Duration::from_nanos(1), "1n"),
         (Duration::from_micros(250), "250000n"),
         // The largest budget written in nanoseconds, and the first that is not.
@@ -367,12 +406,39 @@ async fn a_budget_replaces_an_existing_header() {
 }
 
 #[tokio::test(flavor = "current_thread", start_paused = true)]
-async fn an_expired_deadline_sends_zero() {
-    let svc = PropagateDeadlineLayer::envoy().layer(echo_header(EXPECTED_RQ_TIMEOUT_MS));
-    let request = with_deadline(ms(5));
-    time::advance(ms(6)).await;
-    let response = svc.oneshot(request).await.unwrap();
-    assert_eq!(response.body().as_ref().unwrap(), "0");
+async fn an_expired_deadline_is_not_sent() {
+    for layer in [
+        PropagateDeadlineLayer::envoy(),
+        PropagateDeadlineLayer::grpc(),
+    ] {
+        let (upstream, mut handle) = mock::pair::<Req, Resp>();
+        let svc = layer.with_attempt_limit(BUDGET).layer(upstream);
+        let request = with_deadline(ms(5));
+        time::advance(ms(5)).await;
+        let err = guarded(svc.oneshot(request)).await.unwrap_err();
+        let exceeded = err.downcast_ref::<DeadlineExceeded>();
+        assert_eq!(
+            exceeded.map(DeadlineExceeded::duration),
+            Some(ms(5)),
+            "{err}"
+        );
+        // The service is gone, and no request reached the upstream.
+        assert!(
+            guarded(handle.next_request()).await.is_none(),
+            "the upstream was not called"
+        );
+    }
+}
+
+#[tokio::test(flavor = "current_thread", start_paused = true)]
+async fn a_zero_attempt_limit_sends_the_smallest_unit() {
+    let svc = PropagateDeadlineLayer::envoy()
+        .with_attempt_limit(Duration::ZERO)
+        .layer(echo_header(EXPECTED_RQ_TIMEOUT_MS));
+    let response = svc.clone().oneshot(with_deadline(BUDGET)).await.unwrap();
+    assert_eq!(response.body().as_ref().unwrap(), "1");
+    let response = svc.oneshot(Request::new(String::new())).await.unwrap();
+    assert_eq!(response.body().as_ref().unwrap(), "1");
 }
 
 #[tokio::test(flavor = "current_thread", start_paused = true)]

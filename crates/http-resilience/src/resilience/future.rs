@@ -227,7 +227,11 @@ where
                     let mut request = this.retry.next_request();
                     if let Some((header, format)) = this.retry.policy().budget_header() {
                         let left = deadline.instant().saturating_duration_since(now);
-                        send_budget(&mut request, header, format, Some(left), Some(*this.limit));
+                        let limit = Some(*this.limit);
+                        if send_budget(&mut request, header, format, Some(left), limit).is_err() {
+                            this.state.set(State::Done);
+                            return Poll::Ready(Err(exceeded()));
+                        }
                     }
                     let future = this.service.call(request);
                     this.state.set(State::Called {

@@ -484,7 +484,12 @@ where
         begin_retry!(self.policy, &mut request => retryer, copy, report, span);
         if let Some((header, format)) = self.policy.budget_header() {
             let left = deadline.instant().saturating_duration_since(now);
-            send_budget(&mut request, header, format, Some(left), Some(self.limit));
+            // NOTE: the deadline is ahead (checked above), so the budget is
+            // sent; were it spent, the attempt would end as an expired call.
+            if send_budget(&mut request, header, format, Some(left), Some(self.limit)).is_err() {
+                let retry = RetryState::owned(Arc::clone(&self.policy), retryer, copy, report);
+                return ResponseFuture::expired(self.inner.clone(), retry, deadline, self.limit);
+            }
         }
         let future = {
             let _entered = span.enter();
