@@ -191,6 +191,7 @@ pub mod read_timeout;
 pub mod reqwest_client;
 mod resilience;
 pub mod retry;
+mod session;
 mod setting;
 mod timer;
 #[cfg(feature = "transport")]

@@ -19,7 +19,9 @@ pub use self::future::ResponseFuture;
 use crate::propagate::send_budget;
 use crate::{
     deadline::body::DeadlineBody,
+    limits,
     retry::{AnyDecoder, AnyRetryer, Decoder, RetryPolicy, RetryState, Retryer, TryCloneBody},
+    session::{self, Form},
     BoxError, InvalidSetting, RequestDeadline,
 };
 use std::{
@@ -471,38 +473,27 @@ where
     #[inline]
     fn call(&mut self, mut request: http::Request<B>) -> Self::Future {
         let now = Instant::now();
-        let own = RequestDeadline::after_from(now, self.deadline);
-        let deadline = match RequestDeadline::of(&request) {
-            Some(inherited) => inherited.min(own),
-            None => own,
-        };
+        let deadline = limits::call_deadline(now, self.deadline, RequestDeadline::of(&request));
         if deadline.instant() <= now {
-            let policy = Arc::clone(&self.policy);
-            let retry = RetryState::owned(Arc::clone(&policy), policy.start(), None, None);
+            let retry = RetryState::unsent(Arc::clone(&self.policy));
             return ResponseFuture::expired(self.inner.clone(), retry, deadline, self.limit);
         }
-        begin_retry!(self.policy, &mut request => retryer, copy, report, span);
+        let retry = RetryState::begin(Arc::clone(&self.policy), &mut request, false);
         if let Some((header, format)) = self.policy.budget_header() {
             let left = deadline.instant().saturating_duration_since(now);
             // NOTE: the deadline is ahead (checked above), so the budget is
             // sent; were it spent, the attempt would end as an expired call.
             if send_budget(&mut request, header, format, Some(left), Some(self.limit)).is_err() {
-                let retry = RetryState::owned(Arc::clone(&self.policy), retryer, copy, report);
                 return ResponseFuture::expired(self.inner.clone(), retry, deadline, self.limit);
             }
         }
-        let future = {
-            let _entered = span.enter();
-            self.inner.call(request)
-        };
-        let span = (!span.is_disabled()).then(|| Box::new(span));
-        // NOTE: the retry state is built in the argument list, so that the
-        // kept copy is moved straight into the future.
+        let inner = &mut self.inner;
+        let (future, span) = session::call_in_span(Form::Retry, request, |r| inner.call(r));
         ResponseFuture::new(
             future,
             now,
             self.inner.clone(),
-            RetryState::owned(Arc::clone(&self.policy), retryer, copy, report),
+            retry,
             deadline,
             self.limit,
             span,

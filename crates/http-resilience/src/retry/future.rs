@@ -1,7 +1,7 @@
 //! Future types
 
 use super::{
-    state::{Next, RetryState},
+    state::{Decision, RetryState},
     Decoder, Retryer, TryCloneBody,
 };
 use pin_project_lite::pin_project;
@@ -103,17 +103,20 @@ where
         loop {
             match this.state.as_mut().project() {
                 StateProj::Called { future } => {
-                    let outcome = ready!(future.poll(cx));
-                    match this.retry.after(outcome) {
-                        Next::Return(outcome) => {
+                    let mut outcome = ready!(future.poll(cx));
+                    let deadline = this.retry.request_deadline();
+                    match this.retry.decide(&mut outcome, deadline) {
+                        Decision::Return => {
                             this.state.set(State::Done);
                             return Poll::Ready(outcome);
                         }
-                        Next::Retry(wait) if wait.is_zero() => this.state.set(State::Readying),
-                        Next::Retry(wait) => this.state.set(State::Backoff {
+                        // NOTE: the discarded response (and its unread body)
+                        // is dropped here, before the next attempt.
+                        Decision::Retry(wait) if wait.is_zero() => this.state.set(State::Readying),
+                        Decision::Retry(wait) => this.state.set(State::Backoff {
                             sleep: Box::pin(tokio::time::sleep(wait)),
                         }),
-                        Next::Cut { until, outcome } => this.state.set(State::Cut {
+                        Decision::Cut(until) => this.state.set(State::Cut {
                             sleep: Box::pin(tokio::time::sleep_until(until)),
                             outcome: Some(Box::new(outcome)),
                         }),

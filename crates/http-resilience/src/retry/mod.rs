@@ -177,6 +177,7 @@ pub(crate) use self::decoder::grpc_code_by_name;
 #[cfg(test)]
 pub(crate) use self::decoder::grpc_code_name;
 use self::future::ResponseFuture;
+use crate::session::{self, Form};
 pub(crate) use self::{
     body::Pristine,
     policy::AttemptHeader,
@@ -259,30 +260,15 @@ where
 
     #[inline]
     fn call(&mut self, mut request: http::Request<B>) -> Self::Future {
-        begin_retry!(self.policy, &mut request => retryer, copy, report, span);
-        if copy.is_none() {
-            request.extensions_mut().insert(crate::retry::FinalAttempt);
-        }
+        let retry = RetryState::begin(Arc::clone(&self.policy), &mut request, true);
         // NOTE: `self.inner` reported ready, its clone did not. The ready one
         // sends this attempt (and is readied again by the next `poll_ready`);
         // the clone goes with the future, which readies it before any retry.
         // Cloning into the future, rather than swapping the two, spares two
         // moves of the service, which can be large (a pooled client).
-        let future = {
-            let _entered = span.enter();
-            self.inner.call(request)
-        };
-        // NOTE: the span goes with the future only when a subscriber wants
-        // it: boxed, so that a call nobody traces carries a pointer for it.
-        let span = (!span.is_disabled()).then(|| Box::new(span));
-        // NOTE: the retry state is built in the argument list, so that the
-        // kept copy is moved straight into the future.
-        ResponseFuture::new(
-            future,
-            self.inner.clone(),
-            RetryState::with_marks(Arc::clone(&self.policy), retryer, copy, report, true),
-            span,
-        )
+        let inner = &mut self.inner;
+        let (future, span) = session::call_in_span(Form::Retry, request, |r| inner.call(r));
+        ResponseFuture::new(future, self.inner.clone(), retry, span)
     }
 }
 

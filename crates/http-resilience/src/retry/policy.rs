@@ -1,4 +1,5 @@
 use super::{Decoder, RetryBudget, RetryListener, Retryer};
+use crate::session::Parts;
 use http::HeaderName;
 use std::{fmt, sync::Arc, time::Duration};
 
@@ -27,15 +28,13 @@ use std::{fmt, sync::Arc, time::Duration};
 /// ```
 #[derive(Clone)]
 pub struct RetryPolicy<D, R> {
-    decoder: D,
+    // The decoder, the budget, the listener, the attempt header and the
+    // deadline-aware margin, as a hedging policy has them.
+    parts: Parts<D>,
     retryer: R,
     retry_sent_requests: bool,
     statuses_need_idempotency: bool,
     enabled: bool,
-    deadline_margin: Option<Duration>,
-    budget: Option<Arc<RetryBudget>>,
-    listener: Option<Arc<dyn RetryListener>>,
-    attempt_header: Option<AttemptHeader>,
     // The header and format of the budget the one-piece stack sends with
     // every attempt (`Resilience::propagating`).
     budget_header: Option<(HeaderName, crate::propagate::TimeoutFormat)>,
@@ -121,15 +120,11 @@ impl<D, R> RetryPolicy<D, R> {
     /// is retried whatever its method.
     pub const fn new(decoder: D, retryer: R) -> Self {
         Self {
-            decoder,
+            parts: Parts::new(decoder),
             retryer,
             retry_sent_requests: false,
             statuses_need_idempotency: true,
             enabled: true,
-            deadline_margin: None,
-            budget: None,
-            listener: None,
-            attempt_header: None,
             budget_header: None,
         }
     }
@@ -144,7 +139,7 @@ impl<D, R> RetryPolicy<D, R> {
     /// wait); see the presets for which turn it on.
     #[must_use]
     pub fn deadline_aware(mut self, min_attempt: Duration) -> Self {
-        self.deadline_margin = Some(min_attempt);
+        self.parts.deadline_margin = Some(min_attempt);
         self
     }
 
@@ -153,14 +148,14 @@ impl<D, R> RetryPolicy<D, R> {
     /// [`Stop::BudgetExhausted`](crate::Stop::BudgetExhausted).
     #[must_use]
     pub fn with_budget(mut self, budget: Arc<RetryBudget>) -> Self {
-        self.budget = Some(budget);
+        self.parts.budget = Some(budget);
         self
     }
 
     /// Tells `listener` of every retry and of the end of every call.
     #[must_use]
     pub fn with_listener(mut self, listener: impl RetryListener) -> Self {
-        self.listener = Some(Arc::new(listener));
+        self.parts.listener = Some(Arc::new(listener));
         self
     }
 
@@ -168,7 +163,7 @@ impl<D, R> RetryPolicy<D, R> {
     /// header `name`, for the upstream's logs.
     #[must_use]
     pub fn with_attempt_header(mut self, name: HeaderName) -> Self {
-        self.attempt_header = Some(AttemptHeader::this(name));
+        self.parts.attempt_header = Some(AttemptHeader::this(name));
         self
     }
 
@@ -179,31 +174,24 @@ impl<D, R> RetryPolicy<D, R> {
     /// [`presets::grpc`](crate::presets::grpc) sends.
     #[must_use]
     pub fn with_previous_attempts_header(mut self, name: HeaderName) -> Self {
-        self.attempt_header = Some(AttemptHeader::previous(name));
+        self.parts.attempt_header = Some(AttemptHeader::previous(name));
         self
     }
 
     /// The least time a useful attempt needs, when deadline-aware scheduling
     /// is on.
     pub fn deadline_margin(&self) -> Option<Duration> {
-        self.deadline_margin
+        self.parts.deadline_margin
     }
 
+    #[cfg(any(test, feature = "serde"))]
     pub(crate) fn budget(&self) -> Option<&RetryBudget> {
-        self.budget.as_deref()
+        self.parts.budget.as_deref()
     }
 
-    pub(crate) fn listener(&self) -> Option<&dyn RetryListener> {
-        self.listener.as_deref()
-    }
-
-    /// Writes the attempt header, if the policy has one, for attempt `n` (1
-    /// for the first).
-    #[inline(always)]
-    pub(crate) fn number_attempt<B>(&self, request: &mut http::Request<B>, n: u32) {
-        if let Some(header) = &self.attempt_header {
-            header.write(request, n);
-        }
+    /// The parts a hedging policy has too.
+    pub(crate) const fn parts(&self) -> &Parts<D> {
+        &self.parts
     }
 
     /// Sends each attempt's budget in `header` (set by
@@ -226,7 +214,7 @@ impl<D, R> RetryPolicy<D, R> {
 
     /// The name of the attempt header, if any.
     pub fn attempt_header(&self) -> Option<&HeaderName> {
-        self.attempt_header.as_ref().map(AttemptHeader::name)
+        self.parts.attempt_header.as_ref().map(AttemptHeader::name)
     }
 
     /// Retries requests that were sent even when they are not idempotent:
@@ -283,7 +271,7 @@ impl<D, R> RetryPolicy<D, R> {
 
     /// The decoder.
     pub const fn decoder(&self) -> &D {
-        &self.decoder
+        &self.parts.decoder
     }
 
     /// The retryer prototype.
@@ -293,7 +281,7 @@ impl<D, R> RetryPolicy<D, R> {
 
     /// The decoder and the retryer prototype.
     pub fn into_parts(self) -> (D, R) {
-        (self.decoder, self.retryer)
+        (self.parts.decoder, self.retryer)
     }
 
     /// The same policy, switches included, with its decoder and retryer
@@ -304,15 +292,11 @@ impl<D, R> RetryPolicy<D, R> {
         retryer: impl FnOnce(R) -> R2,
     ) -> RetryPolicy<D2, R2> {
         RetryPolicy {
-            decoder: decoder(self.decoder),
+            parts: self.parts.map(decoder),
             retryer: retryer(self.retryer),
             retry_sent_requests: self.retry_sent_requests,
             statuses_need_idempotency: self.statuses_need_idempotency,
             enabled: self.enabled,
-            deadline_margin: self.deadline_margin,
-            budget: self.budget,
-            listener: self.listener,
-            attempt_header: self.attempt_header,
             budget_header: self.budget_header,
         }
     }
@@ -330,7 +314,7 @@ impl<D, R> RetryPolicy<D, R> {
     where
         D: Decoder<B, E>,
     {
-        self.decoder.decode(outcome)
+        self.parts.decoder.decode(outcome)
     }
 }
 
@@ -340,15 +324,15 @@ impl<D, R> RetryPolicy<D, R> {
 impl<D: fmt::Debug, R: fmt::Debug> fmt::Debug for RetryPolicy<D, R> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("RetryPolicy")
-            .field("decoder", &self.decoder)
+            .field("decoder", &self.parts.decoder)
             .field("retryer", &self.retryer)
             .field("retry_sent_requests", &self.retry_sent_requests)
             .field("statuses_need_idempotency", &self.statuses_need_idempotency)
             .field("enabled", &self.enabled)
-            .field("deadline_margin", &self.deadline_margin)
-            .field("budget", &self.budget)
-            .field("listener", &self.listener.is_some())
-            .field("attempt_header", &self.attempt_header)
+            .field("deadline_margin", &self.parts.deadline_margin)
+            .field("budget", &self.parts.budget)
+            .field("listener", &self.parts.listener.is_some())
+            .field("attempt_header", &self.parts.attempt_header)
             .finish()
     }
 }

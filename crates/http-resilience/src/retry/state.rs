@@ -4,30 +4,30 @@ use super::{
     body::Pristine, Decoder, Reason, RetryEvent, RetryPolicy, Retryer, TryCloneBody, Verdict,
     WaitSource,
 };
-use super::{Attempts, FinalAttempt, RetryReport, Stop};
+use super::{Attempts, FinalAttempt, Stop};
 use crate::{
     limits::{self, Scheduled},
+    session::{self, whole_millis, Session},
     RequestDeadline,
 };
 use std::{sync::Arc, time::Duration};
 use tokio::time::Instant;
 
-/// The retry's state for one request: the retryer, the attempts made, the
-/// kept copy of the request and the caller's report. After each attempt,
-/// [`after`](Self::after) says what comes next.
+/// The retry's state for one request: the retryer, the kept copy of the
+/// request and the call's [`Session`]. After each attempt,
+/// [`decide`](Self::decide) says what comes next.
 pub(crate) struct RetryState<B, D, R> {
     policy: Arc<RetryPolicy<D, R>>,
     retryer: R,
     // A pristine copy of the request for the next attempt; `None` when the
     // body cannot be replayed.
     request: Option<Pristine<B>>,
-    // The caller's report, if the request carried one.
-    report: Option<RetryReport>,
-    // Attempts made so far, the current one included.
-    attempts: u32,
+    session: Session,
     // The verdict on the last attempt, once there is one.
     verdict: Verdict,
-    // Whether the last attempt's request is marked `FinalAttempt` for the
+    // Whether the attempt in flight is the last one the retry can make.
+    on_final: bool,
+    // Whether that last attempt's request is marked `FinalAttempt` for the
     // layers below.
     marks_final: bool,
 }
@@ -35,71 +35,70 @@ pub(crate) struct RetryState<B, D, R> {
 /// What comes after an attempt, the outcome left with the caller.
 #[derive(Debug, Clone, Copy)]
 pub(crate) enum Decision {
-    /// Wait this long (not at all when zero), then retry; the outcome is
-    /// dropped.
+    /// Wait this long (not at all when zero), then send
+    /// [`next_request`](RetryState::next_request) on a ready service; the
+    /// outcome is dropped.
     Retry(Duration),
     /// The wait would reach the request's deadline: the outcome is kept until
-    /// that instant.
+    /// that instant, then handed to [`at_deadline`](RetryState::at_deadline).
     Cut(Instant),
     /// The call is over: the outcome, with its report, goes to the caller.
     Return,
 }
 
-/// What comes after an attempt.
-#[derive(Debug)]
-pub(crate) enum Next<O> {
-    /// Wait this long (not at all when zero), then send
-    /// [`next_request`](RetryState::next_request) on a ready service.
-    Retry(Duration),
-    /// Keep the outcome until the request's deadline, then hand it to
-    /// [`at_deadline`](RetryState::at_deadline): the wait the retryer asked
-    /// for would outlast the deadline.
-    Cut { until: Instant, outcome: O },
-    /// The call is over: return this outcome.
-    Return(O),
-}
-
 impl<B, D, R> RetryState<B, D, R> {
-    /// The state of a call whose first attempt is on its way.
-    #[cfg(test)]
-    pub(crate) fn new(
-        policy: Arc<RetryPolicy<D, R>>,
-        retryer: R,
-        request: Option<Pristine<B>>,
-        report: Option<RetryReport>,
-    ) -> Self {
-        Self::with_marks(policy, retryer, request, report, true)
-    }
-
-    /// The state of a call whose deadline the caller holds and passes to
-    /// [`decide`](Self::decide) (no layer below reads a marker or an
-    /// extension): the one-piece stack.
+    /// The state of a call whose first attempt is `request`: its
+    /// [`Session`] begun, a fresh retryer, and a kept copy of the request
+    /// (none with retries off or one attempt allowed: a `ReplayBody` then
+    /// buffers nothing). With `marks_final`, the last attempt's request is
+    /// marked [`FinalAttempt`] for the layers below (the separate layers);
+    /// without, the caller holds the deadline and reads
+    /// [`on_final_attempt`](Self::on_final_attempt) (the combined service).
     #[inline(always)]
-    pub(crate) fn owned(
+    pub(crate) fn begin(
         policy: Arc<RetryPolicy<D, R>>,
-        retryer: R,
-        request: Option<Pristine<B>>,
-        report: Option<RetryReport>,
-    ) -> Self {
-        Self::with_marks(policy, retryer, request, report, false)
-    }
-
-    #[inline(always)]
-    pub(crate) fn with_marks(
-        policy: Arc<RetryPolicy<D, R>>,
-        retryer: R,
-        request: Option<Pristine<B>>,
-        report: Option<RetryReport>,
+        request: &mut http::Request<B>,
         marks_final: bool,
-    ) -> Self {
+    ) -> Self
+    where
+        B: TryCloneBody,
+        R: Retryer,
+    {
+        let session = Session::begin(policy.parts(), request);
+        let retryer = policy.start();
+        let copy = if policy.is_enabled() && retryer.max_attempts() != Some(1) {
+            Pristine::of(request)
+        } else {
+            None
+        };
+        let on_final = copy.is_none();
+        if marks_final && on_final {
+            request.extensions_mut().insert(FinalAttempt);
+        }
         Self {
             policy,
             retryer,
-            request,
-            report,
-            attempts: 1,
+            request: copy,
+            session,
             verdict: Verdict::Accept,
+            on_final,
             marks_final,
+        }
+    }
+
+    /// The state of a call that sends nothing: its deadline had passed.
+    pub(crate) fn unsent(policy: Arc<RetryPolicy<D, R>>) -> Self
+    where
+        R: Retryer,
+    {
+        Self {
+            retryer: policy.start(),
+            policy,
+            request: None,
+            session: Session::unsent(),
+            verdict: Verdict::Accept,
+            on_final: true,
+            marks_final: false,
         }
     }
 
@@ -110,7 +109,17 @@ impl<B, D, R> RetryState<B, D, R> {
 
     /// The number of attempts made so far.
     pub(crate) const fn attempts(&self) -> u32 {
-        self.attempts
+        self.session.attempts()
+    }
+
+    /// Whether the attempt in flight is the last one the retry can make.
+    pub(crate) const fn on_final_attempt(&self) -> bool {
+        self.on_final
+    }
+
+    /// The deadline the kept request carries, if any.
+    pub(crate) fn request_deadline(&self) -> Option<RequestDeadline> {
+        self.request.as_ref().and_then(Pristine::deadline)
     }
 
     /// Whether a copy of the request is still kept for another attempt.
@@ -135,76 +144,27 @@ impl<B, D, R> RetryState<B, D, R> {
         outcome
     }
 
-    /// Logs the end, tells the listener and the caller's report, and puts
-    /// the summary on a response that has news in it.
-    ///
-    /// NOTE: the outcome is changed in place: it is the largest value of the
-    /// call, and every move of it is a copy.
+    /// Ends the call through its session.
     fn end<T, E>(
         &mut self,
         stop: Stop,
         deadline: Option<RequestDeadline>,
         outcome: &mut Result<http::Response<T>, E>,
     ) {
-        let summary = Attempts::new(self.attempts)
+        let summary = Attempts::new(self.session.attempts())
             .with_verdict(self.verdict)
             .with_stop(stop);
-        // NOTE: the fields are evaluated only when the event is enabled, so
-        // the clock is not read for nothing.
-        tracing::debug!(
-            attempts = summary.get(),
-            verdict = %summary.verdict(),
-            %stop,
-            remaining_ms = deadline.map(|d| whole_millis(d.remaining())),
-            "done"
-        );
-        if let Some(listener) = self.policy.listener() {
-            listener.on_event(&RetryEvent::Done {
-                attempts: summary.get(),
-                verdict: summary.verdict(),
-                stop,
-            });
-        }
-        if let Some(report) = &self.report {
-            report.record_summary(summary);
-        }
-        // NOTE: a first attempt accepted, the common case, has nothing to
-        // report and costs nothing (an extension allocates the map and the
-        // value when the map is empty).
-        if let Ok(response) = outcome {
-            if summary.is_news() {
-                response.extensions_mut().insert(summary);
-            }
-        }
+        self.session
+            .end(self.policy.parts(), summary, deadline, outcome);
     }
 }
 
 impl<B: TryCloneBody, D, R: Retryer> RetryState<B, D, R> {
-    /// Judges the outcome of the attempt just made and says what comes next.
-    pub(crate) fn after<T, E>(
-        &mut self,
-        mut outcome: Result<http::Response<T>, E>,
-    ) -> Next<Result<http::Response<T>, E>>
-    where
-        D: Decoder<T, E>,
-    {
-        let deadline = self.request.as_ref().and_then(Pristine::deadline);
-        match self.decide(&mut outcome, deadline) {
-            Decision::Return => Next::Return(outcome),
-            Decision::Cut(until) => Next::Cut { until, outcome },
-            Decision::Retry(wait) => {
-                // NOTE: the discarded response (and its unread body) is
-                // dropped here, before the next attempt.
-                drop(outcome);
-                Next::Retry(wait)
-            }
-        }
-    }
-
-    /// What [`after`](Self::after) decides, with the outcome left where it
-    /// is: on `Return` it carries its report; otherwise the caller drops it
-    /// (a `Cut` keeps it until the deadline, or drops it when a deadline of
-    /// its own ends the call there). `deadline` is the request's.
+    /// Judges the outcome of the attempt just made and says what comes next,
+    /// with the outcome left where it is: on `Return` it carries its report;
+    /// otherwise the caller drops it (a `Cut` keeps it until the deadline, or
+    /// drops it when a deadline of its own ends the call there). `deadline`
+    /// is the request's.
     pub(crate) fn decide<T, E>(
         &mut self,
         outcome: &mut Result<http::Response<T>, E>,
@@ -215,13 +175,7 @@ impl<B: TryCloneBody, D, R: Retryer> RetryState<B, D, R> {
     {
         let verdict = self.policy.decode(outcome);
         self.verdict = verdict;
-        if let Some(budget) = self.policy.budget() {
-            match verdict {
-                Verdict::Retry { .. } => budget.record_retryable_failure(),
-                Verdict::Accept => budget.record_success(),
-                _ => {}
-            }
-        }
+        self.policy.parts().record(verdict);
         let wait = match verdict {
             Verdict::Retry { after, reason } => self.wait(after, reason, deadline),
             Verdict::Fail { .. } => Err(Stop::Failed),
@@ -242,7 +196,7 @@ impl<B: TryCloneBody, D, R: Retryer> RetryState<B, D, R> {
             Scheduled::After(wait) => wait,
             Scheduled::Cut(until) => {
                 tracing::debug!(
-                    attempt = self.attempts,
+                    attempt = self.attempts(),
                     %verdict,
                     "the wait would reach the deadline: the outcome is kept until then"
                 );
@@ -256,22 +210,20 @@ impl<B: TryCloneBody, D, R: Retryer> RetryState<B, D, R> {
             None => WaitSource::Backoff,
         };
         tracing::debug!(
-            attempt = self.attempts,
+            attempt = self.attempts(),
             %verdict,
             wait_ms = whole_millis(wait),
             %source,
             remaining_ms = remaining.map(whole_millis),
             "retrying"
         );
-        if let Some(listener) = self.policy.listener() {
-            listener.on_event(&RetryEvent::Retry {
-                attempt: self.attempts,
-                verdict,
-                wait,
-                source,
-                remaining,
-            });
-        }
+        self.policy.parts().tell(&RetryEvent::Retry {
+            attempt: self.attempts(),
+            verdict,
+            wait,
+            source,
+            remaining,
+        });
         Decision::Retry(wait)
     }
 
@@ -292,20 +244,13 @@ impl<B: TryCloneBody, D, R: Retryer> RetryState<B, D, R> {
         if !policy.is_enabled() {
             return Err(Stop::Disabled);
         }
-        if self
-            .retryer
-            .max_attempts()
-            .is_some_and(|max| self.attempts >= max)
-        {
-            return Err(Stop::Exhausted);
-        }
+        self.session.attempts_left(self.retryer.max_attempts())?;
         let request = match self.request.as_ref().and_then(Pristine::kept) {
             Some(request) if request.body().is_replayable() => request,
             _ => return Err(Stop::NotReplayable),
         };
-        if deadline.is_some_and(|d| d.is_expired()) {
-            return Err(Stop::DeadlinePassed);
-        }
+        let now = Instant::now();
+        session::deadline_open(deadline.map(|d| d.instant()), now)?;
         // NOTE: what `allows` reads (method, headers, the `Idempotency`
         // extension) is all in the kept copy.
         if !policy.allows(request, reason) {
@@ -313,18 +258,16 @@ impl<B: TryCloneBody, D, R: Retryer> RetryState<B, D, R> {
         }
         let wait = self
             .retryer
-            .next_delay(self.attempts, after)
+            .next_delay(self.session.attempts(), after)
             .ok_or(Stop::Exhausted)?;
         // NOTE: asked after the retryer, so that a call out of retries reads
         // `Exhausted`.
-        if policy.budget().is_some_and(|budget| !budget.can_retry()) {
-            return Err(Stop::BudgetExhausted);
-        }
+        policy.parts().budget_allows()?;
         limits::schedule(
             wait,
             deadline.map(|d| d.instant()),
             policy.deadline_margin(),
-            Instant::now(),
+            now,
         )
     }
 
@@ -339,7 +282,7 @@ impl<B: TryCloneBody, D, R: Retryer> RetryState<B, D, R> {
     /// request only after [`after`](Self::after) said [`Next::Retry`], and
     /// that checked the copy was there.
     pub(crate) fn next_request(&mut self) -> http::Request<B> {
-        let next = self.attempts.saturating_add(1);
+        let next = self.session.attempts().saturating_add(1);
         let last = self.retryer.max_attempts() == Some(next);
         let copy = match self.request.as_ref() {
             Some(pristine) if !last => pristine.next_attempt(),
@@ -353,21 +296,13 @@ impl<B: TryCloneBody, D, R: Retryer> RetryState<B, D, R> {
                 .and_then(Pristine::take)
                 .expect("a retry is decided only with a request to replay"),
         };
-        self.attempts = next;
-        if self.marks_final && (last || !self.can_replay()) {
+        self.on_final = last || !self.can_replay();
+        if self.marks_final && self.on_final {
             request.extensions_mut().insert(FinalAttempt);
         }
-        self.policy.number_attempt(&mut request, self.attempts);
-        if let Some(report) = &self.report {
-            report.record_attempt(self.attempts);
-        }
+        self.session.next(self.policy.parts(), &mut request);
         request
     }
-}
-
-/// `duration` in whole milliseconds for the logs, at most `u64::MAX`.
-fn whole_millis(duration: Duration) -> u64 {
-    u64::try_from(duration.as_millis()).unwrap_or(u64::MAX)
 }
 
 #[cfg(test)]

@@ -1,7 +1,7 @@
 //! The retry's decisions, one outcome at a time, without a service.
 
-use super::{Next, RetryState};
-use crate::retry::{body::Pristine, FixedDelay, RetryBudget, RetryPolicy, StatusDecoder, Verdict};
+use super::{Decision, RetryState};
+use crate::retry::{FixedDelay, RetryBudget, RetryPolicy, StatusDecoder, Verdict};
 use crate::retry::{Attempts, FinalAttempt, RetryReport, Stop};
 use crate::RequestDeadline;
 use http::{Request, Response, StatusCode};
@@ -27,10 +27,33 @@ fn state(
     request: Request<String>,
 ) -> (RetryState<String, StatusDecoder, FixedDelay>, RetryReport) {
     let report = RetryReport::new();
-    let retryer = policy.start();
-    let kept = Pristine::of(&request);
-    let state = RetryState::new(Arc::new(policy), retryer, kept, Some(report.clone()));
+    let mut request = request;
+    request.extensions_mut().insert(report.clone());
+    let state = RetryState::begin(Arc::new(policy), &mut request, true);
     (state, report)
+}
+
+/// What comes after an attempt, with the outcome where the future keeps it.
+#[derive(Debug)]
+enum Next {
+    Retry(Duration),
+    Cut {
+        until: tokio::time::Instant,
+        outcome: Outcome,
+    },
+    Return(Outcome),
+}
+
+impl RetryState<String, StatusDecoder, FixedDelay> {
+    /// Judges `outcome` as the retry future does.
+    fn after(&mut self, mut outcome: Outcome) -> Next {
+        let deadline = self.request_deadline();
+        match self.decide(&mut outcome, deadline) {
+            Decision::Return => Next::Return(outcome),
+            Decision::Cut(until) => Next::Cut { until, outcome },
+            Decision::Retry(wait) => Next::Retry(wait),
+        }
+    }
 }
 
 fn get() -> Request<String> {
@@ -49,7 +72,7 @@ fn summary(outcome: &Outcome) -> Option<Attempts> {
         .and_then(|response| response.extensions().get::<Attempts>().copied())
 }
 
-fn returned(next: Next<Outcome>) -> Outcome {
+fn returned(next: Next) -> Outcome {
     match next {
         Next::Return(outcome) => outcome,
         other => panic!("expected the call to end, got {other:?}"),
@@ -124,9 +147,8 @@ fn the_reasons_not_to_retry_are_told_apart() {
 
 #[test]
 fn a_request_with_no_copy_kept_is_not_replayable() {
-    let policy = Arc::new(policy());
-    let retryer = policy.start();
-    let mut state: RetryState<String, _, _> = RetryState::new(policy, retryer, None, None);
+    let (mut state, _) = state(policy(), get());
+    state.request = None;
     let outcome = returned(state.after(status(503)));
     assert_eq!(
         summary(&outcome).map(|s| s.stop()),
