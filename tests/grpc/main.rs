@@ -558,3 +558,5 @@ async fn a_hedged_check_takes_the_copy_that_answers() {
         .collect();
     assert_eq!(previous, [None, Some("1".to_owned())]);
 }
+
+mod pushback;

@@ -13,10 +13,12 @@
 //! one service with the semantics of the three layers in the canonical order.
 //!
 //! Deadline-aware scheduling ([`RetryPolicy::deadline_aware`]) is on in
-//! [`standard`] and [`conservative`] (a retry whose wait plus 500 ms cannot fit
-//! before the deadline is not made; the last outcome is returned at once), and
-//! off in [`reactor`], [`feign`] and [`apache`], which keep their sources' exact
-//! behaviour (in Reactor's, the deadline cuts the wait).
+//! [`standard`] and [`conservative`] (a retry whose wait plus 500 ms,
+//! [`MIN_USEFUL_ATTEMPT`], cannot fit before the deadline is not made; the last
+//! outcome is returned at once) and in [`grpc`] (with 100 ms,
+//! [`GRPC_MIN_USEFUL_ATTEMPT`]), and off in [`reactor`], [`feign`] and
+//! [`apache`], which keep their sources' exact behaviour (in Reactor's, the
+//! deadline cuts the wait).
 //!
 //! # Example
 //!
@@ -88,9 +90,20 @@ pub fn standard() -> Resilience<TransientDecoder, ExponentialBackoff> {
     )
 }
 
-/// The least time an attempt needs to be worth making, for the presets with
-/// deadline-aware scheduling.
+/// The least time an attempt needs to be worth making, for the HTTP presets
+/// with deadline-aware scheduling ([`standard`], [`conservative`]).
 pub const MIN_USEFUL_ATTEMPT: Duration = Duration::from_millis(500);
+
+/// The least time an attempt needs to be worth making, for [`grpc`]: 100 ms.
+///
+/// A retried gRPC call goes out on a channel already open (HTTP/2 streams
+/// share the connection), so a useful attempt needs a round trip and the
+/// server's work, not a new connection and a TLS handshake as an HTTP
+/// attempt may. 100 ms, A6's initial backoff, covers that in one region and
+/// still lets a caller who gives a call a few hundred milliseconds (tonic's
+/// `Request::set_timeout`) have a retry, where [`MIN_USEFUL_ATTEMPT`] would
+/// refuse every one.
+pub const GRPC_MIN_USEFUL_ATTEMPT: Duration = Duration::from_millis(100);
 
 /// One retry only, after about half a second, on the transient outcomes; 5 s
 /// per attempt, 10 s in all. For calls where a second try is worth it but
@@ -140,6 +153,33 @@ pub fn apache() -> Resilience<ApacheDecoder, FixedDelay> {
 /// [`with_limits`](Resilience::with_limits) (raise them for long-lived
 /// streams); a caller shortens one call with tonic's `Request::set_timeout`.
 ///
+/// Scheduling is deadline-aware ([`RetryPolicy::deadline_aware`] with
+/// [`GRPC_MIN_USEFUL_ATTEMPT`], 100 ms): when a server's pushback, or the
+/// backoff, plus 100 ms cannot fit before the deadline, no wait happens, and
+/// the caller gets the server's response (its `UNAVAILABLE`, trailers-only) at
+/// once, its [`Attempts`](crate::Attempts) saying
+/// [`Stop::WouldMissDeadline`](crate::Stop::WouldMissDeadline); a pushback of
+/// a minute against the 30 s deadline ends the call there and then. The
+/// pushback itself is not capped ([`GrpcBackoff::with_max_pushback`] is off):
+/// the deadline is what bounds it. Raised to `Duration::MAX` (no deadline in
+/// practice), a server's `grpc-retry-pushback-ms` can hold a call, its task
+/// and the kept copy of its request for up to `i32::MAX` ms, about 24.8 days;
+/// set a cap with [`map_retry`](Resilience::map_retry) and
+/// [`RetryPolicy::map`]:
+///
+/// ```
+/// use http_resilience::presets;
+/// use std::time::Duration;
+///
+/// let long_lived = presets::grpc()
+///     .with_limits(Duration::MAX, Duration::MAX)?
+///     .map_retry(|retry| {
+///         retry.map(|decoder| decoder, |backoff| backoff.with_max_pushback(Duration::from_secs(10)))
+///     });
+/// assert_eq!(long_lived.retry().retryer().max_pushback(), Some(Duration::from_secs(10)));
+/// # Ok::<(), http_resilience::BoxError>(())
+/// ```
+///
 /// Around a tonic `Channel`, [`grpc::GrpcLayer`](crate::grpc::GrpcLayer)
 /// (feature `grpc`) stacks it with `grpc-timeout` propagation and the
 /// statuses a tonic caller expects.
@@ -153,7 +193,8 @@ pub fn grpc() -> Resilience<GrpcDecoder, GrpcBackoff> {
             GrpcBackoff::known_good(5, Duration::from_millis(100), Duration::from_secs(1), 2.0),
         )
         .with_budget(Arc::new(budget))
-        .with_previous_attempts_header(GRPC_PREVIOUS_RPC_ATTEMPTS),
+        .with_previous_attempts_header(GRPC_PREVIOUS_RPC_ATTEMPTS)
+        .deadline_aware(GRPC_MIN_USEFUL_ATTEMPT),
     )
 }
 
@@ -182,6 +223,12 @@ mod tests {
         );
         let budget = grpc.retry().budget().expect("a budget");
         assert_eq!((budget.max_tokens(), budget.token_ratio()), (10, 0.1));
+        assert_eq!(
+            grpc.retry().deadline_margin(),
+            Some(GRPC_MIN_USEFUL_ATTEMPT)
+        );
+        assert_eq!(grpc.retry().retryer().max_pushback(), None, "opt-in");
+        assert_eq!(standard.retry().deadline_margin(), Some(MIN_USEFUL_ATTEMPT));
     }
 
     /// The presets skip the checks of the public constructors; these hold

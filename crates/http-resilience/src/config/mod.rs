@@ -85,6 +85,7 @@
 //! | `retry.multiplier` | number ≥ 1.0 (grpc: > 0) | exponential and grpc only; default 1.5 (as [`ExponentialBackoff::default`]) |
 //! | `retry.jitter` | `"none"`, `"full"`, `"equal"` or `"decorrelated"` | exponential only; default `"none"` ([`Jitter`]) |
 //! | `retry.seed` | integer | exponential and grpc only: fixes the jitter's random sequence ([`ExponentialBackoff::with_seed`]) |
+//! | `retry.max_pushback` | duration | grpc only: the cap on a server's `grpc-retry-pushback-ms` ([`GrpcBackoff::with_max_pushback`]); default none, the server's wait whole (up to `i32::MAX` ms, about 24.8 days, when the deadline allows) |
 //! | `retry.min_attempt` | duration or `"off"` | deadline-aware scheduling: a retry whose wait plus this cannot fit before the deadline is not made ([`RetryPolicy::deadline_aware`](crate::retry::RetryPolicy::deadline_aware)); `"off"` turns off what a preset turned on |
 //!
 //! Durations are written for people and read by `humantime`: `"250ms"`, `"2s"`,
@@ -99,7 +100,7 @@
 //! | `standard` | 30s | 10s | transient | exponential | 2s | 30s | 4 | `multiplier = 2.0`, `jitter = "decorrelated"`, `min_attempt = "500ms"` |
 //! | `conservative` | 10s | 5s | transient | exponential | 500ms | 2s | 2 | `multiplier = 2.0`, `jitter = "full"`, `min_attempt = "500ms"` |
 //! | `apache` | 60s | 10s | apache | fixed | 0s | 1s | 4 | |
-//! | `grpc` | 30s | 30s | grpc | grpc | 100ms | 1s | 5 | `codes = ["UNAVAILABLE"]`, `multiplier = 2.0`, budget 10 / 0.1 |
+//! | `grpc` | 30s | 30s | grpc | grpc | 100ms | 1s | 5 | `codes = ["UNAVAILABLE"]`, `multiplier = 2.0`, budget 10 / 0.1, `min_attempt = "100ms"` |
 //!
 //! The `grpc` preset brings gRPC's retry throttling ([`RetryBudget`]: 10
 //! tokens, 0.1 back per success), which no field sets; a section built on it
@@ -120,8 +121,9 @@
 //! 3. **Settings that belong to a kind go with it.** When a section changes
 //!    the `decoder`, the base's `statuses` and `retry_after` are dropped (they
 //!    belong to the `statuses` decoder); when it changes the `backoff`, the
-//!    base's `multiplier`, `jitter` and `seed` are dropped (they belong to the
-//!    exponential backoff) and take their defaults. `delay`, `max_delay` and
+//!    base's `multiplier`, `jitter`, `seed` and `max_pushback` are dropped
+//!    (they belong to the exponential or the grpc backoff) and take their
+//!    defaults. `delay`, `max_delay` and
 //!    `max_attempts` are shared by the three backoffs and always inherited.
 //!
 //! A name that has no section in the file gets the policy of the `[default]`
@@ -156,9 +158,11 @@
 //! - a status outside `100..=599`, an empty `statuses`, or the `statuses`
 //!   decoder without `statuses`;
 //! - a field written for another kind: `statuses` or `retry_after` with a
-//!   decoder other than `"statuses"`; `multiplier`, `jitter` or `seed` with a
-//!   backoff other than `"exponential"`. Such fields are errors where they are
-//!   written; inherited ones are dropped, as said above;
+//!   decoder other than `"statuses"`; `jitter` with a backoff other than
+//!   `"exponential"`, `multiplier` or `seed` with one other than
+//!   `"exponential"` or `"grpc"`, `max_pushback` with one other than
+//!   `"grpc"`. Such fields are errors where they are written; inherited ones
+//!   are dropped, as said above;
 //! - a `[clients.default]` section: the defaults go in `[default]`.
 //!
 //! The default section is validated on its own before any client that
@@ -183,6 +187,7 @@
 //! [`FeignDecoder`]: crate::retry::FeignDecoder
 //! [`FeignRetryer`]: crate::retry::FeignRetryer
 //! [`GrpcBackoff`]: crate::retry::GrpcBackoff
+//! [`GrpcBackoff::with_max_pushback`]: crate::retry::GrpcBackoff::with_max_pushback
 //! [`GrpcDecoder`]: crate::retry::GrpcDecoder
 //! [`RetryBudget`]: crate::retry::RetryBudget
 //! [`FixedDelay`]: crate::retry::FixedDelay

@@ -36,6 +36,8 @@ pub(super) struct Fields {
     pub(super) multiplier: f64,
     pub(super) jitter: Jitter,
     pub(super) seed: Option<u64>,
+    /// The cap on a server's pushback; `grpc` backoff only.
+    pub(super) max_pushback: Option<Duration>,
     /// Deadline-aware scheduling: the least useful attempt time, if on.
     pub(super) min_attempt: Option<Duration>,
     /// The retry budget (tokens, ratio) a preset brings; every policy built
@@ -183,6 +185,7 @@ impl RetrySection {
                 base.multiplier = default_multiplier();
                 base.jitter = Jitter::None;
                 base.seed = None;
+                base.max_pushback = None;
             }
         }
         if let Some(delay) = &self.delay {
@@ -230,6 +233,17 @@ impl RetrySection {
         if let Some(seed) = self.seed {
             growing_only("seed", &base)?;
             base.seed = Some(seed);
+        }
+        if let Some(max_pushback) = &self.max_pushback {
+            only_for(
+                base.backoff == BackoffKind::Grpc,
+                "max_pushback",
+                "backoff",
+                &[BackoffKind::Grpc.name()],
+                base.backoff.name(),
+            )
+            .map_err(|err| err.within(path))?;
+            base.max_pushback = Some(max_pushback.get("max_pushback", path)?);
         }
         Ok(base)
     }
@@ -292,6 +306,10 @@ impl Fields {
             AnyDecoder::Grpc(d) => Some(d.retryable_codes().collect()),
             _ => None,
         };
+        let max_pushback = match retry.retryer() {
+            AnyRetryer::Grpc(r) => r.max_pushback(),
+            _ => None,
+        };
         Fields {
             deadline: policy.deadline(),
             attempt_timeout: policy.attempt_timeout(),
@@ -306,6 +324,7 @@ impl Fields {
             multiplier,
             jitter,
             seed: None,
+            max_pushback,
             min_attempt: retry.deadline_margin(),
             budget: retry
                 .budget()
@@ -379,6 +398,9 @@ impl Fields {
                 Jitter::Equal => r.initial() / 2,
                 _ => r.initial(),
             },
+            // NOTE: the lowest the jitter can draw, so that whether a file
+            // loads does not depend on a random draw.
+            AnyRetryer::Grpc(r) => r.shortest_first_wait(),
             other => other.for_request().next_delay(1, None).unwrap_or_default(),
         };
         let needed = first_wait.saturating_add(min_attempt);
@@ -486,12 +508,16 @@ impl Fields {
                 })
             }
             BackoffKind::Grpc => {
-                let backoff = GrpcBackoff::new(
+                let mut backoff = GrpcBackoff::new(
                     self.max_attempts,
                     self.delay,
                     self.max_delay,
                     self.multiplier,
                 )?;
+                if let Some(max_pushback) = self.max_pushback {
+                    positive("max_pushback", max_pushback)?;
+                    backoff = backoff.with_max_pushback(max_pushback);
+                }
                 AnyRetryer::Grpc(match self.seed {
                     Some(seed) => backoff.with_seed(seed),
                     None => backoff,

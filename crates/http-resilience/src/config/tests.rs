@@ -40,6 +40,7 @@ fn assert_same(
             assert_eq!(a.multiplier(), b.multiplier(), "{name}: multiplier");
             assert_eq!(a.max_backoff(), b.max_backoff(), "{name}: max_backoff");
             assert_eq!(a.max_attempts(), b.max_attempts(), "{name}: max_attempts");
+            assert_eq!(a.max_pushback(), b.max_pushback(), "{name}: max_pushback");
         }
         (a, b) => panic!("{name}: retryer {a:?} against {b:?}"),
     }
@@ -50,6 +51,11 @@ fn assert_same(
             .map(|budget| (budget.max_tokens(), budget.token_ratio()))
     };
     assert_eq!(budget(built), budget(preset), "{name}: budget");
+    assert_eq!(
+        built.retry().deadline_margin(),
+        preset.retry().deadline_margin(),
+        "{name}: min_attempt"
+    );
     assert_eq!(
         built.retry().attempt_header(),
         preset.retry().attempt_header(),
@@ -318,4 +324,71 @@ fn a_grpc_section_names_its_codes() {
         "{err}"
     );
     assert!(err.to_string().contains("grpc"), "{err}");
+}
+
+#[test]
+fn a_grpc_section_caps_the_pushback() {
+    let config = ClientsConfig::from_toml_str(
+        r#"
+        [clients.orders]
+        preset = "grpc"
+        retry.max_pushback = "2s"
+        "#,
+    )
+    .unwrap();
+    let orders = config.policy("orders").unwrap();
+    match orders.retry().retryer() {
+        AnyRetryer::Grpc(backoff) => {
+            assert_eq!(backoff.max_pushback(), Some(Duration::from_secs(2)));
+        }
+        other => panic!("{other:?}"),
+    }
+    // Without it, no cap, as in the preset.
+    let plain = ClientsConfig::from_toml_str("[clients.plain]\npreset = \"grpc\"\n").unwrap();
+    match plain.policy("plain").unwrap().retry().retryer() {
+        AnyRetryer::Grpc(backoff) => assert_eq!(backoff.max_pushback(), None),
+        other => panic!("{other:?}"),
+    }
+
+    let zero = "[clients.zero]\npreset = \"grpc\"\nretry.max_pushback = \"0s\"\n";
+    assert_eq!(
+        ClientsConfig::from_toml_str(zero).unwrap_err().to_string(),
+        "clients.zero.retry.max_pushback must be greater than zero, got 0s"
+    );
+    let wrong = "[clients.wrong]\npreset = \"standard\"\nretry.max_pushback = \"2s\"\n";
+    assert_eq!(
+        ClientsConfig::from_toml_str(wrong).unwrap_err().to_string(),
+        "clients.wrong.retry.max_pushback applies only to backoff = \"grpc\", \
+         got backoff = \"exponential\""
+    );
+    // Inherited, it goes with the grpc backoff when a client changes it.
+    let dropped = ClientsConfig::from_toml_str(
+        r#"
+        [default]
+        preset = "grpc"
+        retry.max_pushback = "2s"
+
+        [clients.fixed]
+        retry.backoff = "fixed"
+        "#,
+    )
+    .unwrap();
+    assert!(matches!(
+        dropped.policy("fixed").unwrap().retry().retryer(),
+        AnyRetryer::Fixed(_)
+    ));
+}
+
+#[test]
+fn a_short_grpc_deadline_is_judged_on_the_shortest_first_wait() {
+    // The first wait is drawn between 80 and 120 ms; with the preset's
+    // 100 ms of useful attempt, 180 ms always leaves room and 179 ms never
+    // does, whatever the draw.
+    for _ in 0..50 {
+        let fits = "[clients.quick]\npreset = \"grpc\"\ndeadline = \"180ms\"\nattempt_timeout = \"180ms\"\n";
+        assert!(ClientsConfig::from_toml_str(fits).is_ok());
+        let short = "[clients.quick]\npreset = \"grpc\"\ndeadline = \"179ms\"\nattempt_timeout = \"179ms\"\n";
+        let err = ClientsConfig::from_toml_str(short).unwrap_err().to_string();
+        assert!(err.contains("leaves no room for a retry"), "{err}");
+    }
 }

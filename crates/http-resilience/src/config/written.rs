@@ -33,6 +33,7 @@ pub(super) struct RetrySection {
     pub(super) max_attempts: Option<u32>,
     pub(super) jitter: Option<Written<Jitter>>,
     pub(super) seed: Option<u64>,
+    pub(super) max_pushback: Option<Written<Duration>>,
     pub(super) min_attempt: Option<Written<MinAttempt>>,
 }
 

@@ -19,12 +19,28 @@ use std::time::Duration;
 ///   uniformly from zero to that bound; [`ExponentialBackoff`] with
 ///   [`Jitter::Full`] is that schedule.
 /// - A delay the server asks for (`grpc-retry-pushback-ms`, read by
-///   [`GrpcDecoder`]) is the wait as it is, not capped; the backoff then
+///   [`GrpcDecoder`]) is the wait as it is, or at most the cap set with
+///   [`with_max_pushback`](Self::with_max_pushback); the backoff then
 ///   **starts again** from `initial` for the retries after it, as A6 says.
 /// - At most `max_attempts` attempts in all, and never more than the
 ///   client-side cap, 5 by default as in A6 (a larger `max_attempts` is
 ///   treated as the cap, as gRPC clients do with a service config;
 ///   [`with_attempt_cap`](Self::with_attempt_cap) moves it).
+///
+/// # How long a server can hold a call
+///
+/// A pushback can be any `i32` of milliseconds: up to `i32::MAX` ms, about
+/// 24.8 days. With no cap, the wait is the server's, whole; what bounds it
+/// then is the request's deadline: the retry never waits past it, and with
+/// deadline-aware scheduling
+/// ([`RetryPolicy::deadline_aware`](crate::retry::RetryPolicy::deadline_aware),
+/// on in [`presets::grpc`](crate::presets::grpc)) a pushback that leaves no
+/// room for a useful attempt ends the call at once with the server's
+/// response. With neither a cap nor a deadline (a retry layer with no
+/// [`DeadlineLayer`](crate::DeadlineLayer) outside it, or a deadline of
+/// `Duration::MAX`), one trailers-only response holds the caller, its task
+/// and the kept copy of its request for as long as the server says: up to
+/// those 24.8 days. [`with_max_pushback`](Self::with_max_pushback) bounds it.
 ///
 /// A6 does not count transparent retries (a call that never left the client,
 /// or that the server refused unprocessed) against `maxAttempts`; here every
@@ -50,6 +66,12 @@ use std::time::Duration;
 /// let after_pushback = retryer.next_delay(3, None).unwrap();
 /// assert!(ms(80) <= after_pushback && after_pushback <= ms(120), "{after_pushback:?}");
 /// assert_eq!(retryer.next_delay(5, None), None, "5 attempts in all");
+///
+/// // A cap on what the server can ask for.
+/// let mut capped = GrpcBackoff::new(5, ms(100), ms(1000), 2.0)?
+///     .with_max_pushback(Duration::from_secs(2))
+///     .for_request();
+/// assert_eq!(capped.next_delay(1, Some(Duration::from_secs(60))), Some(Duration::from_secs(2)));
 /// # Ok::<(), http_resilience::BoxError>(())
 /// ```
 #[derive(Debug, Clone)]
@@ -61,6 +83,8 @@ pub struct GrpcBackoff {
     multiplier: f64,
     seeds: Seeds,
     rng: SplitMix64,
+    /// The longest wait a server's pushback gets, if capped.
+    max_pushback: Option<Duration>,
     /// The attempt after which the backoff starts again (the last pushback),
     /// 0 for none.
     restart_after: u32,
@@ -137,6 +161,7 @@ impl GrpcBackoff {
             multiplier,
             rng: seeds.next_rng(),
             seeds,
+            max_pushback: None,
             restart_after: 0,
         }
     }
@@ -146,6 +171,20 @@ impl GrpcBackoff {
     #[must_use]
     pub fn with_attempt_cap(mut self, cap: u32) -> Self {
         self.cap = cap.max(2);
+        self
+    }
+
+    /// Caps the wait a server's pushback (`grpc-retry-pushback-ms`) asks
+    /// for at `max`: a longer pushback waits `max`, then the backoff starts
+    /// again as after any pushback. Off by default: the server's wait is
+    /// taken whole, up to `i32::MAX` ms (see
+    /// [How long a server can hold a call](Self#how-long-a-server-can-hold-a-call)).
+    ///
+    /// Every cap is accepted; with zero, a pushback retries at once, which
+    /// defeats the server's pacing.
+    #[must_use]
+    pub fn with_max_pushback(mut self, max: Duration) -> Self {
+        self.max_pushback = Some(max);
         self
     }
 
@@ -176,6 +215,20 @@ impl GrpcBackoff {
     pub const fn multiplier(&self) -> f64 {
         self.multiplier
     }
+
+    /// The cap on a server's pushback, if any.
+    pub const fn max_pushback(&self) -> Option<Duration> {
+        self.max_pushback
+    }
+
+    /// The shortest first wait the jitter can draw: the first base less a
+    /// fifth, as [`next_delay`](Retryer::next_delay) spreads it. The
+    /// configuration's check that a deadline leaves room for a retry reads it.
+    #[cfg(feature = "serde")]
+    pub(crate) fn shortest_first_wait(&self) -> Duration {
+        let base = grown(self.initial, self.multiplier, 1, self.max_backoff);
+        base.saturating_sub(base / 5)
+    }
 }
 
 impl Retryer for GrpcBackoff {
@@ -185,7 +238,7 @@ impl Retryer for GrpcBackoff {
         }
         if let Some(asked) = server_delay {
             self.restart_after = attempts;
-            return Some(asked);
+            return Some(self.max_pushback.map_or(asked, |max| asked.min(max)));
         }
         let n = attempts.saturating_sub(self.restart_after).max(1);
         let base = grown(self.initial, self.multiplier, n, self.max_backoff);
@@ -263,6 +316,44 @@ mod tests {
         // A new request starts from the beginning.
         let mut fresh = retryer.for_request();
         assert!(within(fresh.next_delay(2, None).unwrap(), MS(1000)));
+    }
+
+    #[test]
+    fn a_pushback_is_capped_when_asked() {
+        let mut retryer = GrpcBackoff::new(5, MS(100), MS(1000), 2.0)
+            .unwrap()
+            .with_max_pushback(MS(2000))
+            .with_seed(3)
+            .for_request();
+        assert_eq!(retryer.max_pushback(), Some(MS(2000)));
+        assert_eq!(retryer.next_delay(1, Some(MS(60_000))), Some(MS(2000)));
+        assert_eq!(retryer.next_delay(2, Some(MS(500))), Some(MS(500)));
+        let largest = Duration::from_millis(i32::MAX.unsigned_abs().into());
+        assert_eq!(retryer.next_delay(3, Some(largest)), Some(MS(2000)));
+        // The backoff starts again after a capped pushback too.
+        assert!(within(retryer.next_delay(4, None).unwrap(), MS(100)));
+        // Without a cap, the server's wait is whole.
+        let mut uncapped = GrpcBackoff::new(5, MS(100), MS(1000), 2.0)
+            .unwrap()
+            .for_request();
+        assert_eq!(uncapped.max_pushback(), None);
+        assert_eq!(uncapped.next_delay(1, Some(largest)), Some(largest));
+    }
+
+    #[cfg(feature = "serde")]
+    #[test]
+    fn the_shortest_first_wait_is_the_lowest_jitter() {
+        let retryer = GrpcBackoff::new(5, MS(100), MS(1000), 2.0).unwrap();
+        assert_eq!(retryer.shortest_first_wait(), MS(80));
+        for seed in 0..200 {
+            let first = retryer
+                .clone()
+                .with_seed(seed)
+                .for_request()
+                .next_delay(1, None)
+                .unwrap();
+            assert!(first >= retryer.shortest_first_wait(), "{seed}: {first:?}");
+        }
     }
 
     #[test]
