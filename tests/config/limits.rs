@@ -84,6 +84,18 @@ fn nonsense_settings_in_a_file_are_refused_with_their_path() {
             "[default.retry]\nmin_attempt = \"soon\"",
             "default.retry.min_attempt",
         ),
+        (
+            "[default]\npreset = \"grpc\"\nretry.max_pushback = \"0s\"",
+            "default.retry.max_pushback",
+        ),
+        (
+            "[default]\npreset = \"grpc\"\nretry.max_pushback = \"soon\"",
+            "default.retry.max_pushback",
+        ),
+        (
+            "[default.retry]\nmax_pushback = \"2s\"",
+            "default.retry.max_pushback",
+        ),
         ("[clients.default]\ndeadline = \"1s\"", "clients.default"),
         (
             "[clients.\"eu.weather\"]\nattempt_timeout = \"1h\"",
