@@ -70,6 +70,14 @@ impl<D> Parts<D> {
         }
     }
 
+    /// Takes a token from the budget, if there is one, for an attempt sent
+    /// while others are in flight (a hedge).
+    pub(crate) fn spend(&self) {
+        if let Some(budget) = &self.budget {
+            budget.record_retryable_failure();
+        }
+    }
+
     /// Tells the budget of a verdict: a retryable one takes a token, an
     /// accepted one puts a fraction back.
     pub(crate) fn record(&self, verdict: Verdict) {

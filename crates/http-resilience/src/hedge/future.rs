@@ -5,7 +5,8 @@ use crate::{
     errors::AsError,
     limits::{self, Scheduled},
     retry::{Decoder, HedgeTrigger, Pristine, RetryEvent, TryCloneBody, Verdict},
-    Attempts, RetryReport, Stop,
+    session::{self, Session},
+    Attempts, Stop,
 };
 use pin_project_lite::pin_project;
 use std::{
@@ -56,6 +57,8 @@ pin_project! {
         S: Service<http::Request<B>>,
     {
         call: Call<S, B, D>,
+        // The span of the whole call, when a subscriber wants it.
+        span: Option<Box<tracing::Span>>,
     }
 }
 
@@ -67,12 +70,11 @@ where
     inflight: Vec<Inflight<S::Future>>,
     hedging: Option<Box<Hedging<S, B>>>,
     policy: Arc<HedgePolicy<D>>,
-    sent: u32,
+    // The copies sent, their numbering and the caller's report.
+    session: Session,
     kept: Option<Kept<S::Response, S::Error>>,
     // Why no further copy will be sent, once that is known.
     stop: Option<Stop>,
-    // The caller's report, if the request carried one.
-    report: Option<RetryReport>,
 }
 
 /// What trying to send a copy did.
@@ -94,8 +96,9 @@ where
         first: S::Future,
         hedging: Option<Box<Hedging<S, B>>>,
         policy: Arc<HedgePolicy<D>>,
+        session: Session,
         stop: Option<Stop>,
-        report: Option<RetryReport>,
+        span: Option<Box<tracing::Span>>,
     ) -> Self {
         let call = Call {
             inflight: vec![Inflight {
@@ -106,12 +109,11 @@ where
             }],
             hedging,
             policy,
-            sent: 1,
+            session,
             kept: None,
             stop,
-            report,
         };
-        Self { call }
+        Self { call, span }
     }
 }
 
@@ -122,7 +124,7 @@ where
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("ResponseFuture")
             .field("in_flight", &self.call.inflight.len())
-            .field("sent", &self.call.sent)
+            .field("sent", &self.call.session.attempts())
             .field("stop", &self.call.stop)
             .finish_non_exhaustive()
     }
@@ -141,7 +143,24 @@ where
     type Output = Result<http::Response<T>, S::Error>;
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        let call = self.project().call;
+        let this = self.project();
+        let _entered = this.span.as_deref().map(tracing::Span::enter);
+        this.call.run(cx)
+    }
+}
+
+// ===== impl Call =====
+
+impl<S, B, D, T> Call<S, B, D>
+where
+    S: Service<http::Request<B>, Response = http::Response<T>>,
+    B: TryCloneBody,
+    D: Decoder<T, S::Error>,
+{
+    /// One poll of the call: the steps in order, until one of them waits or
+    /// ends the call.
+    fn run(&mut self, cx: &mut Context<'_>) -> Poll<Output<S, B>> {
+        let call = self;
         loop {
             if let Some(output) = call.poll_copies(cx) {
                 return Poll::Ready(output);
@@ -157,16 +176,7 @@ where
             ready!(call.sleep_until_due(cx));
         }
     }
-}
 
-// ===== impl Call =====
-
-impl<S, B, D, T> Call<S, B, D>
-where
-    S: Service<http::Request<B>, Response = http::Response<T>>,
-    B: TryCloneBody,
-    D: Decoder<T, S::Error>,
-{
     /// Polls the copies in flight, oldest first; the call's output once one
     /// of them ends it.
     fn poll_copies(&mut self, cx: &mut Context<'_>) -> Option<Output<S, B>> {
@@ -197,9 +207,7 @@ where
         let verdict = self.policy.decoder().decode(&outcome);
         match verdict {
             Verdict::Accept => {
-                if let Some(budget) = self.policy.budget() {
-                    budget.record_success();
-                }
+                self.policy.parts().record(verdict);
                 Some(self.finish(outcome, verdict, number, Stop::Accepted))
             }
             // NOTE: only a response is a fatal answer. A copy that failed
@@ -236,7 +244,14 @@ where
         let Some(trigger) = due(hedging, &mut self.inflight, &self.policy, now) else {
             return Sent::Nothing;
         };
-        let ready = match allowed(hedging, self.inflight.len(), self.sent, &self.policy, now) {
+        let allowed = allowed(
+            hedging,
+            self.inflight.len(),
+            &self.session,
+            &self.policy,
+            now,
+        );
+        let ready = match allowed {
             Allowed::Yes => hedging.service.poll_ready(cx),
             Allowed::Later => return Sent::Wait,
             Allowed::Never(stop) => return self.stop_hedging(stop),
@@ -261,24 +276,19 @@ where
         let Some(hedging) = self.hedging.as_deref_mut() else {
             return;
         };
-        self.sent += 1;
-        self.policy.number_attempt(&mut request, self.sent);
-        if let Some(report) = &self.report {
-            report.record_attempt(self.sent);
-        }
+        let number = self.session.next(self.policy.parts(), &mut request);
         consume(hedging, trigger, &self.policy, now);
-        if let Some(budget) = self.policy.budget() {
-            budget.record_retryable_failure();
-        }
+        // NOTE: every copy after the first takes a token, as a retry does.
+        self.policy.parts().spend();
         let future = hedging.service.call(request);
         self.inflight.push(Inflight {
             future: Box::pin(future),
-            number: self.sent,
+            number,
             started: now,
             past_limit: false,
         });
         self.policy.tell(&RetryEvent::Hedge {
-            attempt: self.sent,
+            attempt: number,
             trigger,
             in_flight: self.inflight.len() as u32,
         });
@@ -347,15 +357,15 @@ where
         // NOTE: dropping the losers cancels them: the client closes their
         // connections or resets their streams.
         self.inflight.clear();
-        end(
-            &self.policy,
-            self.report.as_ref(),
-            self.sent,
-            outcome,
-            verdict,
-            winner,
-            stop,
-        )
+        let summary = Attempts::new(self.session.attempts())
+            .with_verdict(verdict)
+            .with_stop(stop)
+            .with_winner(winner);
+        let deadline = self.hedging.as_deref().and_then(|h| h.pristine.deadline());
+        let mut outcome = outcome;
+        self.session
+            .end(self.policy.parts(), summary, deadline, &mut outcome);
+        outcome
     }
 }
 
@@ -371,18 +381,16 @@ enum Allowed {
 fn allowed<S, B, D>(
     hedging: &Hedging<S, B>,
     in_flight: usize,
-    sent: u32,
+    session: &Session,
     policy: &HedgePolicy<D>,
     now: Instant,
 ) -> Allowed {
-    if sent >= policy.max_attempts() {
-        return Allowed::Never(Stop::Exhausted);
-    }
-    if hedging.deadline.is_some_and(|deadline| now >= deadline) {
-        return Allowed::Never(Stop::DeadlinePassed);
-    }
-    if policy.budget().is_some_and(|budget| !budget.can_retry()) {
-        return Allowed::Never(Stop::BudgetExhausted);
+    let gate = session
+        .attempts_left(Some(policy.max_attempts()))
+        .and_then(|()| session::deadline_open(hedging.deadline, now))
+        .and_then(|()| policy.parts().budget_allows());
+    if let Err(stop) = gate {
+        return Allowed::Never(stop);
     }
     if in_flight >= policy.max_in_flight() as usize {
         return Allowed::Later;
@@ -474,37 +482,4 @@ fn next_due<S, B, D, F>(
         (Some(a), Some(b)) => Some(a.min(b)),
         (a, b) => a.or(b),
     }
-}
-
-/// The outcome for the caller, with its report.
-fn end<T, E, D>(
-    policy: &HedgePolicy<D>,
-    report: Option<&RetryReport>,
-    sent: u32,
-    outcome: Result<http::Response<T>, E>,
-    verdict: Verdict,
-    winner: u32,
-    stop: Stop,
-) -> Result<http::Response<T>, E> {
-    let attempts = Attempts::new(sent)
-        .with_verdict(verdict)
-        .with_stop(stop)
-        .with_winner(winner);
-    let news = sent > 1 || !verdict.is_accept();
-    if let Some(report) = report {
-        report.record_summary(attempts);
-    }
-    if news {
-        policy.tell(&RetryEvent::Done {
-            attempts: sent,
-            verdict,
-            stop,
-        });
-    }
-    outcome.map(|mut response| {
-        if news {
-            response.extensions_mut().insert(attempts);
-        }
-        response
-    })
 }

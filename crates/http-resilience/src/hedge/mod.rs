@@ -149,8 +149,9 @@ pub use crate::retry::HedgeTrigger;
 use self::future::Hedging;
 use crate::{
     errors::AsError,
-    retry::{is_idempotent, Decoder, FinalAttempt, Pristine, TryCloneBody},
-    RetryReport, Stop,
+    retry::{is_idempotent, Decoder, Pristine, TryCloneBody},
+    session::{self, Form, Session},
+    Stop,
 };
 use std::{
     fmt,
@@ -257,20 +258,17 @@ where
     }
 
     fn call(&mut self, mut request: http::Request<B>) -> Self::Future {
-        // NOTE: a marker copied from another request must not stretch every
-        // copy to the deadline.
-        request.extensions_mut().remove::<FinalAttempt>();
+        // NOTE: begun before the copy is kept, so that a `FinalAttempt`
+        // marker copied from another request stretches no copy.
+        let session = Session::begin(self.policy.parts(), &mut request);
         let (hedging, stop) = match self.hedging_for(&request) {
             Ok(hedging) => (Some(hedging), None),
             Err(stop) => (None, Some(stop)),
         };
-        self.policy.number_attempt(&mut request, 1);
-        let report = request.extensions().get::<RetryReport>().cloned();
-        if let Some(report) = &report {
-            report.record_attempt(1);
-        }
-        let first = self.inner.call(request);
-        ResponseFuture::new(first, hedging, Arc::clone(&self.policy), stop, report)
+        let inner = &mut self.inner;
+        let (first, span) = session::call_in_span(Form::Hedge, request, |r| inner.call(r));
+        let policy = Arc::clone(&self.policy);
+        ResponseFuture::new(first, hedging, policy, session, stop, span)
     }
 }
 

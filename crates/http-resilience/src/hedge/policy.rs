@@ -4,6 +4,7 @@
 use super::latency::Histogram;
 use crate::{
     retry::{AttemptHeader, RetryBudget, RetryEvent, RetryListener},
+    session::Parts,
     InvalidSetting,
 };
 use std::{fmt, sync::Arc, time::Duration};
@@ -171,16 +172,14 @@ impl fmt::Debug for HedgeDelay {
 /// ```
 #[derive(Clone)]
 pub struct HedgePolicy<D> {
-    decoder: D,
+    // The decoder, the budget, the listener, the attempt header and the
+    // deadline-aware margin, as a retry policy has them.
+    parts: Parts<D>,
     delay: HedgeDelay,
     max_attempts: u32,
     max_in_flight: u32,
     attempt_timeout: Option<Duration>,
     max_server_delay: Duration,
-    deadline_margin: Option<Duration>,
-    budget: Option<Arc<RetryBudget>>,
-    listener: Option<Arc<dyn RetryListener>>,
-    attempt_header: Option<AttemptHeader>,
 }
 
 /// The default cap on a delay the server asks for before the next copy: 1 s,
@@ -205,16 +204,12 @@ impl<D> HedgePolicy<D> {
             ));
         }
         Ok(Self {
-            decoder,
+            parts: Parts::new(decoder),
             delay,
             max_attempts,
             max_in_flight: max_attempts,
             attempt_timeout: None,
             max_server_delay: DEFAULT_MAX_SERVER_DELAY,
-            deadline_margin: None,
-            budget: None,
-            listener: None,
-            attempt_header: None,
         })
     }
 
@@ -265,7 +260,7 @@ impl<D> HedgePolicy<D> {
     /// once.
     #[must_use]
     pub fn deadline_aware(mut self, min_attempt: Duration) -> Self {
-        self.deadline_margin = Some(min_attempt);
+        self.parts.deadline_margin = Some(min_attempt);
         self
     }
 
@@ -277,15 +272,16 @@ impl<D> HedgePolicy<D> {
     /// requests.
     #[must_use]
     pub fn with_budget(mut self, budget: Arc<RetryBudget>) -> Self {
-        self.budget = Some(budget);
+        self.parts.budget = Some(budget);
         self
     }
 
     /// Tells `listener` of every hedge ([`RetryEvent::Hedge`]) and of the end
-    /// of every call that hedged or failed ([`RetryEvent::Done`]).
+    /// of every call ([`RetryEvent::Done`]), as a retry policy's listener is
+    /// told.
     #[must_use]
     pub fn with_listener(mut self, listener: impl RetryListener) -> Self {
-        self.listener = Some(Arc::new(listener));
+        self.parts.listener = Some(Arc::new(listener));
         self
     }
 
@@ -295,7 +291,7 @@ impl<D> HedgePolicy<D> {
     /// does for retries.
     #[must_use]
     pub fn with_attempt_header(mut self, name: http::HeaderName) -> Self {
-        self.attempt_header = Some(AttemptHeader::this(name));
+        self.parts.attempt_header = Some(AttemptHeader::this(name));
         self
     }
 
@@ -306,25 +302,18 @@ impl<D> HedgePolicy<D> {
     /// hedged attempt after the first.
     #[must_use]
     pub fn with_previous_attempts_header(mut self, name: http::HeaderName) -> Self {
-        self.attempt_header = Some(AttemptHeader::previous(name));
+        self.parts.attempt_header = Some(AttemptHeader::previous(name));
         self
     }
 
     /// The name of the attempt header, if any.
     pub fn attempt_header(&self) -> Option<&http::HeaderName> {
-        self.attempt_header.as_ref().map(AttemptHeader::name)
-    }
-
-    /// Writes the attempt header, if the policy has one, for copy `n`.
-    pub(crate) fn number_attempt<B>(&self, request: &mut http::Request<B>, n: u32) {
-        if let Some(header) = &self.attempt_header {
-            header.write(request, n);
-        }
+        self.parts.attempt_header.as_ref().map(AttemptHeader::name)
     }
 
     /// The decoder.
     pub const fn decoder(&self) -> &D {
-        &self.decoder
+        &self.parts.decoder
     }
 
     /// The delay.
@@ -355,34 +344,33 @@ impl<D> HedgePolicy<D> {
     /// The least time a useful copy needs, when deadline-aware scheduling is
     /// on.
     pub const fn deadline_margin(&self) -> Option<Duration> {
-        self.deadline_margin
+        self.parts.deadline_margin
     }
 
-    pub(crate) fn budget(&self) -> Option<&RetryBudget> {
-        self.budget.as_deref()
+    /// The parts a retry policy has too.
+    pub(crate) const fn parts(&self) -> &Parts<D> {
+        &self.parts
     }
 
     pub(crate) fn tell(&self, event: &RetryEvent) {
         tracing::debug!(%event, "hedge");
-        if let Some(listener) = &self.listener {
-            listener.on_event(event);
-        }
+        self.parts.tell(event);
     }
 }
 
 impl<D: fmt::Debug> fmt::Debug for HedgePolicy<D> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("HedgePolicy")
-            .field("decoder", &self.decoder)
+            .field("decoder", &self.parts.decoder)
             .field("delay", &self.delay)
             .field("max_attempts", &self.max_attempts)
             .field("max_in_flight", &self.max_in_flight)
             .field("attempt_timeout", &self.attempt_timeout)
             .field("max_server_delay", &self.max_server_delay)
-            .field("deadline_margin", &self.deadline_margin)
-            .field("budget", &self.budget)
-            .field("listener", &self.listener.is_some())
-            .field("attempt_header", &self.attempt_header)
+            .field("deadline_margin", &self.parts.deadline_margin)
+            .field("budget", &self.parts.budget)
+            .field("listener", &self.parts.listener.is_some())
+            .field("attempt_header", &self.parts.attempt_header)
             .finish()
     }
 }

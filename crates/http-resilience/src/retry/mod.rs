@@ -177,12 +177,12 @@ pub(crate) use self::decoder::grpc_code_by_name;
 #[cfg(test)]
 pub(crate) use self::decoder::grpc_code_name;
 use self::future::ResponseFuture;
-use crate::session::{self, Form};
 pub(crate) use self::{
     body::Pristine,
     policy::AttemptHeader,
     state::{Decision, RetryState},
 };
+use crate::session::{self, Form};
 use std::{
     fmt,
     sync::Arc,

@@ -1,8 +1,8 @@
 //! The retry's decisions, one outcome at a time, without a service.
 
 use super::{Decision, RetryState};
-use crate::retry::{FixedDelay, RetryBudget, RetryPolicy, StatusDecoder, Verdict};
 use crate::retry::{Attempts, FinalAttempt, RetryReport, Stop};
+use crate::retry::{FixedDelay, RetryBudget, RetryPolicy, StatusDecoder, Verdict};
 use crate::RequestDeadline;
 use http::{Request, Response, StatusCode};
 use std::{io, sync::Arc, time::Duration};
