@@ -94,9 +94,10 @@
 //! bodies: `Full`, `Empty`, `String`, `Bytes`, ...) is replayed; see
 //! [`TryCloneBody`]. A stream (hyper's `Incoming`, axum's `Body`, tonic's
 //! body) goes through wrapped in [`ReplayBody`]: what an attempt sends is kept
-//! up to a cap, and what it never read passes on to the next attempt, so a
-//! request that never reached the upstream is sent again in full, whatever
-//! its size. Wrapped in [`SendOnce`] instead, it is sent once: its first
+//! up to a cap, with bookkeeping bounded by the cap too whatever the frame
+//! sizes (see its `# Memory`), and what it never read passes on to the next
+//! attempt, so a request that never reached the upstream is sent again in
+//! full, whatever its size. Wrapped in [`SendOnce`] instead, it is sent once: its first
 //! outcome is returned, whatever the verdict.
 //!
 //! # Readiness

@@ -4,7 +4,7 @@
 
 use super::TryCloneBody;
 use crate::BoxError;
-use bytes::{Buf, Bytes};
+use bytes::{Buf, Bytes, BytesMut};
 use http::HeaderMap;
 use http_body::{Body, Frame, SizeHint};
 use std::{
@@ -17,6 +17,10 @@ use std::{
 
 /// The default cap of a [`ReplayBody`]'s buffer: 64 KiB, as linkerd's.
 pub const DEFAULT_REPLAY_CAP: usize = 64 * 1024;
+
+/// The size of the blocks small data frames are copied into, and the size
+/// from which a frame is kept as it came, without a copy.
+const BLOCK: usize = 4 * 1024;
 
 /// A request body that [`StatusRetry`](super::StatusRetry) can send again,
 /// although the body it wraps is a stream (hyper's `Incoming`, axum's `Body`,
@@ -47,8 +51,34 @@ pub const DEFAULT_REPLAY_CAP: usize = 64 * 1024;
 /// for more, or for the rest to be handed back. It ends with a
 /// [`NotReplayable`] error if the other goes past the cap.
 ///
-/// Data frames are kept as `Bytes`: for bodies whose data already is
-/// `Bytes` (hyper's, axum's and tonic's), buffering copies no bytes.
+/// # Memory
+///
+/// The buffer keeps at most the cap in data, and its bookkeeping is bounded
+/// with it, whatever the sizes of the frames:
+///
+/// - a data frame of 4 KiB or more is kept as the `Bytes` it came in, without
+///   a copy;
+/// - smaller frames are copied, one after another, into blocks of at most
+///   4 KiB (and never past the cap), so that a body trickled one byte per
+///   frame takes about the room the same bytes take in large frames; only
+///   the block being filled has room left, less than 4 KiB;
+/// - empty frames are not kept;
+/// - so the buffer has at most `2 * (cap / 4096) + 1` chunks: one per large
+///   frame, one per full block, and one per run of small frames cut short by
+///   a large frame or by the end.
+///
+/// Each chunk costs an entry of `size_of::<Bytes>()` bytes (32 on 64-bit
+/// targets) in a `Vec`, which grows by doubling from 4 entries, and at most
+/// one reference count that `bytes` allocates (40 bytes at most). In all, data, room,
+/// list and reference counts come to at most `cap + cap / 16 + 4352` bytes
+/// on 64-bit targets: 73,984 bytes (72.25 KiB) for the default cap. The
+/// trailers, if any, are kept besides. Once the body is known not to be
+/// replayable, all of it is freed.
+///
+/// A frame kept without a copy keeps alive the storage it came in, which it
+/// may share with the body that produced it (hyper's frames are slices of its
+/// read buffer). Copying the small frames is what keeps a trickled body from
+/// holding such storage for every few bytes it sends.
 ///
 /// # `Unpin`
 ///
@@ -88,8 +118,8 @@ pub const DEFAULT_REPLAY_CAP: usize = 64 * 1024;
 pub struct ReplayBody<B> {
     // The wrapped body, while this handle is the one reading it.
     rest: Option<B>,
-    // The next buffered chunk this handle plays.
-    next: usize,
+    // Where this handle is in the buffer: what it plays next.
+    next: Cursor,
     // Whether this handle has played the trailers.
     trailers_sent: bool,
     // Whether this handle read the wrapped body to its end: it has nothing
@@ -103,8 +133,13 @@ pub struct ReplayBody<B> {
 
 /// What the original and its copies share.
 struct Shared<B> {
+    // What was kept, in order: large frames as they came, and closed runs of
+    // small frames copied together.
     chunks: Vec<Bytes>,
+    // The block small frames are being copied into: it follows `chunks`.
+    open: BytesMut,
     trailers: Option<HeaderMap>,
+    // The data bytes kept, in `chunks` and `open`.
     len: usize,
     cap: usize,
     // The size hint says the body is over the cap: nothing is kept.
@@ -116,6 +151,14 @@ struct Shared<B> {
     parked: Option<B>,
     // Copies waiting for another handle to read on or hand the rest back.
     waiting: Vec<Waker>,
+}
+
+/// A place in the buffer: a chunk, and how much of it was played. The chunk
+/// after the last one in `chunks` is the open block.
+#[derive(Debug, Clone, Copy, Default)]
+struct Cursor {
+    chunk: usize,
+    offset: usize,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -149,6 +192,7 @@ impl<B: Body> ReplayBody<B> {
         let hint = body.size_hint();
         let shared = Shared {
             chunks: Vec::new(),
+            open: BytesMut::new(),
             trailers: None,
             len: 0,
             cap,
@@ -160,7 +204,7 @@ impl<B: Body> ReplayBody<B> {
         };
         Self {
             rest: Some(body),
-            next: 0,
+            next: Cursor::default(),
             trailers_sent: false,
             ended: false,
             played: 0,
@@ -191,7 +235,7 @@ impl<B> TryCloneBody for ReplayBody<B> {
         }
         Some(Self {
             rest: None,
-            next: 0,
+            next: Cursor::default(),
             trailers_sent: false,
             ended: false,
             played: 0,
@@ -226,8 +270,7 @@ where
         }
         if this.rest.is_none() {
             let mut shared = lock(&this.shared);
-            if let Some(chunk) = shared.chunks.get(this.next).cloned() {
-                this.next += 1;
+            if let Some(chunk) = shared.play(&mut this.next) {
                 this.played += chunk.len() as u64;
                 return Poll::Ready(Some(Ok(Frame::data(chunk))));
             }
@@ -286,7 +329,7 @@ where
                     } else {
                         shared.keep(&bytes);
                     }
-                    this.next = shared.chunks.len();
+                    this.next = shared.end();
                     this.played += bytes.len() as u64;
                     // NOTE: hyper stops polling a body that reports its end,
                     // so the end is noted here too, not only on `None`.
@@ -339,7 +382,7 @@ where
             return ended;
         }
         let shared = self.shared();
-        if self.next < shared.chunks.len() {
+        if shared.unplayed(self.next) > 0 {
             return false;
         }
         match shared.state {
@@ -357,12 +400,7 @@ where
             return rest.size_hint();
         }
         let shared = self.shared();
-        let buffered: u64 = shared
-            .chunks
-            .iter()
-            .skip(self.next)
-            .map(|c| c.len() as u64)
-            .sum();
+        let buffered = shared.unplayed(self.next);
         match (&shared.state, &shared.parked) {
             (Fill::Complete, _) => SizeHint::with_exact(buffered),
             (Fill::Intact, Some(rest)) => plus(rest.size_hint(), buffered),
@@ -431,23 +469,92 @@ impl<B> fmt::Debug for ReplayBody<B> {
 // ===== impl Shared =====
 
 impl<B> Shared<B> {
-    /// Keeps a data frame just read, unless it breaks the cap.
+    /// Keeps a data frame just read, unless it breaks the cap: a large one as
+    /// it came, a small one copied into the open block.
     fn keep(&mut self, bytes: &Bytes) {
         if self.state != Fill::Intact {
             return;
         }
         if self.over_cap || self.len.saturating_add(bytes.len()) > self.cap {
             self.lose(Loss::OverCap);
+        } else if bytes.len() < BLOCK {
+            self.copy_in(bytes);
         } else {
+            // NOTE: the open block's bytes came first, so they are closed
+            // into a chunk before this one; its room stays open.
+            self.seal();
             self.len += bytes.len();
             self.chunks.push(bytes.clone());
         }
+    }
+
+    /// Copies a small frame into the open block, opening a new one whenever
+    /// it is full. An empty frame keeps nothing.
+    fn copy_in(&mut self, mut bytes: &[u8]) {
+        while !bytes.is_empty() {
+            if self.open.len() == self.open.capacity() {
+                self.seal();
+                // NOTE: the caller checked the cap, so `len < cap` here, and
+                // no block has room past the cap.
+                self.open = BytesMut::with_capacity(BLOCK.min(self.cap - self.len));
+            }
+            let n = bytes.len().min(self.open.capacity() - self.open.len());
+            self.open.extend_from_slice(&bytes[..n]);
+            self.len += n;
+            bytes = &bytes[n..];
+        }
+    }
+
+    /// Closes what the open block holds into a chunk. The room left in the
+    /// block (the same allocation) stays open for the next small frames.
+    fn seal(&mut self) {
+        if !self.open.is_empty() {
+            self.chunks.push(self.open.split().freeze());
+        }
+    }
+
+    /// The next piece of the buffer at `at`, moving `at` past it.
+    fn play(&self, at: &mut Cursor) -> Option<Bytes> {
+        while let Some(chunk) = self.chunks.get(at.chunk) {
+            let offset = mem::take(&mut at.offset);
+            at.chunk += 1;
+            // NOTE: a chunk closed from the open block after a handle played
+            // part of it: the handle goes on from where it stopped.
+            if offset < chunk.len() {
+                return Some(chunk.slice(offset..));
+            }
+        }
+        // NOTE: the open block is still being filled, so what this handle
+        // has not played of it is copied out; the block keeps its bytes.
+        let piece = self.open.get(at.offset..).filter(|rest| !rest.is_empty())?;
+        at.offset = self.open.len();
+        Some(Bytes::copy_from_slice(piece))
+    }
+
+    /// Where a handle that has played everything kept so far is.
+    fn end(&self) -> Cursor {
+        Cursor {
+            chunk: self.chunks.len(),
+            offset: self.open.len(),
+        }
+    }
+
+    /// The bytes kept after `at`.
+    fn unplayed(&self, at: Cursor) -> u64 {
+        let closed: usize = self.chunks.iter().skip(at.chunk).map(Bytes::len).sum();
+        // NOTE: saturating, since a loss empties the buffer under the
+        // handles' cursors.
+        (closed + self.open.len()).saturating_sub(at.offset) as u64
     }
 
     /// Notes that the body was read to its end.
     fn finish(&mut self) {
         if self.state == Fill::Intact {
             self.state = Fill::Complete;
+            // NOTE: nothing more is kept: the open block is closed into a
+            // chunk, so replays play it without a copy.
+            self.seal();
+            self.open = BytesMut::new();
         }
     }
 
@@ -458,6 +565,7 @@ impl<B> Shared<B> {
         }
         self.state = Fill::Lost(why);
         self.chunks = Vec::new();
+        self.open = BytesMut::new();
         self.trailers = None;
         self.len = 0;
     }
@@ -712,6 +820,163 @@ mod tests {
             text(copy).await.unwrap_err().to_string(),
             "non-repeatable request: the body failed while it was sent"
         );
+    }
+
+    // ===== memory =====
+
+    /// The most chunks a buffer of `cap` holds, as the type's docs state.
+    fn most_chunks(cap: usize) -> usize {
+        2 * (cap / BLOCK) + 1
+    }
+
+    /// `frames` of the given sizes, each of bytes counting on from the last,
+    /// and all of them together.
+    fn frames(sizes: &[usize]) -> (ScriptedBody, Bytes) {
+        let mut script = ScriptedBody::new().without_size_hint();
+        let mut whole = Vec::new();
+        for &size in sizes {
+            let frame: Vec<u8> = (whole.len()..whole.len() + size)
+                .map(|n| (n % 251) as u8)
+                .collect();
+            whole.extend_from_slice(&frame);
+            script = script.data(frame);
+        }
+        (script, Bytes::from(whole))
+    }
+
+    /// Polls `body` once, with a waker that does nothing: its next data frame,
+    /// its end, or `Pending`.
+    fn poll_data<B>(body: &mut ReplayBody<B>) -> Poll<Option<Result<Bytes, BoxError>>>
+    where
+        B: Body + Unpin,
+        B::Error: Into<BoxError>,
+    {
+        let mut cx = Context::from_waker(Waker::noop());
+        Pin::new(body)
+            .poll_frame(&mut cx)
+            .map(|frame| frame.map(|frame| frame.map(|f| f.into_data().unwrap())))
+    }
+
+    #[tokio::test]
+    async fn one_byte_frames_are_copied_into_a_few_blocks() {
+        let (body, whole) = frames(&[1; 10_000]);
+        let original = ReplayBody::new(body);
+        let copy = original.try_clone_body().unwrap();
+        assert_eq!(text(original).await.unwrap(), whole);
+        assert_eq!(copy.shared().len, 10_000);
+        assert_eq!(copy.shared().chunks.len(), 3, "4096, 4096 and 1808 bytes");
+        assert_eq!(text(copy).await.unwrap(), whole);
+    }
+
+    #[tokio::test]
+    async fn a_large_frame_is_kept_without_a_copy() {
+        let frame = Bytes::from(vec![7u8; BLOCK]);
+        let original = ReplayBody::new(ScriptedBody::new().data(frame.clone()));
+        let mut copy = original.try_clone_body().unwrap();
+        assert_eq!(text(original).await.unwrap(), frame);
+        let replayed = copy.frame().await.unwrap().unwrap().into_data().unwrap();
+        assert_eq!(replayed.as_ptr(), frame.as_ptr(), "the same storage");
+        assert_eq!(replayed, frame);
+    }
+
+    #[tokio::test]
+    async fn small_and_large_frames_in_turn_stay_within_the_chunk_bound() {
+        let sizes: Vec<usize> = [1, BLOCK]
+            .into_iter()
+            .cycle()
+            .scan(0, |total, size| {
+                *total += size;
+                (*total <= DEFAULT_REPLAY_CAP).then_some(size)
+            })
+            .collect();
+        let (body, whole) = frames(&sizes);
+        let original = ReplayBody::new(body);
+        let copy = original.try_clone_body().unwrap();
+        assert_eq!(text(original).await.unwrap(), whole);
+        let chunks = copy.shared().chunks.len();
+        assert!(chunks <= most_chunks(DEFAULT_REPLAY_CAP), "{chunks} chunks");
+        assert_eq!(text(copy).await.unwrap(), whole);
+    }
+
+    #[test]
+    fn a_copy_following_the_original_across_a_closed_block_plays_each_byte_once() {
+        let (body, whole) = frames(&[2, BLOCK, 3]);
+        let mut original = ReplayBody::new(body);
+        let mut follower = original.try_clone_body().unwrap();
+        let mut followed = Vec::new();
+        let mut follow = |follower: &mut ReplayBody<_>| {
+            while let Poll::Ready(Some(data)) = poll_data(follower) {
+                followed.extend_from_slice(&data.unwrap());
+            }
+        };
+        for _ in 0..3 {
+            assert!(matches!(poll_data(&mut original), Poll::Ready(Some(Ok(_)))));
+            // The first and last frames are played from the open block.
+            follow(&mut follower);
+        }
+        assert!(matches!(poll_data(&mut original), Poll::Ready(None)));
+        follow(&mut follower);
+        assert_eq!(followed, whole);
+        assert!(matches!(poll_data(&mut follower), Poll::Ready(None)));
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn any_frames_replay_exactly_within_the_chunk_bound(
+            sizes in proptest::collection::vec(
+                proptest::prop_oneof![0..32usize, BLOCK - 2..BLOCK + 2, 0..3 * BLOCK],
+                0..40,
+            ),
+            cap in 0..20 * BLOCK,
+            follow in proptest::collection::vec(proptest::bool::ANY, 40),
+        ) {
+            let (body, whole) = frames(&sizes);
+            let mut original = ReplayBody::with_cap(body, cap);
+            let mut follower = original.try_clone_body().unwrap();
+            let (mut sent, mut followed) = (Vec::new(), Vec::new());
+            let mut failed = false;
+            for n in 0.. {
+                match poll_data(&mut original) {
+                    Poll::Ready(Some(data)) => sent.extend_from_slice(&data.unwrap()),
+                    Poll::Ready(None) => break,
+                    Poll::Pending => unreachable!("the script never waits"),
+                }
+                while follow.get(n).copied().unwrap_or(false) {
+                    match poll_data(&mut follower) {
+                        Poll::Ready(Some(Ok(data))) => followed.extend_from_slice(&data),
+                        Poll::Ready(Some(Err(_))) => failed = true,
+                        _ => {}
+                    }
+                    if failed || followed.len() == sent.len() {
+                        break;
+                    }
+                }
+                let chunks = follower.shared().chunks.len();
+                proptest::prop_assert!(chunks <= most_chunks(cap), "{} chunks", chunks);
+            }
+            proptest::prop_assert_eq!(&sent[..], &whole[..], "the original sends it all");
+            let again = follower.try_clone_body();
+            let rest = ready_now(text(follower));
+            if whole.len() <= cap {
+                followed.extend_from_slice(&rest.unwrap());
+                proptest::prop_assert_eq!(&followed[..], &whole[..]);
+                proptest::prop_assert_eq!(ready_now(text(again.unwrap())).unwrap(), whole);
+            } else {
+                proptest::prop_assert!(failed || rest.is_err());
+            }
+        }
+    }
+
+    /// Runs a future that is ready at once, with a waker that does nothing.
+    fn ready_now<F: std::future::Future>(future: F) -> F::Output {
+        let mut future = std::pin::pin!(future);
+        match future
+            .as_mut()
+            .poll(&mut Context::from_waker(Waker::noop()))
+        {
+            Poll::Ready(output) => output,
+            Poll::Pending => unreachable!("nothing here waits"),
+        }
     }
 
     // ===== extremes =====
