@@ -255,7 +255,7 @@ async fn a_retry_and_a_hedge_make_the_same_wait_for_retry_after() {
     let decoder = StatusDecoder::new([503]).unwrap().with_retry_after();
     for scenario in status_scenarios() {
         for form in [Form::Retry, Form::Hedge] {
-            check(&scenario, form, run(form, decoder.clone(), &scenario).await);
+            check(&scenario, form, run(form, decoder, &scenario).await);
         }
     }
 }

@@ -2,7 +2,8 @@
 //! property on tokio's paused clock, over the scripted upstream of the
 //! compositions property.
 //!
-//! A case is a deadline, an attempt limit (within it, or in some cases above it), a retry policy (Feign's
+//! A case is a deadline, an attempt limit (within it, or in some cases above it), whether the last attempt runs
+//! until the deadline, a retry policy (Feign's
 //! decoder or the transient one, a fixed delay, up to 3 retries), whether
 //! every attempt's budget is sent upstream (`Resilience::propagating`, against
 //! a `PropagateDeadlineLayer` with the attempt limit between the retry and the
@@ -54,6 +55,8 @@ struct Case {
     delay: Duration,
     retries: u32,
     propagate: bool,
+    // Whether the last attempt runs until the deadline.
+    last_to_deadline: bool,
     given: Given,
     script: Vec<Step>,
 }
@@ -75,9 +78,10 @@ fn case() -> impl Strategy<Value = Case> {
         given,
         vec(step(), 1..5),
         proptest::option::weighted(0.25, limit(1..3000)),
+        any::<bool>(),
     )
         .prop_map(
-            |(attempt, extra, feign, delay, retries, propagate, given, script, short)| Case {
+            |(attempt, extra, feign, delay, retries, propagate, given, script, short, last)| Case {
                 // NOTE: a quarter of the cases have a deadline of their own,
                 // which may be shorter than the attempt limit.
                 deadline: short.unwrap_or(attempt + extra),
@@ -86,6 +90,7 @@ fn case() -> impl Strategy<Value = Case> {
                 delay,
                 retries,
                 propagate,
+                last_to_deadline: last,
                 given,
                 script,
             },
@@ -149,11 +154,19 @@ async fn observe(case: Case, fused: bool) -> Observed {
         if case.propagate {
             resilience = resilience.propagating(EXPECTED_RQ_TIMEOUT_MS, TimeoutFormat::Millis);
         }
+        if case.last_to_deadline {
+            resilience = resilience.final_attempt_uses_deadline();
+        }
         boxed(resilience.layer().layer(recording))
     } else {
-        let mut attempt = boxed(AttemptTimeoutLayer::new(case.attempt).layer(recording));
+        let mut timeout = AttemptTimeoutLayer::new(case.attempt);
+        let mut propagate = PropagateDeadlineLayer::envoy().with_attempt_limit(case.attempt);
+        if case.last_to_deadline {
+            timeout = timeout.final_attempt_uses_deadline();
+            propagate = propagate.final_attempt_uses_deadline();
+        }
+        let mut attempt = boxed(timeout.layer(recording));
         if case.propagate {
-            let propagate = PropagateDeadlineLayer::envoy().with_attempt_limit(case.attempt);
             attempt = boxed(propagate.layer(attempt));
         }
         let retried = StatusRetryLayer::new(policy).layer(attempt);

@@ -35,3 +35,32 @@ pub(crate) fn poll_until(slot: &mut LazySleep, at: Instant, cx: &mut Context<'_>
         .as_mut()
         .poll(cx)
 }
+
+/// Polls the inline timer in `sleep`, due at `at`: made on first use, and
+/// moved (not made again) when it is due at another instant.
+pub(crate) fn poll_timer(
+    mut sleep: Pin<&mut Option<Sleep>>,
+    at: Instant,
+    cx: &mut Context<'_>,
+) -> Poll<()> {
+    match sleep.as_mut().as_pin_mut() {
+        Some(timer) => return poll_moved(timer, at, cx),
+        None => sleep.set(Some(tokio::time::sleep_until(at))),
+    }
+    sleep
+        .as_pin_mut()
+        .expect("the timer was made above")
+        .poll(cx)
+}
+
+/// Polls `timer`, first moving it to `at` if it is due at another instant.
+pub(crate) fn poll_moved(
+    mut timer: Pin<&mut Sleep>,
+    at: Instant,
+    cx: &mut Context<'_>,
+) -> Poll<()> {
+    if timer.deadline() != at {
+        timer.as_mut().reset(at);
+    }
+    timer.poll(cx)
+}

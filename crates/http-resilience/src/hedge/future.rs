@@ -333,16 +333,10 @@ where
         let Some(at) = next_due(hedging, &self.inflight, &self.policy) else {
             return Poll::Pending;
         };
-        let sleep = match &mut hedging.sleep {
-            Some(sleep) => {
-                if sleep.deadline() != at {
-                    sleep.as_mut().reset(at);
-                }
-                sleep
-            }
-            None => hedging.sleep.insert(Box::pin(tokio::time::sleep_until(at))),
-        };
-        sleep.as_mut().poll(cx)
+        let sleep = hedging
+            .sleep
+            .get_or_insert_with(|| Box::pin(tokio::time::sleep_until(at)));
+        crate::timer::poll_moved(sleep.as_mut(), at, cx)
     }
 
     /// The outcome for the caller, with its report; every copy still in

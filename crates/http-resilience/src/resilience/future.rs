@@ -1,11 +1,11 @@
 //! The response future of the one-piece stack, [`Resilient`](super::Resilient).
 
 use crate::{
-    attempt_timeout::error::AttemptTimedOut,
     deadline::{body::DeadlineBody, error::DeadlineExceeded},
+    limits::{self, Expiry},
     propagate::send_budget,
     retry::{Decision, Decoder, RetryState, Retryer, TryCloneBody},
-    timer::saturating_after,
+    timer::{poll_timer, saturating_after},
     BoxError, RequestDeadline,
 };
 use pin_project_lite::pin_project;
@@ -36,12 +36,43 @@ pin_project! {
         state: State<S::Future>,
         #[pin]
         sleep: Option<Sleep>,
-        // The clone that makes every attempt after the first.
-        service: S,
-        retry: RetryState<B, D, R>,
-        deadline: RequestDeadline,
-        limit: Duration,
+        call: Call<S, B, D, R>,
         span: Option<Box<tracing::Span>>,
+    }
+}
+
+/// What the call keeps besides the attempt in flight and the timer.
+struct Call<S, B, D, R> {
+    // The clone that makes every attempt after the first.
+    service: S,
+    retry: RetryState<B, D, R>,
+    deadline: RequestDeadline,
+    limits: Limits,
+}
+
+/// The limit of every attempt, and whether the last one runs until the
+/// deadline instead.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Limits {
+    pub(super) attempt: Duration,
+    pub(super) final_uses_deadline: bool,
+}
+
+impl Limits {
+    /// Whether an attempt runs until the deadline, rather than its limit:
+    /// the final one, when that is asked for.
+    pub(super) const fn runs_to_deadline(self, on_final: bool) -> bool {
+        self.final_uses_deadline && on_final
+    }
+
+    /// The limit an attempt's budget is sent under: none for one that runs
+    /// until the deadline.
+    pub(super) const fn sent_limit(self, on_final: bool) -> Option<Duration> {
+        if self.runs_to_deadline(on_final) {
+            None
+        } else {
+            Some(self.attempt)
+        }
     }
 }
 
@@ -50,13 +81,13 @@ pin_project! {
     enum State<F> {
         // An attempt is in flight until its end, its limit or the deadline:
         // `at` is its start until it first waits, and from then its end
-        // (`ended` says which), so that an attempt answered at once never
-        // works its end out.
+        // (`expiry` says what ends it), so that an attempt answered at once
+        // never works its end out.
         Called {
             #[pin]
             future: F,
             at: Instant,
-            ended: bool,
+            expiry: Option<Expiry>,
         },
         // Waiting until `until` before the next attempt; a wait that reaches
         // the deadline ends the call there.
@@ -73,6 +104,19 @@ pin_project! {
     }
 }
 
+/// What the caller gets.
+type Output<T> = Result<http::Response<DeadlineBody<T>>, BoxError>;
+
+/// What a step of the call came to.
+enum Step<O, T> {
+    /// An attempt's outcome, for the retry to judge.
+    Judge(O),
+    /// The call is over, with this output.
+    End(Output<T>),
+    /// The next step is set: poll again.
+    Again,
+}
+
 impl<S, B, D, R> ResponseFuture<S, B, D, R>
 where
     S: Service<http::Request<B>>,
@@ -84,20 +128,22 @@ where
         service: S,
         retry: RetryState<B, D, R>,
         deadline: RequestDeadline,
-        limit: Duration,
+        limits: Limits,
         span: Option<Box<tracing::Span>>,
     ) -> Self {
         Self {
             state: State::Called {
                 future,
                 at: started,
-                ended: false,
+                expiry: None,
             },
             sleep: None,
-            service,
-            retry,
-            deadline,
-            limit,
+            call: Call {
+                service,
+                retry,
+                deadline,
+                limits,
+            },
             span,
         }
     }
@@ -106,35 +152,20 @@ where
         service: S,
         retry: RetryState<B, D, R>,
         deadline: RequestDeadline,
-        limit: Duration,
+        limits: Limits,
     ) -> Self {
         Self {
             state: State::Expired,
             sleep: None,
-            service,
-            retry,
-            deadline,
-            limit,
+            call: Call {
+                service,
+                retry,
+                deadline,
+                limits,
+            },
             span: None,
         }
     }
-}
-
-/// Polls the call's timer, due at `at`: made on first use, moved when it is
-/// due at another instant.
-fn poll_timer(mut sleep: Pin<&mut Option<Sleep>>, at: Instant, cx: &mut Context<'_>) -> Poll<()> {
-    match sleep.as_mut().as_pin_mut() {
-        Some(mut timer) => {
-            if timer.deadline() != at {
-                timer.as_mut().reset(at);
-            }
-        }
-        None => sleep.set(Some(tokio::time::sleep_until(at))),
-    }
-    sleep
-        .as_pin_mut()
-        .expect("the timer was made above")
-        .poll(cx)
 }
 
 /// Whether the call's timer has fired at the deadline: the deadline then
@@ -161,117 +192,164 @@ where
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let mut this = self.project();
         let _entered = this.span.as_deref().map(tracing::Span::enter);
-        let deadline = *this.deadline;
-        let exceeded = || -> BoxError { DeadlineExceeded::new(deadline.budget()).into() };
+        let call = this.call;
         loop {
-            let outcome = match this.state.as_mut().project() {
-                StateProj::Called { future, at, ended } => {
-                    if deadline_fired(this.sleep.as_mut(), deadline.instant()) {
-                        this.state.set(State::Done);
-                        return Poll::Ready(Err(exceeded()));
-                    }
-                    // NOTE: the response is polled first, so a response ready
-                    // in the same poll as an attempt's limit counts.
-                    match future.poll(cx) {
-                        Poll::Ready(outcome) => outcome.map_err(Into::into),
-                        Poll::Pending => {
-                            if !*ended {
-                                *at = attempt_end(*at, *this.limit, deadline);
-                                *ended = true;
-                            }
-                            let end = *at;
-                            ready!(poll_timer(this.sleep.as_mut(), end, cx));
-                            if end >= deadline.instant() {
-                                this.state.set(State::Done);
-                                return Poll::Ready(Err(exceeded()));
-                            }
-                            Err(AttemptTimedOut::new(*this.limit).into())
-                        }
-                    }
+            let step = match this.state.as_mut().project() {
+                StateProj::Called { future, at, expiry } => {
+                    ready!(call.poll_attempt(future, at, expiry, this.sleep.as_mut(), cx))
                 }
                 StateProj::Waiting { until } => {
                     let until = *until;
                     ready!(poll_timer(this.sleep.as_mut(), until, cx));
-                    if until >= deadline.instant() {
-                        this.state.set(State::Done);
-                        return Poll::Ready(Err(exceeded()));
+                    if until >= call.deadline.instant() {
+                        Step::End(Err(call.exceeded()))
+                    } else {
+                        this.state.set(State::Readying);
+                        Step::Again
                     }
-                    this.state.set(State::Readying);
-                    continue;
                 }
                 StateProj::Readying => {
-                    if deadline_fired(this.sleep.as_mut(), deadline.instant()) {
-                        this.state.set(State::Done);
-                        return Poll::Ready(Err(exceeded()));
-                    }
-                    let ready = match this.service.poll_ready(cx) {
-                        Poll::Ready(ready) => ready,
-                        Poll::Pending => {
-                            // NOTE: a service that never gets ready is still
-                            // bounded by the deadline.
-                            ready!(poll_timer(this.sleep.as_mut(), deadline.instant(), cx));
-                            this.state.set(State::Done);
-                            return Poll::Ready(Err(exceeded()));
-                        }
-                    };
-                    if let Err(error) = ready {
-                        this.state.set(State::Done);
-                        let outcome = this.retry.not_ready(error.into());
-                        return Poll::Ready(outcome.map(|r| with_deadline(r, deadline)));
-                    }
-                    let now = Instant::now();
-                    if deadline.instant() <= now {
-                        this.state.set(State::Done);
-                        return Poll::Ready(Err(exceeded()));
-                    }
-                    let mut request = this.retry.next_request();
-                    if let Some((header, format)) = this.retry.policy().budget_header() {
-                        let left = deadline.instant().saturating_duration_since(now);
-                        let limit = Some(*this.limit);
-                        if send_budget(&mut request, header, format, Some(left), limit).is_err() {
-                            this.state.set(State::Done);
-                            return Poll::Ready(Err(exceeded()));
-                        }
-                    }
-                    let future = this.service.call(request);
-                    this.state.set(State::Called {
-                        future,
-                        at: now,
-                        ended: false,
-                    });
-                    continue;
+                    ready!(call.poll_send(this.state.as_mut(), this.sleep.as_mut(), cx))
                 }
-                StateProj::Expired => {
-                    this.state.set(State::Done);
-                    return Poll::Ready(Err(exceeded()));
-                }
+                StateProj::Expired => Step::End(Err(call.exceeded())),
                 StateProj::Done => panic!("ResponseFuture polled after completion"),
             };
-            let mut outcome = outcome;
-            match this.retry.decide(&mut outcome, Some(deadline)) {
-                Decision::Return => {
-                    this.state.set(State::Done);
-                    return Poll::Ready(outcome.map(|r| with_deadline(r, deadline)));
-                }
-                Decision::Retry(wait) if wait.is_zero() => this.state.set(State::Readying),
-                Decision::Retry(wait) => this.state.set(State::Waiting {
-                    until: saturating_after(Instant::now(), wait),
-                }),
-                // NOTE: the wait reaches the deadline, which ends the call
-                // there; the outcome in hand is dropped now rather than held.
-                Decision::Cut(until) => this.state.set(State::Waiting { until }),
-            }
-            // NOTE: the discarded outcome (and its unread body) is dropped
-            // before the next attempt.
-            drop(outcome);
+            let output = match step {
+                Step::Again => continue,
+                Step::End(output) => output,
+                Step::Judge(outcome) => match call.judge(outcome, this.state.as_mut()) {
+                    Some(output) => output,
+                    None => continue,
+                },
+            };
+            this.state.set(State::Done);
+            return Poll::Ready(output);
         }
     }
 }
 
-/// The end of an attempt started at `now`: its limit, or the deadline when
-/// that comes first (or at the same instant: the deadline wins a tie).
-fn attempt_end(now: Instant, limit: Duration, deadline: RequestDeadline) -> Instant {
-    saturating_after(now, limit).min(deadline.instant())
+// ===== impl Call =====
+
+impl<S, B, T, D, R> Call<S, B, D, R>
+where
+    S: Service<http::Request<B>, Response = http::Response<T>>,
+    S::Error: Into<BoxError>,
+    B: TryCloneBody,
+    D: Decoder<T, BoxError>,
+    R: Retryer,
+{
+    /// Polls the attempt in flight against its end: its outcome, the
+    /// attempt timeout, or the deadline, which ends the call.
+    fn poll_attempt(
+        &mut self,
+        future: Pin<&mut S::Future>,
+        at: &mut Instant,
+        expiry: &mut Option<Expiry>,
+        mut sleep: Pin<&mut Option<Sleep>>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Step<Result<http::Response<T>, BoxError>, T>> {
+        if deadline_fired(sleep.as_mut(), self.deadline.instant()) {
+            return Poll::Ready(Step::End(Err(self.exceeded())));
+        }
+        // NOTE: the response is polled first, so a response ready in the
+        // same poll as an attempt's limit counts.
+        if let Poll::Ready(outcome) = future.poll(cx) {
+            return Poll::Ready(Step::Judge(outcome.map_err(Into::into)));
+        }
+        let ends = match *expiry {
+            Some(ends) => ends,
+            None => {
+                let to_deadline = self.limits.runs_to_deadline(self.retry.on_final_attempt());
+                let end =
+                    limits::attempt_end(*at, self.limits.attempt, Some(self.deadline), to_deadline);
+                let Ok((end, ends)) = end else {
+                    return Poll::Ready(Step::End(Err(self.exceeded())));
+                };
+                *at = end;
+                *expiry.insert(ends)
+            }
+        };
+        ready!(poll_timer(sleep, *at, cx));
+        Poll::Ready(match ends {
+            Expiry::Deadline(_) => Step::End(Err(self.exceeded())),
+            Expiry::Attempt(_) => Step::Judge(Err(ends.into_error())),
+        })
+    }
+
+    /// Readies the inner service and sends the next attempt, within the
+    /// deadline.
+    fn poll_send(
+        &mut self,
+        mut state: Pin<&mut State<S::Future>>,
+        mut sleep: Pin<&mut Option<Sleep>>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Step<Result<http::Response<T>, BoxError>, T>> {
+        let deadline = self.deadline;
+        if deadline_fired(sleep.as_mut(), deadline.instant()) {
+            return Poll::Ready(Step::End(Err(self.exceeded())));
+        }
+        let Poll::Ready(ready) = self.service.poll_ready(cx) else {
+            // NOTE: a service that never gets ready is still bounded by the
+            // deadline.
+            ready!(poll_timer(sleep, deadline.instant(), cx));
+            return Poll::Ready(Step::End(Err(self.exceeded())));
+        };
+        if let Err(error) = ready {
+            let outcome = self.retry.not_ready(error.into());
+            return Poll::Ready(Step::End(outcome.map(|r| with_deadline(r, deadline))));
+        }
+        let now = Instant::now();
+        if deadline.instant() <= now {
+            return Poll::Ready(Step::End(Err(self.exceeded())));
+        }
+        let mut request = self.retry.next_request();
+        if let Some((header, format)) = self.retry.policy().budget_header() {
+            let left = deadline.instant().saturating_duration_since(now);
+            let limit = self.limits.sent_limit(self.retry.on_final_attempt());
+            if send_budget(&mut request, header, format, Some(left), limit).is_err() {
+                return Poll::Ready(Step::End(Err(self.exceeded())));
+            }
+        }
+        let future = self.service.call(request);
+        state.set(State::Called {
+            future,
+            at: now,
+            expiry: None,
+        });
+        Poll::Ready(Step::Again)
+    }
+
+    /// Judges an attempt's outcome: sets the next step, or gives the call's
+    /// output.
+    fn judge(
+        &mut self,
+        mut outcome: Result<http::Response<T>, BoxError>,
+        mut state: Pin<&mut State<S::Future>>,
+    ) -> Option<Output<T>> {
+        let deadline = self.deadline;
+        let next = match self.retry.decide(&mut outcome, Some(deadline)) {
+            Decision::Return => return Some(outcome.map(|r| with_deadline(r, deadline))),
+            Decision::Retry(wait) if wait.is_zero() => State::Readying,
+            Decision::Retry(wait) => State::Waiting {
+                until: saturating_after(Instant::now(), wait),
+            },
+            // NOTE: the wait reaches the deadline, which ends the call
+            // there; the outcome in hand is dropped now rather than held.
+            Decision::Cut(until) => State::Waiting { until },
+        };
+        // NOTE: the discarded outcome (and its unread body) is dropped before
+        // the next attempt.
+        drop(outcome);
+        state.set(next);
+        None
+    }
+}
+
+impl<S, B, D, R> Call<S, B, D, R> {
+    /// The error of a call its deadline ended.
+    fn exceeded(&self) -> BoxError {
+        DeadlineExceeded::new(self.deadline.budget()).into()
+    }
 }
 
 fn with_deadline<T>(
@@ -295,8 +373,8 @@ where
         };
         f.debug_struct("ResponseFuture")
             .field("state", &state)
-            .field("attempts", &self.retry.attempts())
-            .field("deadline", &self.deadline)
+            .field("attempts", &self.call.retry.attempts())
+            .field("deadline", &self.call.deadline)
             .finish_non_exhaustive()
     }
 }

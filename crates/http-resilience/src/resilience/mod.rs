@@ -16,6 +16,8 @@ mod future;
 
 pub use self::future::ResponseFuture;
 
+use self::future::Limits;
+
 use crate::propagate::send_budget;
 use crate::{
     deadline::body::DeadlineBody,
@@ -69,6 +71,7 @@ use tower_service::Service;
 pub struct Resilience<D, R> {
     deadline: Duration,
     attempt_timeout: Duration,
+    final_uses_deadline: bool,
     retry: RetryPolicy<D, R>,
 }
 
@@ -139,6 +142,7 @@ impl<D, R> Resilience<D, R> {
         Self {
             deadline,
             attempt_timeout,
+            final_uses_deadline: false,
             retry,
         }
     }
@@ -253,8 +257,26 @@ impl<D, R> Resilience<D, R> {
         Resilience {
             deadline: self.deadline,
             attempt_timeout: self.attempt_timeout,
+            final_uses_deadline: self.final_uses_deadline,
             retry: f(self.retry),
         }
+    }
+
+    /// The same policy, with the last attempt the retry can make (its
+    /// retryer allows no more, or the request cannot be sent again) running
+    /// until the deadline instead of its attempt timeout, as
+    /// [`AttemptTimeoutLayer::final_attempt_uses_deadline`](crate::AttemptTimeoutLayer::final_attempt_uses_deadline)
+    /// does under the three layers (linkerd drops the per-try timeout of the
+    /// last retry the same way).
+    #[must_use]
+    pub const fn final_attempt_uses_deadline(mut self) -> Self {
+        self.final_uses_deadline = true;
+        self
+    }
+
+    /// Whether the last attempt runs until the deadline.
+    pub const fn final_uses_deadline(&self) -> bool {
+        self.final_uses_deadline
     }
 
     /// The budget of every call.
@@ -283,6 +305,7 @@ impl<D, R> Resilience<D, R> {
         Resilience {
             deadline: self.deadline,
             attempt_timeout: self.attempt_timeout,
+            final_uses_deadline: self.final_uses_deadline,
             retry: self.retry.map(Into::into, Into::into),
         }
     }
@@ -291,7 +314,10 @@ impl<D, R> Resilience<D, R> {
     pub fn layer(self) -> ResilienceLayer<D, R> {
         ResilienceLayer {
             deadline: self.deadline,
-            attempt: self.attempt_timeout,
+            limits: Limits {
+                attempt: self.attempt_timeout,
+                final_uses_deadline: self.final_uses_deadline,
+            },
             policy: Arc::new(self.retry),
         }
     }
@@ -315,7 +341,7 @@ impl<D: fmt::Debug, R: fmt::Debug> fmt::Debug for Resilience<D, R> {
 /// See [`Resilience`] for an example.
 pub struct ResilienceLayer<D, R> {
     deadline: Duration,
-    attempt: Duration,
+    limits: Limits,
     policy: Arc<RetryPolicy<D, R>>,
 }
 
@@ -323,7 +349,7 @@ impl<D, R> Clone for ResilienceLayer<D, R> {
     fn clone(&self) -> Self {
         Self {
             deadline: self.deadline,
-            attempt: self.attempt,
+            limits: self.limits,
             policy: Arc::clone(&self.policy),
         }
     }
@@ -333,7 +359,8 @@ impl<D: fmt::Debug, R: fmt::Debug> fmt::Debug for ResilienceLayer<D, R> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("ResilienceLayer")
             .field("deadline", &self.deadline)
-            .field("attempt_timeout", &self.attempt)
+            .field("attempt_timeout", &self.limits.attempt)
+            .field("final_uses_deadline", &self.limits.final_uses_deadline)
             .field("retry", &self.policy)
             .finish()
     }
@@ -346,7 +373,7 @@ impl<S, D, R> Layer<S> for ResilienceLayer<D, R> {
         Resilient {
             inner,
             deadline: self.deadline,
-            limit: self.attempt,
+            limits: self.limits,
             policy: Arc::clone(&self.policy),
         }
     }
@@ -409,7 +436,7 @@ impl<S, D, R> Layer<S> for ResilienceLayer<D, R> {
 pub struct Resilient<S, D, R> {
     inner: S,
     deadline: Duration,
-    limit: Duration,
+    limits: Limits,
     policy: Arc<RetryPolicy<D, R>>,
 }
 
@@ -418,7 +445,7 @@ impl<S: Clone, D, R> Clone for Resilient<S, D, R> {
         Self {
             inner: self.inner.clone(),
             deadline: self.deadline,
-            limit: self.limit,
+            limits: self.limits,
             policy: Arc::clone(&self.policy),
         }
     }
@@ -429,7 +456,8 @@ impl<S: fmt::Debug, D: fmt::Debug, R: fmt::Debug> fmt::Debug for Resilient<S, D,
         f.debug_struct("Resilient")
             .field("inner", &self.inner)
             .field("deadline", &self.deadline)
-            .field("attempt_timeout", &self.limit)
+            .field("attempt_timeout", &self.limits.attempt)
+            .field("final_uses_deadline", &self.limits.final_uses_deadline)
             .field("retry", &self.policy)
             .finish()
     }
@@ -443,7 +471,7 @@ impl<S, D, R> Resilient<S, D, R> {
 
     /// The limit of every attempt.
     pub const fn attempt_timeout(&self) -> Duration {
-        self.limit
+        self.limits.attempt
     }
 
     /// The retry policy.
@@ -476,15 +504,16 @@ where
         let deadline = limits::call_deadline(now, self.deadline, RequestDeadline::of(&request));
         if deadline.instant() <= now {
             let retry = RetryState::unsent(Arc::clone(&self.policy));
-            return ResponseFuture::expired(self.inner.clone(), retry, deadline, self.limit);
+            return ResponseFuture::expired(self.inner.clone(), retry, deadline, self.limits);
         }
         let retry = RetryState::begin(Arc::clone(&self.policy), &mut request, false);
         if let Some((header, format)) = self.policy.budget_header() {
             let left = deadline.instant().saturating_duration_since(now);
             // NOTE: the deadline is ahead (checked above), so the budget is
             // sent; were it spent, the attempt would end as an expired call.
-            if send_budget(&mut request, header, format, Some(left), Some(self.limit)).is_err() {
-                return ResponseFuture::expired(self.inner.clone(), retry, deadline, self.limit);
+            let limit = self.limits.sent_limit(retry.on_final_attempt());
+            if send_budget(&mut request, header, format, Some(left), limit).is_err() {
+                return ResponseFuture::expired(self.inner.clone(), retry, deadline, self.limits);
             }
         }
         let inner = &mut self.inner;
@@ -495,7 +524,7 @@ where
             self.inner.clone(),
             retry,
             deadline,
-            self.limit,
+            self.limits,
             span,
         )
     }
