@@ -5,15 +5,17 @@
 //!
 //! - turning a new stream away with a `GOAWAY` whose last stream identifier is *below* it
 //!   (`h2` only ever announces the highest stream it has received, which would cover the
-//!   stream): the gate drops the stream's frames before `h2` sees them and writes the
-//!   `GOAWAY` itself, between two of `h2`'s frames;
+//!   stream): the gate writes that `GOAWAY` itself, between two of `h2`'s frames, and drops
+//!   the frames of every stream above it from then on;
 //! - knowing when a response head or body bytes have left for the socket, so that a fault
 //!   that closes the connection after them does not cut frames still queued inside `h2`.
 //!
-//! The gate also takes each stream's scripted response from the queue when the stream's
-//! first `HEADERS` frame arrives, so scripts are consumed in the order streams are opened.
+//! Each stream's scripted response is taken from the queue when `h2` hands the stream over
+//! (`accept`), in the order streams are opened. A stream `h2` rejects itself (a malformed
+//! request, say, answered with `RST_STREAM`) is never handed over, so it takes no script.
 
 use std::collections::HashMap;
+use std::future::poll_fn;
 use std::io;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -67,8 +69,8 @@ struct Written {
 /// The state of one connection shared by its task, its stream tasks and its gate.
 #[derive(Debug)]
 struct Shared {
-    /// The scripted response of each stream the gate let through, until it is answered.
-    scripts: Mutex<HashMap<u32, MockResponse>>,
+    /// The last stream identifier of a `GOAWAY` the gate is to write, until it takes it.
+    goaway: Mutex<Option<u32>>,
     /// What has been written of each stream's response.
     written: watch::Sender<HashMap<u32, Written>>,
     commands: mpsc::UnboundedSender<Command>,
@@ -95,39 +97,107 @@ impl Shared {
 /// Serves one HTTP/2 connection until it ends.
 pub(crate) async fn serve(stream: TcpStream, state: Arc<State>, _open: OpenConnection) {
     let _ = stream.set_nodelay(true);
-    let (commands, mut orders) = mpsc::unbounded_channel();
+    let (commands, orders) = mpsc::unbounded_channel();
     let shared = Arc::new(Shared {
-        scripts: Mutex::default(),
+        goaway: Mutex::new(None),
         written: watch::Sender::new(HashMap::new()),
         commands,
         reset: AtomicBool::new(false),
     });
-    let gate = Gate::new(stream, Arc::clone(&state), Arc::clone(&shared));
-    let Ok(mut connection) = h2::server::handshake(gate).await else {
+    let gate = Gate::new(stream, Arc::clone(&shared));
+    let Ok(h2) = h2::server::handshake(gate).await else {
         return;
     };
-    // NOTE: dropped with this task, which aborts the stream tasks and closes the socket.
-    let mut streams = JoinSet::new();
-    loop {
-        tokio::select! {
-            accepted = connection.accept() => match accepted {
-                Some(Ok((request, respond))) => {
-                    let id = respond.stream_id().as_u32();
-                    let script = lock(&shared.scripts)
-                        .remove(&id)
-                        .unwrap_or_else(MockResponse::unscripted);
-                    while streams.try_join_next().is_some() {}
-                    streams.spawn(answer(request, respond, script, Arc::clone(&state), Arc::clone(&shared)));
-                }
-                Some(Err(_)) | None => return,
-            },
-            Some(order) = orders.recv() => match order {
-                Command::Close => return,
-                // `h2` announces the highest stream it received, then closes once the
-                // frame is flushed; `accept` drives it and ends with `None`.
-                Command::GoAway => connection.abrupt_shutdown(Reason::NO_ERROR),
-            },
+    let connection = Connection {
+        h2,
+        // NOTE: dropped with this task, which aborts the stream tasks and closes the socket.
+        streams: JoinSet::new(),
+        orders,
+        state,
+        shared,
+        last_accepted: 0,
+    };
+    connection.run().await;
+}
+
+/// One HTTP/2 connection as its task drives it.
+struct Connection {
+    h2: h2::server::Connection<Gate, Bytes>,
+    /// The tasks answering its streams.
+    streams: JoinSet<()>,
+    orders: mpsc::UnboundedReceiver<Command>,
+    state: Arc<State>,
+    shared: Arc<Shared>,
+    /// The highest stream handed over by `h2` so far.
+    last_accepted: u32,
+}
+
+// ===== impl Connection =====
+
+impl Connection {
+    /// Accepts streams and follows their commands until the connection ends.
+    async fn run(mut self) {
+        loop {
+            tokio::select! {
+                accepted = self.h2.accept() => match accepted {
+                    Some(Ok((request, respond))) => {
+                        if !self.start(request, respond) {
+                            return self.turn_away().await;
+                        }
+                    }
+                    Some(Err(_)) | None => return,
+                },
+                Some(order) = self.orders.recv() => match order {
+                    Command::Close => return,
+                    // `h2` announces the highest stream it received, then closes once the
+                    // frame is flushed; `accept` drives it and ends with `None`.
+                    Command::GoAway => self.h2.abrupt_shutdown(Reason::NO_ERROR),
+                },
+            }
         }
+    }
+
+    /// Takes the next script for a stream `h2` accepted and starts answering it; `false`
+    /// when the script turns the stream away with a `GOAWAY` below it.
+    fn start(&mut self, request: http::Request<RecvStream>, respond: SendResponse<Bytes>) -> bool {
+        let id = respond.stream_id().as_u32();
+        let script = self.state.next_response();
+        if script.behaviour() == Behaviour::GoAwayUnprocessed {
+            self.state.refuse();
+            // NOTE: `h2` hands streams over in the order they were opened, so every stream
+            // below this one that the server will act on has been handed over already.
+            *lock(&self.shared.goaway) = Some(self.last_accepted);
+            return false;
+        }
+        self.last_accepted = id;
+        while self.streams.try_join_next().is_some() {}
+        let state = Arc::clone(&self.state);
+        let shared = Arc::clone(&self.shared);
+        self.streams
+            .spawn(answer(request, respond, script, state, shared));
+        true
+    }
+
+    /// Drives the connection, accepting no more streams, until the gate has written its
+    /// `GOAWAY` (and asks to close) or the connection ends.
+    async fn turn_away(&mut self) {
+        loop {
+            tokio::select! {
+                _ = poll_fn(|cx| self.h2.poll_closed(cx)) => return,
+                order = self.orders.recv() => if order != Some(Command::GoAway) {
+                    return;
+                },
+            }
+        }
+    }
+}
+
+impl std::fmt::Debug for Connection {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Connection")
+            .field("streams", &self.streams.len())
+            .field("last_accepted", &self.last_accepted)
+            .finish_non_exhaustive()
     }
 }
 
@@ -141,12 +211,7 @@ async fn answer(
 ) {
     let id = respond.stream_id().as_u32();
     let behaviour = script.behaviour();
-    if matches!(
-        behaviour,
-        Behaviour::RefuseStream | Behaviour::GoAwayUnprocessed
-    ) {
-        // NOTE: `GoAwayUnprocessed` is handled by the gate before `h2` sees the stream; it
-        // only gets here if it was queued after the stream passed, and is then a refusal.
+    if behaviour == Behaviour::RefuseStream {
         if !script.head_delay().is_zero() {
             tokio::time::sleep(script.head_delay()).await;
         }
@@ -230,7 +295,8 @@ async fn respond_with(
             shared.command(Command::Close);
         }
         Behaviour::GoAwayAfterProcessing => shared.command(Command::GoAway),
-        // The refusals were dealt with before the body was read.
+        // The refusals were dealt with before the body was read, the `GOAWAY` below the
+        // stream before it was answered at all.
         Behaviour::RefuseStream | Behaviour::GoAwayUnprocessed => {}
     }
     Ok(())
@@ -290,7 +356,6 @@ fn goaway_frame(last_stream: u32) -> Bytes {
 #[derive(Debug)]
 struct Gate {
     io: TcpStream,
-    state: Arc<State>,
     shared: Arc<Shared>,
     /// Bytes of the client preface still to pass on.
     preface: usize,
@@ -298,8 +363,6 @@ struct Gate {
     raw: BytesMut,
     /// Bytes judged and waiting for `h2` to read them.
     ready: BytesMut,
-    /// The highest stream the client opened.
-    highest: u32,
     /// The last stream identifier of the gate's `GOAWAY`, once it decided to send one:
     /// frames of higher streams are dropped.
     last: Option<u32>,
@@ -313,15 +376,13 @@ struct Gate {
 }
 
 impl Gate {
-    fn new(io: TcpStream, state: Arc<State>, shared: Arc<Shared>) -> Self {
+    fn new(io: TcpStream, shared: Arc<Shared>) -> Self {
         Self {
             io,
-            state,
             shared,
             preface: PREFACE_LEN,
             raw: BytesMut::new(),
             ready: BytesMut::new(),
-            highest: 0,
             last: None,
             goaway: None,
             out_head: [0; FRAME_HEAD_LEN],
@@ -349,22 +410,9 @@ impl Gate {
             return false;
         }
         let frame = self.raw.split_to(FRAME_HEAD_LEN + len);
-        let kind = frame[3];
         let stream = u32::from_be_bytes([frame[5], frame[6], frame[7], frame[8]]) & 0x7fff_ffff;
         if self.last.is_some_and(|last| stream > last) {
             return true;
-        }
-        if kind == HEADERS && stream > self.highest {
-            let before = self.highest;
-            self.highest = stream;
-            let script = self.state.next_response();
-            if script.behaviour() == Behaviour::GoAwayUnprocessed {
-                self.state.refuse();
-                self.last = Some(before);
-                self.goaway = Some(goaway_frame(before));
-                return true;
-            }
-            lock(&self.shared.scripts).insert(stream, script);
         }
         self.ready.extend_from_slice(&frame);
         true
@@ -373,6 +421,12 @@ impl Gate {
     /// Writes the gate's `GOAWAY` if one is due and `h2` is between two frames; once it is
     /// written, asks the connection to close.
     fn poll_goaway(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        if self.goaway.is_none() && self.last.is_none() {
+            if let Some(last) = lock(&self.shared.goaway).take() {
+                self.last = Some(last);
+                self.goaway = Some(goaway_frame(last));
+            }
+        }
         while let Some(frame) = &mut self.goaway {
             if self.out_head_len != 0 {
                 // NOTE: `h2` is in the middle of a frame and will write the rest of it.
@@ -447,6 +501,7 @@ impl AsyncRead for Gate {
         buf: &mut ReadBuf<'_>,
     ) -> Poll<io::Result<()>> {
         let this = self.get_mut();
+        ready!(this.poll_goaway(cx))?;
         loop {
             if !this.ready.is_empty() {
                 let n = this.ready.len().min(buf.remaining());
@@ -455,9 +510,6 @@ impl AsyncRead for Gate {
             }
             if this.judge() {
                 continue;
-            }
-            if this.goaway.is_some() {
-                ready!(this.poll_goaway(cx))?;
             }
             let mut chunk = [0; 8 * 1024];
             let mut read = ReadBuf::new(&mut chunk);
@@ -676,6 +728,166 @@ mod tests {
         .unwrap();
         assert_eq!(&got[..], b"0123");
         assert!(failed.is_some());
+    }
+
+    /// A client that writes HTTP/2 frames by hand, for what the `h2` client refuses to send.
+    struct RawPeer {
+        tcp: TcpStream,
+    }
+
+    /// The error code `PROTOCOL_ERROR` on the wire.
+    const PROTOCOL_ERROR: u32 = 0x1;
+    /// Frame types and flags the raw peer uses.
+    const SETTINGS: u8 = 0x4;
+    const RST_STREAM: u8 = 0x3;
+    const END_STREAM: u8 = 0x1;
+    const ACK: u8 = 0x1;
+    /// HPACK static-table entries (RFC 7541, appendix A): `:method GET`, `:path /`,
+    /// `:scheme http`.
+    const METHOD_GET: u8 = 0x82;
+    const PATH_ROOT: u8 = 0x84;
+    const SCHEME_HTTP: u8 = 0x86;
+
+    /// A frame as the raw peer reads it.
+    #[derive(Debug)]
+    struct RawFrame {
+        kind: u8,
+        flags: u8,
+        stream: u32,
+        payload: Vec<u8>,
+    }
+
+    impl RawPeer {
+        /// Connects and sends the client preface and an empty `SETTINGS` frame.
+        async fn connect(server: &MockServer) -> Self {
+            let mut peer = Self {
+                tcp: TcpStream::connect(server.addr()).await.unwrap(),
+            };
+            peer.write(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n").await;
+            peer.frame(SETTINGS, 0, 0, &[]).await;
+            peer
+        }
+
+        async fn write(&mut self, bytes: &[u8]) {
+            use tokio::io::AsyncWriteExt;
+            timeout(LIMIT, self.tcp.write_all(bytes))
+                .await
+                .unwrap()
+                .unwrap();
+        }
+
+        /// Writes one frame.
+        async fn frame(&mut self, kind: u8, flags: u8, stream: u32, payload: &[u8]) {
+            let len = u32::try_from(payload.len()).unwrap().to_be_bytes();
+            let mut frame = vec![len[1], len[2], len[3], kind, flags];
+            frame.extend_from_slice(&stream.to_be_bytes());
+            frame.extend_from_slice(payload);
+            self.write(&frame).await;
+        }
+
+        /// Reads the next frame that is not a `SETTINGS` one, acknowledging the server's
+        /// settings on the way; `None` once the server closed the connection.
+        async fn next(&mut self) -> Option<RawFrame> {
+            use tokio::io::AsyncReadExt;
+            loop {
+                let mut head = [0; FRAME_HEAD_LEN];
+                let read = timeout(LIMIT, self.tcp.read_exact(&mut head))
+                    .await
+                    .unwrap();
+                if read.is_err() {
+                    return None;
+                }
+                let len =
+                    usize::from(head[0]) << 16 | usize::from(head[1]) << 8 | usize::from(head[2]);
+                let mut payload = vec![0; len];
+                timeout(LIMIT, self.tcp.read_exact(&mut payload))
+                    .await
+                    .unwrap()
+                    .ok()?;
+                let stream = u32::from_be_bytes([head[5], head[6], head[7], head[8]]);
+                let frame = RawFrame {
+                    kind: head[3],
+                    flags: head[4],
+                    stream,
+                    payload,
+                };
+                if frame.kind != SETTINGS {
+                    return Some(frame);
+                }
+                if frame.flags & ACK == 0 {
+                    self.frame(SETTINGS, ACK, 0, &[]).await;
+                }
+            }
+        }
+
+        /// Reads frames until one of `kind` on `stream`.
+        async fn until(&mut self, kind: u8, stream: u32) -> RawFrame {
+            loop {
+                let frame = self.next().await.expect("the server closed the connection");
+                if frame.kind == kind && frame.stream == stream {
+                    return frame;
+                }
+            }
+        }
+
+        /// Reads the body of the response on `stream`, to its end.
+        async fn body(&mut self, stream: u32) -> Vec<u8> {
+            let mut body = Vec::new();
+            loop {
+                let frame = self.until(DATA, stream).await;
+                body.extend_from_slice(&frame.payload);
+                if frame.flags & END_STREAM != 0 {
+                    return body;
+                }
+            }
+        }
+    }
+
+    #[tokio::test]
+    async fn a_stream_h2_rejects_takes_no_script() {
+        let server = MockServer::start_h2().await.unwrap();
+        server.enqueue(MockResponse::ok("first"));
+        server.enqueue(MockResponse::ok("second"));
+        let mut peer = RawPeer::connect(&server).await;
+        // No `:method`: `h2` resets the stream before the server's handling sees it.
+        peer.frame(
+            HEADERS,
+            END_HEADERS | END_STREAM,
+            1,
+            &[SCHEME_HTTP, PATH_ROOT],
+        )
+        .await;
+        let reset = peer.until(RST_STREAM, 1).await;
+        assert_eq!(reset.payload, PROTOCOL_ERROR.to_be_bytes());
+
+        let request = [METHOD_GET, SCHEME_HTTP, PATH_ROOT];
+        peer.frame(HEADERS, END_HEADERS | END_STREAM, 3, &request)
+            .await;
+        assert_eq!(peer.body(3).await, b"first");
+        assert_eq!((server.request_count(), server.refused_count()), (1, 0));
+    }
+
+    #[tokio::test]
+    async fn a_stream_h2_rejects_leaves_a_scripted_goaway_for_the_next() {
+        let server = MockServer::start_h2().await.unwrap();
+        server.enqueue(MockResponse::goaway_unprocessed());
+        let mut peer = RawPeer::connect(&server).await;
+        peer.frame(
+            HEADERS,
+            END_HEADERS | END_STREAM,
+            1,
+            &[SCHEME_HTTP, PATH_ROOT],
+        )
+        .await;
+        peer.until(RST_STREAM, 1).await;
+
+        let request = [METHOD_GET, SCHEME_HTTP, PATH_ROOT];
+        peer.frame(HEADERS, END_HEADERS | END_STREAM, 3, &request)
+            .await;
+        let goaway = peer.until(GOAWAY, 0).await;
+        // Last stream 0: neither stream was acted on.
+        assert_eq!(goaway.payload, [0; 8]);
+        assert_eq!((server.request_count(), server.refused_count()), (0, 1));
     }
 
     #[test]

@@ -77,6 +77,8 @@ impl MockServer {
     /// with prior knowledge: the connection starts with the HTTP/2 preface, no `Upgrade`).
     /// Requests share the queue, the recording and the connection counts of an HTTP/1.1
     /// server, one scripted response per stream, taken in the order the streams are opened.
+    /// A stream the HTTP/2 layer rejects before the server sees it (a malformed request, reset
+    /// with `PROTOCOL_ERROR`) takes no scripted response and is neither recorded nor counted.
     /// The scripted headers are sent as given, less the fields HTTP/2 forbids
     /// (`Connection`, `Keep-Alive`, `Transfer-Encoding`, ...), with `content-length` added as
     /// on HTTP/1.1; a status outside `100..=999` is sent as `500`.
