@@ -10,6 +10,12 @@
 //! - knowing when a response head or body bytes have left for the socket, so that a fault
 //!   that closes the connection after them does not cut frames still queued inside `h2`.
 //!
+//! The gate judges the client's frames by their 9-byte headers and passes payloads on as
+//! they arrive: it never gathers a frame whole, so a frame announcing 16 MiB costs it no more
+//! than one read. `h2` holds the client to its `SETTINGS_MAX_FRAME_SIZE` (16 KiB, the
+//! protocol's initial value, which the server never raises) and closes the connection with
+//! `GOAWAY` `FRAME_SIZE_ERROR` on a longer frame.
+//!
 //! Each stream's scripted response is taken from the queue when `h2` hands the stream over
 //! (`accept`), in the order streams are opened. A stream `h2` rejects itself (a malformed
 //! request, say, answered with `RST_STREAM`) is never handed over, so it takes no script.
@@ -352,17 +358,28 @@ fn goaway_frame(last_stream: u32) -> Bytes {
     Bytes::from(frame)
 }
 
+/// The payload length a frame header announces.
+fn frame_len(head: &[u8]) -> usize {
+    usize::from(head[0]) << 16 | usize::from(head[1]) << 8 | usize::from(head[2])
+}
+
 /// The socket as `h2` sees it; see the module docs.
 #[derive(Debug)]
 struct Gate {
     io: TcpStream,
     shared: Arc<Shared>,
-    /// Bytes of the client preface still to pass on.
-    preface: usize,
-    /// Bytes read from the socket and not yet judged.
+    /// Bytes read from the socket and not yet judged: at most one read, plus the start of a
+    /// frame header.
     raw: BytesMut,
     /// Bytes judged and waiting for `h2` to read them.
     ready: BytesMut,
+    /// Payload bytes of the client's current frame still to pass on (or drop).
+    ///
+    /// NOTE: the client preface is passed on as the payload of a first frame without a
+    /// header.
+    in_left: usize,
+    /// Whether the client's current frame is dropped.
+    in_dropped: bool,
     /// The last stream identifier of the gate's `GOAWAY`, once it decided to send one:
     /// frames of higher streams are dropped.
     last: Option<u32>,
@@ -380,9 +397,10 @@ impl Gate {
         Self {
             io,
             shared,
-            preface: PREFACE_LEN,
             raw: BytesMut::new(),
             ready: BytesMut::new(),
+            in_left: PREFACE_LEN,
+            in_dropped: false,
             last: None,
             goaway: None,
             out_head: [0; FRAME_HEAD_LEN],
@@ -391,30 +409,35 @@ impl Gate {
         }
     }
 
-    /// Judges the next complete unit of `raw` (preface bytes or one frame); `false` if more
-    /// bytes are needed.
+    /// Judges the next piece of `raw` (a frame header, or payload bytes of the current frame), moving it to `ready` or dropping it; `false` if more bytes are
+    /// needed.
+    ///
+    /// NOTE: a frame is judged by its header alone and its payload passed on as it arrives,
+    /// never gathered whole: the gate holds at most one read of the client's bytes whatever
+    /// length a frame announces. `h2` enforces its `SETTINGS_MAX_FRAME_SIZE` on the header it
+    /// is passed, and answers a longer frame with `GOAWAY` `FRAME_SIZE_ERROR`.
     fn judge(&mut self) -> bool {
-        if self.preface > 0 {
-            let n = self.preface.min(self.raw.len());
-            self.preface -= n;
-            self.ready.extend_from_slice(&self.raw.split_to(n));
-            return n > 0;
+        if self.raw.is_empty() {
+            return false;
+        }
+        if self.in_left > 0 {
+            let piece = self.raw.split_to(self.in_left.min(self.raw.len()));
+            self.in_left -= piece.len();
+            if !self.in_dropped {
+                self.ready.extend_from_slice(&piece);
+            }
+            return true;
         }
         if self.raw.len() < FRAME_HEAD_LEN {
             return false;
         }
-        let len = usize::from(self.raw[0]) << 16
-            | usize::from(self.raw[1]) << 8
-            | usize::from(self.raw[2]);
-        if self.raw.len() < FRAME_HEAD_LEN + len {
-            return false;
+        let head = self.raw.split_to(FRAME_HEAD_LEN);
+        self.in_left = frame_len(&head);
+        let stream = u32::from_be_bytes([head[5], head[6], head[7], head[8]]) & 0x7fff_ffff;
+        self.in_dropped = self.last.is_some_and(|last| stream > last);
+        if !self.in_dropped {
+            self.ready.extend_from_slice(&head);
         }
-        let frame = self.raw.split_to(FRAME_HEAD_LEN + len);
-        let stream = u32::from_be_bytes([frame[5], frame[6], frame[7], frame[8]]) & 0x7fff_ffff;
-        if self.last.is_some_and(|last| stream > last) {
-            return true;
-        }
-        self.ready.extend_from_slice(&frame);
         true
     }
 
@@ -452,10 +475,7 @@ impl Gate {
                 self.out_head_len += n;
                 written = &written[n..];
                 if self.out_head_len == FRAME_HEAD_LEN {
-                    let head = self.out_head;
-                    self.out_left = usize::from(head[0]) << 16
-                        | usize::from(head[1]) << 8
-                        | usize::from(head[2]);
+                    self.out_left = frame_len(&self.out_head);
                 }
             } else {
                 let n = self.out_left.min(written.len());
@@ -515,7 +535,7 @@ impl AsyncRead for Gate {
             let mut read = ReadBuf::new(&mut chunk);
             ready!(Pin::new(&mut this.io).poll_read(cx, &mut read))?;
             if read.filled().is_empty() {
-                // The client closed; an incomplete frame left in `raw` is dropped.
+                // The client closed; an incomplete frame header left in `raw` is dropped.
                 return Poll::Ready(Ok(()));
             }
             this.raw.extend_from_slice(read.filled());
@@ -735,8 +755,9 @@ mod tests {
         tcp: TcpStream,
     }
 
-    /// The error code `PROTOCOL_ERROR` on the wire.
+    /// The error codes `PROTOCOL_ERROR` and `FRAME_SIZE_ERROR` on the wire.
     const PROTOCOL_ERROR: u32 = 0x1;
+    const FRAME_SIZE_ERROR: u32 = 0x6;
     /// Frame types and flags the raw peer uses.
     const SETTINGS: u8 = 0x4;
     const RST_STREAM: u8 = 0x3;
@@ -888,6 +909,48 @@ mod tests {
         // Last stream 0: neither stream was acted on.
         assert_eq!(goaway.payload, [0; 8]);
         assert_eq!((server.request_count(), server.refused_count()), (0, 1));
+    }
+
+    #[tokio::test]
+    async fn frames_split_across_reads_pass_whole() {
+        let server = MockServer::start_h2().await.unwrap();
+        server.enqueue(MockResponse::ok("split"));
+        let mut peer = RawPeer::connect(&server).await;
+        peer.tcp.set_nodelay(true).unwrap();
+        let request = [METHOD_GET, SCHEME_HTTP, PATH_ROOT];
+        let frame = [
+            &[0, 0, 3, HEADERS, END_HEADERS | END_STREAM, 0, 0, 0, 1][..],
+            &request,
+        ]
+        .concat();
+        for piece in [&frame[..4], &frame[4..10], &frame[10..]] {
+            peer.write(piece).await;
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        assert_eq!(peer.body(1).await, b"split");
+    }
+
+    #[tokio::test]
+    async fn a_frame_over_the_max_frame_size_closes_the_connection_unbuffered() {
+        let server = MockServer::start_h2().await.unwrap();
+        let mut peer = RawPeer::connect(&server).await;
+        // A DATA frame announcing 16 MiB less a byte, of which only 1 KiB is ever sent: a
+        // server that buffered frames whole would wait for the rest with the connection open.
+        peer.write(&[0xff, 0xff, 0xff, DATA, 0, 0, 0, 0, 1]).await;
+        peer.write(&[0; 1024]).await;
+        let goaway = peer.until(GOAWAY, 0).await;
+        assert_eq!(goaway.payload[4..8], FRAME_SIZE_ERROR.to_be_bytes());
+        assert!(
+            peer.next().await.is_none(),
+            "the server closed the connection"
+        );
+        timeout(LIMIT, async {
+            while server.open_connections() != 0 {
+                tokio::time::sleep(Duration::from_millis(5)).await;
+            }
+        })
+        .await
+        .unwrap();
     }
 
     #[test]
