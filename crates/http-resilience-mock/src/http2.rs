@@ -30,7 +30,7 @@ use std::task::{ready, Context, Poll};
 
 use bytes::{Buf, Bytes, BytesMut};
 use h2::server::SendResponse;
-use h2::{Reason, RecvStream};
+use h2::{Reason, RecvStream, SendStream};
 use http::header::{HeaderName, CONNECTION, CONTENT_LENGTH, TE, TRANSFER_ENCODING, UPGRADE};
 use http::{HeaderValue, Method, StatusCode};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
@@ -85,7 +85,18 @@ struct Shared {
 }
 
 impl Shared {
-    /// Waits until the head and at least `data` body bytes of stream `id` are written.
+    /// Starts following what is written of stream `id`'s response, for [`written`](Self::written).
+    ///
+    /// NOTE: only streams watched this way are followed, so the bookkeeping does not grow
+    /// with every stream of a long connection; the behaviours that watch one end it.
+    fn watch(&self, id: u32) {
+        self.written.send_modify(|all| {
+            all.insert(id, Written::default());
+        });
+    }
+
+    /// Waits until the head and at least `data` body bytes of stream `id` are written; the
+    /// stream must be [watched](Self::watch) from before its response was sent.
     async fn written(&self, id: u32, data: usize) {
         let mut updates = self.written.subscribe();
         let _ = updates
@@ -245,9 +256,31 @@ async fn answer(
     } else {
         script.body().clone()
     };
-    let _ = respond_with(&mut respond, &script, body, &shared, id).await;
-    // NOTE: behaviours that never finish the stream hold it open until the connection ends.
-    std::future::pending::<()>().await;
+    match respond_with(&mut respond, &script, body, &shared, id).await {
+        Ok(Held::Nothing) | Err(_) => {}
+        Ok(Held::Unanswered) => {
+            let _ = poll_fn(|cx| respond.poll_reset(cx)).await;
+        }
+        Ok(Held::Stalled(mut stream)) => {
+            let _ = poll_fn(|cx| stream.poll_reset(cx)).await;
+        }
+        // NOTE: dropping the stream's handles would reset it (`CANCEL`) before the scripted
+        // close, which the connection task is yet to carry out.
+        Ok(Held::UntilClosed) => std::future::pending::<()>().await,
+    }
+}
+
+/// What a stream's task keeps once its behaviour has been applied.
+#[derive(Debug)]
+enum Held {
+    /// Nothing: the response was sent in full.
+    Nothing,
+    /// The stream, unanswered, until the client resets it.
+    Unanswered,
+    /// The stream whose body never comes, until the client resets it.
+    Stalled(SendStream<Bytes>),
+    /// The stream, until the connection closes as the behaviour asked.
+    UntilClosed,
 }
 
 /// Writes what the behaviour calls for; returns early if the stream or connection fails.
@@ -257,7 +290,7 @@ async fn respond_with(
     body: Bytes,
     shared: &Shared,
     id: u32,
-) -> Result<(), h2::Error> {
+) -> Result<Held, h2::Error> {
     let head = encode_head(script);
     match script.behaviour() {
         Behaviour::Respond => {
@@ -265,10 +298,11 @@ async fn respond_with(
             if !body.is_empty() {
                 stream.send_data(body, true)?;
             }
+            return Ok(Held::Nothing);
         }
-        Behaviour::NoResponse => {}
+        Behaviour::NoResponse => return Ok(Held::Unanswered),
         Behaviour::StallAfterHead => {
-            respond.send_response(head, false)?;
+            return Ok(Held::Stalled(respond.send_response(head, false)?));
         }
         Behaviour::Drip { chunk, pause } => {
             let mut stream = respond.send_response(head, body.is_empty())?;
@@ -279,6 +313,7 @@ async fn respond_with(
                 }
                 stream.send_data(Bytes::new(), true)?;
             }
+            return Ok(Held::Nothing);
         }
         Behaviour::CloseBeforeResponse => shared.command(Command::Close),
         Behaviour::ResetBeforeResponse => {
@@ -286,11 +321,13 @@ async fn respond_with(
             shared.command(Command::Close);
         }
         Behaviour::CloseAfterHead => {
+            shared.watch(id);
             respond.send_response(head, false)?;
             shared.written(id, 0).await;
             shared.command(Command::Close);
         }
         Behaviour::ResetMidBody { sent } => {
+            shared.watch(id);
             let mut stream = respond.send_response(head, false)?;
             let sent = sent.min(body.len());
             if sent > 0 {
@@ -305,7 +342,7 @@ async fn respond_with(
         // stream before it was answered at all.
         Behaviour::RefuseStream | Behaviour::GoAwayUnprocessed => {}
     }
-    Ok(())
+    Ok(Held::UntilClosed)
 }
 
 /// Reads a request body in full, giving its flow-control capacity back as it goes.
@@ -488,8 +525,8 @@ impl Gate {
                     && self.out_head[4] & END_HEADERS != 0
                 {
                     let stream = self.out_stream();
-                    self.shared.written.send_modify(|all| {
-                        all.entry(stream).or_default().head = true;
+                    self.shared.written.send_if_modified(|all| {
+                        all.get_mut(&stream).map(|w| w.head = true).is_some()
                     });
                 }
                 self.out_head_len = 0;
@@ -507,9 +544,9 @@ impl Gate {
     fn progress(&self, payload: usize) {
         if self.out_head[3] == DATA && payload > 0 {
             let stream = self.out_stream();
-            self.shared.written.send_modify(|all| {
-                all.entry(stream).or_default().data += payload;
-            });
+            self.shared
+                .written
+                .send_if_modified(|all| all.get_mut(&stream).map(|w| w.data += payload).is_some());
         }
     }
 }
@@ -629,7 +666,9 @@ mod tests {
             let mut body = response.into_body();
             let mut all = BytesMut::new();
             while let Some(chunk) = body.data().await {
-                all.extend_from_slice(&chunk?);
+                let chunk = chunk?;
+                let _ = body.flow_control().release_capacity(chunk.len());
+                all.extend_from_slice(&chunk);
             }
             Ok((status, all.freeze()))
         })
@@ -660,6 +699,43 @@ mod tests {
         assert_eq!(&requests[0].body[..], b"{}");
         assert_eq!(server.connection_count(), 1);
         assert_eq!(server.refused_count(), 0);
+    }
+
+    #[tokio::test(flavor = "current_thread")]
+    async fn answered_and_cancelled_streams_end_their_tasks() {
+        let metrics = tokio::runtime::Handle::current().metrics();
+        let server = MockServer::start_h2().await.unwrap();
+        let large = Bytes::from(vec![b'x'; 200 * 1024]);
+        server.enqueue(MockResponse::ok(large.clone()));
+        server.enqueue(MockResponse::ok("small"));
+        server.enqueue(MockResponse::no_response());
+        server.enqueue(MockResponse::stall_after_head(200));
+        let mut client = connect(&server).await;
+        // The accept loop, the connection's task and the client's connection.
+        let idle = 3;
+        let (_, body) = send(&mut client, Method::GET, "").await.unwrap();
+        assert_eq!(
+            body, large,
+            "a body over the flow-control window arrives whole"
+        );
+        send(&mut client, Method::GET, "").await.unwrap();
+        for _ in 0..2 {
+            let request = http::Request::get("http://127.0.0.1/").body(()).unwrap();
+            let (response, _) = client.send_request(request, true).unwrap();
+            // The client gives up on the silent stream (dropping it resets it), and on the
+            // stalled body.
+            if let Ok(Ok(response)) = timeout(Duration::from_millis(100), response).await {
+                drop(response);
+            }
+        }
+        assert!(server.wait_for_requests(4, LIMIT).await);
+        timeout(LIMIT, async {
+            while metrics.num_alive_tasks() != idle {
+                tokio::time::sleep(Duration::from_millis(5)).await;
+            }
+        })
+        .await
+        .unwrap_or_else(|_| panic!("tasks: {}", metrics.num_alive_tasks()));
     }
 
     #[tokio::test]
