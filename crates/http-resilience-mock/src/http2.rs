@@ -27,6 +27,7 @@ use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::task::{ready, Context, Poll};
+use std::time::Duration;
 
 use bytes::{Buf, Bytes, BytesMut};
 use h2::server::SendResponse;
@@ -37,7 +38,9 @@ use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::TcpStream;
 use tokio::sync::{mpsc, watch};
 use tokio::task::JoinSet;
+use tokio::time::{sleep, Sleep};
 
+use crate::builder::Limits;
 use crate::request::RecordedRequest;
 use crate::response::{Behaviour, MockResponse};
 use crate::server::{arm_reset, lock, OpenConnection, State};
@@ -122,7 +125,9 @@ pub(crate) async fn serve(stream: TcpStream, state: Arc<State>, _open: OpenConne
         reset: AtomicBool::new(false),
     });
     let gate = Gate::new(stream, Arc::clone(&shared));
-    let Ok(h2) = h2::server::handshake(gate).await else {
+    let limits = state.limits;
+    // NOTE: the handshake ends once the client preface has arrived.
+    let Some(Ok(h2)) = limits.within_idle(h2::server::handshake(gate)).await else {
         return;
     };
     let connection = Connection {
@@ -132,6 +137,8 @@ pub(crate) async fn serve(stream: TcpStream, state: Arc<State>, _open: OpenConne
         orders,
         state,
         shared,
+        limits,
+        idle: None,
         last_accepted: 0,
     };
     connection.run().await;
@@ -145,6 +152,9 @@ struct Connection {
     orders: mpsc::UnboundedReceiver<Command>,
     state: Arc<State>,
     shared: Arc<Shared>,
+    limits: Limits,
+    /// Armed while no stream is being answered: the connection is closed when it fires.
+    idle: Option<Pin<Box<Sleep>>>,
     /// The highest stream handed over by `h2` so far.
     last_accepted: u32,
 }
@@ -155,6 +165,7 @@ impl Connection {
     /// Accepts streams and follows their commands until the connection ends.
     async fn run(mut self) {
         loop {
+            self.arm_idle();
             tokio::select! {
                 accepted = self.h2.accept() => match accepted {
                     Some(Ok((request, respond))) => {
@@ -164,6 +175,8 @@ impl Connection {
                     }
                     Some(Err(_)) | None => return,
                 },
+                Some(_) = self.streams.join_next() => {}
+                () = expired(&mut self.idle) => return self.close_idle().await,
                 Some(order) = self.orders.recv() => match order {
                     Command::Close => return,
                     // `h2` announces the highest stream it received, then closes once the
@@ -187,7 +200,6 @@ impl Connection {
             return false;
         }
         self.last_accepted = id;
-        while self.streams.try_join_next().is_some() {}
         let state = Arc::clone(&self.state);
         let shared = Arc::clone(&self.shared);
         self.streams
@@ -196,16 +208,48 @@ impl Connection {
     }
 
     /// Drives the connection, accepting no more streams, until the gate has written its
-    /// `GOAWAY` (and asks to close) or the connection ends.
+    /// `GOAWAY` (and asks to close) or the connection ends; for at most the idle timeout,
+    /// should the client not take the frame.
     async fn turn_away(&mut self) {
-        loop {
-            tokio::select! {
-                _ = poll_fn(|cx| self.h2.poll_closed(cx)) => return,
-                order = self.orders.recv() => if order != Some(Command::GoAway) {
-                    return;
-                },
+        let drive = async {
+            loop {
+                tokio::select! {
+                    _ = poll_fn(|cx| self.h2.poll_closed(cx)) => return,
+                    order = self.orders.recv() => if order != Some(Command::GoAway) {
+                        return;
+                    },
+                }
             }
+        };
+        self.limits.within_idle(drive).await;
+    }
+
+    /// Arms the idle timer when no stream is being answered, and disarms it otherwise.
+    fn arm_idle(&mut self) {
+        if !self.streams.is_empty() {
+            self.idle = None;
+        } else if self.idle.is_none() {
+            self.idle = self.limits.idle_timeout.map(|limit| Box::pin(sleep(limit)));
         }
+    }
+
+    /// Closes a connection left idle: a `GOAWAY` (`NO_ERROR`) covering every stream
+    /// received, then the close; for at most one more idle timeout, should the client not
+    /// take the frame.
+    async fn close_idle(&mut self) {
+        self.h2.abrupt_shutdown(Reason::NO_ERROR);
+        let limits = self.limits;
+        let _ = limits
+            .within_idle(poll_fn(|cx| self.h2.poll_closed(cx)))
+            .await;
+    }
+}
+
+/// Waits for an armed timer; never ends when there is none.
+async fn expired(timer: &mut Option<Pin<Box<Sleep>>>) {
+    match timer {
+        Some(timer) => timer.as_mut().await,
+        None => std::future::pending().await,
     }
 }
 
@@ -237,7 +281,8 @@ async fn answer(
         return;
     }
     let (parts, mut body) = request.into_parts();
-    let Ok(received) = read_body(&mut body).await else {
+    let Ok(received) = read_body(&mut body, state.limits).await else {
+        respond.send_reset(Reason::CANCEL);
         return;
     };
     let head_only = parts.method == Method::HEAD;
@@ -256,17 +301,24 @@ async fn answer(
     } else {
         script.body().clone()
     };
-    match respond_with(&mut respond, &script, body, &shared, id).await {
-        Ok(Held::Nothing) | Err(_) => {}
-        Ok(Held::Unanswered) => {
+    if let Ok(held) = respond_with(&mut respond, &script, body, &shared, id).await {
+        hold(respond, held).await;
+    }
+}
+
+/// Keeps what a stream's task holds for as long as it must.
+async fn hold(mut respond: SendResponse<Bytes>, held: Held) {
+    match held {
+        Held::Nothing => {}
+        Held::Unanswered => {
             let _ = poll_fn(|cx| respond.poll_reset(cx)).await;
         }
-        Ok(Held::Stalled(mut stream)) => {
+        Held::Stalled(mut stream) => {
             let _ = poll_fn(|cx| stream.poll_reset(cx)).await;
         }
         // NOTE: dropping the stream's handles would reset it (`CANCEL`) before the scripted
         // close, which the connection task is yet to carry out.
-        Ok(Held::UntilClosed) => std::future::pending::<()>().await,
+        Held::UntilClosed => std::future::pending::<()>().await,
     }
 }
 
@@ -305,14 +357,8 @@ async fn respond_with(
             return Ok(Held::Stalled(respond.send_response(head, false)?));
         }
         Behaviour::Drip { chunk, pause } => {
-            let mut stream = respond.send_response(head, body.is_empty())?;
-            if !body.is_empty() {
-                for piece in body.chunks(chunk.max(1)) {
-                    tokio::time::sleep(pause).await;
-                    stream.send_data(body.slice_ref(piece), false)?;
-                }
-                stream.send_data(Bytes::new(), true)?;
-            }
+            let stream = respond.send_response(head, body.is_empty())?;
+            drip(stream, body, chunk, pause).await?;
             return Ok(Held::Nothing);
         }
         Behaviour::CloseBeforeResponse => shared.command(Command::Close),
@@ -345,10 +391,35 @@ async fn respond_with(
     Ok(Held::UntilClosed)
 }
 
-/// Reads a request body in full, giving its flow-control capacity back as it goes.
-async fn read_body(body: &mut RecvStream) -> Result<Bytes, h2::Error> {
+/// Sends `body` `chunk` bytes at a time, waiting `pause` before each piece, then ends the
+/// stream.
+async fn drip(
+    mut stream: SendStream<Bytes>,
+    body: Bytes,
+    chunk: usize,
+    pause: Duration,
+) -> Result<(), h2::Error> {
+    if body.is_empty() {
+        return Ok(());
+    }
+    for piece in body.chunks(chunk.max(1)) {
+        tokio::time::sleep(pause).await;
+        stream.send_data(body.slice_ref(piece), false)?;
+    }
+    stream.send_data(Bytes::new(), true)
+}
+
+/// Reads a request body in full, giving its flow-control capacity back as it goes; fails
+/// when the body pauses for longer than the idle timeout.
+async fn read_body(body: &mut RecvStream, limits: Limits) -> Result<Bytes, h2::Error> {
     let mut all = BytesMut::new();
-    while let Some(chunk) = body.data().await {
+    loop {
+        let Some(next) = limits.within_idle(body.data()).await else {
+            return Err(h2::Error::from(Reason::CANCEL));
+        };
+        let Some(chunk) = next else {
+            break;
+        };
         let chunk = chunk?;
         let _ = body.flow_control().release_capacity(chunk.len());
         if all.len() + chunk.len() > MAX_BODY_LEN {
@@ -855,14 +926,22 @@ mod tests {
     }
 
     impl RawPeer {
-        /// Connects and sends the client preface and an empty `SETTINGS` frame.
+        /// Connects, sends the client preface and an empty `SETTINGS` frame, and
+        /// acknowledges the server's `SETTINGS`: once it returns, the peer writes nothing
+        /// unasked.
         async fn connect(server: &MockServer) -> Self {
             let mut peer = Self {
                 tcp: TcpStream::connect(server.addr()).await.unwrap(),
             };
             peer.write(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n").await;
             peer.frame(SETTINGS, 0, 0, &[]).await;
-            peer
+            loop {
+                let frame = peer.read_frame().await.expect("the server's SETTINGS");
+                if frame.kind == SETTINGS && frame.flags & ACK == 0 {
+                    peer.frame(SETTINGS, ACK, 0, &[]).await;
+                    return peer;
+                }
+            }
         }
 
         async fn write(&mut self, bytes: &[u8]) {
@@ -882,37 +961,30 @@ mod tests {
             self.write(&frame).await;
         }
 
-        /// Reads the next frame that is not a `SETTINGS` one, acknowledging the server's
-        /// settings on the way; `None` once the server closed the connection.
-        async fn next(&mut self) -> Option<RawFrame> {
+        /// Reads the next frame; `None` once the server closed the connection.
+        async fn read_frame(&mut self) -> Option<RawFrame> {
             use tokio::io::AsyncReadExt;
+            let mut head = [0; FRAME_HEAD_LEN];
+            let read = timeout(LIMIT, self.tcp.read_exact(&mut head));
+            read.await.unwrap().ok()?;
+            let mut payload = vec![0; frame_len(&head)];
+            let read = timeout(LIMIT, self.tcp.read_exact(&mut payload));
+            read.await.unwrap().ok()?;
+            Some(RawFrame {
+                kind: head[3],
+                flags: head[4],
+                stream: u32::from_be_bytes([head[5], head[6], head[7], head[8]]),
+                payload,
+            })
+        }
+
+        /// Reads the next frame that is not a `SETTINGS` one; `None` once the server closed
+        /// the connection.
+        async fn next(&mut self) -> Option<RawFrame> {
             loop {
-                let mut head = [0; FRAME_HEAD_LEN];
-                let read = timeout(LIMIT, self.tcp.read_exact(&mut head))
-                    .await
-                    .unwrap();
-                if read.is_err() {
-                    return None;
-                }
-                let len =
-                    usize::from(head[0]) << 16 | usize::from(head[1]) << 8 | usize::from(head[2]);
-                let mut payload = vec![0; len];
-                timeout(LIMIT, self.tcp.read_exact(&mut payload))
-                    .await
-                    .unwrap()
-                    .ok()?;
-                let stream = u32::from_be_bytes([head[5], head[6], head[7], head[8]]);
-                let frame = RawFrame {
-                    kind: head[3],
-                    flags: head[4],
-                    stream,
-                    payload,
-                };
+                let frame = self.read_frame().await?;
                 if frame.kind != SETTINGS {
                     return Some(frame);
-                }
-                if frame.flags & ACK == 0 {
-                    self.frame(SETTINGS, ACK, 0, &[]).await;
                 }
             }
         }
@@ -1027,6 +1099,133 @@ mod tests {
         })
         .await
         .unwrap();
+    }
+
+    /// The idle timeout of the servers below: far below [`LIMIT`], which bounds every wait.
+    const IDLE: Duration = Duration::from_millis(200);
+    /// The error code `CANCEL`, and the `:method POST` entry of the HPACK static table.
+    const CANCEL: u32 = 0x8;
+    const METHOD_POST: u8 = 0x83;
+
+    async fn start_with_idle_timeout() -> MockServer {
+        MockServer::builder()
+            .idle_timeout(IDLE)
+            .start_h2()
+            .await
+            .unwrap()
+    }
+
+    /// Reads frames until the server closes the connection; returns the `GOAWAY` it sent
+    /// on the way, if any.
+    async fn until_closed(peer: &mut RawPeer) -> Option<RawFrame> {
+        let mut goaway = None;
+        while let Some(frame) = peer.next().await {
+            if frame.kind == GOAWAY {
+                goaway = Some(frame);
+            }
+        }
+        goaway
+    }
+
+    #[tokio::test]
+    async fn a_connection_without_a_preface_is_closed_after_the_idle_timeout() {
+        let server = start_with_idle_timeout().await;
+        let mut silent = TcpStream::connect(server.addr()).await.unwrap();
+        // The server's SETTINGS, then the end of the stream.
+        let mut all = Vec::new();
+        let read = timeout(
+            LIMIT,
+            tokio::io::AsyncReadExt::read_to_end(&mut silent, &mut all),
+        );
+        read.await
+            .expect("the server kept the silent connection")
+            .unwrap();
+        assert_eq!(all[3], SETTINGS, "{all:?}");
+    }
+
+    #[tokio::test]
+    async fn an_idle_connection_is_closed_with_a_goaway_after_the_idle_timeout() {
+        let server = start_with_idle_timeout().await;
+        server.enqueue(MockResponse::ok("in time"));
+        let mut peer = RawPeer::connect(&server).await;
+        let request = [METHOD_GET, SCHEME_HTTP, PATH_ROOT];
+        peer.frame(HEADERS, END_HEADERS | END_STREAM, 1, &request)
+            .await;
+        assert_eq!(peer.body(1).await, b"in time");
+
+        let goaway = until_closed(&mut peer)
+            .await
+            .expect("a GOAWAY before the close");
+        // Last stream 1, NO_ERROR.
+        assert_eq!(goaway.payload, [0, 0, 0, 1, 0, 0, 0, 0]);
+        assert_eq!(server.request_count(), 1);
+    }
+
+    #[tokio::test]
+    async fn a_half_sent_header_block_is_closed_after_the_idle_timeout() {
+        let server = start_with_idle_timeout().await;
+        server.enqueue(MockResponse::ok("never"));
+        let mut peer = RawPeer::connect(&server).await;
+        // No END_HEADERS: a CONTINUATION frame should follow, and never does.
+        peer.frame(HEADERS, END_STREAM, 1, &[METHOD_GET, SCHEME_HTTP])
+            .await;
+
+        assert!(until_closed(&mut peer).await.is_some());
+        assert_eq!(server.request_count(), 0);
+    }
+
+    #[tokio::test]
+    async fn a_body_that_pauses_past_the_idle_timeout_resets_its_stream() {
+        let server = start_with_idle_timeout().await;
+        server.enqueue(MockResponse::ok("never"));
+        let mut peer = RawPeer::connect(&server).await;
+        peer.frame(
+            HEADERS,
+            END_HEADERS,
+            1,
+            &[METHOD_POST, SCHEME_HTTP, PATH_ROOT],
+        )
+        .await;
+        peer.frame(DATA, 0, 1, b"abc").await;
+
+        let reset = peer.until(RST_STREAM, 1).await;
+        assert_eq!(reset.payload, CANCEL.to_be_bytes());
+        assert_eq!(
+            server.request_count(),
+            0,
+            "a body cut short is not recorded"
+        );
+    }
+
+    #[tokio::test]
+    async fn scripted_silences_outlast_the_idle_timeout() {
+        let server = start_with_idle_timeout().await;
+        server.enqueue(MockResponse::no_response());
+        server.enqueue(MockResponse::stall_after_head(200));
+        let mut client = connect(&server).await;
+        let mut pending = Vec::new();
+        for _ in 0..2 {
+            let request = http::Request::get("http://127.0.0.1/").body(()).unwrap();
+            let (response, _) = client.send_request(request, true).unwrap();
+            pending.push(response);
+        }
+        let stalled = timeout(LIMIT, pending.pop().unwrap())
+            .await
+            .unwrap()
+            .unwrap();
+        let mut silent = pending.pop().unwrap();
+        let mut body = stalled.into_body();
+        tokio::time::sleep(IDLE * 3).await;
+        // The server is the slow one: it keeps its silences for as long as the client waits.
+        let still = timeout(IDLE, async {
+            tokio::select! {
+                response = &mut silent => format!("a response: {response:?}"),
+                data = body.data() => format!("body data: {data:?}"),
+            }
+        });
+        let still = still.await;
+        assert!(still.is_err(), "{still:?}");
+        assert_eq!(server.open_connections(), 1);
     }
 
     #[test]

@@ -21,6 +21,11 @@
 //! All waits use tokio's clock, and dropping a server aborts all of its tasks. The server only
 //! ever listens on loopback addresses.
 //!
+//! A client cannot make the server hold memory or a connection without bound: a silent
+//! client is let go after an idle timeout, and every buffer has a ceiling.
+//! [Limits](MockServer#limits) lists them, and [`MockServer::builder`] changes those that can
+//! be changed.
+//!
 //! # Example
 //!
 //! ```
@@ -189,6 +194,7 @@
 //! ```
 
 pub mod body;
+mod builder;
 mod http2;
 mod request;
 mod response;
@@ -197,6 +203,7 @@ mod unresponsive;
 
 use std::net::SocketAddr;
 
+pub use builder::MockServerBuilder;
 pub use request::RecordedRequest;
 pub use response::{Behaviour, InvalidHeader, MockResponse};
 pub use server::MockServer;

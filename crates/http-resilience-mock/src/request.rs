@@ -7,6 +7,7 @@ use http::header::{CONNECTION, CONTENT_LENGTH, EXPECT, TRANSFER_ENCODING};
 use http::{HeaderMap, HeaderName, HeaderValue, Method, Uri, Version};
 use tokio::io::{AsyncRead, AsyncReadExt};
 
+use crate::builder::Limits;
 use crate::response::has_token;
 
 /// The largest request head (request line and header fields) accepted, in bytes.
@@ -103,14 +104,16 @@ impl RequestHead {
 pub(crate) struct RequestReader<R> {
     io: R,
     buf: BytesMut,
+    limits: Limits,
 }
 
 impl<R: AsyncRead + Unpin> RequestReader<R> {
-    /// Wraps a stream.
-    pub(crate) fn new(io: R) -> Self {
+    /// Wraps a stream, whose client is held to `limits`.
+    pub(crate) fn new(io: R, limits: Limits) -> Self {
         Self {
             io,
             buf: BytesMut::new(),
+            limits,
         }
     }
 
@@ -119,15 +122,22 @@ impl<R: AsyncRead + Unpin> RequestReader<R> {
         &mut self.io
     }
 
-    /// Reads the next request head.
+    /// Reads the next request head, which must arrive in full within the idle timeout.
     ///
     /// Returns `Ok(None)` when the client closed the stream between requests.
     ///
     /// # Errors
     ///
     /// Fails on a read error, on a stream that ends inside a head, on a head longer than
-    /// 64 KiB, and on a head that is not a valid HTTP/1.x request.
+    /// 64 KiB, on a head that is not a valid HTTP/1.x request, and with
+    /// [`io::ErrorKind::TimedOut`] on a head that takes longer than the idle timeout.
     pub(crate) async fn read_head(&mut self) -> io::Result<Option<RequestHead>> {
+        let limits = self.limits;
+        timed_out_past(limits.within_idle(self.read_head_whenever()).await)
+    }
+
+    /// Reads the next request head, however long it takes.
+    async fn read_head_whenever(&mut self) -> io::Result<Option<RequestHead>> {
         loop {
             if !self.buf.is_empty() {
                 if let Some((head, len)) = parse_head(&self.buf)? {
@@ -153,7 +163,8 @@ impl<R: AsyncRead + Unpin> RequestReader<R> {
     /// # Errors
     ///
     /// Fails on a read error, on a stream that ends inside the body, on a body longer than
-    /// 64 MiB, and on malformed chunked coding.
+    /// 64 MiB, on malformed chunked coding, and with [`io::ErrorKind::TimedOut`] when the
+    /// body pauses for longer than the idle timeout.
     pub(crate) async fn read_body(&mut self, head: &RequestHead) -> io::Result<Bytes> {
         match head.framing {
             Framing::Length(len) => self.read_exact(len).await,
@@ -177,10 +188,17 @@ impl<R: AsyncRead + Unpin> RequestReader<R> {
         Ok(self.io.read_buf(&mut self.buf).await? != 0)
     }
 
+    /// Reads more bytes of a body into the buffer, as [`fill`](Self::fill), waiting for them
+    /// no longer than the idle timeout.
+    async fn fill_body(&mut self, at_least: usize) -> io::Result<bool> {
+        let limits = self.limits;
+        timed_out_past(limits.within_idle(self.fill(at_least)).await)
+    }
+
     /// Reads exactly `len` bytes.
     async fn read_exact(&mut self, len: usize) -> io::Result<Bytes> {
         while self.buf.len() < len {
-            if !self.fill(len - self.buf.len()).await? {
+            if !self.fill_body(len - self.buf.len()).await? {
                 return Err(io::ErrorKind::UnexpectedEof.into());
             }
         }
@@ -201,7 +219,7 @@ impl<R: AsyncRead + Unpin> RequestReader<R> {
             if self.buf.len() > max + 1 {
                 return Err(invalid("line too long"));
             }
-            if !self.fill(READ_SIZE).await? {
+            if !self.fill_body(READ_SIZE).await? {
                 return Err(io::ErrorKind::UnexpectedEof.into());
             }
         }
@@ -338,6 +356,11 @@ fn parse_chunk_size(line: &[u8]) -> io::Result<usize> {
         .ok_or_else(|| invalid("chunk size overflows"))
 }
 
+/// The result of work cut at the idle timeout, `None` becoming [`io::ErrorKind::TimedOut`].
+fn timed_out_past<T>(result: Option<io::Result<T>>) -> io::Result<T> {
+    result.unwrap_or_else(|| Err(io::ErrorKind::TimedOut.into()))
+}
+
 /// Builds the error that closes a connection on a malformed request.
 fn invalid(error: impl Into<Box<dyn std::error::Error + Send + Sync>>) -> io::Error {
     io::Error::new(io::ErrorKind::InvalidData, error)
@@ -370,7 +393,7 @@ mod tests {
     }
 
     async fn read_one(input: &[u8]) -> io::Result<Option<RecordedRequest>> {
-        let mut reader = RequestReader::new(Trickle(input));
+        let mut reader = RequestReader::new(Trickle(input), Limits::default());
         let Some(head) = reader.read_head().await? else {
             return Ok(None);
         };

@@ -2,7 +2,7 @@
 
 use std::collections::VecDeque;
 use std::io;
-use std::net::{Ipv4Addr, SocketAddr};
+use std::net::SocketAddr;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
@@ -14,6 +14,7 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::watch;
 use tokio::task::{AbortHandle, JoinSet};
 
+use crate::builder::{Limits, MockServerBuilder};
 use crate::request::{RecordedRequest, RequestReader};
 use crate::response::{Behaviour, MockResponse};
 
@@ -35,9 +36,10 @@ const ACCEPT_BACKOFF: Duration = Duration::from_millis(10);
 /// sends `Connection: close` (or speaks HTTP/1.0 without `Connection: keep-alive`), or the
 /// scripted response carries `Connection: close`. A malformed request, a head over 64 KiB or
 /// a body over 64 MiB closes the connection without a response and without being recorded.
+/// A client that stays silent is let go after an idle timeout (see [Limits](Self#limits)).
 ///
-/// Every wait (head delays, drip pauses) uses [`tokio::time::sleep`], so it follows tokio's
-/// clock, including paused time.
+/// Every wait (head delays, drip pauses, the idle timeout) uses tokio's timer, so it follows
+/// tokio's clock, including paused time.
 ///
 /// Dropping the server stops accepting and aborts every connection task, which closes every
 /// connection; dropping does not need a runtime context.
@@ -50,6 +52,29 @@ const ACCEPT_BACKOFF: Duration = Duration::from_millis(10);
 /// [`Behaviour::GoAwayUnprocessed`]) is not among them; it is counted by
 /// [`refused_count`](Self::refused_count) instead, so a test can tell "the request reached the
 /// server" from "the server was asked and said no".
+///
+/// # Limits
+///
+/// A client, whether faulty or hostile, cannot make the server hold memory or a connection
+/// without bound. The limits that can be changed are set on a [`MockServerBuilder`]:
+///
+/// - **Idle timeout**, 10 s by default ([`MockServerBuilder::idle_timeout`]): the longest the
+///   server waits on the client. Over HTTP/1.1 a request head must arrive in full within it,
+///   counted from when the server starts waiting for one (the connection was accepted, or the
+///   previous response was written), and a request body must not pause for longer between two
+///   reads; past it, the server closes the connection (FIN) without a response, and the
+///   request is not recorded. Over HTTP/2 the client preface must arrive within it; a
+///   connection on which no stream is being answered is closed once it has stayed so for that
+///   long (a `GOAWAY` with `NO_ERROR`, then the close), and a request body that pauses for
+///   longer has its stream reset with `CANCEL`, unrecorded. The server's own scripted waits
+///   (head delays, drips, [`Behaviour::NoResponse`], [`Behaviour::StallAfterHead`]) never
+///   count against it.
+/// - **Request heads** (HTTP/1.1): 64 KiB and 128 header fields; a longer head closes the
+///   connection.
+/// - **Frames** (HTTP/2): 16 KiB, the protocol's initial `SETTINGS_MAX_FRAME_SIZE`, which the
+///   server keeps. A frame is read by its header and its payload passed on as it arrives, so a
+///   longer frame is never buffered: it closes the connection with `GOAWAY`
+///   `FRAME_SIZE_ERROR`.
 #[derive(Debug)]
 pub struct MockServer {
     addr: SocketAddr,
@@ -68,7 +93,7 @@ impl MockServer {
     ///
     /// Fails if the loopback listener cannot be bound.
     pub async fn start() -> io::Result<Self> {
-        Self::start_with(Protocol::Http1).await
+        Self::builder().start().await
     }
 
     /// Starts an HTTP/2 server on `127.0.0.1` with a port chosen by the system.
@@ -106,7 +131,7 @@ impl MockServer {
     /// # }
     /// ```
     pub async fn start_h2() -> io::Result<Self> {
-        Self::start_with(Protocol::Http2).await
+        Self::builder().start_h2().await
     }
 
     /// Starts an HTTP/1.1 server on a chosen loopback address: typically one where nothing
@@ -145,7 +170,7 @@ impl MockServer {
     /// # }
     /// ```
     pub async fn start_on(addr: SocketAddr) -> io::Result<Self> {
-        Self::start_at(Protocol::Http1, addr).await
+        Self::builder().start_on(addr).await
     }
 
     /// Starts an HTTP/2 server (as [`start_h2`](Self::start_h2)) on a chosen loopback address
@@ -155,14 +180,20 @@ impl MockServer {
     ///
     /// As [`start_on`](Self::start_on).
     pub async fn start_h2_on(addr: SocketAddr) -> io::Result<Self> {
-        Self::start_at(Protocol::Http2, addr).await
+        Self::builder().start_h2_on(addr).await
     }
 
-    async fn start_with(protocol: Protocol) -> io::Result<Self> {
-        Self::start_at(protocol, (Ipv4Addr::LOCALHOST, 0).into()).await
+    /// Returns a builder, to start a server whose [limits](Self#limits) differ from the
+    /// defaults.
+    pub fn builder() -> MockServerBuilder {
+        MockServerBuilder::new()
     }
 
-    async fn start_at(protocol: Protocol, addr: SocketAddr) -> io::Result<Self> {
+    pub(crate) async fn start_at(
+        protocol: Protocol,
+        addr: SocketAddr,
+        limits: Limits,
+    ) -> io::Result<Self> {
         if !addr.ip().is_loopback() {
             return Err(io::Error::new(
                 io::ErrorKind::InvalidInput,
@@ -171,7 +202,7 @@ impl MockServer {
         }
         let listener = TcpListener::bind(addr).await?;
         let addr = listener.local_addr()?;
-        let state = Arc::new(State::default());
+        let state = Arc::new(State::new(limits));
         let connections = Arc::new(Mutex::new(Some(JoinSet::new())));
         let accept = tokio::spawn(accept_loop(
             protocol,
@@ -265,7 +296,7 @@ impl Drop for MockServer {
 
 /// The protocol a server speaks on every connection.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Protocol {
+pub(crate) enum Protocol {
     Http1,
     Http2,
 }
@@ -273,6 +304,7 @@ enum Protocol {
 /// The state shared by the server handle, the accept loop and the connection tasks.
 #[derive(Debug)]
 pub(crate) struct State {
+    pub(crate) limits: Limits,
     queue: Mutex<VecDeque<MockResponse>>,
     requests: watch::Sender<Vec<RecordedRequest>>,
     accepted: AtomicUsize,
@@ -280,9 +312,10 @@ pub(crate) struct State {
     refused: AtomicUsize,
 }
 
-impl Default for State {
-    fn default() -> Self {
+impl State {
+    fn new(limits: Limits) -> Self {
         Self {
+            limits,
             queue: Mutex::default(),
             requests: watch::Sender::new(Vec::new()),
             accepted: AtomicUsize::new(0),
@@ -290,9 +323,7 @@ impl Default for State {
             refused: AtomicUsize::new(0),
         }
     }
-}
 
-impl State {
     pub(crate) fn record(&self, request: RecordedRequest) {
         self.requests.send_modify(|all| all.push(request));
     }
@@ -377,7 +408,7 @@ async fn accept_loop(
 async fn serve(stream: TcpStream, state: Arc<State>, _open: OpenConnection) {
     // Without Nagle's algorithm, drip pieces and split writes leave immediately.
     let _ = stream.set_nodelay(true);
-    let mut reader = RequestReader::new(stream);
+    let mut reader = RequestReader::new(stream, state.limits);
     match serve_requests(&mut reader, &state).await {
         Ok(After::Close) => {
             let _ = reader.get_mut().shutdown().await;

@@ -602,3 +602,129 @@ async fn a_server_listens_on_loopback_only() {
     let err = MockServer::start_on(elsewhere).await.unwrap_err();
     assert_eq!(err.kind(), std::io::ErrorKind::InvalidInput);
 }
+
+// ===== the idle timeout =====
+
+/// The idle timeout of the servers below: far below [`LIMIT`], which bounds every wait of
+/// the tests, so that a loaded machine cannot flip an outcome.
+const IDLE: Duration = Duration::from_millis(200);
+
+async fn start_with_idle_timeout() -> MockServer {
+    within(MockServer::builder().idle_timeout(IDLE).start())
+        .await
+        .expect("start server")
+}
+
+/// Waits until the server has no connection open.
+async fn all_closed(server: &MockServer) {
+    within(async {
+        while server.open_connections() != 0 {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn a_silent_connection_is_closed_after_the_idle_timeout() {
+    let server = start_with_idle_timeout().await;
+    let mut client = Client::connect(server.addr()).await;
+
+    let (bytes, ending) = client.read_until_closed().await;
+    assert!(bytes.is_empty(), "{bytes:?}");
+    assert!(matches!(ending, Ending::Eof), "{ending:?}");
+    all_closed(&server).await;
+    assert_eq!(server.request_count(), 0);
+}
+
+#[tokio::test]
+async fn a_half_sent_head_is_closed_after_the_idle_timeout() {
+    let server = start_with_idle_timeout().await;
+    server.enqueue(MockResponse::ok("never"));
+    let mut client = Client::connect(server.addr()).await;
+    client.send(b"GET / HTTP/1.1\r\nhost: localhost\r\n").await;
+
+    let (bytes, ending) = client.read_until_closed().await;
+    assert!(bytes.is_empty(), "{bytes:?}");
+    assert!(matches!(ending, Ending::Eof), "{ending:?}");
+    all_closed(&server).await;
+    assert_eq!(server.request_count(), 0);
+}
+
+#[tokio::test]
+async fn a_body_that_pauses_past_the_idle_timeout_closes_the_connection() {
+    let server = start_with_idle_timeout().await;
+    server.enqueue(MockResponse::ok("never"));
+    let mut client = Client::connect(server.addr()).await;
+    client
+        .send(b"POST / HTTP/1.1\r\ncontent-length: 10\r\n\r\nabc")
+        .await;
+
+    let (bytes, ending) = client.read_until_closed().await;
+    assert!(bytes.is_empty(), "{bytes:?}");
+    assert!(matches!(ending, Ending::Eof), "{ending:?}");
+    assert_eq!(
+        server.request_count(),
+        0,
+        "a body cut short is not recorded"
+    );
+}
+
+#[tokio::test]
+async fn a_request_sent_in_time_is_served_then_the_idle_connection_closed() {
+    let server = start_with_idle_timeout().await;
+    server.enqueue(MockResponse::ok("in time"));
+    let mut client = Client::connect(server.addr()).await;
+    client
+        .send(b"GET / HTTP/1.1\r\nhost: localhost\r\n\r\n")
+        .await;
+
+    let response = client.read_response().await;
+    assert_eq!(
+        (response.status, &response.body[..]),
+        (200, &b"in time"[..])
+    );
+    // Kept alive, then idle: the wait for the next head is bounded too.
+    let (bytes, ending) = client.read_until_closed().await;
+    assert!(bytes.is_empty(), "{bytes:?}");
+    assert!(matches!(ending, Ending::Eof), "{ending:?}");
+    assert_eq!(server.request_count(), 1);
+}
+
+#[tokio::test]
+async fn scripted_silences_and_delays_outlast_the_idle_timeout() {
+    let server = start_with_idle_timeout().await;
+    server.enqueue(MockResponse::no_response());
+    server.enqueue(MockResponse::stall_after_head(200));
+    server.enqueue(MockResponse::ok("late").with_head_delay(IDLE * 2));
+    let mut silent = Client::connect(server.addr()).await;
+    silent.send(b"GET /silent HTTP/1.1\r\n\r\n").await;
+    assert!(server.wait_for_requests(1, LIMIT).await);
+    let mut stalled = Client::connect(server.addr()).await;
+    stalled.send(b"GET /stalled HTTP/1.1\r\n\r\n").await;
+    assert!(server.wait_for_requests(2, LIMIT).await);
+    let mut late = Client::connect(server.addr()).await;
+    late.send(b"GET /late HTTP/1.1\r\n\r\n").await;
+
+    let response = late.read_response().await;
+    assert_eq!(&response.body[..], b"late");
+    assert_eq!(stalled.read_head(false).await.0, 200);
+    // The server is the slow one: its silences last for as long as the client waits.
+    tokio::time::sleep(IDLE * 2).await;
+    silent.assert_silent().await;
+    stalled.assert_silent().await;
+}
+
+#[tokio::test]
+async fn the_idle_timeout_is_ten_seconds_by_default_and_can_be_switched_off() {
+    assert_eq!(
+        http_resilience_mock::MockServerBuilder::DEFAULT_IDLE_TIMEOUT,
+        Duration::from_secs(10)
+    );
+    let server = within(MockServer::builder().idle_timeout(None).start())
+        .await
+        .unwrap();
+    let _client = Client::connect(server.addr()).await;
+    tokio::time::sleep(IDLE * 3).await;
+    assert_eq!(server.open_connections(), 1);
+}
