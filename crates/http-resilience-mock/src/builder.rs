@@ -45,6 +45,9 @@ impl MockServerBuilder {
     /// How long the server waits on a silent client by default: 10 seconds.
     pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(10);
 
+    /// How many bytes of each request body are recorded by default: 16 MiB.
+    pub const DEFAULT_MAX_RECORDED_BODY: usize = 16 * 1024 * 1024;
+
     /// Creates a builder with the default limits.
     pub fn new() -> Self {
         Self {
@@ -70,6 +73,49 @@ impl MockServerBuilder {
     /// connections open across long virtual waits passes `None`.
     pub fn idle_timeout(mut self, timeout: impl Into<Option<Duration>>) -> Self {
         self.limits.idle_timeout = timeout.into();
+        self
+    }
+
+    /// Sets how many bytes of each request body are recorded; the default is
+    /// [`DEFAULT_MAX_RECORDED_BODY`](Self::DEFAULT_MAX_RECORDED_BODY).
+    ///
+    /// A longer body is still read in full, and the request answered as scripted, but its
+    /// [`RecordedRequest`](crate::RecordedRequest) keeps only the first `limit` bytes: its
+    /// [`is_body_truncated`](crate::RecordedRequest::is_body_truncated) is then `true`, and
+    /// its [`body_len`](crate::RecordedRequest::body_len) holds the length received. A limit
+    /// of zero records the lengths of bodies alone.
+    ///
+    /// The limit applies to each request: the server keeps every request it processed, so
+    /// a test that sends many long bodies holds up to `limit` bytes for each of them.
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// use http_resilience_mock::{MockResponse, MockServer};
+    /// use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    /// use tokio::net::TcpStream;
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> std::io::Result<()> {
+    /// let server = MockServer::builder().max_recorded_body(4).start().await?;
+    /// server.enqueue(MockResponse::ok("stored"));
+    /// let mut client = TcpStream::connect(server.addr()).await?;
+    /// client
+    ///     .write_all(b"PUT / HTTP/1.1\r\ncontent-length: 10\r\nconnection: close\r\n\r\n0123456789")
+    ///     .await?;
+    /// let mut response = String::new();
+    /// client.read_to_string(&mut response).await?;
+    /// assert!(response.ends_with("stored"));
+    ///
+    /// let recorded = &server.requests()[0];
+    /// assert_eq!(recorded.body, "0123");
+    /// assert!(recorded.is_body_truncated());
+    /// assert_eq!(recorded.body_len, 10);
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn max_recorded_body(mut self, limit: usize) -> Self {
+        self.limits.max_recorded_body = limit;
         self
     }
 
@@ -126,12 +172,15 @@ fn any_port() -> SocketAddr {
 pub(crate) struct Limits {
     /// How long the server waits on a silent client; `None` for ever.
     pub(crate) idle_timeout: Option<Duration>,
+    /// How many bytes of each request body are recorded.
+    pub(crate) max_recorded_body: usize,
 }
 
 impl Default for Limits {
     fn default() -> Self {
         Self {
             idle_timeout: Some(MockServerBuilder::DEFAULT_IDLE_TIMEOUT),
+            max_recorded_body: MockServerBuilder::DEFAULT_MAX_RECORDED_BODY,
         }
     }
 }

@@ -41,7 +41,7 @@ use tokio::task::JoinSet;
 use tokio::time::{sleep, Sleep};
 
 use crate::builder::Limits;
-use crate::request::RecordedRequest;
+use crate::request::{BodyRecord, RecordedRequest};
 use crate::response::{Behaviour, MockResponse};
 use crate::server::{arm_reset, lock, OpenConnection, State};
 
@@ -56,8 +56,6 @@ const GOAWAY: u8 = 0x7;
 const CONTINUATION: u8 = 0x9;
 /// The flag that ends a header block.
 const END_HEADERS: u8 = 0x4;
-/// The largest request body read, as on HTTP/1.1; a longer one resets the stream.
-const MAX_BODY_LEN: usize = 64 * 1024 * 1024;
 
 /// What a stream asks of its connection.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -286,13 +284,13 @@ async fn answer(
         return;
     };
     let head_only = parts.method == Method::HEAD;
-    state.record(RecordedRequest {
-        method: parts.method,
-        uri: parts.uri,
-        version: parts.version,
-        headers: parts.headers,
-        body: received,
-    });
+    state.record(RecordedRequest::new(
+        parts.method,
+        parts.uri,
+        parts.version,
+        parts.headers,
+        received,
+    ));
     if behaviour != Behaviour::NoResponse && !script.head_delay().is_zero() {
         tokio::time::sleep(script.head_delay()).await;
     }
@@ -409,10 +407,11 @@ async fn drip(
     stream.send_data(Bytes::new(), true)
 }
 
-/// Reads a request body in full, giving its flow-control capacity back as it goes; fails
-/// when the body pauses for longer than the idle timeout.
-async fn read_body(body: &mut RecvStream, limits: Limits) -> Result<Bytes, h2::Error> {
-    let mut all = BytesMut::new();
+/// Reads a request body in full, giving its flow-control capacity back as it goes and
+/// recording its first bytes up to the recorded-body limit; fails when the body pauses for
+/// longer than the idle timeout.
+async fn read_body(body: &mut RecvStream, limits: Limits) -> Result<BodyRecord, h2::Error> {
+    let mut all = BodyRecord::new(limits.max_recorded_body);
     loop {
         let Some(next) = limits.within_idle(body.data()).await else {
             return Err(h2::Error::from(Reason::CANCEL));
@@ -422,12 +421,9 @@ async fn read_body(body: &mut RecvStream, limits: Limits) -> Result<Bytes, h2::E
         };
         let chunk = chunk?;
         let _ = body.flow_control().release_capacity(chunk.len());
-        if all.len() + chunk.len() > MAX_BODY_LEN {
-            return Err(h2::Error::from(Reason::REFUSED_STREAM));
-        }
-        all.extend_from_slice(&chunk);
+        all.push(&chunk);
     }
-    Ok(all.freeze())
+    Ok(all)
 }
 
 /// The response head of a script: its status (`500` if HTTP cannot carry it), its headers
@@ -807,6 +803,31 @@ mod tests {
         })
         .await
         .unwrap_or_else(|_| panic!("tasks: {}", metrics.num_alive_tasks()));
+    }
+
+    #[tokio::test]
+    async fn a_body_over_the_record_limit_is_kept_in_part_and_flagged() {
+        const KEPT: usize = 1024;
+        let server = MockServer::builder()
+            .max_recorded_body(KEPT)
+            .start_h2()
+            .await
+            .unwrap();
+        server.enqueue(MockResponse::ok("stored"));
+        let mut client = connect(&server).await;
+        // Over the 64 KiB flow-control window: the server gives the capacity back.
+        let body: Vec<u8> = (0..100 * 1024).map(|i| (i % 251) as u8).collect();
+        let request = http::Request::post("http://127.0.0.1/").body(()).unwrap();
+        let (response, mut stream) = client.send_request(request, false).unwrap();
+        stream.reserve_capacity(body.len());
+        stream.send_data(Bytes::from(body.clone()), true).unwrap();
+        let response = timeout(LIMIT, response).await.unwrap().unwrap();
+        assert_eq!(response.status(), StatusCode::OK);
+
+        let recorded = &server.requests()[0];
+        assert_eq!(recorded.body, body[..KEPT]);
+        assert!(recorded.is_body_truncated());
+        assert_eq!(recorded.body_len, body.len() as u64);
     }
 
     #[tokio::test]

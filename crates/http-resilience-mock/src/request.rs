@@ -13,9 +13,6 @@ use crate::response::has_token;
 /// The largest request head (request line and header fields) accepted, in bytes.
 const MAX_HEAD_LEN: usize = 64 * 1024;
 
-/// The largest request body accepted, in bytes; a longer one closes the connection.
-const MAX_BODY_LEN: usize = 64 * 1024 * 1024;
-
 /// The most header fields a request head may carry.
 const MAX_HEADERS: usize = 128;
 
@@ -29,6 +26,12 @@ const READ_SIZE: usize = 8 * 1024;
 ///
 /// Requests are recorded once their head and body have been read in full, before the
 /// scripted response is applied.
+///
+/// A body is read in full whatever its length, but only its first bytes are kept, up to the
+/// server's limit ([`MockServerBuilder::max_recorded_body`](crate::MockServerBuilder::max_recorded_body),
+/// 16 MiB by default): a body cut in the record says so, through
+/// [`is_body_truncated`](Self::is_body_truncated) and [`body_len`](Self::body_len), and is
+/// never equal to the body that was sent.
 #[derive(Debug, Clone)]
 #[non_exhaustive]
 pub struct RecordedRequest {
@@ -40,15 +43,76 @@ pub struct RecordedRequest {
     pub version: Version,
     /// The header fields, in the order received.
     pub headers: HeaderMap,
-    /// The body, with any chunked transfer coding removed.
+    /// The body, with any chunked transfer coding removed: the whole of it, or its first
+    /// bytes if it was longer than the server's recorded-body limit.
     pub body: Bytes,
+    /// The length of the body as received, in bytes: `body.len()`, or more when the body was
+    /// longer than the server's recorded-body limit and `body` holds only its first bytes.
+    pub body_len: u64,
+}
+
+// ===== impl RecordedRequest =====
+
+impl RecordedRequest {
+    /// Records a request whose body has been read in full.
+    pub(crate) fn new(
+        method: Method,
+        uri: Uri,
+        version: Version,
+        headers: HeaderMap,
+        body: BodyRecord,
+    ) -> Self {
+        Self {
+            method,
+            uri,
+            version,
+            headers,
+            body: body.kept.freeze(),
+            body_len: body.len,
+        }
+    }
+
+    /// Reports whether the body was longer than the server's recorded-body limit, so that
+    /// [`body`](Self::body) holds only its first bytes ([`body_len`](Self::body_len) of them
+    /// were received).
+    pub fn is_body_truncated(&self) -> bool {
+        self.body_len > self.body.len() as u64
+    }
+}
+
+/// A request body as it is recorded: its first bytes, up to a limit, and its full length.
+#[derive(Debug)]
+pub(crate) struct BodyRecord {
+    kept: BytesMut,
+    len: u64,
+    limit: usize,
+}
+
+// ===== impl BodyRecord =====
+
+impl BodyRecord {
+    /// An empty record that keeps at most `limit` bytes.
+    pub(crate) fn new(limit: usize) -> Self {
+        Self {
+            kept: BytesMut::new(),
+            len: 0,
+            limit,
+        }
+    }
+
+    /// Counts `bytes` as received, keeping what fits under the limit.
+    pub(crate) fn push(&mut self, bytes: &[u8]) {
+        let room = self.limit - self.kept.len();
+        self.kept.extend_from_slice(&bytes[..room.min(bytes.len())]);
+        self.len += bytes.len() as u64;
+    }
 }
 
 /// How the body of a request is delimited (RFC 9112, section 6.3).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Framing {
     /// A body of exactly this many bytes (zero when the request announces none).
-    Length(usize),
+    Length(u64),
     /// A body in the chunked transfer coding.
     Chunked,
 }
@@ -88,14 +152,8 @@ impl RequestHead {
     }
 
     /// Combines the head with its body into a recorded request.
-    pub(crate) fn into_recorded(self, body: Bytes) -> RecordedRequest {
-        RecordedRequest {
-            method: self.method,
-            uri: self.uri,
-            version: self.version,
-            headers: self.headers,
-            body,
-        }
+    pub(crate) fn into_recorded(self, body: BodyRecord) -> RecordedRequest {
+        RecordedRequest::new(self.method, self.uri, self.version, self.headers, body)
     }
 }
 
@@ -158,18 +216,21 @@ impl<R: AsyncRead + Unpin> RequestReader<R> {
         }
     }
 
-    /// Reads the body that follows `head`.
+    /// Reads the body that follows `head` in full, recording its first bytes up to the
+    /// recorded-body limit.
     ///
     /// # Errors
     ///
-    /// Fails on a read error, on a stream that ends inside the body, on a body longer than
-    /// 64 MiB, on malformed chunked coding, and with [`io::ErrorKind::TimedOut`] when the
-    /// body pauses for longer than the idle timeout.
-    pub(crate) async fn read_body(&mut self, head: &RequestHead) -> io::Result<Bytes> {
+    /// Fails on a read error, on a stream that ends inside the body, on malformed chunked
+    /// coding, and with [`io::ErrorKind::TimedOut`] when the body pauses for longer than the
+    /// idle timeout.
+    pub(crate) async fn read_body(&mut self, head: &RequestHead) -> io::Result<BodyRecord> {
+        let mut body = BodyRecord::new(self.limits.max_recorded_body);
         match head.framing {
-            Framing::Length(len) => self.read_exact(len).await,
-            Framing::Chunked => self.read_chunked().await,
+            Framing::Length(len) => self.read_into(len, &mut body).await?,
+            Framing::Chunked => self.read_chunked(&mut body).await?,
         }
+        Ok(body)
     }
 
     /// Reads and discards everything until the client closes the stream or it fails.
@@ -195,14 +256,21 @@ impl<R: AsyncRead + Unpin> RequestReader<R> {
         timed_out_past(limits.within_idle(self.fill(at_least)).await)
     }
 
-    /// Reads exactly `len` bytes.
-    async fn read_exact(&mut self, len: usize) -> io::Result<Bytes> {
-        while self.buf.len() < len {
-            if !self.fill_body(len - self.buf.len()).await? {
-                return Err(io::ErrorKind::UnexpectedEof.into());
+    /// Reads exactly `len` body bytes into `body`, a buffer's worth at a time.
+    async fn read_into(&mut self, mut len: u64, body: &mut BodyRecord) -> io::Result<()> {
+        while len > 0 {
+            if self.buf.is_empty() {
+                let wanted = usize::try_from(len).unwrap_or(usize::MAX);
+                if !self.fill_body(wanted).await? {
+                    return Err(io::ErrorKind::UnexpectedEof.into());
+                }
             }
+            let n = usize::try_from(len).map_or(self.buf.len(), |len| len.min(self.buf.len()));
+            body.push(&self.buf[..n]);
+            self.buf.advance(n);
+            len -= n as u64;
         }
-        Ok(self.buf.split_to(len).freeze())
+        Ok(())
     }
 
     /// Reads one CRLF-terminated line of at most `max` bytes, returned without the CRLF.
@@ -227,19 +295,14 @@ impl<R: AsyncRead + Unpin> RequestReader<R> {
 
     /// Reads a body in the chunked transfer coding (RFC 9112, section 7.1), ignoring chunk
     /// extensions and skipping the trailer section.
-    async fn read_chunked(&mut self) -> io::Result<Bytes> {
-        let mut body = BytesMut::new();
+    async fn read_chunked(&mut self, body: &mut BodyRecord) -> io::Result<()> {
         loop {
             let line = self.read_line(MAX_CHUNK_LINE_LEN).await?;
             let size = parse_chunk_size(&line)?;
             if size == 0 {
                 break;
             }
-            if size > MAX_BODY_LEN - body.len() {
-                return Err(invalid("request body too large"));
-            }
-            let data = self.read_exact(size).await?;
-            body.extend_from_slice(&data);
+            self.read_into(size, body).await?;
             if !self.read_line(0).await?.is_empty() {
                 return Err(invalid("chunk data not followed by CRLF"));
             }
@@ -248,7 +311,7 @@ impl<R: AsyncRead + Unpin> RequestReader<R> {
         loop {
             let line = self.read_line(MAX_HEAD_LEN).await?;
             if line.is_empty() {
-                return Ok(body.freeze());
+                return Ok(());
             }
             trailer_len += line.len() + 2;
             if trailer_len > MAX_HEAD_LEN {
@@ -322,11 +385,9 @@ fn framing(headers: &HeaderMap) -> io::Result<Framing> {
             if item.is_empty() || !item.bytes().all(|b| b.is_ascii_digit()) {
                 return Err(invalid("invalid content-length"));
             }
-            let parsed: usize = item
+            let parsed: u64 = item
                 .parse()
-                .ok()
-                .filter(|&len| len <= MAX_BODY_LEN)
-                .ok_or_else(|| invalid("request body too large"))?;
+                .map_err(|_| invalid("content-length overflows"))?;
             if length.is_some_and(|known| known != parsed) {
                 return Err(invalid("conflicting content-length values"));
             }
@@ -337,7 +398,7 @@ fn framing(headers: &HeaderMap) -> io::Result<Framing> {
 }
 
 /// Parses the hexadecimal size at the start of a chunk-size line, before any extension.
-fn parse_chunk_size(line: &[u8]) -> io::Result<usize> {
+fn parse_chunk_size(line: &[u8]) -> io::Result<u64> {
     let digits = line
         .split(|&b| b == b';')
         .next()
@@ -348,10 +409,9 @@ fn parse_chunk_size(line: &[u8]) -> io::Result<usize> {
     }
     digits
         .iter()
-        .try_fold(0usize, |size, &digit| {
+        .try_fold(0u64, |size, &digit| {
             let value = char::from(digit).to_digit(16)?;
-            size.checked_mul(16)?
-                .checked_add(usize::try_from(value).ok()?)
+            size.checked_mul(16)?.checked_add(u64::from(value))
         })
         .ok_or_else(|| invalid("chunk size overflows"))
 }
@@ -462,6 +522,36 @@ mod tests {
         );
         let both = b"POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\nContent-Length: 3\r\n\r\n";
         assert_eq!(framing_of(both).unwrap(), Some(Framing::Chunked));
+    }
+
+    #[test]
+    fn a_record_keeps_the_first_bytes_up_to_its_limit() {
+        let mut record = BodyRecord::new(5);
+        for piece in [&b"abc"[..], b"defg", b"", b"hij"] {
+            record.push(piece);
+        }
+        let request = parse_head(b"POST / HTTP/1.1\r\n\r\n").unwrap().unwrap().0;
+        let recorded = request.into_recorded(record);
+        assert_eq!(recorded.body, "abcde");
+        assert_eq!(recorded.body_len, 10);
+        assert!(recorded.is_body_truncated());
+
+        let mut lengths_only = BodyRecord::new(0);
+        lengths_only.push(b"abc");
+        assert_eq!(lengths_only.kept.len(), 0);
+        assert_eq!(lengths_only.len, 3);
+    }
+
+    #[test]
+    fn any_content_length_is_read() {
+        let framing_of = |raw: &[u8]| parse_head(raw).map(|head| head.map(|(h, _)| h.framing));
+        let huge = b"POST / HTTP/1.1\r\nContent-Length: 100000000000\r\n\r\n";
+        assert_eq!(
+            framing_of(huge).unwrap(),
+            Some(Framing::Length(100_000_000_000))
+        );
+        let overflow = b"POST / HTTP/1.1\r\nContent-Length: 99999999999999999999\r\n\r\n";
+        assert!(framing_of(overflow).is_err());
     }
 
     #[tokio::test]

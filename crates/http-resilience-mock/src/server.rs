@@ -34,9 +34,9 @@ const ACCEPT_BACKOFF: Duration = Duration::from_millis(10);
 ///
 /// Connections are kept alive between requests (the client may pool them) unless the client
 /// sends `Connection: close` (or speaks HTTP/1.0 without `Connection: keep-alive`), or the
-/// scripted response carries `Connection: close`. A malformed request, a head over 64 KiB or
-/// a body over 64 MiB closes the connection without a response and without being recorded.
-/// A client that stays silent is let go after an idle timeout (see [Limits](Self#limits)).
+/// scripted response carries `Connection: close`. A malformed request or a head over 64 KiB
+/// closes the connection without a response and without being recorded. A body is read in
+/// full whatever its length; its record keeps its first 16 MiB. A client that stays silent is let go after an idle timeout (see [Limits](Self#limits)).
 ///
 /// Every wait (head delays, drip pauses, the idle timeout) uses tokio's timer, so it follows
 /// tokio's clock, including paused time.
@@ -69,6 +69,12 @@ const ACCEPT_BACKOFF: Duration = Duration::from_millis(10);
 ///   longer has its stream reset with `CANCEL`, unrecorded. The server's own scripted waits
 ///   (head delays, drips, [`Behaviour::NoResponse`], [`Behaviour::StallAfterHead`]) never
 ///   count against it.
+/// - **Recorded bodies**, 16 MiB each by default ([`MockServerBuilder::max_recorded_body`]):
+///   a longer body is read in full and answered as scripted, but its [`RecordedRequest`]
+///   keeps only its first bytes and says so
+///   ([`is_body_truncated`](RecordedRequest::is_body_truncated),
+///   [`body_len`](RecordedRequest::body_len)). A body at or under the limit is recorded whole,
+///   as it always was.
 /// - **Request heads** (HTTP/1.1): 64 KiB and 128 header fields; a longer head closes the
 ///   connection.
 /// - **Frames** (HTTP/2): 16 KiB, the protocol's initial `SETTINGS_MAX_FRAME_SIZE`, which the

@@ -728,3 +728,103 @@ async fn the_idle_timeout_is_ten_seconds_by_default_and_can_be_switched_off() {
     tokio::time::sleep(IDLE * 3).await;
     assert_eq!(server.open_connections(), 1);
 }
+
+// ===== the recorded-body limit =====
+
+/// The recorded-body limit of the servers below.
+const KEPT: usize = 1024;
+
+async fn start_with_record_limit() -> MockServer {
+    within(MockServer::builder().max_recorded_body(KEPT).start())
+        .await
+        .expect("start server")
+}
+
+/// `len` bytes that differ from one position to the next.
+fn pattern(len: usize) -> Vec<u8> {
+    (0..len).map(|i| (i % 251) as u8).collect()
+}
+
+#[tokio::test]
+async fn a_body_over_the_record_limit_is_kept_in_part_and_flagged() {
+    let server = start_with_record_limit().await;
+    server.enqueue(MockResponse::ok("stored"));
+    let body = pattern(4 * KEPT);
+    let mut client = Client::connect(server.addr()).await;
+    let head = format!(
+        "POST /upload HTTP/1.1\r\ncontent-length: {}\r\n\r\n",
+        body.len()
+    );
+    client.send(&[head.as_bytes(), &body].concat()).await;
+
+    // Read in full and answered as scripted.
+    assert_eq!(&client.read_response().await.body[..], b"stored");
+    let recorded = &server.requests()[0];
+    assert_eq!(recorded.body, body[..KEPT]);
+    assert!(recorded.is_body_truncated());
+    assert_eq!(recorded.body_len, 4 * KEPT as u64);
+}
+
+#[tokio::test]
+async fn a_chunked_body_over_the_record_limit_is_kept_in_part_and_flagged() {
+    let server = start_with_record_limit().await;
+    server.enqueue(MockResponse::ok("stored"));
+    let body = pattern(3 * KEPT);
+    let mut client = Client::connect(server.addr()).await;
+    let mut raw = b"POST /upload HTTP/1.1\r\ntransfer-encoding: chunked\r\n\r\n".to_vec();
+    for chunk in body.chunks(700) {
+        raw.extend_from_slice(format!("{:x}\r\n", chunk.len()).as_bytes());
+        raw.extend_from_slice(chunk);
+        raw.extend_from_slice(b"\r\n");
+    }
+    raw.extend_from_slice(b"0\r\n\r\n");
+    client.send(&raw).await;
+
+    assert_eq!(&client.read_response().await.body[..], b"stored");
+    let recorded = &server.requests()[0];
+    assert_eq!(recorded.body, body[..KEPT]);
+    assert!(recorded.is_body_truncated());
+    assert_eq!(recorded.body_len, 3 * KEPT as u64);
+}
+
+#[tokio::test]
+async fn a_body_at_the_record_limit_is_recorded_whole() {
+    let server = start_with_record_limit().await;
+    server.enqueue(MockResponse::ok("stored"));
+    let body = pattern(KEPT);
+    let mut client = Client::connect(server.addr()).await;
+    let head = format!("PUT / HTTP/1.1\r\ncontent-length: {KEPT}\r\n\r\n");
+    client.send(&[head.as_bytes(), &body].concat()).await;
+
+    client.read_response().await;
+    let recorded = &server.requests()[0];
+    assert_eq!(recorded.body, body);
+    assert!(!recorded.is_body_truncated());
+    assert_eq!(recorded.body_len, KEPT as u64);
+}
+
+#[tokio::test]
+async fn bodies_are_recorded_up_to_16_mib_by_default() {
+    const DEFAULT: usize = 16 * 1024 * 1024;
+    assert_eq!(
+        http_resilience_mock::MockServerBuilder::DEFAULT_MAX_RECORDED_BODY,
+        DEFAULT
+    );
+    let server = start().await;
+    server.enqueue(MockResponse::ok("whole"));
+    server.enqueue(MockResponse::ok("cut"));
+    let mut client = Client::connect(server.addr()).await;
+    for (len, answer) in [(DEFAULT, &b"whole"[..]), (DEFAULT + 1, b"cut")] {
+        let head = format!("POST / HTTP/1.1\r\ncontent-length: {len}\r\n\r\n");
+        client.send(head.as_bytes()).await;
+        client.send(&pattern(len)).await;
+        assert_eq!(&client.read_response().await.body[..], answer);
+    }
+
+    let requests = server.requests();
+    assert_eq!(requests[0].body.len(), DEFAULT);
+    assert!(!requests[0].is_body_truncated());
+    assert_eq!(requests[1].body.len(), DEFAULT);
+    assert!(requests[1].is_body_truncated());
+    assert_eq!(requests[1].body_len, DEFAULT as u64 + 1);
+}
