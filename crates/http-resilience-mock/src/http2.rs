@@ -159,6 +159,15 @@ struct Connection {
 
 // ===== impl Connection =====
 
+impl std::fmt::Debug for Connection {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Connection")
+            .field("streams", &self.streams.len())
+            .field("last_accepted", &self.last_accepted)
+            .finish_non_exhaustive()
+    }
+}
+
 impl Connection {
     /// Accepts streams and follows their commands until the connection ends.
     async fn run(mut self) {
@@ -248,15 +257,6 @@ async fn expired(timer: &mut Option<Pin<Box<Sleep>>>) {
     match timer {
         Some(timer) => timer.as_mut().await,
         None => std::future::pending().await,
-    }
-}
-
-impl std::fmt::Debug for Connection {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Connection")
-            .field("streams", &self.streams.len())
-            .field("last_accepted", &self.last_accepted)
-            .finish_non_exhaustive()
     }
 }
 
