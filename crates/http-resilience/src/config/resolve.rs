@@ -132,7 +132,17 @@ impl Section {
 
 impl RetrySection {
     /// `base` with these retry fields over it; `path` ends in `.retry`.
-    pub(super) fn apply(&self, mut base: Fields, path: &str) -> Result<Fields, InvalidSetting> {
+    pub(super) fn apply(&self, base: Fields, path: &str) -> Result<Fields, InvalidSetting> {
+        let mut base = self.apply_backoff(self.apply_decoder(base, path)?, path)?;
+        if let Some(min_attempt) = &self.min_attempt {
+            base.min_attempt = min_attempt.get("min_attempt", path)?.0;
+            base.origins.min_attempt = Origin::Here;
+        }
+        Ok(base)
+    }
+
+    /// `base` with the decoder and its settings over it.
+    fn apply_decoder(&self, mut base: Fields, path: &str) -> Result<Fields, InvalidSetting> {
         if let Some(decoder) = &self.decoder {
             let decoder = decoder.get("decoder", path)?;
             if decoder != base.decoder {
@@ -143,40 +153,33 @@ impl RetrySection {
                 base.codes = None;
             }
         }
-        let statuses_only = |field: &str, base: &Fields| {
-            only_for(
-                base.decoder == DecoderKind::Statuses,
-                field,
-                "decoder",
-                &[DecoderKind::Statuses.name()],
-                base.decoder.name(),
-            )
-            .map_err(|err| err.within(path))
+        let decoders = |field: &str, base: &Fields, wanted: &[DecoderKind]| {
+            let names: Vec<_> = wanted.iter().map(|kind| kind.name()).collect();
+            let applies = wanted.contains(&base.decoder);
+            only_for(applies, field, "decoder", &names, base.decoder.name())
+                .map_err(|err| err.within(path))
         };
         if let Some(statuses) = &self.statuses {
-            statuses_only("statuses", &base)?;
+            decoders("statuses", &base, &[DecoderKind::Statuses])?;
             base.statuses = Some(statuses.clone());
         }
         if let Some(retry_after) = self.retry_after {
-            statuses_only("retry_after", &base)?;
+            decoders("retry_after", &base, &[DecoderKind::Statuses])?;
             base.retry_after = retry_after;
         }
         if let Some(codes) = &self.codes {
-            only_for(
-                base.decoder == DecoderKind::Grpc,
-                "codes",
-                "decoder",
-                &[DecoderKind::Grpc.name()],
-                base.decoder.name(),
-            )
-            .map_err(|err| err.within(path))?;
+            decoders("codes", &base, &[DecoderKind::Grpc])?;
             let codes = codes
                 .iter()
                 .map(|code| code.get("codes", path).map(|code| code.0))
                 .collect::<Result<_, _>>()?;
             base.codes = Some(codes);
         }
+        Ok(base)
+    }
 
+    /// `base` with the backoff and its settings over it.
+    fn apply_backoff(&self, mut base: Fields, path: &str) -> Result<Fields, InvalidSetting> {
         if let Some(backoff) = &self.backoff {
             let backoff = backoff.get("backoff", path)?;
             if backoff != base.backoff {
@@ -188,6 +191,13 @@ impl RetrySection {
                 base.max_pushback = None;
             }
         }
+        let backoffs = |field: &str, base: &Fields, wanted: &[BackoffKind]| {
+            let names: Vec<_> = wanted.iter().map(|kind| kind.name()).collect();
+            let applies = wanted.contains(&base.backoff);
+            only_for(applies, field, "backoff", &names, base.backoff.name())
+                .map_err(|err| err.within(path))
+        };
+        const GROWING: &[BackoffKind] = &[BackoffKind::Exponential, BackoffKind::Grpc];
         if let Some(delay) = &self.delay {
             base.delay = delay.get("delay", path)?;
             base.origins.delay = Origin::Here;
@@ -198,51 +208,20 @@ impl RetrySection {
         if let Some(max_attempts) = self.max_attempts {
             base.max_attempts = max_attempts;
         }
-        let exponential_only = |field: &str, base: &Fields| {
-            only_for(
-                base.backoff == BackoffKind::Exponential,
-                field,
-                "backoff",
-                &[BackoffKind::Exponential.name()],
-                base.backoff.name(),
-            )
-            .map_err(|err| err.within(path))
-        };
-        let growing_only = |field: &str, base: &Fields| {
-            only_for(
-                matches!(base.backoff, BackoffKind::Exponential | BackoffKind::Grpc),
-                field,
-                "backoff",
-                &[BackoffKind::Exponential.name(), BackoffKind::Grpc.name()],
-                base.backoff.name(),
-            )
-            .map_err(|err| err.within(path))
-        };
         if let Some(multiplier) = self.multiplier {
-            growing_only("multiplier", &base)?;
+            backoffs("multiplier", &base, GROWING)?;
             base.multiplier = multiplier;
         }
         if let Some(jitter) = &self.jitter {
-            exponential_only("jitter", &base)?;
+            backoffs("jitter", &base, &[BackoffKind::Exponential])?;
             base.jitter = jitter.get("jitter", path)?;
         }
-        if let Some(min_attempt) = &self.min_attempt {
-            base.min_attempt = min_attempt.get("min_attempt", path)?.0;
-            base.origins.min_attempt = Origin::Here;
-        }
         if let Some(seed) = self.seed {
-            growing_only("seed", &base)?;
+            backoffs("seed", &base, GROWING)?;
             base.seed = Some(seed);
         }
         if let Some(max_pushback) = &self.max_pushback {
-            only_for(
-                base.backoff == BackoffKind::Grpc,
-                "max_pushback",
-                "backoff",
-                &[BackoffKind::Grpc.name()],
-                base.backoff.name(),
-            )
-            .map_err(|err| err.within(path))?;
+            backoffs("max_pushback", &base, &[BackoffKind::Grpc])?;
             base.max_pushback = Some(max_pushback.get("max_pushback", path)?);
         }
         Ok(base)
@@ -255,61 +234,8 @@ impl Fields {
     /// The fields that build `policy`.
     pub(super) fn of(policy: &Resilience<AnyDecoder, AnyRetryer>) -> Self {
         let retry = policy.retry();
-        let (decoder, statuses, retry_after) = match retry.decoder() {
-            AnyDecoder::Statuses(d) => (
-                DecoderKind::Statuses,
-                Some(d.statuses().map(|s| s.as_u16()).collect()),
-                d.reads_retry_after(),
-            ),
-            AnyDecoder::Feign(_) => (DecoderKind::Feign, None, false),
-            AnyDecoder::Apache(_) => (DecoderKind::Apache, None, false),
-            AnyDecoder::Grpc(_) => (DecoderKind::Grpc, None, false),
-            // NOTE: `AnyDecoder` is non-exhaustive; the transient decoder is
-            // the remaining one.
-            _ => (DecoderKind::Transient, None, false),
-        };
-        let (backoff, delay, max_delay, max_attempts, multiplier, jitter) = match retry.retryer() {
-            AnyRetryer::Fixed(r) => (
-                BackoffKind::Fixed,
-                r.delay(),
-                r.max_delay(),
-                r.retries().saturating_add(1),
-                default_multiplier(),
-                Jitter::None,
-            ),
-            AnyRetryer::Exponential(r) => (
-                BackoffKind::Exponential,
-                r.initial(),
-                r.max_delay(),
-                r.max_attempts(),
-                r.multiplier(),
-                r.jitter(),
-            ),
-            AnyRetryer::Feign(r) => (
-                BackoffKind::Feign,
-                r.period(),
-                r.max_period(),
-                r.configured_max_attempts(),
-                default_multiplier(),
-                Jitter::None,
-            ),
-            AnyRetryer::Grpc(r) => (
-                BackoffKind::Grpc,
-                r.initial(),
-                r.max_backoff(),
-                r.max_attempts(),
-                r.multiplier(),
-                Jitter::None,
-            ),
-        };
-        let codes = match retry.decoder() {
-            AnyDecoder::Grpc(d) => Some(d.retryable_codes().collect()),
-            _ => None,
-        };
-        let max_pushback = match retry.retryer() {
-            AnyRetryer::Grpc(r) => r.max_pushback(),
-            _ => None,
-        };
+        let (decoder, statuses, retry_after, codes) = decoder_fields(retry.decoder());
+        let schedule = Schedule::of(retry.retryer());
         Fields {
             deadline: policy.deadline(),
             attempt_timeout: policy.attempt_timeout(),
@@ -317,14 +243,14 @@ impl Fields {
             statuses,
             retry_after,
             codes,
-            backoff,
-            delay,
-            max_delay,
-            max_attempts,
-            multiplier,
-            jitter,
+            backoff: schedule.backoff,
+            delay: schedule.delay,
+            max_delay: schedule.max_delay,
+            max_attempts: schedule.max_attempts,
+            multiplier: schedule.multiplier,
+            jitter: schedule.jitter,
             seed: None,
-            max_pushback,
+            max_pushback: schedule.max_pushback,
             min_attempt: retry.deadline_margin(),
             budget: retry
                 .budget()
@@ -494,36 +420,123 @@ impl Fields {
                     self.max_attempts,
                 ))
             }
-            BackoffKind::Exponential => {
-                let backoff = ExponentialBackoff::new(
-                    self.delay,
-                    self.multiplier,
-                    self.max_delay,
-                    self.max_attempts,
-                )?
-                .with_jitter(self.jitter);
-                AnyRetryer::Exponential(match self.seed {
-                    Some(seed) => backoff.with_seed(seed),
-                    None => backoff,
-                })
-            }
-            BackoffKind::Grpc => {
-                let mut backoff = GrpcBackoff::new(
-                    self.max_attempts,
-                    self.delay,
-                    self.max_delay,
-                    self.multiplier,
-                )?;
-                if let Some(max_pushback) = self.max_pushback {
-                    positive("max_pushback", max_pushback)?;
-                    backoff = backoff.with_max_pushback(max_pushback);
-                }
-                AnyRetryer::Grpc(match self.seed {
-                    Some(seed) => backoff.with_seed(seed),
-                    None => backoff,
-                })
-            }
+            BackoffKind::Exponential => AnyRetryer::Exponential(self.exponential()?),
+            BackoffKind::Grpc => AnyRetryer::Grpc(self.grpc()?),
         })
+    }
+
+    fn exponential(&self) -> Result<ExponentialBackoff, InvalidSetting> {
+        let backoff = ExponentialBackoff::new(
+            self.delay,
+            self.multiplier,
+            self.max_delay,
+            self.max_attempts,
+        )?
+        .with_jitter(self.jitter);
+        Ok(match self.seed {
+            Some(seed) => backoff.with_seed(seed),
+            None => backoff,
+        })
+    }
+
+    fn grpc(&self) -> Result<GrpcBackoff, InvalidSetting> {
+        let mut backoff = GrpcBackoff::new(
+            self.max_attempts,
+            self.delay,
+            self.max_delay,
+            self.multiplier,
+        )?;
+        if let Some(max_pushback) = self.max_pushback {
+            positive("max_pushback", max_pushback)?;
+            backoff = backoff.with_max_pushback(max_pushback);
+        }
+        Ok(match self.seed {
+            Some(seed) => backoff.with_seed(seed),
+            None => backoff,
+        })
+    }
+}
+
+/// A decoder's fields: its kind, its statuses and whether it reads
+/// `Retry-After`, its gRPC codes.
+fn decoder_fields(decoder: &AnyDecoder) -> (DecoderKind, Option<Vec<u16>>, bool, Option<Vec<i32>>) {
+    match decoder {
+        AnyDecoder::Statuses(d) => (
+            DecoderKind::Statuses,
+            Some(d.statuses().map(|s| s.as_u16()).collect()),
+            d.reads_retry_after(),
+            None,
+        ),
+        AnyDecoder::Feign(_) => (DecoderKind::Feign, None, false, None),
+        AnyDecoder::Apache(_) => (DecoderKind::Apache, None, false, None),
+        AnyDecoder::Grpc(d) => (
+            DecoderKind::Grpc,
+            None,
+            false,
+            Some(d.retryable_codes().collect()),
+        ),
+        // NOTE: `AnyDecoder` is non-exhaustive; the transient decoder is the
+        // remaining one.
+        _ => (DecoderKind::Transient, None, false, None),
+    }
+}
+
+/// A retryer's fields.
+struct Schedule {
+    backoff: BackoffKind,
+    delay: Duration,
+    max_delay: Duration,
+    max_attempts: u32,
+    multiplier: f64,
+    jitter: Jitter,
+    max_pushback: Option<Duration>,
+}
+
+impl Schedule {
+    fn of(retryer: &AnyRetryer) -> Self {
+        let plain = |backoff, delay, max_delay, max_attempts| Self {
+            backoff,
+            delay,
+            max_delay,
+            max_attempts,
+            multiplier: default_multiplier(),
+            jitter: Jitter::None,
+            max_pushback: None,
+        };
+        match retryer {
+            AnyRetryer::Fixed(r) => plain(
+                BackoffKind::Fixed,
+                r.delay(),
+                r.max_delay(),
+                r.retries().saturating_add(1),
+            ),
+            AnyRetryer::Feign(r) => plain(
+                BackoffKind::Feign,
+                r.period(),
+                r.max_period(),
+                r.configured_max_attempts(),
+            ),
+            AnyRetryer::Exponential(r) => Self {
+                multiplier: r.multiplier(),
+                jitter: r.jitter(),
+                ..plain(
+                    BackoffKind::Exponential,
+                    r.initial(),
+                    r.max_delay(),
+                    r.max_attempts(),
+                )
+            },
+            AnyRetryer::Grpc(r) => Self {
+                multiplier: r.multiplier(),
+                max_pushback: r.max_pushback(),
+                ..plain(
+                    BackoffKind::Grpc,
+                    r.initial(),
+                    r.max_backoff(),
+                    r.max_attempts(),
+                )
+            },
+        }
     }
 }
 

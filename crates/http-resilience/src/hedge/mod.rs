@@ -87,6 +87,7 @@
 //! [`Attempts::winner`]: crate::Attempts::winner
 //! [`RetryEvent::Hedge`]: crate::retry::RetryEvent::Hedge
 //! [`RetryBudget`]: crate::retry::RetryBudget
+//! [`RetryReport`]: crate::RetryReport
 //! [`RequestDeadline`]: crate::RequestDeadline
 //! [`ReplayBody`]: crate::retry::ReplayBody
 //! [`StatusRetryLayer`]: crate::StatusRetryLayer

@@ -203,6 +203,13 @@ impl<B: TryCloneBody, D, R: Retryer> RetryState<B, D, R> {
                 return Decision::Cut(until);
             }
         };
+        self.announce(verdict, wait, deadline);
+        Decision::Retry(wait)
+    }
+
+    /// Logs a retry decided on `verdict`, after `wait`, and tells the
+    /// listener.
+    fn announce(&self, verdict: Verdict, wait: Duration, deadline: Option<RequestDeadline>) {
         let remaining = deadline.map(|d| d.remaining());
         let source = match verdict.server_delay() {
             _ if wait.is_zero() => WaitSource::None,
@@ -224,7 +231,6 @@ impl<B: TryCloneBody, D, R: Retryer> RetryState<B, D, R> {
             source,
             remaining,
         });
-        Decision::Retry(wait)
     }
 
     /// The wait before a retry asked for with `reason` (and the server's
