@@ -252,6 +252,104 @@ impl<B> TryCloneBody for ReplayBody<B> {
     }
 }
 
+impl<B> ReplayBody<B>
+where
+    B: Body + Unpin,
+    B::Error: Into<BoxError>,
+{
+    /// Plays what the buffer holds for this handle, the end or the loss, or
+    /// waits for the handle reading the body; `None` once this handle has
+    /// taken over the unread rest of the body.
+    fn play_buffered(&mut self, cx: &mut Context<'_>) -> Option<Polled> {
+        let mut shared = lock(&self.shared);
+        if let Some(chunk) = shared.play(&mut self.next) {
+            self.played += chunk.len() as u64;
+            return Some(Poll::Ready(Some(Ok(Frame::data(chunk)))));
+        }
+        match shared.state {
+            Fill::Complete => Some(Poll::Ready(match &shared.trailers {
+                Some(trailers) if !self.trailers_sent => {
+                    self.trailers_sent = true;
+                    Some(Ok(Frame::trailers(trailers.clone())))
+                }
+                _ => None,
+            })),
+            Fill::Lost(loss) => Some(Poll::Ready(Some(Err(NotReplayable::lost(loss))))),
+            Fill::Intact => match shared.parked.take() {
+                // NOTE: this handle has played the whole buffer, so it goes
+                // on exactly where the last reader stopped.
+                Some(rest) => {
+                    self.rest = Some(rest);
+                    None
+                }
+                None => {
+                    // Another handle is reading the body: follow it.
+                    if !shared.waiting.iter().any(|w| w.will_wake(cx.waker())) {
+                        shared.waiting.push(cx.waker().clone());
+                    }
+                    Some(Poll::Pending)
+                }
+            },
+        }
+    }
+
+    /// Reads the next frame of the wrapped body, keeps it, and wakes the
+    /// copies following this handle.
+    fn poll_rest(&mut self, cx: &mut Context<'_>) -> Polled {
+        let Some(rest) = self.rest.as_mut() else {
+            unreachable!("a handle reads the body only once it holds the rest")
+        };
+        let polled = std::task::ready!(Pin::new(&mut *rest).poll_frame(cx));
+        let alone = Arc::strong_count(&self.shared) == 1;
+        let ended = rest.is_end_stream();
+        let mut shared = lock(&self.shared);
+        let output = match polled {
+            None => {
+                self.rest = None;
+                self.ended = true;
+                shared.finish();
+                None
+            }
+            Some(Err(err)) => {
+                self.rest = None;
+                shared.lose(Loss::Failed);
+                Some(Err(err.into()))
+            }
+            Some(Ok(frame)) => match frame.into_data() {
+                Ok(mut data) => {
+                    let bytes = data.copy_to_bytes(data.remaining());
+                    shared.take(&bytes, alone);
+                    self.next = shared.end();
+                    self.played += bytes.len() as u64;
+                    // NOTE: hyper stops polling a body that reports its end,
+                    // so the end is noted here too, not only on `None`.
+                    if ended {
+                        self.rest = None;
+                        self.ended = true;
+                        shared.finish();
+                    }
+                    Some(Ok(Frame::data(bytes)))
+                }
+                Err(frame) => {
+                    // NOTE: either frame ends what this handle sends.
+                    self.rest = None;
+                    let last = shared.take_last(frame);
+                    self.ended = last.is_ok();
+                    self.trailers_sent = last.is_ok();
+                    Some(last.map(Frame::trailers))
+                }
+            },
+        };
+        let waiting = mem::take(&mut shared.waiting);
+        drop(shared);
+        waiting.into_iter().for_each(Waker::wake);
+        Poll::Ready(output)
+    }
+}
+
+/// What polling a frame gives.
+type Polled = Poll<Option<Result<Frame<Bytes>, BoxError>>>;
+
 impl<B> Body for ReplayBody<B>
 where
     B: Body + Unpin,
@@ -269,103 +367,11 @@ where
             return Poll::Ready(None);
         }
         if this.rest.is_none() {
-            let mut shared = lock(&this.shared);
-            if let Some(chunk) = shared.play(&mut this.next) {
-                this.played += chunk.len() as u64;
-                return Poll::Ready(Some(Ok(Frame::data(chunk))));
-            }
-            match shared.state {
-                Fill::Complete => {
-                    return Poll::Ready(match &shared.trailers {
-                        Some(trailers) if !this.trailers_sent => {
-                            this.trailers_sent = true;
-                            Some(Ok(Frame::trailers(trailers.clone())))
-                        }
-                        _ => None,
-                    });
-                }
-                Fill::Lost(loss) => return Poll::Ready(Some(Err(NotReplayable::lost(loss)))),
-                Fill::Intact => match shared.parked.take() {
-                    // NOTE: this handle has played the whole buffer, so it
-                    // goes on exactly where the last reader stopped.
-                    Some(rest) => this.rest = Some(rest),
-                    None => {
-                        // Another handle is reading the body: follow it.
-                        if !shared.waiting.iter().any(|w| w.will_wake(cx.waker())) {
-                            shared.waiting.push(cx.waker().clone());
-                        }
-                        return Poll::Pending;
-                    }
-                },
+            if let Some(played) = this.play_buffered(cx) {
+                return played;
             }
         }
-        let Some(rest) = this.rest.as_mut() else {
-            unreachable!("the rest was taken above")
-        };
-        let polled = std::task::ready!(Pin::new(&mut *rest).poll_frame(cx));
-        let alone = Arc::strong_count(&this.shared) == 1;
-        let ended = rest.is_end_stream();
-        let mut shared = lock(&this.shared);
-        let output = match polled {
-            None => {
-                this.rest = None;
-                this.ended = true;
-                shared.finish();
-                None
-            }
-            Some(Err(err)) => {
-                this.rest = None;
-                shared.lose(Loss::Failed);
-                Some(Err(err.into()))
-            }
-            Some(Ok(frame)) => match frame.into_data() {
-                Ok(mut data) => {
-                    let bytes = data.copy_to_bytes(data.remaining());
-                    if alone {
-                        // NOTE: no copy exists, and none can be made from a
-                        // body already being read, so keeping the frames
-                        // would only cost memory.
-                        shared.lose(Loss::NoCopy);
-                    } else {
-                        shared.keep(&bytes);
-                    }
-                    this.next = shared.end();
-                    this.played += bytes.len() as u64;
-                    // NOTE: hyper stops polling a body that reports its end,
-                    // so the end is noted here too, not only on `None`.
-                    if ended {
-                        this.rest = None;
-                        this.ended = true;
-                        shared.finish();
-                    }
-                    Some(Ok(Frame::data(bytes)))
-                }
-                Err(frame) => match frame.into_trailers() {
-                    Ok(trailers) => {
-                        this.rest = None;
-                        this.ended = true;
-                        this.trailers_sent = true;
-                        if shared.state == Fill::Intact {
-                            shared.trailers = Some(trailers.clone());
-                        }
-                        // Trailers are the last frame.
-                        shared.finish();
-                        Some(Ok(Frame::trailers(trailers)))
-                    }
-                    // NOTE: a frame is data or trailers; nothing else can be
-                    // sent on, so it is dropped, and with it the body.
-                    Err(_) => {
-                        this.rest = None;
-                        shared.lose(Loss::Failed);
-                        Some(Err(NotReplayable::unknown_frame()))
-                    }
-                },
-            },
-        };
-        let waiting = mem::take(&mut shared.waiting);
-        drop(shared);
-        waiting.into_iter().for_each(Waker::wake);
-        Poll::Ready(output)
+        this.poll_rest(cx)
     }
 
     fn is_end_stream(&self) -> bool {
@@ -471,6 +477,35 @@ impl<B> fmt::Debug for ReplayBody<B> {
 impl<B> Shared<B> {
     /// Keeps a data frame just read, unless it breaks the cap: a large one as
     /// it came, a small one copied into the open block.
+    /// Takes a data frame just read: kept, unless no copy can ever want it.
+    fn take(&mut self, bytes: &Bytes, alone: bool) {
+        if alone {
+            // NOTE: no copy exists, and none can be made from a body already
+            // being read, so keeping the frames would only cost memory.
+            self.lose(Loss::NoCopy);
+        } else {
+            self.keep(bytes);
+        }
+    }
+
+    /// Takes a frame that is not data: trailers, the last frame, kept for the
+    /// copies; anything else, which cannot be sent on, loses the body.
+    fn take_last<D>(&mut self, frame: Frame<D>) -> Result<HeaderMap, BoxError> {
+        match frame.into_trailers() {
+            Ok(trailers) => {
+                if self.state == Fill::Intact {
+                    self.trailers = Some(trailers.clone());
+                }
+                self.finish();
+                Ok(trailers)
+            }
+            Err(_) => {
+                self.lose(Loss::Failed);
+                Err(NotReplayable::unknown_frame())
+            }
+        }
+    }
+
     fn keep(&mut self, bytes: &Bytes) {
         if self.state != Fill::Intact {
             return;
