@@ -289,7 +289,7 @@ async fn a_failed_lookup_is_a_dns_error_naming_the_host() {
     let err = guarded(client.oneshot(get(uri))).await.unwrap_err();
     assert_eq!(FailureKind::of(&*err), FailureKind::Dns, "{err:?}");
     assert!(FailureKind::Dns.is_before_send());
-    let dns = errors::find::<transport::DnsError>(&*err).unwrap();
+    let dns = errors::find::<errors::DnsError>(&*err).unwrap();
     assert_eq!(dns.host(), "upstream.invalid");
 }
 
@@ -325,7 +325,8 @@ impl tower::Service<http::Uri> for FailingHandshake {
 async fn a_failed_handshake_is_a_tls_error_and_tcp_failures_keep_their_kind() {
     let server = MockServer::start().await.unwrap();
     let builder = transport::Builder::new();
-    let tls = transport::TlsErrors::new(FailingHandshake(builder.http_connector().unwrap()));
+    let tls =
+        transport::TypedTlsConnector::new(FailingHandshake(builder.http_connector().unwrap()));
     let client = builder
         .build::<_, http_body_util::Full<bytes::Bytes>>(tls)
         .unwrap();

@@ -179,7 +179,6 @@ pub mod attempt_timeout;
 pub mod config;
 pub mod deadline;
 pub mod errors;
-mod failure;
 #[cfg(feature = "grpc")]
 pub mod grpc;
 pub mod hedge;
@@ -200,7 +199,7 @@ pub mod transport;
 pub use self::{
     attempt_timeout::AttemptTimeoutLayer,
     deadline::{DeadlineLayer, RequestDeadline},
-    failure::FailureKind,
+    errors::FailureKind,
     resilience::{Resilience, ResilienceLayer, Resilient, ResponseFuture as ResilientFuture},
     retry::{Attempts, RetryReport, StatusRetryLayer, Stop},
     setting::InvalidSetting,

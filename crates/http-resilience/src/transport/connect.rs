@@ -1,13 +1,15 @@
 //! Connectors that give connect failures a type: name resolution, TCP, TLS.
 
-use crate::BoxError;
+use crate::{
+    errors::{DnsError, TcpError, TlsError},
+    BoxError,
+};
 use hyper_util::client::legacy::connect::{
     dns::{GaiResolver, Name},
     HttpConnector,
 };
 use pin_project_lite::pin_project;
 use std::{
-    error::Error,
     fmt,
     future::Future,
     pin::Pin,
@@ -115,14 +117,14 @@ where
         self.project()
             .future
             .poll(cx)
-            .map_err(|err| TcpError(err.into()))
+            .map_err(|err| TcpError::new(err))
     }
 }
 
 /// The plain TCP connector of [`Builder`](super::Builder): hyper-util's
 /// `HttpConnector` over a [`TypedResolver`], whose failures are marked as
 /// [`TcpError`]s, so that a TLS connector around it can tell its own failures
-/// from those of the connection beneath (see [`TlsErrors`]).
+/// from those of the connection beneath (see [`TypedTlsConnector`]).
 #[derive(Debug, Clone)]
 pub struct TcpConnector<R = GaiResolver> {
     inner: HttpConnector<TypedResolver<R>>,
@@ -144,9 +146,7 @@ where
     type Future = ConnectFuture<<HttpConnector<TypedResolver<R>> as Service<http::Uri>>::Future>;
 
     fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
-        self.inner
-            .poll_ready(cx)
-            .map_err(|err| TcpError(err.into()))
+        self.inner.poll_ready(cx).map_err(|err| TcpError::new(err))
     }
 
     fn call(&mut self, uri: http::Uri) -> Self::Future {
@@ -162,18 +162,18 @@ where
 ///
 /// [`Builder::http_connector`]: super::Builder::http_connector
 #[derive(Debug, Clone)]
-pub struct TlsErrors<C> {
+pub struct TypedTlsConnector<C> {
     inner: C,
 }
 
-impl<C> TlsErrors<C> {
+impl<C> TypedTlsConnector<C> {
     /// Wraps the TLS connector `inner`.
     pub const fn new(inner: C) -> Self {
         Self { inner }
     }
 }
 
-impl<C> Service<http::Uri> for TlsErrors<C>
+impl<C> Service<http::Uri> for TypedTlsConnector<C>
 where
     C: Service<http::Uri>,
     C::Error: Into<BoxError>,
@@ -194,7 +194,7 @@ where
 }
 
 pin_project! {
-    /// Response future of [`TlsErrors`].
+    /// Response future of [`TypedTlsConnector`].
     pub struct TlsFuture<F> {
         #[pin]
         future: F,
@@ -227,116 +227,7 @@ fn mark_tls<E: Into<BoxError>>(err: E) -> BoxError {
     if beneath {
         err
     } else {
-        TlsError(err).into()
-    }
-}
-
-/// Name resolution failed.
-#[derive(Debug)]
-pub struct DnsError {
-    host: String,
-    source: BoxError,
-}
-
-impl DnsError {
-    /// A failure to resolve `host`.
-    pub fn new(host: String, source: BoxError) -> Self {
-        Self { host, source }
-    }
-
-    /// The host that did not resolve (empty when the resolver was not ready).
-    pub fn host(&self) -> &str {
-        &self.host
-    }
-}
-
-impl fmt::Display for DnsError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        if self.host.is_empty() {
-            f.pad("dns resolver failed")
-        } else {
-            f.pad(&format!("failed to resolve {}", self.host))
-        }
-    }
-}
-
-impl Error for DnsError {
-    fn source(&self) -> Option<&(dyn Error + 'static)> {
-        Some(&*self.source)
-    }
-}
-
-/// Setting up the TCP connection failed (the cause tells how: refused, timed
-/// out, ...).
-#[derive(Debug)]
-pub struct TcpError(BoxError);
-
-impl fmt::Display for TcpError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.pad("tcp connect failed")
-    }
-}
-
-impl Error for TcpError {
-    fn source(&self) -> Option<&(dyn Error + 'static)> {
-        Some(&*self.0)
-    }
-}
-
-/// The upstream closed the connection without sending any response, after
-/// the request was sent: Apache HttpClient's `NoHttpResponseException`,
-/// "HOST failed to respond". The cause is kept as the source.
-#[derive(Debug)]
-pub struct NoResponse {
-    host: String,
-    source: BoxError,
-}
-
-impl NoResponse {
-    /// `host` closed the connection without a response; `source` is the
-    /// client's own error.
-    pub fn new(host: String, source: BoxError) -> Self {
-        Self { host, source }
-    }
-
-    /// The upstream, as `host:port`.
-    pub fn host(&self) -> &str {
-        &self.host
-    }
-}
-
-impl fmt::Display for NoResponse {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.pad(&format!("{} failed to respond", self.host))
-    }
-}
-
-impl Error for NoResponse {
-    fn source(&self) -> Option<&(dyn Error + 'static)> {
-        Some(&*self.source)
-    }
-}
-
-/// The TLS handshake (or another step of a connector above TCP) failed.
-#[derive(Debug)]
-pub struct TlsError(BoxError);
-
-impl TlsError {
-    /// A TLS failure caused by `source`.
-    pub fn new(source: impl Into<BoxError>) -> Self {
-        Self(source.into())
-    }
-}
-
-impl fmt::Display for TlsError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.pad("tls handshake failed")
-    }
-}
-
-impl Error for TlsError {
-    fn source(&self) -> Option<&(dyn Error + 'static)> {
-        Some(&*self.0)
+        TlsError::new(err).into()
     }
 }
 
@@ -345,28 +236,9 @@ mod tests {
     use super::*;
 
     #[test]
-    fn messages_name_what_failed() {
-        let dns = DnsError::new("upstream.test".into(), "no such host".into());
-        assert_eq!(dns.to_string(), "failed to resolve upstream.test");
-        assert_eq!(dns.host(), "upstream.test");
-        assert_eq!(
-            DnsError::new(String::new(), "x".into()).to_string(),
-            "dns resolver failed"
-        );
-        assert_eq!(TcpError("x".into()).to_string(), "tcp connect failed");
-        assert_eq!(
-            TlsError::new("bad certificate").to_string(),
-            "tls handshake failed"
-        );
-        let none = NoResponse::new("127.0.0.1:8080".into(), "closed".into());
-        assert_eq!(none.to_string(), "127.0.0.1:8080 failed to respond");
-        assert_eq!(none.source().unwrap().to_string(), "closed");
-    }
-
-    #[test]
     fn tls_marking_keeps_failures_from_beneath() {
         let tcp: BoxError =
-            TcpError(std::io::Error::from(std::io::ErrorKind::ConnectionRefused).into()).into();
+            TcpError::new(std::io::Error::from(std::io::ErrorKind::ConnectionRefused)).into();
         assert!(mark_tls(tcp).is::<TcpError>());
         let handshake: BoxError = std::io::Error::from(std::io::ErrorKind::InvalidData).into();
         assert!(mark_tls(handshake).is::<TlsError>());

@@ -61,8 +61,7 @@ mod connect;
 mod respond;
 
 pub use self::connect::{
-    ConnectFuture, DnsError, NoResponse, ResolveFuture, TcpConnector, TcpError, TlsError,
-    TlsErrors, TlsFuture, TypedResolver,
+    ConnectFuture, ResolveFuture, TcpConnector, TlsFuture, TypedResolver, TypedTlsConnector,
 };
 pub use self::respond::{NamesNoResponse, NamesNoResponseFuture};
 
@@ -191,7 +190,7 @@ impl Builder {
     /// Unlike the connector of [`build_http`](Self::build_http), it accepts
     /// `https://` URIs, since the TLS connector around it handles them.
     ///
-    /// Wrap the TLS connector built over it in [`TlsErrors`] to give its
+    /// Wrap the TLS connector built over it in [`TypedTlsConnector`] to give its
     /// handshake failures a type.
     pub fn http_connector(&self) -> Result<TcpConnector, InvalidSetting> {
         self.connector(GaiResolver::new(), false)
@@ -226,7 +225,7 @@ impl Builder {
 
     /// Builds a client for plain `http://` URIs that resolves names with
     /// `resolver` (a `tower::Service<Name>`; hyper-util's `GaiResolver` by
-    /// default). Its failures become [`DnsError`]s.
+    /// default). Its failures become [`DnsError`](crate::errors::DnsError)s.
     ///
     /// # Errors
     ///

@@ -46,10 +46,10 @@ pub enum FailureKind {
     /// The upstream refused the connection.
     ConnectRefused,
     /// The host name did not resolve
-    /// ([`DnsError`](crate::transport::DnsError), feature `transport`).
+    /// ([`DnsError`](crate::errors::DnsError), feature `transport`).
     Dns,
     /// The TLS handshake failed
-    /// ([`TlsError`](crate::transport::TlsError), feature `transport`).
+    /// ([`TlsError`](crate::errors::TlsError), feature `transport`).
     Tls,
     /// Connecting failed in another way. The request was never sent.
     Connect,
@@ -227,7 +227,7 @@ struct ClientError {
 
 #[cfg(feature = "transport")]
 fn client_error(err: &(dyn Error + 'static)) -> ClientError {
-    use crate::transport::{DnsError, TlsError};
+    use super::{DnsError, TlsError};
     if err.is::<DnsError>() {
         return ClientError {
             kind: Some(FailureKind::Dns),

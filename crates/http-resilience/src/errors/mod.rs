@@ -17,7 +17,13 @@
 //! );
 //! ```
 
-use crate::FailureKind;
+mod failure;
+mod transport;
+
+pub use self::{
+    failure::FailureKind,
+    transport::{DnsError, NoResponse, TcpError, TlsError},
+};
 use std::{error::Error, fmt, io};
 
 /// Errors that can be looked at as a `dyn Error`, so that decoders can

@@ -1,0 +1,147 @@
+//! The errors of the transport, each a type of its own, so that
+//! [`FailureKind::of`](crate::FailureKind::of) tells them apart by type and
+//! never by message.
+
+use crate::BoxError;
+use std::{error::Error, fmt};
+
+/// Name resolution failed.
+#[derive(Debug)]
+pub struct DnsError {
+    host: String,
+    source: BoxError,
+}
+
+impl DnsError {
+    /// A failure to resolve `host`.
+    pub fn new(host: String, source: BoxError) -> Self {
+        Self { host, source }
+    }
+
+    /// The host that did not resolve (empty when the resolver was not ready).
+    pub fn host(&self) -> &str {
+        &self.host
+    }
+}
+
+impl fmt::Display for DnsError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.host.is_empty() {
+            f.pad("dns resolver failed")
+        } else {
+            f.pad(&format!("failed to resolve {}", self.host))
+        }
+    }
+}
+
+impl Error for DnsError {
+    fn source(&self) -> Option<&(dyn Error + 'static)> {
+        Some(&*self.source)
+    }
+}
+
+/// Setting up the TCP connection failed (the cause tells how: refused, timed
+/// out, ...).
+#[derive(Debug)]
+pub struct TcpError(BoxError);
+
+impl TcpError {
+    /// A TCP failure caused by `source`.
+    #[cfg(any(test, feature = "transport"))]
+    pub(crate) fn new(source: impl Into<BoxError>) -> Self {
+        Self(source.into())
+    }
+}
+
+impl fmt::Display for TcpError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.pad("tcp connect failed")
+    }
+}
+
+impl Error for TcpError {
+    fn source(&self) -> Option<&(dyn Error + 'static)> {
+        Some(&*self.0)
+    }
+}
+
+/// The upstream closed the connection without sending any response, after
+/// the request was sent: Apache HttpClient's `NoHttpResponseException`,
+/// "HOST failed to respond". The cause is kept as the source.
+#[derive(Debug)]
+pub struct NoResponse {
+    host: String,
+    source: BoxError,
+}
+
+impl NoResponse {
+    /// `host` closed the connection without a response; `source` is the
+    /// client's own error.
+    pub fn new(host: String, source: BoxError) -> Self {
+        Self { host, source }
+    }
+
+    /// The upstream, as `host:port`.
+    pub fn host(&self) -> &str {
+        &self.host
+    }
+}
+
+impl fmt::Display for NoResponse {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.pad(&format!("{} failed to respond", self.host))
+    }
+}
+
+impl Error for NoResponse {
+    fn source(&self) -> Option<&(dyn Error + 'static)> {
+        Some(&*self.source)
+    }
+}
+
+/// The TLS handshake (or another step of a connector above TCP) failed.
+#[derive(Debug)]
+pub struct TlsError(BoxError);
+
+impl TlsError {
+    /// A TLS failure caused by `source`.
+    pub fn new(source: impl Into<BoxError>) -> Self {
+        Self(source.into())
+    }
+}
+
+impl fmt::Display for TlsError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.pad("tls handshake failed")
+    }
+}
+
+impl Error for TlsError {
+    fn source(&self) -> Option<&(dyn Error + 'static)> {
+        Some(&*self.0)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn messages_name_what_failed() {
+        let dns = DnsError::new("upstream.test".into(), "no such host".into());
+        assert_eq!(dns.to_string(), "failed to resolve upstream.test");
+        assert_eq!(dns.host(), "upstream.test");
+        assert_eq!(
+            DnsError::new(String::new(), "x".into()).to_string(),
+            "dns resolver failed"
+        );
+        assert_eq!(TcpError::new("x").to_string(), "tcp connect failed");
+        assert_eq!(
+            TlsError::new("bad certificate").to_string(),
+            "tls handshake failed"
+        );
+        let none = NoResponse::new("127.0.0.1:8080".into(), "closed".into());
+        assert_eq!(none.to_string(), "127.0.0.1:8080 failed to respond");
+        assert_eq!(none.source().unwrap().to_string(), "closed");
+    }
+}
