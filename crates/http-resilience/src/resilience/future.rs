@@ -3,12 +3,14 @@
 use crate::{
     deadline::{body::DeadlineBody, error::DeadlineExceeded},
     limits::{self, Expiry},
-    propagate::send_budget,
+    propagate::{send_budget, TimeoutFormat},
     retry::{Decision, Decoder, RetryState, Retryer, TryCloneBody},
     timer::{poll_timer, saturating_after},
     BoxError, RequestDeadline,
 };
+use http::HeaderName;
 use pin_project_lite::pin_project;
+use std::sync::Arc;
 use std::{
     fmt,
     future::Future,
@@ -52,22 +54,24 @@ struct Call<S, B, D, R> {
 
 /// The limit of every attempt, and whether the last one runs until the
 /// deadline instead.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub(super) struct Limits {
     pub(super) attempt: Duration,
     pub(super) final_uses_deadline: bool,
+    /// The header and format every attempt's budget is sent in, if it is.
+    pub(super) budget_header: Option<Arc<(HeaderName, TimeoutFormat)>>,
 }
 
 impl Limits {
     /// Whether an attempt runs until the deadline, rather than its limit:
     /// the final one, when that is asked for.
-    pub(super) const fn runs_to_deadline(self, on_final: bool) -> bool {
+    pub(super) const fn runs_to_deadline(&self, on_final: bool) -> bool {
         self.final_uses_deadline && on_final
     }
 
     /// The limit an attempt's budget is sent under: none for one that runs
     /// until the deadline.
-    pub(super) const fn sent_limit(self, on_final: bool) -> Option<Duration> {
+    pub(super) const fn sent_limit(&self, on_final: bool) -> Option<Duration> {
         if self.runs_to_deadline(on_final) {
             None
         } else {
@@ -303,10 +307,10 @@ where
             return Poll::Ready(Step::End(Err(self.exceeded())));
         }
         let mut request = self.retry.next_request();
-        if let Some((header, format)) = self.retry.policy().budget_header() {
+        if let Some(header) = &self.limits.budget_header {
             let left = deadline.instant().saturating_duration_since(now);
             let limit = self.limits.sent_limit(self.retry.on_final_attempt());
-            if send_budget(&mut request, header, format, Some(left), limit).is_err() {
+            if send_budget(&mut request, &header.0, header.1, Some(left), limit).is_err() {
                 return Poll::Ready(Step::End(Err(self.exceeded())));
             }
         }

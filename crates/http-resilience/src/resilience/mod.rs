@@ -18,7 +18,7 @@ pub use self::future::ResponseFuture;
 
 use self::future::Limits;
 
-use crate::propagate::send_budget;
+use crate::propagate::{send_budget, TimeoutFormat};
 use crate::{
     deadline::body::DeadlineBody,
     limits,
@@ -72,6 +72,8 @@ pub struct Resilience<D, R> {
     deadline: Duration,
     attempt_timeout: Duration,
     final_uses_deadline: bool,
+    // The header and format every attempt's budget is sent in, if it is.
+    budget_header: Option<(http::HeaderName, TimeoutFormat)>,
     retry: RetryPolicy<D, R>,
 }
 
@@ -143,6 +145,7 @@ impl<D, R> Resilience<D, R> {
             deadline,
             attempt_timeout,
             final_uses_deadline: false,
+            budget_header: None,
             retry,
         }
     }
@@ -229,12 +232,9 @@ impl<D, R> Resilience<D, R> {
     /// # let _ = policy;
     /// ```
     #[must_use]
-    pub fn propagating(
-        self,
-        header: http::HeaderName,
-        format: crate::propagate::TimeoutFormat,
-    ) -> Self {
-        self.map_retry(|retry| retry.with_budget_header(header, format))
+    pub fn propagating(mut self, header: http::HeaderName, format: TimeoutFormat) -> Self {
+        self.budget_header = Some((header, format));
+        self
     }
 
     /// The same limits with the retry policy `f` makes of this one: a
@@ -258,6 +258,7 @@ impl<D, R> Resilience<D, R> {
             deadline: self.deadline,
             attempt_timeout: self.attempt_timeout,
             final_uses_deadline: self.final_uses_deadline,
+            budget_header: self.budget_header,
             retry: f(self.retry),
         }
     }
@@ -306,6 +307,7 @@ impl<D, R> Resilience<D, R> {
             deadline: self.deadline,
             attempt_timeout: self.attempt_timeout,
             final_uses_deadline: self.final_uses_deadline,
+            budget_header: self.budget_header,
             retry: self.retry.map(Into::into, Into::into),
         }
     }
@@ -317,6 +319,7 @@ impl<D, R> Resilience<D, R> {
             limits: Limits {
                 attempt: self.attempt_timeout,
                 final_uses_deadline: self.final_uses_deadline,
+                budget_header: self.budget_header.map(Arc::new),
             },
             policy: Arc::new(self.retry),
         }
@@ -349,7 +352,7 @@ impl<D, R> Clone for ResilienceLayer<D, R> {
     fn clone(&self) -> Self {
         Self {
             deadline: self.deadline,
-            limits: self.limits,
+            limits: self.limits.clone(),
             policy: Arc::clone(&self.policy),
         }
     }
@@ -373,7 +376,7 @@ impl<S, D, R> Layer<S> for ResilienceLayer<D, R> {
         Resilient {
             inner,
             deadline: self.deadline,
-            limits: self.limits,
+            limits: self.limits.clone(),
             policy: Arc::clone(&self.policy),
         }
     }
@@ -445,7 +448,7 @@ impl<S: Clone, D, R> Clone for Resilient<S, D, R> {
         Self {
             inner: self.inner.clone(),
             deadline: self.deadline,
-            limits: self.limits,
+            limits: self.limits.clone(),
             policy: Arc::clone(&self.policy),
         }
     }
@@ -504,16 +507,22 @@ where
         let deadline = limits::call_deadline(now, self.deadline, RequestDeadline::of(&request));
         if deadline.instant() <= now {
             let retry = RetryState::unsent(Arc::clone(&self.policy));
-            return ResponseFuture::expired(self.inner.clone(), retry, deadline, self.limits);
+            return ResponseFuture::expired(
+                self.inner.clone(),
+                retry,
+                deadline,
+                self.limits.clone(),
+            );
         }
         let retry = RetryState::begin(Arc::clone(&self.policy), &mut request, false);
-        if let Some((header, format)) = self.policy.budget_header() {
+        if let Some(header) = &self.limits.budget_header {
             let left = deadline.instant().saturating_duration_since(now);
             // NOTE: the deadline is ahead (checked above), so the budget is
             // sent; were it spent, the attempt would end as an expired call.
             let limit = self.limits.sent_limit(retry.on_final_attempt());
-            if send_budget(&mut request, header, format, Some(left), limit).is_err() {
-                return ResponseFuture::expired(self.inner.clone(), retry, deadline, self.limits);
+            if send_budget(&mut request, &header.0, header.1, Some(left), limit).is_err() {
+                let limits = self.limits.clone();
+                return ResponseFuture::expired(self.inner.clone(), retry, deadline, limits);
             }
         }
         let inner = &mut self.inner;
@@ -524,7 +533,7 @@ where
             self.inner.clone(),
             retry,
             deadline,
-            self.limits,
+            self.limits.clone(),
             span,
         )
     }

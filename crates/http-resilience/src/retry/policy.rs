@@ -35,9 +35,6 @@ pub struct RetryPolicy<D, R> {
     retry_sent_requests: bool,
     statuses_need_idempotency: bool,
     enabled: bool,
-    // The header and format of the budget the one-piece stack sends with
-    // every attempt (`Resilience::propagating`).
-    budget_header: Option<(HeaderName, crate::propagate::TimeoutFormat)>,
 }
 
 /// The request header that numbers each attempt, and what it counts: shared
@@ -125,7 +122,6 @@ impl<D, R> RetryPolicy<D, R> {
             retry_sent_requests: false,
             statuses_need_idempotency: true,
             enabled: true,
-            budget_header: None,
         }
     }
 
@@ -192,24 +188,6 @@ impl<D, R> RetryPolicy<D, R> {
     /// The parts a hedging policy has too.
     pub(crate) const fn parts(&self) -> &Parts<D> {
         &self.parts
-    }
-
-    /// Sends each attempt's budget in `header` (set by
-    /// [`Resilience::propagating`](crate::Resilience::propagating)).
-    pub(crate) fn with_budget_header(
-        mut self,
-        header: HeaderName,
-        format: crate::propagate::TimeoutFormat,
-    ) -> Self {
-        self.budget_header = Some((header, format));
-        self
-    }
-
-    /// The header and format of each attempt's budget, if it is sent.
-    pub(crate) fn budget_header(&self) -> Option<(&HeaderName, crate::propagate::TimeoutFormat)> {
-        self.budget_header
-            .as_ref()
-            .map(|(header, format)| (header, *format))
     }
 
     /// The name of the attempt header, if any.
@@ -297,7 +275,6 @@ impl<D, R> RetryPolicy<D, R> {
             retry_sent_requests: self.retry_sent_requests,
             statuses_need_idempotency: self.statuses_need_idempotency,
             enabled: self.enabled,
-            budget_header: self.budget_header,
         }
     }
 

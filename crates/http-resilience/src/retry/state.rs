@@ -102,11 +102,6 @@ impl<B, D, R> RetryState<B, D, R> {
         }
     }
 
-    /// The policy.
-    pub(crate) fn policy(&self) -> &RetryPolicy<D, R> {
-        &self.policy
-    }
-
     /// The number of attempts made so far.
     pub(crate) const fn attempts(&self) -> u32 {
         self.session.attempts()

@@ -114,10 +114,7 @@ where
     type Output = Result<T, TcpError>;
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        self.project()
-            .future
-            .poll(cx)
-            .map_err(|err| TcpError::new(err))
+        self.project().future.poll(cx).map_err(TcpError::new)
     }
 }
 
@@ -146,7 +143,7 @@ where
     type Future = ConnectFuture<<HttpConnector<TypedResolver<R>> as Service<http::Uri>>::Future>;
 
     fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
-        self.inner.poll_ready(cx).map_err(|err| TcpError::new(err))
+        self.inner.poll_ready(cx).map_err(TcpError::new)
     }
 
     fn call(&mut self, uri: http::Uri) -> Self::Future {
