@@ -269,7 +269,7 @@ async fn the_final_attempt_may_use_the_whole_remaining_budget() {
                 marks.push(
                     request
                         .extensions()
-                        .get::<http_resilience::retry::FinalAttempt>()
+                        .get::<http_resilience::extensions::FinalAttempt>()
                         .is_some(),
                 );
                 if n == 2 {

@@ -179,6 +179,7 @@ pub mod attempt_timeout;
 pub mod config;
 pub mod deadline;
 pub mod errors;
+pub mod extensions;
 #[cfg(feature = "grpc")]
 pub mod grpc;
 pub mod hedge;
@@ -198,8 +199,9 @@ pub mod transport;
 
 pub use self::{
     attempt_timeout::AttemptTimeoutLayer,
-    deadline::{DeadlineLayer, RequestDeadline},
+    deadline::DeadlineLayer,
     errors::FailureKind,
+    extensions::RequestDeadline,
     resilience::{Resilience, ResilienceLayer, Resilient, ResponseFuture as ResilientFuture},
     retry::{Attempts, RetryReport, StatusRetryLayer, Stop},
     setting::InvalidSetting,

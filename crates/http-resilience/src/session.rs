@@ -5,7 +5,8 @@
 //! call exist once.
 
 use crate::{
-    retry::{AttemptHeader, FinalAttempt, RetryBudget, RetryEvent, RetryListener, Verdict},
+    extensions::FinalAttempt,
+    retry::{AttemptHeader, RetryBudget, RetryEvent, RetryListener, Verdict},
     Attempts, RequestDeadline, RetryReport, Stop,
 };
 use std::{fmt, sync::Arc, time::Duration};

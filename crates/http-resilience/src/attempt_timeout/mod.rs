@@ -84,7 +84,7 @@ mod layer;
 pub use self::layer::AttemptTimeoutLayer;
 
 use self::future::ResponseFuture;
-use crate::{limits, retry::FinalAttempt, BoxError, RequestDeadline};
+use crate::{extensions::FinalAttempt, limits, BoxError, RequestDeadline};
 use std::{
     task::{Context, Poll},
     time::Duration,

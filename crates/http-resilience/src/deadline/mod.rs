@@ -64,12 +64,11 @@ pub mod body;
 pub mod error;
 pub mod future;
 mod layer;
-mod request;
 
-pub use self::{layer::DeadlineLayer, request::RequestDeadline};
+pub use self::layer::DeadlineLayer;
 
 use self::future::ResponseFuture;
-use crate::{limits, BoxError};
+use crate::{limits, BoxError, RequestDeadline};
 use std::{
     task::{Context, Poll},
     time::Duration,

@@ -205,7 +205,7 @@ impl<S> PropagateDeadline<S> {
         }
     }
 
-    /// On the final attempt (marked [`FinalAttempt`](crate::retry::FinalAttempt)) of
+    /// On the final attempt (marked [`FinalAttempt`](crate::extensions::FinalAttempt)) of
     /// a request with a deadline, the attempt limit does not cap the budget
     /// sent: the setting to pair with
     /// [`AttemptTimeout::final_attempt_uses_deadline`](crate::attempt_timeout::AttemptTimeout::final_attempt_uses_deadline).
@@ -260,7 +260,7 @@ where
             && left.is_some()
             && request
                 .extensions()
-                .get::<crate::retry::FinalAttempt>()
+                .get::<crate::extensions::FinalAttempt>()
                 .is_some();
         let limit = if stretched { None } else { self.attempt_limit };
         match send_budget(&mut request, &self.header, self.format, left, limit) {

@@ -596,7 +596,9 @@ async fn a_stretched_final_attempt_advertises_the_whole_remaining_budget() {
         request
             .extensions_mut()
             .insert(crate::RequestDeadline::after(Duration::from_secs(2)));
-        request.extensions_mut().insert(crate::retry::FinalAttempt);
+        request
+            .extensions_mut()
+            .insert(crate::extensions::FinalAttempt);
         let call = tokio::spawn(svc.oneshot(request));
         let (seen, send) = handle.next_request().await.unwrap();
         assert_eq!(

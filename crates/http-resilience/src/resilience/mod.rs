@@ -391,7 +391,7 @@ impl<S, D, R> Layer<S> for ResilienceLayer<D, R> {
 /// runs both over scripted upstreams on the paused clock and compares them).
 /// One thing differs, by design: the deadline stays in the call's own future,
 /// so the request the inner service gets carries no [`RequestDeadline`] and
-/// no [`FinalAttempt`](crate::retry::FinalAttempt) marker. A service below that reads them (a
+/// no [`FinalAttempt`](crate::extensions::FinalAttempt) marker. A service below that reads them (a
 /// [`PropagateDeadlineLayer`](crate::propagate::PropagateDeadlineLayer), a
 /// client of one's own) goes inside the three separate layers instead; to send
 /// each attempt's budget upstream, [`Resilience::propagating`] does it from the

@@ -166,7 +166,7 @@ pub use self::{
     layer::StatusRetryLayer,
     policy::RetryPolicy,
     replay::{NotReplayable, ReplayBody, DEFAULT_REPLAY_CAP},
-    report::{Attempts, FinalAttempt, RetryReport, Stop},
+    report::{Attempts, RetryReport, Stop},
     retryer::{
         AnyRetryer, ExponentialBackoff, FeignRetryer, FixedDelay, GrpcBackoff, Jitter, Retryer,
     },

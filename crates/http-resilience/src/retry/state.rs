@@ -4,7 +4,8 @@ use super::{
     body::Pristine, Decoder, Reason, RetryEvent, RetryPolicy, Retryer, TryCloneBody, Verdict,
     WaitSource,
 };
-use super::{Attempts, FinalAttempt, Stop};
+use super::{Attempts, Stop};
+use crate::extensions::FinalAttempt;
 use crate::{
     limits::{self, Scheduled},
     session::{self, whole_millis, Session},

@@ -619,7 +619,7 @@ async fn copies_for_503s(retries: u32) -> (usize, u32) {
         // NOTE: the last attempt is marked, so the attempt timeout may use the deadline.
         let last = request
             .extensions()
-            .get::<crate::retry::FinalAttempt>()
+            .get::<crate::extensions::FinalAttempt>()
             .is_some();
         let mut response = Response::new(last);
         *response.status_mut() = StatusCode::SERVICE_UNAVAILABLE;
@@ -703,10 +703,13 @@ async fn a_final_attempt_marker_the_request_brings_is_not_passed_on() {
     handle.allow(1);
     assert_ready!(svc.poll_ready()).unwrap();
     let mut req = request("");
-    req.extensions_mut().insert(crate::retry::FinalAttempt);
+    req.extensions_mut().insert(crate::extensions::FinalAttempt);
     let fut = svc.call(req);
     let (sent, send) = handle.next_request().await.expect("the first attempt");
-    assert_eq!(sent.extensions().get::<crate::retry::FinalAttempt>(), None);
+    assert_eq!(
+        sent.extensions().get::<crate::extensions::FinalAttempt>(),
+        None
+    );
     send.send_response(status(200, "ok"));
     assert_eq!(fut.await.unwrap().status(), StatusCode::OK);
 }

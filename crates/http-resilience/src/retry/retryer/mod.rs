@@ -86,7 +86,7 @@ pub trait Retryer: Clone {
 
     /// The most attempts this retryer ever allows, the first included, if it
     /// has such a bound. [`StatusRetry`](super::StatusRetry) uses it to mark
-    /// the last possible attempt with [`FinalAttempt`](crate::retry::FinalAttempt).
+    /// the last possible attempt with [`FinalAttempt`](crate::extensions::FinalAttempt).
     fn max_attempts(&self) -> Option<u32> {
         None
     }

@@ -1,7 +1,8 @@
 //! The retry's decisions, one outcome at a time, without a service.
 
 use super::{Decision, RetryState};
-use crate::retry::{Attempts, FinalAttempt, RetryReport, Stop};
+use crate::extensions::FinalAttempt;
+use crate::retry::{Attempts, RetryReport, Stop};
 use crate::retry::{FixedDelay, RetryBudget, RetryPolicy, StatusDecoder, Verdict};
 use crate::RequestDeadline;
 use http::{Request, Response, StatusCode};
