@@ -63,7 +63,9 @@ use http::{
 };
 use http_body_util::{BodyExt, Full};
 use http_resilience::{
-    retry::{FixedDelay, ReplayBody, RetryPolicy, TransientDecoder},
+    body::ReplayBody,
+    policy::{FixedDelay, TransientDecoder},
+    retry::RetryPolicy,
     transport::{self, HttpClient},
     BoxError, FailureKind, Resilience, Resilient,
 };

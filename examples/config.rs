@@ -8,7 +8,7 @@
 
 use http_resilience::{
     config::ClientsConfig,
-    retry::{AnyDecoder, AnyRetryer, Retryer},
+    policy::{AnyDecoder, AnyRetryer, Retryer},
     Resilience,
 };
 use std::time::Duration;

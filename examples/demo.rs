@@ -12,12 +12,13 @@ use http_body_util::Full;
 use http_resilience::{
     attempt_timeout::AttemptTimeoutLayer,
     deadline::DeadlineLayer,
+    policy::{
+        AnyDecoder, AnyRetryer, Decoder, ExponentialBackoff, RetryEvent, TransientDecoder,
+        WaitSource,
+    },
     presets,
     read_timeout::body::ReadTimeoutBody,
-    retry::{
-        AnyDecoder, AnyRetryer, Decoder, ExponentialBackoff, RetryEvent, RetryPolicy,
-        StatusRetryLayer, TransientDecoder, WaitSource,
-    },
+    retry::{RetryPolicy, StatusRetryLayer},
     transport, Attempts, BoxError, FailureKind, InvalidSetting, Resilience,
 };
 use http_resilience_mock::{MockResponse, MockServer};
@@ -294,7 +295,7 @@ async fn main() -> Result<(), BoxError> {
                 Duration::from_millis(800),
                 4,
             )?
-            .with_jitter(http_resilience::retry::Jitter::Equal),
+            .with_jitter(http_resilience::policy::Jitter::Equal),
         ),
     )?
     .erase();

@@ -7,7 +7,7 @@
 
 use http_body_util::BodyExt;
 use http_resilience::{
-    presets, reqwest_client::ReqwestService, retry::RetryEvent, Attempts, BoxError,
+    policy::RetryEvent, presets, reqwest_client::ReqwestService, Attempts, BoxError,
 };
 use http_resilience_mock::{MockResponse, MockServer};
 use std::time::Duration;

@@ -6,7 +6,7 @@
 //! cargo run --example tonic_client
 //! ```
 
-use http_resilience::{grpc::GrpcLayer, presets, retry::RetryEvent, Attempts, BoxError};
+use http_resilience::{grpc::GrpcLayer, policy::RetryEvent, presets, Attempts, BoxError};
 use std::{
     convert::Infallible,
     future::Future,

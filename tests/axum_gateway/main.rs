@@ -13,7 +13,7 @@ use bytes::Bytes;
 use http::{HeaderMap, Request, StatusCode};
 use http_body::{Body, Frame, SizeHint};
 use http_body_util::{combinators::BoxBody, BodyExt, Full};
-use http_resilience::retry::FixedDelay;
+use http_resilience::policy::FixedDelay;
 use http_resilience_mock::{body::ScriptedBody, vacant_addr, MockResponse, MockServer};
 use hyper_util::{
     client::legacy::{connect::HttpConnector, Client},

@@ -3,7 +3,7 @@
 
 use crate::support;
 use http::Request;
-use http_resilience::{config::ClientsConfig, retry::Retryer};
+use http_resilience::{config::ClientsConfig, policy::Retryer};
 use std::{
     convert::Infallible,
     sync::{

@@ -8,7 +8,7 @@ mod support;
 use http::{Request, Response, StatusCode};
 use http_resilience::{
     config::ClientsConfig,
-    retry::{AnyDecoder, AnyRetryer, ExponentialBackoff, FixedDelay, Jitter},
+    policy::{AnyDecoder, AnyRetryer, ExponentialBackoff, FixedDelay, Jitter},
     Attempts, Resilience,
 };
 use std::{

@@ -9,9 +9,9 @@ use bytes::{BufMut, Bytes, BytesMut};
 use http_body_util::BodyExt;
 use http_resilience::{
     grpc::GrpcLayer,
+    policy::{GrpcBackoff, GrpcDecoder},
     presets,
     propagate::{parse_timeout, TimeoutFormat},
-    retry::{GrpcBackoff, GrpcDecoder},
     Attempts, Resilience,
 };
 use prost::Message;
@@ -509,9 +509,10 @@ async fn a_streamed_request_is_retried_after_a_refused_connection() {
 #[tokio::test]
 async fn a_hedged_check_takes_the_copy_that_answers() {
     use http_resilience::{
+        body::ReplayBody,
         grpc::TonicBody,
         hedge::{HedgeDelay, HedgeLayer, HedgePolicy},
-        retry::{Idempotency, ReplayBody},
+        policy::Idempotency,
         BoxError, DeadlineLayer,
     };
     let script = Script::new([Step::Silent]);
@@ -522,7 +523,7 @@ async fn a_hedged_check_takes_the_copy_that_answers() {
         2,
     )
     .unwrap()
-    .with_previous_attempts_header(http_resilience::retry::GRPC_PREVIOUS_RPC_ATTEMPTS);
+    .with_previous_attempts_header(http_resilience::policy::GRPC_PREVIOUS_RPC_ATTEMPTS);
     let svc = tower::ServiceBuilder::new()
         .map_request(|request: http::Request<tonic::body::Body>| request.map(ReplayBody::new))
         .layer(DeadlineLayer::new(Duration::from_secs(10)))

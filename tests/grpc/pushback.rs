@@ -11,8 +11,9 @@ use http_resilience::{
     attempt_timeout::AttemptTimeoutLayer,
     deadline::DeadlineLayer,
     grpc::GrpcLayer,
+    policy::{GrpcBackoff, GrpcDecoder},
     presets,
-    retry::{GrpcBackoff, GrpcDecoder, StatusRetryLayer},
+    retry::StatusRetryLayer,
     Attempts, Resilience, Stop,
 };
 use std::{future::Future, time::Duration};

@@ -9,8 +9,9 @@ mod waits;
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
 use http_resilience::{
+    body::ReplayBody,
     hedge::{HedgeDelay, HedgeLayer, HedgePolicy},
-    retry::{ReplayBody, TransientDecoder},
+    policy::TransientDecoder,
     transport, Attempts, DeadlineLayer,
 };
 use http_resilience_mock::{body::ScriptedBody, MockResponse, MockServer};

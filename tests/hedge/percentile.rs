@@ -4,7 +4,7 @@
 use http::{Request, Response};
 use http_resilience::{
     hedge::{HedgeDelay, HedgeLayer, HedgePolicy},
-    retry::TransientDecoder,
+    policy::TransientDecoder,
     Attempts,
 };
 use std::{

@@ -7,10 +7,10 @@
 use http::{Request, Response, StatusCode};
 use http_resilience::{
     hedge::{HedgeDelay, HedgeLayer, HedgePolicy, DEFAULT_MAX_SERVER_DELAY},
-    retry::{
-        Decoder, FixedDelay, GrpcDecoder, RetryPolicy, StatusDecoder, StatusRetryLayer,
-        GRPC_RETRY_PUSHBACK_MS, GRPC_STATUS,
+    policy::{
+        Decoder, FixedDelay, GrpcDecoder, StatusDecoder, GRPC_RETRY_PUSHBACK_MS, GRPC_STATUS,
     },
+    retry::{RetryPolicy, StatusRetryLayer},
     Attempts, RequestDeadline, Stop,
 };
 use std::{

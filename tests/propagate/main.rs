@@ -15,8 +15,9 @@ use http_body_util::Full;
 use http_resilience::{
     attempt_timeout::AttemptTimeoutLayer,
     deadline::{error::DeadlineExceeded, DeadlineLayer},
+    policy::{FixedDelay, StatusDecoder},
     propagate::PropagateDeadlineLayer,
-    retry::{FixedDelay, RetryPolicy, StatusDecoder, StatusRetryLayer},
+    retry::{RetryPolicy, StatusRetryLayer},
     transport, Attempts, BoxError, FailureKind, RequestDeadline,
 };
 use http_resilience_mock::{MockResponse, MockServer};

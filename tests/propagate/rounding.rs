@@ -12,12 +12,13 @@ use http_resilience::{
     attempt_timeout::AttemptTimeoutLayer,
     deadline::error::DeadlineExceeded,
     grpc::GrpcLayer,
+    policy::{FixedDelay, StatusDecoder},
     presets,
     propagate::{
         InheritDeadlineLayer, PropagateDeadlineLayer, TimeoutFormat, EXPECTED_RQ_TIMEOUT_MS,
         GRPC_TIMEOUT,
     },
-    retry::{FixedDelay, RetryPolicy, StatusDecoder, StatusRetryLayer},
+    retry::{RetryPolicy, StatusRetryLayer},
     BoxError, RequestDeadline, Resilience,
 };
 use std::{

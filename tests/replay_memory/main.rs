@@ -45,7 +45,7 @@ use bytes::Bytes;
 use http::{Request, StatusCode};
 use http_body::{Body, Frame};
 use http_body_util::BodyExt;
-use http_resilience::retry::{ReplayBody, TryCloneBody, DEFAULT_REPLAY_CAP};
+use http_resilience::body::{ReplayBody, TryCloneBody, DEFAULT_REPLAY_CAP};
 use http_resilience_mock::{MockResponse, MockServer};
 use hyper_util::{
     client::legacy::{connect::HttpConnector, Client},

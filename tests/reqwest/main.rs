@@ -8,8 +8,10 @@ mod support;
 use http::{Request, StatusCode};
 use http_body_util::BodyExt;
 use http_resilience::{
+    body::ReplayBody,
+    policy::{FixedDelay, StatusDecoder, TransientDecoder},
     reqwest_client::ReqwestService,
-    retry::{FixedDelay, ReplayBody, RetryPolicy, StatusDecoder, TransientDecoder},
+    retry::RetryPolicy,
     AttemptTimeoutLayer, Attempts, BoxError, DeadlineLayer, FailureKind, StatusRetryLayer,
 };
 use http_resilience_mock::{body::ScriptedBody, vacant_addr, MockResponse, MockServer};

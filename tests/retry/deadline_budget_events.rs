@@ -9,10 +9,10 @@ use http::{HeaderName, Request, Response, StatusCode};
 use http_resilience::{
     attempt_timeout::AttemptTimeoutLayer,
     deadline::{error::DeadlineExceeded, DeadlineLayer},
-    retry::{
-        ExponentialBackoff, FixedDelay, RetryBudget, RetryEvent, RetryPolicy, StatusDecoder,
-        StatusRetryLayer, Verdict, WaitSource,
+    policy::{
+        ExponentialBackoff, FixedDelay, RetryBudget, RetryEvent, StatusDecoder, Verdict, WaitSource,
     },
+    retry::{RetryPolicy, StatusRetryLayer},
     Attempts, Stop,
 };
 use http_resilience_mock::{MockResponse, MockServer};

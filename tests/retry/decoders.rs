@@ -5,7 +5,8 @@
 use crate::support::{get, guarded, text};
 use http::StatusCode;
 use http_resilience::{
-    retry::{FixedDelay, Outcome, OutcomeDecoder, RetryPolicy, Verdict},
+    policy::{FixedDelay, Outcome, OutcomeDecoder, Verdict},
+    retry::RetryPolicy,
     transport, AttemptTimeoutLayer, Attempts, FailureKind, StatusRetryLayer,
 };
 use http_resilience_mock::{MockResponse, MockServer};

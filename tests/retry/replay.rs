@@ -15,8 +15,10 @@ use bytes::Bytes;
 use http::{Request, StatusCode};
 use http_resilience::{
     attempt_timeout::AttemptTimeoutLayer,
+    body::ReplayBody,
     deadline::DeadlineLayer,
-    retry::{FixedDelay, ReplayBody, RetryPolicy, StatusRetryLayer, TransientDecoder},
+    policy::{FixedDelay, TransientDecoder},
+    retry::{RetryPolicy, StatusRetryLayer},
     transport, Attempts, BoxError, RetryReport, Stop,
 };
 use http_resilience_mock::{body::ScriptedBody, vacant_addr, MockResponse, MockServer};

@@ -3,7 +3,8 @@
 
 use http::{Request, Response, StatusCode};
 use http_resilience::{
-    retry::{FixedDelay, RetryPolicy, StatusDecoder, StatusRetryLayer},
+    policy::{FixedDelay, StatusDecoder},
+    retry::{RetryPolicy, StatusRetryLayer},
     Attempts, Stop,
 };
 use std::{

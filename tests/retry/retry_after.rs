@@ -8,7 +8,8 @@ use http::StatusCode;
 use http_resilience::{
     attempt_timeout::AttemptTimeoutLayer,
     deadline::DeadlineLayer,
-    retry::{FixedDelay, RetryPolicy, Retryer, StatusRetryLayer, TransientDecoder},
+    policy::{FixedDelay, Retryer, TransientDecoder},
+    retry::{RetryPolicy, StatusRetryLayer},
     transport, Attempts,
 };
 use http_resilience_mock::{MockResponse, MockServer};

@@ -9,14 +9,13 @@ use crate::support;
 
 use http::{Method, Request, StatusCode};
 use http_body_util::{BodyExt, Full};
-use http_resilience::retry::RetryEvent;
+use http_resilience::policy::RetryEvent;
 use http_resilience::{
     attempt_timeout::AttemptTimeoutLayer,
+    body::ReplayBody,
     deadline::DeadlineLayer,
-    retry::{
-        ApacheDecoder, FixedDelay, ReplayBody, RetryPolicy, StatusRetryLayer, TransientDecoder,
-        IDEMPOTENCY_KEY,
-    },
+    policy::{ApacheDecoder, FixedDelay, TransientDecoder, IDEMPOTENCY_KEY},
+    retry::{RetryPolicy, StatusRetryLayer},
     transport, BoxError, FailureKind, RetryReport, Stop,
 };
 use http_resilience_mock::{body::ScriptedBody, MockResponse, MockServer};
@@ -26,7 +25,7 @@ use tower::{Service, ServiceBuilder, ServiceExt};
 
 /// The transient statuses and connect failures, and Apache's retryable
 /// failures (resets, closes): two retries, no wait.
-fn policy() -> RetryPolicy<http_resilience::retry::Or<TransientDecoder, ApacheDecoder>, FixedDelay>
+fn policy() -> RetryPolicy<http_resilience::policy::Or<TransientDecoder, ApacheDecoder>, FixedDelay>
 {
     RetryPolicy::new(
         TransientDecoder::new().or(ApacheDecoder::new()),
@@ -36,12 +35,12 @@ fn policy() -> RetryPolicy<http_resilience::retry::Or<TransientDecoder, ApacheDe
 
 /// The three layers over a real client, for request bodies of type `B`.
 fn stack<B>(
-    retry: RetryPolicy<http_resilience::retry::Or<TransientDecoder, ApacheDecoder>, FixedDelay>,
+    retry: RetryPolicy<http_resilience::policy::Or<TransientDecoder, ApacheDecoder>, FixedDelay>,
 ) -> impl Service<Request<B>, Response = http::Response<support::Body>, Error = BoxError, Future: Send>
        + Clone
 where
     B: http_body::Body<Data = bytes::Bytes>
-        + http_resilience::retry::TryCloneBody
+        + http_resilience::body::TryCloneBody
         + Send
         + Unpin
         + 'static,

@@ -3,11 +3,11 @@
 
 use http::{Request, Response};
 use http_resilience::{
-    presets,
-    retry::{
-        Decoder, ExponentialBackoff, FeignRetryer, FixedDelay, Jitter, RetryPolicy, Retryer,
-        StatusDecoder, StatusRetryLayer,
+    policy::{
+        Decoder, ExponentialBackoff, FeignRetryer, FixedDelay, Jitter, Retryer, StatusDecoder,
     },
+    presets,
+    retry::{RetryPolicy, StatusRetryLayer},
     Attempts, BoxError,
 };
 use std::time::Duration;

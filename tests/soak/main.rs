@@ -84,9 +84,9 @@ use http::{Method, Request};
 use http_body_util::{BodyExt, Full};
 use http_resilience::{
     deadline::body::DeadlineBody,
+    policy::{ExponentialBackoff, Jitter},
     presets,
     read_timeout::body::ReadTimeoutBody,
-    retry::{ExponentialBackoff, Jitter},
     transport, Attempts, BoxError, FailureKind, Resilience, RetryReport,
 };
 use http_resilience_mock::{MockResponse, MockServer};

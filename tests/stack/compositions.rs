@@ -37,10 +37,9 @@ use http_body_util::{combinators::UnsyncBoxBody, BodyExt};
 use http_resilience::{
     attempt_timeout::AttemptTimeoutLayer,
     deadline::DeadlineLayer,
+    policy::{AnyDecoder, FeignDecoder, FixedDelay, TransientDecoder},
     propagate::{InheritDeadlineLayer, PropagateDeadlineLayer, EXPECTED_RQ_TIMEOUT_MS},
-    retry::{
-        AnyDecoder, FeignDecoder, FixedDelay, RetryPolicy, StatusRetryLayer, TransientDecoder,
-    },
+    retry::{RetryPolicy, StatusRetryLayer},
     BoxError, FailureKind, RequestDeadline, RetryReport, Stop,
 };
 use http_resilience_mock::body::ScriptedBody;

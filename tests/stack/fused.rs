@@ -22,11 +22,9 @@ use http_body_util::BodyExt;
 use http_resilience::{
     attempt_timeout::AttemptTimeoutLayer,
     deadline::DeadlineLayer,
+    policy::{AnyDecoder, FeignDecoder, FixedDelay, RetryEvent, TransientDecoder},
     propagate::{PropagateDeadlineLayer, TimeoutFormat, EXPECTED_RQ_TIMEOUT_MS},
-    retry::{
-        AnyDecoder, FeignDecoder, FixedDelay, RetryEvent, RetryPolicy, StatusRetryLayer,
-        TransientDecoder,
-    },
+    retry::{RetryPolicy, StatusRetryLayer},
     BoxError, FailureKind, RequestDeadline, Resilience, RetryReport,
 };
 use proptest::{collection::vec, prelude::*};

@@ -44,7 +44,7 @@
 //! (the tree stays clean): the seed is printed with the failure instead.
 //!
 //! The header parsers' "never panics on arbitrary bytes" properties for
-//! `Retry-After` (`retry::retry_after::delay`) and the timeout headers
+//! `Retry-After` (`policy::retry_after::delay`) and the timeout headers
 //! (`propagate::parse_timeout`, both formats) live in the library's
 //! `retry/properties.rs` and `propagate/properties.rs`; this file adds the one
 //! path they miss: `propagate::inherit_deadline`, which turns a parsed value
@@ -54,12 +54,12 @@ use http::{Method, Request, Response};
 use http_resilience::{
     attempt_timeout::AttemptTimeoutLayer,
     deadline::DeadlineLayer,
-    propagate::{inherit_deadline, TimeoutFormat, EXPECTED_RQ_TIMEOUT_MS, GRPC_TIMEOUT},
-    retry::{
+    policy::{
         retry_after, AnyDecoder, AnyRetryer, ApacheDecoder, Decoder, ExponentialBackoff,
-        FeignDecoder, FixedDelay, Jitter, RetryPolicy, Retryer, StatusRetryLayer, TransientDecoder,
-        Verdict, IDEMPOTENCY_KEY,
+        FeignDecoder, FixedDelay, Jitter, Retryer, TransientDecoder, Verdict, IDEMPOTENCY_KEY,
     },
+    propagate::{inherit_deadline, TimeoutFormat, EXPECTED_RQ_TIMEOUT_MS, GRPC_TIMEOUT},
+    retry::{RetryPolicy, StatusRetryLayer},
     Attempts, BoxError, FailureKind, RequestDeadline, RetryReport,
 };
 use proptest::{collection::vec, option, prelude::*, sample::select};

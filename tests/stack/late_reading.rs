@@ -12,7 +12,8 @@ use http_body::Body;
 use http_body_util::{BodyExt, Full};
 use http_resilience::{
     deadline::error::DeadlineExceeded,
-    retry::{FixedDelay, RetryPolicy, StatusDecoder},
+    policy::{FixedDelay, StatusDecoder},
+    retry::RetryPolicy,
     transport, BoxError, Resilience,
 };
 use http_resilience_mock::{MockResponse, MockServer};

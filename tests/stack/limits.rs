@@ -10,9 +10,10 @@ use http_body_util::{BodyExt, Full};
 use http_resilience::{
     attempt_timeout::{error::AttemptTimedOut, AttemptTimeoutLayer},
     deadline::{error::DeadlineExceeded, DeadlineLayer},
+    policy::{FixedDelay, StatusDecoder},
     propagate::{PropagateDeadlineLayer, EXPECTED_RQ_TIMEOUT_MS},
     read_timeout::{body::ReadTimeoutBody, error::ReadTimedOut, ReadTimeoutLayer},
-    retry::{FixedDelay, RetryPolicy, StatusDecoder, StatusRetryLayer},
+    retry::{RetryPolicy, StatusRetryLayer},
     Attempts, RequestDeadline, Stop,
 };
 use http_resilience_mock::body::ScriptedBody;

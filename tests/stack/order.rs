@@ -8,7 +8,8 @@ use http::{Request, Response, StatusCode};
 use http_resilience::{
     attempt_timeout::{error::AttemptTimedOut, AttemptTimeoutLayer},
     deadline::{error::DeadlineExceeded, DeadlineLayer},
-    retry::{FixedDelay, RetryPolicy, StatusDecoder, StatusRetryLayer},
+    policy::{FixedDelay, StatusDecoder},
+    retry::{RetryPolicy, StatusRetryLayer},
     Attempts, RequestDeadline,
 };
 use std::time::Duration;
@@ -150,7 +151,7 @@ async fn a_deadline_that_ends_an_attempt_is_the_deadline_layers_alone() {
         StatusDecoder::new([503]).unwrap(),
         FixedDelay::new(DELAY, 2),
     )
-    .with_listener(move |event: &http_resilience::retry::RetryEvent| {
+    .with_listener(move |event: &http_resilience::policy::RetryEvent| {
         heard.lock().unwrap().push(format!("{event:?}"));
     });
     let report = http_resilience::RetryReport::new();

@@ -14,8 +14,9 @@ use http_resilience::{
     attempt_timeout::{error::AttemptTimedOut, AttemptTimeoutLayer},
     deadline::{error::DeadlineExceeded, DeadlineLayer},
     errors,
+    policy::{FixedDelay, StatusDecoder},
     read_timeout::error::{Phase, ReadTimedOut},
-    retry::{FixedDelay, RetryPolicy, StatusDecoder, StatusRetryLayer},
+    retry::{RetryPolicy, StatusRetryLayer},
     Attempts, FailureKind,
 };
 use http_resilience_mock::{MockResponse, MockServer};

@@ -7,8 +7,9 @@ use http_body_util::{BodyExt, Full};
 use http_resilience::{
     attempt_timeout::AttemptTimeoutLayer,
     deadline::{body::DeadlineBody, DeadlineLayer},
+    policy::{FixedDelay, StatusDecoder},
     read_timeout::body::ReadTimeoutBody,
-    retry::{FixedDelay, RetryPolicy, StatusDecoder, StatusRetryLayer},
+    retry::{RetryPolicy, StatusRetryLayer},
     transport, BoxError,
 };
 use hyper::body::Incoming;

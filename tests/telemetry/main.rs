@@ -3,7 +3,10 @@
 //! `tracing` caches per call site whether anyone listens, across threads.
 
 use http::{Request, Response};
-use http_resilience::retry::{FixedDelay, RetryPolicy, StatusDecoder, StatusRetryLayer};
+use http_resilience::{
+    policy::{FixedDelay, StatusDecoder},
+    retry::{RetryPolicy, StatusRetryLayer},
+};
 use std::{
     fmt::Write as _,
     sync::{Arc, Mutex},

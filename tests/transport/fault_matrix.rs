@@ -82,9 +82,8 @@ use bytes::Bytes;
 use http::{Method, Request};
 use http_body_util::{BodyExt, Full};
 use http_resilience::{
-    presets,
-    retry::{ExponentialBackoff, Jitter, IDEMPOTENCY_KEY},
-    transport, BoxError, FailureKind, Resilience, RetryReport, Stop,
+    policy::{ExponentialBackoff, Jitter, IDEMPOTENCY_KEY},
+    presets, transport, BoxError, FailureKind, Resilience, RetryReport, Stop,
 };
 use http_resilience_mock::{MockResponse, MockServer, Unresponsive};
 use std::{

@@ -58,7 +58,8 @@ use http_body_util::Full;
 use http_resilience::{
     attempt_timeout::AttemptTimeoutLayer,
     deadline::{error::DeadlineExceeded, DeadlineLayer},
-    retry::{FixedDelay, StatusDecoder, StatusRetryLayer},
+    policy::{FixedDelay, StatusDecoder},
+    retry::StatusRetryLayer,
     transport, RequestDeadline,
 };
 use hyper_util::{

@@ -20,7 +20,7 @@ use http::{Request, Response};
 use http_body_util::Full;
 use http_resilience::{
     hedge::{HedgeDelay, HedgeLayer, HedgePolicy},
-    retry::{RetryBudget, TransientDecoder},
+    policy::{RetryBudget, TransientDecoder},
     BoxError,
 };
 use std::{

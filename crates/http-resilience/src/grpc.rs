@@ -44,7 +44,7 @@
 //! on (never sent, or an HTTP/2 stream refused unprocessed) is retried as
 //! everywhere in this library; any other failure after sending is not. A
 //! caller who knows better marks a request
-//! [`Idempotency::NotIdempotent`](crate::retry::Idempotency), which wins.
+//! [`Idempotency::NotIdempotent`](crate::policy::Idempotency), which wins.
 //!
 //! # Why not tower-http's gRPC classifier
 //!
@@ -57,10 +57,10 @@
 //! number on the wire. [`GrpcDecoder`] reads the head itself and takes codes
 //! as numbers or as tonic's `Code`.
 //!
-//! [`ReplayBody`]: crate::retry::ReplayBody
+//! [`ReplayBody`]: crate::body::ReplayBody
 //! [`presets::grpc`]: crate::presets::grpc
-//! [`GrpcDecoder`]: crate::retry::GrpcDecoder
-//! [`GrpcBackoff`]: crate::retry::GrpcBackoff
+//! [`GrpcDecoder`]: crate::policy::GrpcDecoder
+//! [`GrpcBackoff`]: crate::policy::GrpcBackoff
 //!
 //! # Example
 //!
@@ -81,10 +81,10 @@
 
 use crate::{
     attempt_timeout::error::AttemptTimedOut,
+    body::{ReplayBody, DEFAULT_REPLAY_CAP},
     deadline::{body::DeadlineBody, error::DeadlineExceeded},
     errors::is_caused_by,
     propagate::{InheritDeadline, InheritDeadlineLayer, TimeoutFormat, GRPC_TIMEOUT},
-    retry::{ReplayBody, DEFAULT_REPLAY_CAP},
     BoxError, Resilience, ResilienceLayer, Resilient,
 };
 use bytes::Bytes;

@@ -11,14 +11,18 @@
 //! | layer | service | response future | its errors | what it does |
 //! |---|---|---|---|---|
 //! | [`DeadlineLayer`] | [`deadline::Deadline`] | [`deadline::future::ResponseFuture`] | [`deadline::error::DeadlineExceeded`] | one budget for the whole call, waits and the response body ([`deadline::body::DeadlineBody`]) included |
-//! | [`StatusRetryLayer`] | [`retry::StatusRetry`] | [`retry::future::ResponseFuture`] | the inner service's, unchanged | a [`retry::Decoder`] says whether an outcome is worth another attempt, a [`retry::Retryer`] whether one is made and when (OpenFeign's `ErrorDecoder` and `Retryer`) |
+//! | [`StatusRetryLayer`] | [`retry::StatusRetry`] | [`retry::future::ResponseFuture`] | the inner service's, unchanged | a [`policy::Decoder`] says whether an outcome is worth another attempt, a [`policy::Retryer`] whether one is made and when (OpenFeign's `ErrorDecoder` and `Retryer`) |
 //! | [`AttemptTimeoutLayer`] | [`attempt_timeout::AttemptTimeout`] | [`attempt_timeout::future::ResponseFuture`] | [`attempt_timeout::error::AttemptTimedOut`] | a fresh limit for every attempt |
 //!
 //! Around them:
 //!
-//! - [`retry`]: the policy (decoders, retryers, the budget, events) and the
-//!   request bodies it can send again ([`retry::ReplayBody`]); its report on
-//!   a response or for an error ([`Attempts`], [`RetryReport`], [`Stop`]);
+//! - [`policy`]: what every layer that sends again judges and schedules by
+//!   (decoders, retryers, the budget, events), and its report on a response
+//!   or for an error ([`Attempts`], [`RetryReport`], [`Stop`]);
+//! - [`body`]: the request bodies that can be sent again
+//!   ([`body::ReplayBody`]);
+//! - [`extensions`]: the values the layers pass each other in a request
+//!   ([`RequestDeadline`], [`extensions::FinalAttempt`]);
 //! - [`hedge`]: another copy of a slow request, the first good answer
 //!   winning ([`hedge::HedgeLayer`]);
 //! - [`read_timeout`]: the longest wait between reads, at the transport;
@@ -35,7 +39,8 @@
 //!   timer per call); [`config`] (feature `serde`): per-client policies from
 //!   a file;
 //! - [`FailureKind::of`] tells every failure apart by walking its `source()`
-//!   chain, and [`errors`] has the chain helpers.
+//!   chain, and [`errors`] has the chain helpers and the transport's error
+//!   types.
 //!
 //! # Example
 //!
@@ -48,7 +53,8 @@
 //! use http_resilience::{
 //!     attempt_timeout::AttemptTimeoutLayer,
 //!     deadline::DeadlineLayer,
-//!     retry::{FixedDelay, RetryPolicy, StatusDecoder, StatusRetryLayer},
+//!     policy::{FixedDelay, StatusDecoder},
+//!     retry::{RetryPolicy, StatusRetryLayer},
 //!     transport, Attempts, BoxError, FailureKind,
 //! };
 //! use std::time::Duration;
@@ -118,8 +124,8 @@
 //! - **A streaming request body given to the retry layer as it is** (hyper's
 //!   `Incoming`, axum's `Body`): "the request body `Body` cannot be sent again
 //!   by the retry layer", with the fix in its notes: wrap it in
-//!   [`ReplayBody::new(body)`](retry::ReplayBody) to replay it, or in
-//!   [`SendOnce::new(body)`](retry::SendOnce) to send it once. Called through
+//!   [`ReplayBody::new(body)`](body::ReplayBody) to replay it, or in
+//!   [`SendOnce::new(body)`](body::SendOnce) to send it once. Called through
 //!   `ServiceExt::oneshot`, rustc only says that "the method `oneshot` exists
 //!   ... but its trait bounds were not satisfied"; `tower::Service::call(&mut
 //!   svc, request)` makes it name the bound.
@@ -128,8 +134,8 @@
 //!   stack has (behind [`AttemptTimeoutLayer`] the error is [`BoxError`]); a
 //!   closure written for other types gives "type mismatch in closure
 //!   arguments", with the expected signature in a note. Name the types the
-//!   note gives, or use [`retry::OutcomeDecoder`], which fits every stack.
-//! - **A [`retry::ReplayBody`] over a body that is not `Unpin`**: "the trait
+//!   note gives, or use [`policy::OutcomeDecoder`], which fits every stack.
+//! - **A [`body::ReplayBody`] over a body that is not `Unpin`**: "the trait
 //!   `Unpin` is not implemented", where the body is polled. Wrap the body in
 //!   `Box::pin` first.
 //!
@@ -152,7 +158,7 @@
 //!   the layers; also lets [`FailureKind`] read reqwest's errors.
 //! - `grpc`: [`grpc::GrpcLayer`], the layers around a tonic `Channel`, with
 //!   `grpc-timeout` propagation and deadline overruns as tonic statuses.
-//!   The gRPC policy parts ([`retry::GrpcDecoder`], [`retry::GrpcBackoff`],
+//!   The gRPC policy parts ([`policy::GrpcDecoder`], [`policy::GrpcBackoff`],
 //!   [`presets::grpc`]) need no feature. tonic 0.14.2 to 0.14.8 build on this
 //!   crate's minimum Rust; 0.14.9 needs 1.88.
 //! - `full`: every feature.
@@ -175,6 +181,7 @@
 mod macros;
 
 pub mod attempt_timeout;
+pub mod body;
 #[cfg(feature = "serde")]
 pub mod config;
 pub mod deadline;
@@ -184,6 +191,7 @@ pub mod extensions;
 pub mod grpc;
 pub mod hedge;
 mod limits;
+pub mod policy;
 pub mod presets;
 pub mod propagate;
 pub mod read_timeout;
@@ -202,8 +210,9 @@ pub use self::{
     deadline::DeadlineLayer,
     errors::FailureKind,
     extensions::RequestDeadline,
+    policy::{Attempts, RetryReport, Stop},
     resilience::{Resilience, ResilienceLayer, Resilient, ResponseFuture as ResilientFuture},
-    retry::{Attempts, RetryReport, StatusRetryLayer, Stop},
+    retry::StatusRetryLayer,
     setting::InvalidSetting,
 };
 

@@ -34,12 +34,13 @@
 //! ```
 
 use crate::{
-    resilience::Resilience,
-    retry::{
+    policy::{
         ApacheDecoder, ExponentialBackoff, FeignDecoder, FeignRetryer, FixedDelay, GrpcBackoff,
-        GrpcDecoder, Jitter, RetryBudget, RetryPolicy, StatusDecoder, TransientDecoder,
+        GrpcDecoder, Jitter, RetryBudget, StatusDecoder, TransientDecoder,
         GRPC_PREVIOUS_RPC_ATTEMPTS,
     },
+    resilience::Resilience,
+    retry::RetryPolicy,
 };
 use std::{sync::Arc, time::Duration};
 

@@ -2,7 +2,7 @@
 //! `reqwest`).
 //!
 //! [`ReqwestService`] takes an `http::Request<B>` of any body `B` (a
-//! [`ReplayBody`](crate::retry::ReplayBody) included), sends it with the
+//! [`ReplayBody`](crate::body::ReplayBody) included), sends it with the
 //! client, and answers an `http::Response<reqwest::Body>` or a
 //! [`BoxError`] whose source is the `reqwest::Error`. The decoders and
 //! [`FailureKind::of`](crate::FailureKind::of) read reqwest's failures: a

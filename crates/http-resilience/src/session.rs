@@ -1,108 +1,15 @@
-//! What every form of the stack keeps for one call, and the parts of a policy
-//! that retrying and hedging share: the retry future, the combined service
-//! and the hedge future all drive one [`Session`] with one [`Parts`], so the
-//! numbering of attempts, the gates, the caller's report and the end of a
-//! call exist once.
+//! What every form of the stack keeps for one call: the retry future, the
+//! combined service and the hedge future all drive one [`Session`] with one
+//! [`Parts`], so the numbering of attempts, the gates, the caller's report
+//! and the end of a call exist once.
 
 use crate::{
     extensions::FinalAttempt,
-    retry::{AttemptHeader, RetryBudget, RetryEvent, RetryListener, Verdict},
+    policy::{Parts, RetryEvent},
     Attempts, RequestDeadline, RetryReport, Stop,
 };
-use std::{fmt, sync::Arc, time::Duration};
+use std::time::Duration;
 use tokio::time::Instant;
-
-/// The parts of a policy that the retry and the hedging policies share.
-#[derive(Clone)]
-pub(crate) struct Parts<D> {
-    pub(crate) decoder: D,
-    pub(crate) budget: Option<Arc<RetryBudget>>,
-    pub(crate) listener: Option<Arc<dyn RetryListener>>,
-    pub(crate) attempt_header: Option<AttemptHeader>,
-    /// The least time a useful attempt needs (deadline-aware scheduling).
-    pub(crate) deadline_margin: Option<Duration>,
-}
-
-// ===== impl Parts =====
-
-impl<D> Parts<D> {
-    pub(crate) const fn new(decoder: D) -> Self {
-        Self {
-            decoder,
-            budget: None,
-            listener: None,
-            attempt_header: None,
-            deadline_margin: None,
-        }
-    }
-
-    /// The same parts with another decoder.
-    pub(crate) fn map<D2>(self, decoder: impl FnOnce(D) -> D2) -> Parts<D2> {
-        Parts {
-            decoder: decoder(self.decoder),
-            budget: self.budget,
-            listener: self.listener,
-            attempt_header: self.attempt_header,
-            deadline_margin: self.deadline_margin,
-        }
-    }
-
-    /// Writes the attempt header, if there is one, for attempt `n` (1 for
-    /// the first).
-    #[inline(always)]
-    pub(crate) fn number_attempt<B>(&self, request: &mut http::Request<B>, n: u32) {
-        if let Some(header) = &self.attempt_header {
-            header.write(request, n);
-        }
-    }
-
-    /// Tells the listener, if there is one.
-    pub(crate) fn tell(&self, event: &RetryEvent) {
-        if let Some(listener) = &self.listener {
-            listener.on_event(event);
-        }
-    }
-
-    /// Whether the budget, if there is one, allows another attempt.
-    pub(crate) fn budget_allows(&self) -> Result<(), Stop> {
-        match &self.budget {
-            Some(budget) if !budget.can_retry() => Err(Stop::BudgetExhausted),
-            _ => Ok(()),
-        }
-    }
-
-    /// Takes a token from the budget, if there is one, for an attempt sent
-    /// while others are in flight (a hedge).
-    pub(crate) fn spend(&self) {
-        if let Some(budget) = &self.budget {
-            budget.record_retryable_failure();
-        }
-    }
-
-    /// Tells the budget of a verdict: a retryable one takes a token, an
-    /// accepted one puts a fraction back.
-    pub(crate) fn record(&self, verdict: Verdict) {
-        if let Some(budget) = &self.budget {
-            match verdict {
-                Verdict::Retry { .. } => budget.record_retryable_failure(),
-                Verdict::Accept => budget.record_success(),
-                _ => {}
-            }
-        }
-    }
-}
-
-impl<D: fmt::Debug> fmt::Debug for Parts<D> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Parts")
-            .field("decoder", &self.decoder)
-            .field("budget", &self.budget)
-            .field("listener", &self.listener.is_some())
-            .field("attempt_header", &self.attempt_header)
-            .field("deadline_margin", &self.deadline_margin)
-            .finish()
-    }
-}
 
 /// One call's bookkeeping: the attempts sent and the caller's report.
 #[derive(Debug)]

@@ -12,7 +12,7 @@ use std::{error::Error, fmt};
 /// # Example
 ///
 /// ```
-/// use http_resilience::retry::ExponentialBackoff;
+/// use http_resilience::policy::ExponentialBackoff;
 /// use std::time::Duration;
 ///
 /// let err = ExponentialBackoff::new(Duration::from_millis(100), 0.5, Duration::from_secs(1), 5)

@@ -1,7 +1,8 @@
 // A closure decoder written for `io::Error`, on a stack whose error is `BoxError`.
 use http::{Request, Response};
 use http_resilience::{
-    retry::{FixedDelay, RetryPolicy, Verdict},
+    policy::{FixedDelay, Verdict},
+    retry::RetryPolicy,
     AttemptTimeoutLayer, StatusRetryLayer,
 };
 use std::time::Duration;

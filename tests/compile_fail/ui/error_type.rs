@@ -1,7 +1,8 @@
 // A ready-made decoder right on a service whose error type it cannot classify.
 use http::{Request, Response};
 use http_resilience::{
-    retry::{FixedDelay, RetryPolicy, TransientDecoder},
+    policy::{FixedDelay, TransientDecoder},
+    retry::RetryPolicy,
     StatusRetryLayer,
 };
 use tower::{Layer, Service};

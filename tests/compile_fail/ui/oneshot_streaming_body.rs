@@ -1,7 +1,8 @@
 // The same streaming body, sent with `oneshot` through the whole stack.
 use http::{Request, Response};
 use http_resilience::{
-    retry::{FixedDelay, RetryPolicy, StatusDecoder},
+    policy::{FixedDelay, StatusDecoder},
+    retry::RetryPolicy,
     AttemptTimeoutLayer, DeadlineLayer, StatusRetryLayer,
 };
 use std::time::Duration;

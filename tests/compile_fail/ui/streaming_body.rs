@@ -1,7 +1,8 @@
 // A streaming body (not `Clone`) given to the retry layer as it is.
 use http::{Request, Response};
 use http_resilience::{
-    retry::{FixedDelay, RetryPolicy, StatusDecoder},
+    policy::{FixedDelay, StatusDecoder},
+    retry::RetryPolicy,
     StatusRetryLayer,
 };
 use tower::{Layer, Service};

@@ -19,7 +19,8 @@ use http_body_util::Full;
 use http_resilience::{
     attempt_timeout::AttemptTimeoutLayer,
     deadline::{body::DeadlineBody, DeadlineLayer},
-    retry::{FixedDelay, RetryPolicy, StatusDecoder, StatusRetryLayer},
+    policy::{FixedDelay, StatusDecoder},
+    retry::{RetryPolicy, StatusRetryLayer},
     RequestDeadline, Resilience,
 };
 use std::{

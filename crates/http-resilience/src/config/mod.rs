@@ -180,22 +180,22 @@
 //! client cannot opt out of `default`. Here a client's `preset` is that way
 //! out: it starts from a known-good policy instead of the defaults.
 //!
-//! [`ApacheDecoder`]: crate::retry::ApacheDecoder
-//! [`ExponentialBackoff`]: crate::retry::ExponentialBackoff
-//! [`ExponentialBackoff::default`]: crate::retry::ExponentialBackoff::default
-//! [`ExponentialBackoff::with_seed`]: crate::retry::ExponentialBackoff::with_seed
-//! [`FeignDecoder`]: crate::retry::FeignDecoder
-//! [`FeignRetryer`]: crate::retry::FeignRetryer
-//! [`GrpcBackoff`]: crate::retry::GrpcBackoff
-//! [`GrpcBackoff::with_max_pushback`]: crate::retry::GrpcBackoff::with_max_pushback
-//! [`GrpcDecoder`]: crate::retry::GrpcDecoder
-//! [`RetryBudget`]: crate::retry::RetryBudget
-//! [`FixedDelay`]: crate::retry::FixedDelay
-//! [`FixedDelay::with_max_delay`]: crate::retry::FixedDelay::with_max_delay
-//! [`Jitter`]: crate::retry::Jitter
-//! [`StatusDecoder`]: crate::retry::StatusDecoder
-//! [`StatusDecoder::with_retry_after`]: crate::retry::StatusDecoder::with_retry_after
-//! [`TransientDecoder`]: crate::retry::TransientDecoder
+//! [`ApacheDecoder`]: crate::policy::ApacheDecoder
+//! [`ExponentialBackoff`]: crate::policy::ExponentialBackoff
+//! [`ExponentialBackoff::default`]: crate::policy::ExponentialBackoff::default
+//! [`ExponentialBackoff::with_seed`]: crate::policy::ExponentialBackoff::with_seed
+//! [`FeignDecoder`]: crate::policy::FeignDecoder
+//! [`FeignRetryer`]: crate::policy::FeignRetryer
+//! [`GrpcBackoff`]: crate::policy::GrpcBackoff
+//! [`GrpcBackoff::with_max_pushback`]: crate::policy::GrpcBackoff::with_max_pushback
+//! [`GrpcDecoder`]: crate::policy::GrpcDecoder
+//! [`RetryBudget`]: crate::policy::RetryBudget
+//! [`FixedDelay`]: crate::policy::FixedDelay
+//! [`FixedDelay::with_max_delay`]: crate::policy::FixedDelay::with_max_delay
+//! [`Jitter`]: crate::policy::Jitter
+//! [`StatusDecoder`]: crate::policy::StatusDecoder
+//! [`StatusDecoder::with_retry_after`]: crate::policy::StatusDecoder::with_retry_after
+//! [`TransientDecoder`]: crate::policy::TransientDecoder
 
 mod error;
 mod resolve;
@@ -214,7 +214,7 @@ use self::{
     written::{Preset, Section},
 };
 use crate::{
-    retry::{AnyDecoder, AnyRetryer},
+    policy::{AnyDecoder, AnyRetryer},
     InvalidSetting, Resilience, ResilienceLayer,
 };
 use serde::Deserialize;

@@ -6,12 +6,13 @@ use super::{
     written::{BackoffKind, DecoderKind, Preset, RetrySection, Section},
 };
 use crate::{
-    presets,
-    retry::{
+    policy::{
         AnyDecoder, AnyRetryer, ApacheDecoder, ExponentialBackoff, FeignDecoder, FeignRetryer,
-        FixedDelay, GrpcBackoff, GrpcDecoder, InvalidStatus, Jitter, RetryBudget, RetryPolicy,
-        Retryer, StatusDecoder, TransientDecoder, GRPC_PREVIOUS_RPC_ATTEMPTS,
+        FixedDelay, GrpcBackoff, GrpcDecoder, InvalidStatus, Jitter, RetryBudget, Retryer,
+        StatusDecoder, TransientDecoder, GRPC_PREVIOUS_RPC_ATTEMPTS,
     },
+    presets,
+    retry::RetryPolicy,
     InvalidSetting, Resilience,
 };
 use std::{fmt, sync::Arc, time::Duration};

@@ -2,8 +2,8 @@
 
 use super::written::{BackoffKind, DecoderKind, FromText, Written};
 use super::*;
+use crate::policy::{AnyDecoder, AnyRetryer, Retryer};
 use crate::presets;
-use crate::retry::{AnyDecoder, AnyRetryer, Retryer};
 use std::time::Duration;
 
 /// The erased preset and the one built from the table are the same policy.
@@ -212,7 +212,7 @@ fn the_docs_table_of_presets_as_fields_is_the_code() {
         if let Some(codes) = &fields.codes {
             let written: Vec<String> = codes
                 .iter()
-                .map(|code| format!("{:?}", crate::retry::grpc_code_name(*code).unwrap()))
+                .map(|code| format!("{:?}", crate::policy::grpc_code_name(*code).unwrap()))
                 .collect();
             assert!(
                 other.contains(&format!("codes = [{}]", written.join(", "))),

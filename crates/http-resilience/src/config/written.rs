@@ -1,6 +1,6 @@
 //! The sections as written: what a file holds, parsed as it is read.
 
-use crate::{retry::Jitter, InvalidSetting};
+use crate::{policy::Jitter, InvalidSetting};
 use serde::{
     de::{self, Deserializer, Visitor},
     Deserialize,
@@ -175,7 +175,7 @@ impl FromText for GrpcCodeName {
     const EXPECTED: &'static str = "a gRPC code name such as \"UNAVAILABLE\"";
 
     fn from_text(text: &str) -> Result<Self, Option<String>> {
-        crate::retry::grpc_code_by_name(text).map(Self).ok_or(None)
+        crate::policy::grpc_code_by_name(text).map(Self).ok_or(None)
     }
 }
 

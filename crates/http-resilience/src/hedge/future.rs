@@ -2,9 +2,10 @@
 
 use super::HedgePolicy;
 use crate::{
+    body::{Pristine, TryCloneBody},
     errors::AsError,
     limits::{self, Scheduled},
-    retry::{Decoder, HedgeTrigger, Pristine, RetryEvent, TryCloneBody, Verdict},
+    policy::{Decoder, HedgeTrigger, RetryEvent, Verdict},
     session::{self, Session},
     Attempts, Stop,
 };

@@ -45,7 +45,7 @@
 //!   the same code;
 //! - a request that is not safe to repeat is **never hedged** (the library's
 //!   rule: an idempotent method, an `Idempotency-Key`, or the caller's
-//!   [`Idempotency`](crate::retry::Idempotency)); it is sent once, as it
+//!   [`Idempotency`](crate::policy::Idempotency)); it is sent once, as it
 //!   is. A gRPC method the service owner knows to be safe is marked
 //!   `Idempotency::Idempotent` in the tonic request's extensions.
 //!
@@ -85,14 +85,14 @@
 //!
 //! [`Attempts`]: crate::Attempts
 //! [`Attempts::winner`]: crate::Attempts::winner
-//! [`RetryEvent::Hedge`]: crate::retry::RetryEvent::Hedge
-//! [`RetryBudget`]: crate::retry::RetryBudget
+//! [`RetryEvent::Hedge`]: crate::policy::RetryEvent::Hedge
+//! [`RetryBudget`]: crate::policy::RetryBudget
 //! [`RetryReport`]: crate::RetryReport
 //! [`RequestDeadline`]: crate::RequestDeadline
-//! [`ReplayBody`]: crate::retry::ReplayBody
+//! [`ReplayBody`]: crate::body::ReplayBody
 //! [`StatusRetryLayer`]: crate::StatusRetryLayer
-//! [`Decoder`]: crate::retry::Decoder
-//! [`RetryListener`]: crate::retry::RetryListener
+//! [`Decoder`]: crate::policy::Decoder
+//! [`RetryListener`]: crate::policy::RetryListener
 //!
 //! # Example
 //!
@@ -103,7 +103,7 @@
 //! use http::{Request, Response};
 //! use http_resilience::{
 //!     hedge::{HedgeDelay, HedgeLayer, HedgePolicy},
-//!     retry::TransientDecoder,
+//!     policy::TransientDecoder,
 //!     Attempts,
 //! };
 //! use std::{convert::Infallible, sync::{atomic::{AtomicU32, Ordering}, Arc}, time::Duration};
@@ -145,12 +145,13 @@ pub use self::{
     future::ResponseFuture,
     policy::{HedgeDelay, HedgePolicy, DEFAULT_MAX_SERVER_DELAY},
 };
-pub use crate::retry::HedgeTrigger;
+pub use crate::policy::HedgeTrigger;
 
 use self::future::Hedging;
 use crate::{
+    body::{Pristine, TryCloneBody},
     errors::AsError,
-    retry::{is_idempotent, Decoder, Pristine, TryCloneBody},
+    policy::{is_idempotent, Decoder},
     session::{self, Form, Session},
     Stop,
 };

@@ -3,8 +3,7 @@
 
 use super::latency::Histogram;
 use crate::{
-    retry::{AttemptHeader, RetryBudget, RetryEvent, RetryListener},
-    session::Parts,
+    policy::{AttemptHeader, Parts, RetryBudget, RetryEvent, RetryListener},
     InvalidSetting,
 };
 use std::{fmt, sync::Arc, time::Duration};
@@ -143,7 +142,7 @@ impl fmt::Debug for HedgeDelay {
     }
 }
 
-/// A hedging policy: a [`Decoder`](crate::retry::Decoder) that says what an
+/// A hedging policy: a [`Decoder`](crate::policy::Decoder) that says what an
 /// outcome is, a [`HedgeDelay`], and the limits; see the
 /// [module docs](super).
 ///
@@ -160,7 +159,7 @@ impl fmt::Debug for HedgeDelay {
 /// # Example
 ///
 /// ```
-/// use http_resilience::{hedge::{HedgeDelay, HedgePolicy}, retry::TransientDecoder};
+/// use http_resilience::{hedge::{HedgeDelay, HedgePolicy}, policy::TransientDecoder};
 /// use std::time::Duration;
 ///
 /// // At most 3 copies, 50 ms apart; a copy is also sent when one is 200 ms
@@ -183,8 +182,8 @@ pub struct HedgePolicy<D> {
 }
 
 /// The default cap on a delay the server asks for before the next copy: 1 s,
-/// as [`FixedDelay`](crate::retry::FixedDelay) and
-/// [`FeignRetryer`](crate::retry::FeignRetryer) cap a retry's.
+/// as [`FixedDelay`](crate::policy::FixedDelay) and
+/// [`FeignRetryer`](crate::policy::FeignRetryer) cap a retry's.
 pub const DEFAULT_MAX_SERVER_DELAY: Duration = Duration::from_secs(1);
 
 impl<D> HedgePolicy<D> {

@@ -2,8 +2,9 @@
 
 use super::*;
 use crate::{
+    body::ReplayBody,
     deadline::DeadlineLayer,
-    retry::{ReplayBody, RetryBudget, RetryEvent, StatusDecoder, TransientDecoder},
+    policy::{RetryBudget, RetryEvent, StatusDecoder, TransientDecoder},
     Attempts, BoxError,
 };
 use bytes::Bytes;

@@ -4,7 +4,8 @@ use super::{
 };
 use crate::{
     deadline::{error::DeadlineExceeded, DeadlineLayer},
-    retry::{FixedDelay, RetryPolicy, StatusDecoder, StatusRetryLayer},
+    policy::{FixedDelay, StatusDecoder},
+    retry::{RetryPolicy, StatusRetryLayer},
     Attempts, RequestDeadline,
 };
 use http::{HeaderValue, Request, Response};

@@ -1,10 +1,12 @@
 //! The response future of the one-piece stack, [`Resilient`](super::Resilient).
 
 use crate::{
+    body::TryCloneBody,
     deadline::{body::DeadlineBody, error::DeadlineExceeded},
     limits::{self, Expiry},
+    policy::{Decoder, Retryer},
     propagate::{send_budget, TimeoutFormat},
-    retry::{Decision, Decoder, RetryState, Retryer, TryCloneBody},
+    retry::{Decision, RetryState},
     timer::{poll_timer, saturating_after},
     BoxError, RequestDeadline,
 };

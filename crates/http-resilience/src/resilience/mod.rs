@@ -20,9 +20,11 @@ use self::future::Limits;
 
 use crate::propagate::{send_budget, TimeoutFormat};
 use crate::{
+    body::TryCloneBody,
     deadline::body::DeadlineBody,
     limits,
-    retry::{AnyDecoder, AnyRetryer, Decoder, RetryPolicy, RetryState, Retryer, TryCloneBody},
+    policy::{AnyDecoder, AnyRetryer, Decoder, Retryer},
+    retry::{RetryPolicy, RetryState},
     session::{self, Form},
     BoxError, InvalidSetting, RequestDeadline,
 };
@@ -96,7 +98,7 @@ impl<D, R> Resilience<D, R> {
     ///
     /// ```
     /// use http_resilience::{
-    ///     retry::{FixedDelay, RetryPolicy, StatusDecoder},
+    ///     policy::{FixedDelay, StatusDecoder}, retry::RetryPolicy,
     ///     Resilience,
     /// };
     /// use std::time::Duration;
@@ -244,7 +246,7 @@ impl<D, R> Resilience<D, R> {
     /// # Example
     ///
     /// ```
-    /// use http_resilience::{presets, retry::RetryEvent};
+    /// use http_resilience::{presets, policy::RetryEvent};
     ///
     /// let policy = presets::standard()
     ///     .map_retry(|retry| retry.with_listener(|event: &RetryEvent| println!("{event}")));
@@ -405,7 +407,8 @@ impl<S, D, R> Layer<S> for ResilienceLayer<D, R> {
 ///
 /// ```
 /// use http_resilience::{
-///     retry::{AnyDecoder, AnyRetryer, ReplayBody},
+///     body::ReplayBody,
+///     policy::{AnyDecoder, AnyRetryer},
 ///     transport::{self, HttpClient},
 ///     BoxError, Resilient,
 /// };
@@ -542,7 +545,7 @@ where
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::retry::{FixedDelay, StatusDecoder};
+    use crate::policy::{FixedDelay, StatusDecoder};
 
     fn retry() -> RetryPolicy<StatusDecoder, FixedDelay> {
         RetryPolicy::new(

@@ -17,7 +17,8 @@
 //! ```
 //! use http::{Request, Response, StatusCode};
 //! use http_resilience::{
-//!     retry::{FixedDelay, RetryPolicy, StatusDecoder, StatusRetryLayer},
+//!     policy::{FixedDelay, StatusDecoder},
+//!     retry::{RetryPolicy, StatusRetryLayer},
 //!     Attempts,
 //! };
 //! use std::{
@@ -59,7 +60,10 @@
 //!
 //! ```
 //! use http::{Request, Response};
-//! use http_resilience::retry::{ExponentialBackoff, RetryPolicy, StatusRetryLayer, TransientDecoder};
+//! use http_resilience::{
+//!     policy::{ExponentialBackoff, TransientDecoder},
+//!     retry::{RetryPolicy, StatusRetryLayer},
+//! };
 //! use std::time::Duration;
 //! use tokio::time::Instant;
 //! use tower::{Layer, ServiceExt};
@@ -138,52 +142,29 @@
 //! The wait between attempts is a tokio timer, so `tokio::time::pause()`
 //! applies; a zero wait does not touch the timer at all. Dropping the response
 //! future drops the wait and any attempt in flight: nothing more is sent.
+//!
+//! [`Verdict::Retry`]: crate::policy::Verdict::Retry
+//! [`Attempts`]: crate::Attempts
+//! [`Stop`]: crate::Stop
+//! [`Stop::DeadlinePassed`]: crate::Stop::DeadlinePassed
+//! [`RetryReport`]: crate::RetryReport
+//! [`ReplayBody`]: crate::body::ReplayBody
+//! [`SendOnce`]: crate::body::SendOnce
 
-mod body;
-mod budget;
-mod decoder;
-mod events;
 pub mod future;
 mod layer;
 mod policy;
-mod replay;
-mod report;
-pub mod retry_after;
-mod retryer;
-mod safety;
 mod state;
-mod verdict;
 
-pub use self::{
-    body::{SendOnce, TryCloneBody},
-    budget::RetryBudget,
-    decoder::{
-        AnyDecoder, ApacheDecoder, Decoder, FeignDecoder, GrpcDecoder, HeaderPart, InvalidHeader,
-        InvalidStatus, Or, Outcome, OutcomeDecoder, Reason, RetryOnHeader, StatusDecoder,
-        TransientDecoder, Verdict, GRPC_PREVIOUS_RPC_ATTEMPTS, GRPC_RETRY_PUSHBACK_MS, GRPC_STATUS,
-    },
-    events::{HedgeTrigger, RetryEvent, RetryListener, WaitSource},
-    layer::StatusRetryLayer,
-    policy::RetryPolicy,
-    replay::{NotReplayable, ReplayBody, DEFAULT_REPLAY_CAP},
-    report::{Attempts, RetryReport, Stop},
-    retryer::{
-        AnyRetryer, ExponentialBackoff, FeignRetryer, FixedDelay, GrpcBackoff, Jitter, Retryer,
-    },
-    safety::{is_idempotent, Idempotency, IDEMPOTENCY_KEY},
-};
+pub use self::{layer::StatusRetryLayer, policy::RetryPolicy};
 
-#[cfg(feature = "serde")]
-pub(crate) use self::decoder::grpc_code_by_name;
-#[cfg(test)]
-pub(crate) use self::decoder::grpc_code_name;
 use self::future::ResponseFuture;
-pub(crate) use self::{
-    body::Pristine,
-    policy::AttemptHeader,
-    state::{Decision, RetryState},
-};
+pub(crate) use self::state::{Decision, RetryState};
 use crate::session::{self, Form};
+use crate::{
+    body::TryCloneBody,
+    policy::{Decoder, Retryer},
+};
 use std::{
     fmt,
     sync::Arc,
@@ -275,6 +256,3 @@ where
 
 #[cfg(test)]
 mod tests;
-
-#[cfg(test)]
-mod properties;

@@ -1,5 +1,7 @@
-use super::{Decoder, RetryBudget, RetryListener, Retryer};
-use crate::session::Parts;
+use crate::policy::{
+    is_idempotent, AttemptHeader, Decoder, Idempotency, Parts, Reason, RetryBudget, RetryListener,
+    Retryer, Verdict,
+};
 use http::HeaderName;
 use std::{fmt, sync::Arc, time::Duration};
 
@@ -16,7 +18,7 @@ use std::{fmt, sync::Arc, time::Duration};
 /// Reactor WebClient's policy: retry 503 only, at most twice, 10 ms apart.
 ///
 /// ```
-/// use http_resilience::retry::{FixedDelay, RetryPolicy, StatusDecoder};
+/// use http_resilience::{policy::{FixedDelay, StatusDecoder}, retry::RetryPolicy};
 /// use std::time::Duration;
 ///
 /// let policy = RetryPolicy::new(
@@ -37,72 +39,6 @@ pub struct RetryPolicy<D, R> {
     enabled: bool,
 }
 
-/// The request header that numbers each attempt, and what it counts: shared
-/// by the retry and the hedging policies, so that every attempt either one
-/// sends is numbered alike.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct AttemptHeader {
-    name: HeaderName,
-    numbering: AttemptNumbering,
-}
-
-/// What an attempt header counts.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum AttemptNumbering {
-    /// The number of this attempt, 1 for the first.
-    This,
-    /// The number of attempts before this one; absent on the first (gRPC's
-    /// `grpc-previous-rpc-attempts`).
-    Previous,
-}
-
-// ===== impl AttemptHeader =====
-
-impl AttemptHeader {
-    /// The number of each attempt, 1 for the first, in `name`.
-    pub(crate) const fn this(name: HeaderName) -> Self {
-        Self {
-            name,
-            numbering: AttemptNumbering::This,
-        }
-    }
-
-    /// The number of attempts before each one in `name`; none on the first.
-    pub(crate) const fn previous(name: HeaderName) -> Self {
-        Self {
-            name,
-            numbering: AttemptNumbering::Previous,
-        }
-    }
-
-    /// The header's name.
-    pub(crate) const fn name(&self) -> &HeaderName {
-        &self.name
-    }
-
-    /// Writes the header for attempt `n` (1 for the first), replacing any
-    /// value the request brought.
-    pub(crate) fn write<B>(&self, request: &mut http::Request<B>, n: u32) {
-        let value = match self.numbering {
-            AttemptNumbering::This => n,
-            AttemptNumbering::Previous if n > 1 => n - 1,
-            AttemptNumbering::Previous => {
-                request.headers_mut().remove(&self.name);
-                return;
-            }
-        };
-        // NOTE: `try_insert` because `insert` panics on a header map already at
-        // its largest size; such a request goes on without the header.
-        if request
-            .headers_mut()
-            .try_insert(&self.name, http::HeaderValue::from(value))
-            .is_err()
-        {
-            tracing::debug!(header = %self.name, "the header map is full: attempt number not sent");
-        }
-    }
-}
-
 // ===== impl RetryPolicy =====
 
 impl<D, R> RetryPolicy<D, R> {
@@ -110,7 +46,7 @@ impl<D, R> RetryPolicy<D, R> {
     /// request).
     ///
     /// By default a request that may have reached the upstream is retried
-    /// only if it is idempotent (see [`is_idempotent`](super::is_idempotent)),
+    /// only if it is idempotent (see [`is_idempotent`](is_idempotent)),
     /// whether the verdict came from a status or from a failure; a request
     /// the upstream cannot have acted on (never sent, or refused unprocessed
     /// over HTTP/2: [`FailureKind::is_before_send`](crate::FailureKind::is_before_send))
@@ -228,10 +164,9 @@ impl<D, R> RetryPolicy<D, R> {
     }
 
     /// Whether a retry asked for with `verdict` may be made for `request`.
-    pub(crate) fn allows<B>(&self, request: &http::Request<B>, reason: super::Reason) -> bool {
-        use super::Reason;
-        let said_not = request.extensions().get::<super::Idempotency>()
-            == Some(&super::Idempotency::NotIdempotent);
+    pub(crate) fn allows<B>(&self, request: &http::Request<B>, reason: Reason) -> bool {
+        let said_not =
+            request.extensions().get::<Idempotency>() == Some(&Idempotency::NotIdempotent);
         match reason {
             Reason::Failure(kind) if kind.is_before_send() => true,
             // NOTE: the caller's explicit word beats every switch.
@@ -241,7 +176,7 @@ impl<D, R> RetryPolicy<D, R> {
             // is the service owner's word that the server sends it for calls
             // it did not process (gRPC's retry design).
             Reason::GrpcStatus(_) => true,
-            _ if self.retry_sent_requests || super::is_idempotent(request) => true,
+            _ if self.retry_sent_requests || is_idempotent(request) => true,
             Reason::Status(_) | Reason::Header(_) => !self.statuses_need_idempotency,
             _ => false,
         }
@@ -287,7 +222,7 @@ impl<D, R> RetryPolicy<D, R> {
     }
 
     /// The decoder's verdict on one outcome.
-    pub(crate) fn decode<B, E>(&self, outcome: &Result<http::Response<B>, E>) -> super::Verdict
+    pub(crate) fn decode<B, E>(&self, outcome: &Result<http::Response<B>, E>) -> Verdict
     where
         D: Decoder<B, E>,
     {

@@ -1,11 +1,9 @@
 //! What the retry decides for one request, apart from the future that polls.
 
-use super::{
-    body::Pristine, Decoder, Reason, RetryEvent, RetryPolicy, Retryer, TryCloneBody, Verdict,
-    WaitSource,
-};
-use super::{Attempts, Stop};
+use super::RetryPolicy;
+use crate::body::{Pristine, TryCloneBody};
 use crate::extensions::FinalAttempt;
+use crate::policy::{Attempts, Decoder, Reason, RetryEvent, Retryer, Stop, Verdict, WaitSource};
 use crate::{
     limits::{self, Scheduled},
     session::{self, whole_millis, Session},

@@ -1,5 +1,5 @@
-use super::FeignRetryer;
 use super::*;
+use crate::{body::*, policy::*};
 use crate::{Attempts, BoxError, RequestDeadline, RetryReport, Stop};
 use bytes::Bytes;
 use http::{Request, Response, StatusCode};
@@ -364,6 +364,7 @@ async fn stops_retrying_once_the_request_deadline_has_passed() {
 
 mod safety {
     use super::super::*;
+    use crate::{body::*, policy::*};
     use crate::{Attempts, BoxError, FailureKind, Stop};
     use http::{Method, Request, Response};
     use http_body_util::BodyExt;

@@ -2,9 +2,12 @@
 
 use super::{Decision, RetryState};
 use crate::extensions::FinalAttempt;
-use crate::retry::{Attempts, RetryReport, Stop};
-use crate::retry::{FixedDelay, RetryBudget, RetryPolicy, StatusDecoder, Verdict};
+use crate::policy::{Attempts, RetryReport, Stop};
 use crate::RequestDeadline;
+use crate::{
+    policy::{FixedDelay, RetryBudget, StatusDecoder, Verdict},
+    retry::RetryPolicy,
+};
 use http::{Request, Response, StatusCode};
 use std::{io, sync::Arc, time::Duration};
 

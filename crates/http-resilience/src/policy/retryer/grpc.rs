@@ -49,12 +49,12 @@ use std::time::Duration;
 ///
 /// [`ExponentialBackoff`]: super::ExponentialBackoff
 /// [`Jitter::Full`]: super::Jitter::Full
-/// [`GrpcDecoder`]: crate::retry::GrpcDecoder
+/// [`GrpcDecoder`]: crate::policy::GrpcDecoder
 ///
 /// # Example
 ///
 /// ```
-/// use http_resilience::retry::{GrpcBackoff, Retryer};
+/// use http_resilience::policy::{GrpcBackoff, Retryer};
 /// use std::time::Duration;
 ///
 /// let ms = Duration::from_millis;

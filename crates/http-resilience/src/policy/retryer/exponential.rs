@@ -47,7 +47,7 @@ pub enum Jitter {
 /// # Example
 ///
 /// ```
-/// use http_resilience::retry::{ExponentialBackoff, Retryer};
+/// use http_resilience::policy::{ExponentialBackoff, Retryer};
 /// use std::time::Duration;
 ///
 /// let ms = Duration::from_millis;
@@ -82,7 +82,7 @@ impl ExponentialBackoff {
     /// # Example
     ///
     /// ```
-    /// use http_resilience::retry::ExponentialBackoff;
+    /// use http_resilience::policy::ExponentialBackoff;
     /// use std::time::Duration;
     ///
     /// let backoff = ExponentialBackoff::new(Duration::from_millis(50), 2.0, Duration::from_secs(2), 4)?;

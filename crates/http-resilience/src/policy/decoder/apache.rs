@@ -20,7 +20,7 @@ use crate::{errors::AsError, FailureKind};
 /// # Example
 ///
 /// ```
-/// use http_resilience::{retry::{ApacheDecoder, Decoder}, BoxError, FailureKind};
+/// use http_resilience::{policy::{ApacheDecoder, Decoder}, BoxError, FailureKind};
 ///
 /// let apache = ApacheDecoder::new();
 /// let reset: BoxError = std::io::Error::from(std::io::ErrorKind::ConnectionReset).into();

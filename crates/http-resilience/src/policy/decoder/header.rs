@@ -12,14 +12,14 @@ use std::{error::Error, fmt};
 ///
 /// ```
 /// use http::Response;
-/// use http_resilience::retry::{Decoder, RetryOnHeader};
+/// use http_resilience::policy::{Decoder, RetryOnHeader};
 ///
 /// let decoder = RetryOnHeader::new("x-should-retry", "true")?;
 /// let asked = Response::builder().header("x-should-retry", "TRUE").body(())?;
 /// assert!(Decoder::<(), ()>::decode(&decoder, &Ok(asked)).is_retry());
 ///
 /// let err = RetryOnHeader::new("X-Should-Retry", "true").unwrap_err();
-/// assert_eq!(err.part(), http_resilience::retry::HeaderPart::Name);
+/// assert_eq!(err.part(), http_resilience::policy::HeaderPart::Name);
 /// # Ok::<(), http_resilience::BoxError>(())
 /// ```
 #[derive(Debug, Clone)]

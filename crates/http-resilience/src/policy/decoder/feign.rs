@@ -18,7 +18,7 @@ use crate::{errors::AsError, FailureKind};
 ///
 /// ```
 /// use http::Response;
-/// use http_resilience::{retry::{Decoder, FeignDecoder, Verdict}, BoxError};
+/// use http_resilience::{policy::{Decoder, FeignDecoder, Verdict}, BoxError};
 /// use std::time::Duration;
 ///
 /// let decoder = FeignDecoder::new();

@@ -13,7 +13,7 @@
 //!
 //! ```
 //! use http::HeaderMap;
-//! use http_resilience::retry::retry_after;
+//! use http_resilience::policy::retry_after;
 //! use std::time::{Duration, SystemTime};
 //!
 //! let mut headers = HeaderMap::new();
@@ -200,8 +200,8 @@ mod tests {
 
     // ===== nonsense refused =====
 
+    use crate::policy::retry_after;
     use crate::propagate::{parse_timeout, TimeoutFormat};
-    use crate::retry::retry_after;
 
     #[test]
     fn malformed_retry_after_is_refused() {

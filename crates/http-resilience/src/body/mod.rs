@@ -1,16 +1,27 @@
-//! Request bodies that can be sent again.
+//! Request bodies that can be sent again, for every layer that sends a
+//! request more than once (retries and hedges):
+//!
+//! - every `Clone` body ([`TryCloneBody`]: `Full`, `String`, `Bytes`, ...)
+//!   is copied;
+//! - a stream goes through [`ReplayBody`], which keeps what an attempt sends,
+//!   up to a cap, and hands what it never read to the next one;
+//! - or through [`SendOnce`], which is sent once and never again.
 //!
 //! # Example
 //!
 //! ```
 //! use bytes::Bytes;
 //! use http_body_util::Full;
-//! use http_resilience::retry::{SendOnce, TryCloneBody};
+//! use http_resilience::body::{SendOnce, TryCloneBody};
 //!
 //! // `Clone` bodies replay; a stream goes through `SendOnce` and does not.
 //! assert!(Full::new(Bytes::from_static(b"{}")).try_clone_body().is_some());
 //! assert!(SendOnce::new(Full::new(Bytes::new())).try_clone_body().is_none());
 //! ```
+
+mod replay;
+
+pub use self::replay::{NotReplayable, ReplayBody, DEFAULT_REPLAY_CAP};
 
 use crate::RequestDeadline;
 use http_body::{Body, Frame, SizeHint};
@@ -22,7 +33,7 @@ use std::{
 
 /// A request body that may be copied for another attempt.
 ///
-/// [`StatusRetry`](super::StatusRetry) keeps a copy of the request for a retry
+/// [`StatusRetry`](crate::retry::StatusRetry) keeps a copy of the request for a retry
 /// only when its body returns `Some` here.
 ///
 /// Every `Clone` body is replayable: `Full`, `Empty`, `String`, `Bytes`,
@@ -36,7 +47,7 @@ use std::{
 /// ```
 /// use bytes::Bytes;
 /// use http_body_util::Full;
-/// use http_resilience::retry::{SendOnce, TryCloneBody};
+/// use http_resilience::body::{SendOnce, TryCloneBody};
 ///
 /// let full = Full::new(Bytes::from_static(b"payload"));
 /// assert!(full.try_clone_body().is_some());
@@ -56,7 +67,7 @@ pub trait TryCloneBody: Sized {
     fn try_clone_body(&self) -> Option<Self>;
 
     /// Whether a copy made earlier can still send the whole body. A copy of
-    /// a lazily buffered body ([`ReplayBody`](super::ReplayBody)) can, until
+    /// a lazily buffered body ([`ReplayBody`]) can, until
     /// part of the body has been sent and not kept (past its cap); a copy of a
     /// `Clone` body always can.
     fn is_replayable(&self) -> bool {
@@ -79,7 +90,7 @@ pin_project! {
     /// never retried.
     ///
     /// Wraps a body that is not `Clone` (a stream) so that it can go through
-    /// [`StatusRetry`](super::StatusRetry). The body itself is passed on
+    /// [`StatusRetry`](crate::retry::StatusRetry). The body itself is passed on
     /// untouched.
     ///
     /// See [`TryCloneBody`] for an example.
@@ -149,7 +160,7 @@ fn try_clone_request<B: TryCloneBody>(
     Some(copy)
 }
 
-/// The pristine copy of a request that [`StatusRetry`](super::StatusRetry)
+/// The pristine copy of a request that [`StatusRetry`](crate::retry::StatusRetry)
 /// keeps for the attempts after the first.
 ///
 /// Most requests reach the retry layer with a single extension: the

@@ -4,7 +4,7 @@
 //!
 //! ```
 //! use http::Response;
-//! use http_resilience::retry::{Decoder, StatusDecoder, Verdict};
+//! use http_resilience::policy::{Decoder, StatusDecoder, Verdict};
 //!
 //! // Reactor's decoder, and a closure that also retries every error.
 //! let only_503 = StatusDecoder::new([503])?;
@@ -54,7 +54,7 @@ use std::time::SystemTime;
 ///
 /// ```
 /// use http::{Response, StatusCode};
-/// use http_resilience::retry::{Decoder, Verdict};
+/// use http_resilience::policy::{Decoder, Verdict};
 ///
 /// // Retry 502 and 503, and every transport error.
 /// let decoder = |outcome: &Result<Response<()>, std::io::Error>| match outcome {
@@ -154,7 +154,7 @@ decoder_or!(StatusDecoder, FeignDecoder, TransientDecoder, ApacheDecoder, RetryO
 ///
 /// ```
 /// use http::Response;
-/// use http_resilience::retry::{Decoder, Or, RetryOnHeader, StatusDecoder, Verdict};
+/// use http_resilience::policy::{Decoder, Or, RetryOnHeader, StatusDecoder, Verdict};
 ///
 /// let decoder = StatusDecoder::new([503])?.or(RetryOnHeader::new("x-should-retry", "true")?);
 /// let asked = Response::builder().status(500).header("x-should-retry", "true").body(())?;

@@ -74,7 +74,7 @@ impl std::fmt::Display for Stop {
 ///
 /// ```
 /// use http::StatusCode;
-/// use http_resilience::{retry::Verdict, Attempts, Stop};
+/// use http_resilience::{policy::Verdict, Attempts, Stop};
 ///
 /// let mut response = http::Response::new(());
 /// let last = Verdict::retry(StatusCode::SERVICE_UNAVAILABLE);

@@ -18,7 +18,7 @@ use std::time::Duration;
 /// # Example
 ///
 /// ```
-/// use http_resilience::retry::{FeignRetryer, Retryer};
+/// use http_resilience::policy::{FeignRetryer, Retryer};
 /// use std::time::Duration;
 ///
 /// let ms = Duration::from_millis;

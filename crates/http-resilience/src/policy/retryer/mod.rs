@@ -3,7 +3,7 @@
 //! # Example
 //!
 //! ```
-//! use http_resilience::retry::{FixedDelay, Retryer};
+//! use http_resilience::policy::{FixedDelay, Retryer};
 //! use std::time::Duration;
 //!
 //! // Reactor's retryer: two retries, 10 ms apart. Each request gets a clone.
@@ -32,7 +32,7 @@ use std::time::Duration;
 
 /// Decides whether another attempt is made, and after how long.
 ///
-/// This is the role of OpenFeign's `Retryer`. A [`RetryPolicy`](super::RetryPolicy)
+/// This is the role of OpenFeign's `Retryer`. A [`RetryPolicy`](crate::retry::RetryPolicy)
 /// holds one retryer as a prototype and makes a fresh one for every request
 /// with [`for_request`](Retryer::for_request) (a clone, by default), so each
 /// call starts with fresh state (attempts used, the current backoff) and calls
@@ -43,7 +43,7 @@ use std::time::Duration;
 /// A retryer that waits 50 ms, then 100 ms, then gives up:
 ///
 /// ```
-/// use http_resilience::retry::Retryer;
+/// use http_resilience::policy::Retryer;
 /// use std::time::Duration;
 ///
 /// #[derive(Clone)]
@@ -85,7 +85,7 @@ pub trait Retryer: Clone {
     }
 
     /// The most attempts this retryer ever allows, the first included, if it
-    /// has such a bound. [`StatusRetry`](super::StatusRetry) uses it to mark
+    /// has such a bound. [`StatusRetry`](crate::retry::StatusRetry) uses it to mark
     /// the last possible attempt with [`FinalAttempt`](crate::extensions::FinalAttempt).
     fn max_attempts(&self) -> Option<u32> {
         None

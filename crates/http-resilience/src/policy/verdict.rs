@@ -16,7 +16,7 @@ use std::{fmt, time::Duration};
 ///
 /// ```
 /// use http::StatusCode;
-/// use http_resilience::retry::{Reason, Verdict};
+/// use http_resilience::policy::{Reason, Verdict};
 /// use std::time::Duration;
 ///
 /// let verdict = Verdict::retry(StatusCode::SERVICE_UNAVAILABLE).after(Duration::from_secs(2));

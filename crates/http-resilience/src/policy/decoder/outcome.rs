@@ -33,7 +33,7 @@ pub enum Outcome<'a> {
 ///
 /// ```
 /// use http_resilience::{
-///     retry::{Decoder, Outcome, OutcomeDecoder, Verdict},
+///     policy::{Decoder, Outcome, OutcomeDecoder, Verdict},
 ///     BoxError, FailureKind,
 /// };
 ///

@@ -80,7 +80,7 @@ pub(crate) fn grpc_code_by_name(name: &str) -> Option<i32> {
 ///   asking not to retry, and the call ends with that response. (A6 also
 ///   counts such a refusal against the retry throttling; here only outcomes
 ///   the decoder wants retried take a token from a
-///   [`RetryBudget`](crate::retry::RetryBudget).)
+///   [`RetryBudget`](crate::policy::RetryBudget).)
 /// - **Transport failures** keep the library's rules: a failure the upstream
 ///   cannot have acted on ([`FailureKind::is_before_send`]: never sent, or an
 ///   HTTP/2 stream refused unprocessed) is retried; any other is not.
@@ -89,14 +89,14 @@ pub(crate) fn grpc_code_by_name(name: &str) -> Option<i32> {
 /// method, because configuring a code as retryable is the service owner's
 /// word that the server sends it for calls it did not process (A6 leaves the
 /// choice of codes to them for that reason); the caller's
-/// [`Idempotency::NotIdempotent`](crate::retry::Idempotency) still forbids
+/// [`Idempotency::NotIdempotent`](crate::policy::Idempotency) still forbids
 /// it. The verdict's reason is [`Reason::GrpcStatus`].
 ///
 /// # Example
 ///
 /// ```
 /// use http::Response;
-/// use http_resilience::{retry::{Decoder, GrpcDecoder}, BoxError};
+/// use http_resilience::{policy::{Decoder, GrpcDecoder}, BoxError};
 /// use std::time::Duration;
 ///
 /// let decoder = GrpcDecoder::default();

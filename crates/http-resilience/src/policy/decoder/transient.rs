@@ -18,7 +18,7 @@ use crate::{errors::AsError, FailureKind};
 ///
 /// ```
 /// use http::Response;
-/// use http_resilience::{retry::{Decoder, TransientDecoder}, BoxError};
+/// use http_resilience::{policy::{Decoder, TransientDecoder}, BoxError};
 ///
 /// let decoder = TransientDecoder::new();
 /// let refused: BoxError = std::io::Error::from(std::io::ErrorKind::ConnectionRefused).into();

@@ -164,7 +164,7 @@ impl fmt::Display for RetryEvent {
 /// # Example
 ///
 /// ```
-/// use http_resilience::retry::{FixedDelay, RetryEvent, RetryPolicy, StatusDecoder};
+/// use http_resilience::{policy::{FixedDelay, RetryEvent, StatusDecoder}, retry::RetryPolicy};
 /// use std::sync::{atomic::{AtomicU32, Ordering}, Arc};
 ///
 /// let retries = Arc::new(AtomicU32::new(0));

@@ -40,7 +40,7 @@ const SCALE: u64 = 1000;
 /// # Example
 ///
 /// ```
-/// use http_resilience::retry::RetryBudget;
+/// use http_resilience::policy::RetryBudget;
 ///
 /// let budget = RetryBudget::new(10, 0.1).unwrap();
 /// assert!(budget.can_retry());

@@ -17,7 +17,7 @@ use std::{error::Error, fmt};
 ///
 /// ```
 /// use http::Response;
-/// use http_resilience::retry::{Decoder, StatusDecoder, Verdict};
+/// use http_resilience::policy::{Decoder, StatusDecoder, Verdict};
 ///
 /// let decoder = StatusDecoder::new([503])?;
 /// let response = |status| Response::builder().status(status).body(());
@@ -55,7 +55,7 @@ impl StatusDecoder {
     /// # Example
     ///
     /// ```
-    /// use http_resilience::retry::{InvalidStatus, StatusDecoder};
+    /// use http_resilience::policy::{InvalidStatus, StatusDecoder};
     ///
     /// let decoder = StatusDecoder::new([502, 503])?;
     /// assert_eq!(decoder.statuses().count(), 2);

@@ -22,7 +22,7 @@ pub const DEFAULT_REPLAY_CAP: usize = 64 * 1024;
 /// from which a frame is kept as it came, without a copy.
 const BLOCK: usize = 4 * 1024;
 
-/// A request body that [`StatusRetry`](super::StatusRetry) can send again,
+/// A request body that [`StatusRetry`](crate::retry::StatusRetry) can send again,
 /// although the body it wraps is a stream (hyper's `Incoming`, axum's `Body`,
 /// tonic's body).
 ///
@@ -90,7 +90,7 @@ const BLOCK: usize = 4 * 1024;
 ///
 /// ```
 /// use http_body_util::BodyExt;
-/// use http_resilience::retry::{ReplayBody, TryCloneBody};
+/// use http_resilience::body::{ReplayBody, TryCloneBody};
 /// use http_resilience_mock::body::ScriptedBody;
 ///
 /// # #[tokio::main(flavor = "current_thread")]

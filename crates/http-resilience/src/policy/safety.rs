@@ -39,7 +39,7 @@ pub enum Idempotency {
 ///
 /// ```
 /// use http::Request;
-/// use http_resilience::retry::{is_idempotent, Idempotency};
+/// use http_resilience::policy::{is_idempotent, Idempotency};
 ///
 /// assert!(is_idempotent(&Request::get("/").body(()).unwrap()));
 /// assert!(!is_idempotent(&Request::post("/").body(()).unwrap()));

@@ -15,7 +15,7 @@ use std::time::Duration;
 /// # Example
 ///
 /// ```
-/// use http_resilience::retry::{FixedDelay, Retryer};
+/// use http_resilience::policy::{FixedDelay, Retryer};
 /// use std::time::Duration;
 ///
 /// let mut retryer = FixedDelay::new(Duration::from_millis(10), 2);

@@ -1,0 +1,69 @@
+//! The parts of a policy: what the retry layer, the combined service and
+//! hedging judge an outcome with and schedule the next attempt by.
+//!
+//! - a [`Decoder`] turns one attempt's outcome into a typed [`Verdict`]:
+//!   accept, retry (with the delay the server asked for, if it did), or fail,
+//!   each with a [`Reason`]; closures are decoders;
+//! - a [`Retryer`], fresh for every request, says whether another attempt is
+//!   made and after how long ([`FixedDelay`], [`ExponentialBackoff`],
+//!   [`FeignRetryer`], [`GrpcBackoff`]);
+//! - a [`RetryBudget`] bounds the retries and hedges of every caller
+//!   together; a [`RetryListener`] hears every [`RetryEvent`];
+//! - [`Attempts`] on a response and a [`RetryReport`] for an error say how a
+//!   call went, with the [`Stop`] that ended it;
+//! - [`is_idempotent`] and [`Idempotency`] say what may be sent again, and
+//!   [`retry_after`] reads a server's `Retry-After`.
+//!
+//! This is OpenFeign's split between `ErrorDecoder` and `Retryer`, shared by
+//! every middleware of the crate, as tower-http's `classify` is by its own.
+//!
+//! # Example
+//!
+//! ```
+//! use http::StatusCode;
+//! use http_resilience::policy::{Decoder, FixedDelay, Retryer, StatusDecoder};
+//! use std::time::Duration;
+//!
+//! let decoder = StatusDecoder::new([503])?;
+//! let unavailable = http::Response::builder().status(503).body(())?;
+//! let verdict = decoder.decode(&Ok::<_, std::io::Error>(unavailable));
+//! assert!(verdict.is_retry());
+//!
+//! let mut retryer = FixedDelay::new(Duration::from_millis(10), 2).for_request();
+//! assert_eq!(retryer.next_delay(1, None), Some(Duration::from_millis(10)));
+//! # let _ = StatusCode::OK;
+//! # Ok::<(), http_resilience::BoxError>(())
+//! ```
+
+mod budget;
+mod decoder;
+mod events;
+mod parts;
+#[cfg(test)]
+mod properties;
+mod report;
+pub mod retry_after;
+mod retryer;
+mod safety;
+mod verdict;
+
+pub use self::{
+    budget::RetryBudget,
+    decoder::{
+        AnyDecoder, ApacheDecoder, Decoder, FeignDecoder, GrpcDecoder, HeaderPart, InvalidHeader,
+        InvalidStatus, Or, Outcome, OutcomeDecoder, Reason, RetryOnHeader, StatusDecoder,
+        TransientDecoder, Verdict, GRPC_PREVIOUS_RPC_ATTEMPTS, GRPC_RETRY_PUSHBACK_MS, GRPC_STATUS,
+    },
+    events::{HedgeTrigger, RetryEvent, RetryListener, WaitSource},
+    report::{Attempts, RetryReport, Stop},
+    retryer::{
+        AnyRetryer, ExponentialBackoff, FeignRetryer, FixedDelay, GrpcBackoff, Jitter, Retryer,
+    },
+    safety::{is_idempotent, Idempotency, IDEMPOTENCY_KEY},
+};
+
+#[cfg(feature = "serde")]
+pub(crate) use self::decoder::grpc_code_by_name;
+#[cfg(test)]
+pub(crate) use self::decoder::grpc_code_name;
+pub(crate) use self::parts::{AttemptHeader, Parts};
