@@ -10,7 +10,7 @@
 //!   [`FailureKind::ConnectTimeout`](crate::FailureKind::ConnectTimeout).
 //! - **read timeout** (default 10 s, OkHttp's default): the longest wait for the
 //!   response head or for the next body frame; not a limit on the whole body.
-//!   See [`read_timeout`](crate::read_timeout) for what a read is.
+//!   See [`read_timeout`] for what a read is.
 //! - **no hidden retry**: hyper-util resends a request that was canceled before
 //!   it was written to a pooled connection; that is turned off, so every
 //!   attempt the server sees is one the retry policy made, and request counts
@@ -63,21 +63,109 @@ mod respond;
 pub use self::connect::{
     ConnectFuture, ResolveFuture, TcpConnector, TlsFuture, TypedResolver, TypedTlsConnector,
 };
-pub use self::respond::{NamesNoResponse, NamesNoResponseFuture};
 
-use crate::{read_timeout::ReadTimeout, timer::FAR_FUTURE, InvalidSetting};
+use self::respond::{NamesNoResponse, NamesNoResponseFuture};
+use crate::{
+    read_timeout::{self, body::ReadTimeoutBody, ReadTimeout},
+    timer::FAR_FUTURE,
+    BoxError, InvalidSetting,
+};
+use hyper::body::Incoming;
 use hyper_util::{
     client::legacy::{
-        connect::{dns::GaiResolver, HttpConnector},
+        connect::{dns::GaiResolver, Connect, HttpConnector},
         Client,
     },
     rt::{TokioExecutor, TokioTimer},
 };
-use std::time::Duration;
+use pin_project_lite::pin_project;
+use std::{
+    fmt,
+    future::Future,
+    pin::Pin,
+    task::{Context, Poll},
+    time::Duration,
+};
+use tower_service::Service;
 
-/// The client [`Builder::build_http`] returns: hyper-util's client over plain
-/// TCP, with the read timeout around it.
-pub type HttpClient<B, R = GaiResolver> = ReadTimeout<NamesNoResponse<Client<TcpConnector<R>, B>>>;
+/// The client a [`Builder`] makes: hyper-util's client over the connector
+/// `C` (plain TCP by default), sending request bodies of type `B`, with the
+/// read timeout around it, and a connection the upstream closed without a
+/// response reported as [`NoResponse`](crate::errors::NoResponse).
+///
+/// Its errors are [`BoxError`]s that
+/// [`FailureKind::of`](crate::FailureKind::of) tells apart; its response
+/// bodies are hyper's, each read within the read timeout.
+///
+/// # Clone
+///
+/// Cheap: clones share hyper-util's connection pool, as the retry layers'
+/// clones of the client do.
+pub struct HttpClient<B, C = TcpConnector> {
+    inner: ReadTimeout<NamesNoResponse<Client<C, B>>>,
+}
+
+impl<B, C: Clone> Clone for HttpClient<B, C> {
+    fn clone(&self) -> Self {
+        Self {
+            inner: self.inner.clone(),
+        }
+    }
+}
+
+impl<B, C> fmt::Debug for HttpClient<B, C> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("HttpClient")
+            .field("read_timeout", &self.inner.limit())
+            .finish_non_exhaustive()
+    }
+}
+
+impl<B, C> Service<http::Request<B>> for HttpClient<B, C>
+where
+    C: Connect + Clone + Send + Sync + 'static,
+    B: http_body::Body + Send + Unpin + 'static,
+    B::Data: Send,
+    B::Error: Into<BoxError>,
+{
+    type Response = http::Response<ReadTimeoutBody<Incoming>>;
+    type Error = BoxError;
+    type Future = ResponseFuture;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, request: http::Request<B>) -> Self::Future {
+        ResponseFuture {
+            inner: self.inner.call(request),
+        }
+    }
+}
+
+pin_project! {
+    /// Response future of [`HttpClient`].
+    pub struct ResponseFuture {
+        #[pin]
+        inner: read_timeout::future::ResponseFuture<
+            NamesNoResponseFuture<hyper_util::client::legacy::ResponseFuture>,
+        >,
+    }
+}
+
+impl Future for ResponseFuture {
+    type Output = Result<http::Response<ReadTimeoutBody<Incoming>>, BoxError>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        self.project().inner.poll(cx)
+    }
+}
+
+impl fmt::Debug for ResponseFuture {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ResponseFuture").finish_non_exhaustive()
+    }
+}
 
 /// Builds a hyper-util client with the transport limits of this module.
 ///
@@ -234,7 +322,7 @@ impl Builder {
     pub fn build_http_with_resolver<B, R>(
         &self,
         resolver: R,
-    ) -> Result<HttpClient<B, R>, InvalidSetting>
+    ) -> Result<HttpClient<B, TcpConnector<R>>, InvalidSetting>
     where
         B: http_body::Body + Send + 'static,
         B::Data: Send,
@@ -251,12 +339,9 @@ impl Builder {
     ///
     /// [`InvalidSetting`] if the configuration makes no sense (a zero
     /// limit).
-    pub fn build<C, B>(
-        &self,
-        connector: C,
-    ) -> Result<ReadTimeout<NamesNoResponse<Client<C, B>>>, InvalidSetting>
+    pub fn build<C, B>(&self, connector: C) -> Result<HttpClient<B, C>, InvalidSetting>
     where
-        C: hyper_util::client::legacy::connect::Connect + Clone,
+        C: Connect + Clone,
         B: http_body::Body + Send + 'static,
         B::Data: Send,
     {
@@ -269,10 +354,9 @@ impl Builder {
             .retry_canceled_requests(false)
             .http2_only(self.http2_only)
             .build(connector);
-        Ok(ReadTimeout::after_connect(
-            NamesNoResponse::new(client),
-            self.read_timeout,
-        ))
+        Ok(HttpClient {
+            inner: ReadTimeout::after_connect(NamesNoResponse::new(client), self.read_timeout),
+        })
     }
 
     fn validate(&self) -> Result<(), InvalidSetting> {

@@ -18,17 +18,15 @@ use tower_service::Service;
 ///
 /// [`Builder`](super::Builder) puts it around hyper-util's client.
 #[derive(Debug, Clone)]
-pub struct NamesNoResponse<S> {
+pub(crate) struct NamesNoResponse<S> {
     inner: S,
 }
 
 impl<S> NamesNoResponse<S> {
     /// Wraps `inner`.
-    pub const fn new(inner: S) -> Self {
+    pub(crate) const fn new(inner: S) -> Self {
         Self { inner }
     }
-
-    define_inner_service_accessors!();
 }
 
 impl<S, B> Service<http::Request<B>> for NamesNoResponse<S>
@@ -55,7 +53,7 @@ where
 
 pin_project! {
     /// Response future of [`NamesNoResponse`].
-    pub struct NamesNoResponseFuture<F> {
+    pub(crate) struct NamesNoResponseFuture<F> {
         #[pin]
         future: F,
         authority: Option<http::uri::Authority>,
