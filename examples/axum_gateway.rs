@@ -67,7 +67,7 @@ use http_resilience::{
     policy::{FixedDelay, TransientDecoder},
     retry::RetryPolicy,
     transport::{self, HttpClient},
-    BoxError, FailureKind, Resilience, Resilient,
+    BoxError, FailureKind, Resilience, ResiliencePolicy,
 };
 use http_resilience_mock::{MockResponse, MockServer};
 use hyper_util::{client::legacy::Client, rt::TokioExecutor};
@@ -100,7 +100,7 @@ pub const REQUEST_ID: &str = "x-request-id";
 pub type Outbound = ReplayBody<Body>;
 
 /// The client stack every forwarded request goes through.
-type Stack = Resilient<HttpClient<Outbound>, TransientDecoder, FixedDelay>;
+type Stack = Resilience<HttpClient<Outbound>, TransientDecoder, FixedDelay>;
 
 /// The gateway's state: where requests go, and the stack that sends them.
 #[derive(Debug, Clone)]
@@ -171,7 +171,7 @@ pub fn gateway_with_retries(
         );
     };
     let policy = RetryPolicy::new(TransientDecoder::new(), retries);
-    let resilience = Resilience::new(deadline, attempt, policy)?;
+    let resilience = ResiliencePolicy::new(deadline, attempt, policy)?;
     let client = transport::Builder::new().build_http::<Outbound>()?;
     let client = tower::ServiceBuilder::new()
         .layer(resilience.layer())

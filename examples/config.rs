@@ -9,7 +9,7 @@
 use http_resilience::{
     config::ClientsConfig,
     policy::{AnyDecoder, AnyRetryer, Retryer},
-    Resilience,
+    ResiliencePolicy,
 };
 use std::time::Duration;
 
@@ -43,7 +43,7 @@ fn main() {
 }
 
 /// One client's policy, readably.
-fn print_policy(name: &str, policy: &Resilience<AnyDecoder, AnyRetryer>) {
+fn print_policy(name: &str, policy: &ResiliencePolicy<AnyDecoder, AnyRetryer>) {
     println!(
         "{name}\n  {} per attempt, {} in all",
         human(policy.attempt_timeout()),

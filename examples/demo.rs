@@ -19,7 +19,7 @@ use http_resilience::{
     presets,
     read_timeout::body::ReadTimeoutBody,
     retry::{RetryPolicy, StatusRetryLayer},
-    transport, Attempts, BoxError, FailureKind, InvalidSetting, Resilience,
+    transport, Attempts, BoxError, FailureKind, InvalidSetting, ResiliencePolicy,
 };
 use http_resilience_mock::{MockResponse, MockServer};
 use hyper::body::Incoming;
@@ -68,9 +68,9 @@ const READ: Duration = Duration::from_secs(5);
 fn seed_with(
     attempt: Duration,
     total: Duration,
-) -> Result<Resilience<AnyDecoder, AnyRetryer>, InvalidSetting> {
+) -> Result<ResiliencePolicy<AnyDecoder, AnyRetryer>, InvalidSetting> {
     let (decoder, retryer) = presets::reactor().retry().clone().into_parts();
-    Ok(Resilience::new(total, attempt, RetryPolicy::new(decoder, retryer))?.erase())
+    Ok(ResiliencePolicy::new(total, attempt, RetryPolicy::new(decoder, retryer))?.erase())
 }
 
 /// How a scenario calls the upstream.
@@ -87,7 +87,7 @@ async fn scenario(
     timeline: &Arc<Timeline>,
     title: &str,
     script: Vec<MockResponse>,
-    policy: Resilience<AnyDecoder, AnyRetryer>,
+    policy: ResiliencePolicy<AnyDecoder, AnyRetryer>,
     read: Duration,
 ) -> Result<(), BoxError> {
     println!("\n== {title} ==");
@@ -284,7 +284,7 @@ async fn main() -> Result<(), BoxError> {
     )
     .await?;
 
-    let paced = Resilience::new(
+    let paced = ResiliencePolicy::new(
         Duration::from_secs(10),
         Duration::from_secs(3),
         RetryPolicy::new(
@@ -336,7 +336,7 @@ async fn main() -> Result<(), BoxError> {
     )
     .await?;
 
-    let budget_aware = Resilience::new(
+    let budget_aware = ResiliencePolicy::new(
         Duration::from_secs(2),
         Duration::from_secs(1),
         RetryPolicy::new(

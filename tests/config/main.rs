@@ -9,7 +9,7 @@ use http::{Request, Response, StatusCode};
 use http_resilience::{
     config::ClientsConfig,
     policy::{AnyDecoder, AnyRetryer, ExponentialBackoff, FixedDelay, Jitter},
-    Attempts, Resilience,
+    Attempts, ResiliencePolicy,
 };
 use std::{
     convert::Infallible,
@@ -23,7 +23,7 @@ use support::guarded;
 use tokio::time::Instant;
 use tower::{ServiceBuilder, ServiceExt};
 
-type Policy = Resilience<AnyDecoder, AnyRetryer>;
+type Policy = ResiliencePolicy<AnyDecoder, AnyRetryer>;
 
 /// The defaults of the module docs: Reactor WebClient's policy, written out.
 const DEFAULT: &str = r#"

@@ -12,7 +12,7 @@ use http_resilience::{
     policy::{GrpcBackoff, GrpcDecoder},
     presets,
     propagate::{parse_timeout, TimeoutFormat},
-    Attempts, Resilience,
+    Attempts, ResiliencePolicy,
 };
 use prost::Message;
 use std::{
@@ -238,7 +238,7 @@ async fn server(script: &Arc<Script>) -> Channel {
 }
 
 /// gRPC's preset, with waits short enough for a test and a fixed seed.
-fn quick() -> Resilience<GrpcDecoder, GrpcBackoff> {
+fn quick() -> ResiliencePolicy<GrpcDecoder, GrpcBackoff> {
     presets::grpc().map_retry(|retry| {
         retry.map(
             |decoder| decoder,

@@ -1,5 +1,5 @@
 //! A server's pushback against the deadline and against a cap, through
-//! `presets::grpc()`: the one piece (`policy.layer()`), the `GrpcLayer` and
+//! `presets::grpc()`: the combined service (`policy.layer()`), the `GrpcLayer` and
 //! the three layers, on tower-test mocks and the paused clock; and once over a
 //! real tonic channel, on the real clock.
 
@@ -14,7 +14,7 @@ use http_resilience::{
     policy::{GrpcBackoff, GrpcDecoder},
     presets,
     retry::StatusRetryLayer,
-    Attempts, Resilience, Stop,
+    Attempts, ResiliencePolicy, Stop,
 };
 use std::{future::Future, time::Duration};
 use tokio::time::Instant;
@@ -65,7 +65,7 @@ fn assert_unavailable_at_once<B>(response: &Response<B>, start: Instant, form: &
 }
 
 #[tokio::test(flavor = "current_thread", start_paused = true)]
-async fn a_pushback_past_the_deadline_returns_the_unavailable_at_once_from_the_one_piece() {
+async fn a_pushback_past_the_deadline_returns_the_unavailable_at_once_from_the_combined_service() {
     let (upstream, mut handle) = mock::pair::<Request<String>, Response<String>>();
     let policy = presets::grpc();
     assert_eq!(policy.deadline(), DEADLINE);
@@ -119,7 +119,7 @@ async fn a_pushback_past_the_deadline_returns_the_unavailable_at_once_from_the_t
 
 /// The preset with the cap, and no deadline to speak of (`Duration::MAX` is
 /// held to some thirty years).
-fn capped_without_deadline() -> Resilience<GrpcDecoder, GrpcBackoff> {
+fn capped_without_deadline() -> ResiliencePolicy<GrpcDecoder, GrpcBackoff> {
     presets::grpc()
         .with_limits(Duration::MAX, Duration::MAX)
         .unwrap()
@@ -140,7 +140,7 @@ async fn wait_between<Rq, B: Default>(handle: &mut mock::Handle<Rq, Response<B>>
 
 #[tokio::test(flavor = "current_thread", start_paused = true)]
 async fn without_a_deadline_the_cap_is_the_wait() {
-    // The one piece.
+    // The combined service.
     let (upstream, mut handle) = mock::pair::<Request<String>, Response<String>>();
     let svc = capped_without_deadline().layer().layer(upstream);
     let call = tokio::spawn(svc.oneshot(Request::new(String::new())));

@@ -2,8 +2,8 @@
 //! live budget is never sent as `0` (which Envoy reads as no timeout at all)
 //! but rounded up to that unit, and a budget already spent is not sent: the
 //! attempt ends with the deadline's error. Both forms of the stack: the three
-//! layers with a `PropagateDeadlineLayer`, and the one piece
-//! (`Resilience::propagating`, `GrpcLayer`).
+//! layers with a `PropagateDeadlineLayer`, and the combined service
+//! (`ResiliencePolicy::propagating`, `GrpcLayer`).
 
 use bytes::Bytes;
 use http::{HeaderName, HeaderValue, Request, Response};
@@ -19,7 +19,7 @@ use http_resilience::{
         GRPC_TIMEOUT,
     },
     retry::{RetryPolicy, StatusRetryLayer},
-    BoxError, RequestDeadline, Resilience,
+    BoxError, RequestDeadline, ResiliencePolicy,
 };
 use std::{
     convert::Infallible,
@@ -71,10 +71,10 @@ fn three_layers(header: &HeaderName, format: TimeoutFormat, upstream: Upstream) 
     BoxCloneService::new(svc)
 }
 
-/// The one piece, sending the budget itself; its own deadline is long, so
+/// The combined service, sending the budget itself; its own deadline is long, so
 /// the request's is the one in force.
-fn one_piece(header: &HeaderName, format: TimeoutFormat, upstream: Upstream) -> Client {
-    let svc = Resilience::new(ATTEMPT, ATTEMPT, policy())
+fn combined(header: &HeaderName, format: TimeoutFormat, upstream: Upstream) -> Client {
+    let svc = ResiliencePolicy::new(ATTEMPT, ATTEMPT, policy())
         .unwrap()
         .propagating(header.clone(), format)
         .layer()
@@ -87,7 +87,7 @@ type Upstream = BoxCloneService<Request<Full<Bytes>>, Response<String>, Infallib
 
 type Form = fn(&HeaderName, TimeoutFormat, Upstream) -> Client;
 
-const FORMS: [(&str, Form); 2] = [("three layers", three_layers), ("one piece", one_piece)];
+const FORMS: [(&str, Form); 2] = [("three layers", three_layers), ("combined", combined)];
 
 /// The header each form sends for a request whose deadline is `budget` away.
 async fn sent_for(budget: Duration, header: &HeaderName, format: TimeoutFormat) -> Vec<String> {

@@ -87,7 +87,7 @@ use http_resilience::{
     policy::{ExponentialBackoff, Jitter},
     presets,
     read_timeout::body::ReadTimeoutBody,
-    transport, Attempts, BoxError, FailureKind, Resilience, RetryReport,
+    transport, Attempts, BoxError, FailureKind, ResiliencePolicy, RetryReport,
 };
 use http_resilience_mock::{MockResponse, MockServer};
 use hyper::body::Incoming;
@@ -380,7 +380,7 @@ fn stack(
         .with_attempt_header(http::HeaderName::from_static(ATTEMPT_HEADER));
     ServiceBuilder::new()
         .layer(
-            Resilience::new(DEADLINE, ATTEMPT, retry)
+            ResiliencePolicy::new(DEADLINE, ATTEMPT, retry)
                 .expect("valid limits")
                 .layer(),
         )

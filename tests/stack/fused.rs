@@ -1,11 +1,11 @@
-//! The one-piece stack (`Resilience::layer()`) is the three layers: a
+//! The combined service (`ResiliencePolicy::layer()`) is the three layers: a
 //! property on tokio's paused clock, over the scripted upstream of the
 //! compositions property.
 //!
 //! A case is a deadline, an attempt limit (within it, or in some cases above it), whether the last attempt runs
 //! until the deadline, a retry policy (Feign's
 //! decoder or the transient one, a fixed delay, up to 3 retries), whether
-//! every attempt's budget is sent upstream (`Resilience::propagating`, against
+//! every attempt's budget is sent upstream (`ResiliencePolicy::propagating`, against
 //! a `PropagateDeadlineLayer` with the attempt limit between the retry and the
 //! attempt timeout), the deadline the request brings, and an upstream script. Both stacks run the case on a
 //! fresh paused clock; what each observes must be the same:
@@ -25,7 +25,7 @@ use http_resilience::{
     policy::{AnyDecoder, FeignDecoder, FixedDelay, RetryEvent, TransientDecoder},
     propagate::{PropagateDeadlineLayer, TimeoutFormat, EXPECTED_RQ_TIMEOUT_MS},
     retry::{RetryPolicy, StatusRetryLayer},
-    BoxError, FailureKind, RequestDeadline, Resilience, RetryReport,
+    BoxError, FailureKind, RequestDeadline, ResiliencePolicy, RetryReport,
 };
 use proptest::{collection::vec, prelude::*};
 use std::{
@@ -148,7 +148,7 @@ async fn observe(case: Case, fused: bool) -> Observed {
     let events = Arc::new(Mutex::new(Vec::new()));
     let policy = policy(&case, Arc::clone(&events));
     let svc: Svc = if fused {
-        let mut resilience = Resilience::new(case.deadline, case.attempt, policy).unwrap();
+        let mut resilience = ResiliencePolicy::new(case.deadline, case.attempt, policy).unwrap();
         if case.propagate {
             resilience = resilience.propagating(EXPECTED_RQ_TIMEOUT_MS, TimeoutFormat::Millis);
         }
@@ -241,19 +241,19 @@ proptest! {
     })]
 
     #[test]
-    fn the_one_piece_stack_is_the_three_layers(case in case()) {
+    fn the_combined_stack_is_the_three_layers(case in case()) {
         let separate = paused(observe(case.clone(), false));
         let fused = paused(observe(case, true));
         prop_assert_eq!(fused, separate);
     }
 }
 
-/// What a user who moves from the three layers to the one piece must know: a
+/// What a user who moves from the three layers to the combined service must know: a
 /// layer below it sees no `RequestDeadline`, so a `PropagateDeadlineLayer`
-/// there sends nothing; `Resilience::propagating` sends each attempt's budget
+/// there sends nothing; `ResiliencePolicy::propagating` sends each attempt's budget
 /// itself.
 #[test]
-fn below_the_one_piece_no_deadline_is_seen_and_propagating_sends_the_budget() {
+fn below_the_combined_no_deadline_is_seen_and_propagating_sends_the_budget() {
     paused(async {
         let seen = Arc::new(Mutex::new(Vec::new()));
         let upstream = {
@@ -273,12 +273,12 @@ fn below_the_one_piece_no_deadline_is_seen_and_propagating_sends_the_budget() {
         let second = Duration::from_secs(1);
         let three = Duration::from_secs(3);
 
-        let below = Resilience::new(three, second, policy())
+        let below = ResiliencePolicy::new(three, second, policy())
             .unwrap()
             .layer()
             .layer(PropagateDeadlineLayer::envoy().layer(upstream.clone()));
         below.oneshot(Request::new(String::new())).await.unwrap();
-        let itself = Resilience::new(three, second, policy())
+        let itself = ResiliencePolicy::new(three, second, policy())
             .unwrap()
             .propagating(EXPECTED_RQ_TIMEOUT_MS, TimeoutFormat::Millis)
             .layer()
@@ -286,7 +286,7 @@ fn below_the_one_piece_no_deadline_is_seen_and_propagating_sends_the_budget() {
         itself.oneshot(Request::new(String::new())).await.unwrap();
 
         let seen = seen.lock().unwrap().clone();
-        assert_eq!(seen[0], (false, None), "below the one piece");
+        assert_eq!(seen[0], (false, None), "below the combined service");
         assert!(!seen[1].0, "no deadline below either");
         assert_eq!(
             seen[1].1.as_ref().unwrap(),

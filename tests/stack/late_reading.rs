@@ -1,7 +1,7 @@
 //! Reading a response body after the call's deadline, as a handler that holds
 //! the response while it does other work would: over a real hyper-util client
 //! and the loopback mock server, on the real clock, for the three layers and
-//! for the one-piece stack. A frame read late fails the body; the end of a
+//! for the combined service. A frame read late fails the body; the end of a
 //! body whose frames were all read in time does not.
 
 use crate::support;
@@ -14,7 +14,7 @@ use http_resilience::{
     deadline::error::DeadlineExceeded,
     policy::{FixedDelay, StatusDecoder},
     retry::RetryPolicy,
-    transport, BoxError, Resilience,
+    transport, BoxError, ResiliencePolicy,
 };
 use http_resilience_mock::{MockResponse, MockServer};
 use std::time::Duration;
@@ -37,7 +37,7 @@ fn three_layers() -> impl Service<
     })
 }
 
-fn one_piece() -> impl Service<
+fn combined() -> impl Service<
     Request<Full<Bytes>>,
     Response = http::Response<impl Body<Data = Bytes, Error = BoxError> + Unpin>,
     Error = BoxError,
@@ -49,7 +49,7 @@ fn one_piece() -> impl Service<
         StatusDecoder::new([503]).unwrap(),
         FixedDelay::new(Duration::from_millis(10), 2),
     );
-    Resilience::new(DEADLINE, DEADLINE, policy)
+    ResiliencePolicy::new(DEADLINE, DEADLINE, policy)
         .expect("valid limits")
         .layer()
         .layer(client)
@@ -94,6 +94,6 @@ async fn the_three_layers_fail_a_late_frame_but_not_a_late_end() {
 }
 
 #[tokio::test]
-async fn the_one_piece_fails_a_late_frame_but_not_a_late_end() {
-    check(one_piece()).await;
+async fn the_combined_fails_a_late_frame_but_not_a_late_end() {
+    check(combined()).await;
 }

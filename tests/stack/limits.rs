@@ -260,7 +260,7 @@ async fn an_attempt_limit_above_the_deadline_means_the_deadline_in_both_forms() 
         .layer(StatusRetryLayer::new(retry()))
         .layer(AttemptTimeoutLayer::new(attempt))
         .service(hangs);
-    let resilience = http_resilience::Resilience::new(deadline, attempt, retry())
+    let resilience = http_resilience::ResiliencePolicy::new(deadline, attempt, retry())
         .expect("the deadline wins over a longer attempt limit");
     let combined = resilience.layer().layer(hangs);
 

@@ -1,4 +1,4 @@
-//! The three layers as a stack: the order of the layers, any composition of them, Reactor WebClient's contracts, the invariants of the canonical stack, the one-piece stack against the three layers, and a body read after the deadline.
+//! The three layers as a stack: the order of the layers, any composition of them, Reactor WebClient's contracts, the invariants of the canonical stack, the combined service against the three layers, and a body read after the deadline.
 
 #[path = "../support/mod.rs"]
 mod support;

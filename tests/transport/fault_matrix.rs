@@ -83,7 +83,7 @@ use http::{Method, Request};
 use http_body_util::{BodyExt, Full};
 use http_resilience::{
     policy::{ExponentialBackoff, Jitter, IDEMPOTENCY_KEY},
-    presets, transport, BoxError, FailureKind, Resilience, RetryReport, Stop,
+    presets, transport, BoxError, FailureKind, ResiliencePolicy, RetryReport, Stop,
 };
 use http_resilience_mock::{MockResponse, MockServer, Unresponsive};
 use std::{
@@ -552,7 +552,7 @@ fn request(kind: Kind, uri: http::Uri, report: &RetryReport) -> Request<Full<Byt
 
 type Stack = BoxCloneService<Request<Full<Bytes>>, http::Response<support::Body>, BoxError>;
 
-/// The preset's three layers (`Resilience::layer`) over a real client with
+/// The preset's three layers (`ResiliencePolicy::layer`) over a real client with
 /// this test's transport limits, its policy kept and its limits shortened
 /// (see the module docs).
 fn stack(preset: Preset, http2: bool) -> Stack {
@@ -567,7 +567,7 @@ fn stack(preset: Preset, http2: bool) -> Stack {
             let retry = presets::reactor().retry().clone();
             assert_eq!(retry.retryer().retries() + 1, REACTOR_ATTEMPTS);
             assert_eq!(retry.deadline_margin(), None, "not deadline-aware");
-            let resilience = Resilience::new(DEADLINE, ATTEMPT, retry).expect("valid limits");
+            let resilience = ResiliencePolicy::new(DEADLINE, ATTEMPT, retry).expect("valid limits");
             BoxCloneService::new(resilience.layer().layer(client))
         }
         Preset::Standard => {
@@ -588,7 +588,7 @@ fn stack(preset: Preset, http2: bool) -> Stack {
                         .with_seed(1)
                 },
             );
-            let resilience = Resilience::new(DEADLINE, ATTEMPT, retry).expect("valid limits");
+            let resilience = ResiliencePolicy::new(DEADLINE, ATTEMPT, retry).expect("valid limits");
             BoxCloneService::new(resilience.layer().layer(client))
         }
     }

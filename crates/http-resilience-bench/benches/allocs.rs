@@ -108,7 +108,7 @@ async fn measure() -> Vec<Row> {
     );
     ok_row!("bare + request copy", with_request_copy(ok_service()));
     ok_row!("ours", ours(ok_service()));
-    ok_row!("ours, one piece", ours_fused(ok_service()));
+    ok_row!("ours, combined", ours_fused(ok_service()));
 
     // The retry path: 503, 503, 200 at zero backoff.
     let flaky = || flaky_service(calls.clone());
@@ -140,7 +140,7 @@ async fn measure() -> Vec<Row> {
     }
     retry_row!("tower nesting", tower_nesting(flaky()));
     retry_row!("ours", ours(flaky()));
-    retry_row!("ours, one piece", ours_fused(flaky()));
+    retry_row!("ours, combined", ours_fused(flaky()));
 
     rows
 }
@@ -161,7 +161,7 @@ fn client_future_sizes() -> [(&'static str, usize); 4] {
         ("bare", future_size(&client())),
         ("tower nesting", future_size(&tower_nesting(client()))),
         ("ours", future_size(&ours(client()))),
-        ("ours, one piece", future_size(&ours_fused(client()))),
+        ("ours, combined", future_size(&ours_fused(client()))),
     ]
 }
 

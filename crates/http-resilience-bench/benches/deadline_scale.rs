@@ -18,7 +18,7 @@
 //!   the deadline, so due at the same instant) costs;
 //! - `ours`: `DeadlineLayer(500 ms)` → `StatusRetryLayer(503, FixedDelay(0, 2))`
 //!   → `AttemptTimeoutLayer(3 s)`;
-//! - `ours, one piece`: the same as `Resilience::layer()`, one timer per call.
+//! - `ours, combined`: the same as `ResiliencePolicy::layer()`, one timer per call.
 //!
 //! Two ways to give "the same deadline":
 //!
@@ -278,7 +278,7 @@ async fn case(variant: &str, calls: usize, due: Due) -> Sample {
                 run(svc, calls, due, plain).await
             }
             "ours" => run(ours(never()), calls, due, plain).await,
-            "ours, one piece" => run(ours_fused(never()), calls, due, plain).await,
+            "ours, combined" => run(ours_fused(never()), calls, due, plain).await,
             _ => unreachable!("a known variant"),
         }
     };
@@ -287,13 +287,16 @@ async fn case(variant: &str, calls: usize, due: Due) -> Sample {
         .expect("the run ends in time")
 }
 
-/// Our stack in one piece (`Resilience::layer()`), the same policy; its
-/// attempt limit is the deadline (`Resilience` refuses a longer one, which the
+/// Our stack combined (`ResiliencePolicy::layer()`), the same policy; its
+/// attempt limit is the deadline (`ResiliencePolicy` refuses a longer one, which the
 /// deadline would cut to the same instant anyway).
-fn ours_fused<S>(inner: S) -> http_resilience::Resilient<S, StatusDecoder, FixedDelay> {
-    let resilience =
-        http_resilience::Resilience::new(BUDGET, ATTEMPT_LIMIT.min(BUDGET), support::retry_503())
-            .expect("the limits fit together");
+fn ours_fused<S>(inner: S) -> http_resilience::Resilience<S, StatusDecoder, FixedDelay> {
+    let resilience = http_resilience::ResiliencePolicy::new(
+        BUDGET,
+        ATTEMPT_LIMIT.min(BUDGET),
+        support::retry_503(),
+    )
+    .expect("the limits fit together");
     tower::Layer::layer(&resilience.layer(), inner)
 }
 
@@ -410,7 +413,7 @@ async fn bench(repeats: usize) {
         "DeadlineLayer",
         "Deadline + StatusRetry",
         "ours",
-        "ours, one piece",
+        "ours, combined",
     ];
     for due in [Due::Budget, Due::Instant] {
         for calls in SCALES {

@@ -13,15 +13,15 @@
 //!
 //! Variants: `bare`, `extension` (bare + deadline extension), `copy` (bare +
 //! the request copy a retry needs), `floor` (both), `tower`, `ours` and
-//! `ours-one-piece`, as in the `overhead` bench, each answered at once in
+//! `ours-combined`, as in the `overhead` bench, each answered at once in
 //! process; and the same over loopback HTTP/1.1, `net-bare` (hyper-util's
-//! client), `net-floor`, `net-tower`, `net-ours` and `net-ours-one-piece`,
+//! client), `net-floor`, `net-tower`, `net-ours` and `net-ours-combined`,
 //! against the `loopback` bench's server in a child process (which callgrind
 //! does not follow, so only the caller's work is counted). `net-floor` is what
 //! any stack with our semantics must do around the client: copy the request
 //! for a retry, record the deadline extension and run the attempt under one
 //! `tokio::time::timeout` and the call under another. `net503-hand`,
-//! `net503-floor`, `net503-tower`, `net503-ours` and `net503-ours-one-piece`
+//! `net503-floor`, `net503-tower`, `net503-ours` and `net503-ours-combined`
 //! make calls that meet 503, 503 and then 200, at zero backoff (`hand` is up
 //! to three raw calls, each body read; `floor` the same with a copy of each
 //! request that may be retried, the deadline on every attempt, the two
@@ -131,7 +131,7 @@ async fn run_net(variant: &str, uri: &Uri, calls: u64, flaky: bool) -> Result<()
             let mut svc = ours(client());
             calls!(|id| exchange(&mut svc, uri, id))
         }
-        "ours-one-piece" => {
+        "ours-combined" => {
             let mut svc = ours_fused(client());
             calls!(|id| exchange(&mut svc, uri, id))
         }
@@ -149,8 +149,8 @@ fn main() -> ExitCode {
         // then only says how to use it.
         eprintln!(
             "usage: instructions <variant> <calls>, the variant one of bare, extension, \
-             copy, floor, tower, ours, ours-one-piece, net-{{bare,floor,tower,ours,ours-one-piece}}, \
-             net503-{{hand,floor,tower,ours,ours-one-piece}} \
+             copy, floor, tower, ours, ours-combined, net-{{bare,floor,tower,ours,ours-combined}}, \
+             net503-{{hand,floor,tower,ours,ours-combined}} \
              (see BENCHMARKS.md)"
         );
         return ExitCode::SUCCESS;
@@ -184,7 +184,7 @@ fn main() -> ExitCode {
             }
             "tower" => run(tower_nesting(ok_service()), calls).await,
             "ours" => run(ours(ok_service()), calls).await,
-            "ours-one-piece" => run(ours_fused(ok_service()), calls).await,
+            "ours-combined" => run(ours_fused(ok_service()), calls).await,
             _ => {
                 eprintln!("unknown variant {variant:?}");
                 return ExitCode::FAILURE;

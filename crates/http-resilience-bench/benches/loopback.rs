@@ -530,7 +530,7 @@ async fn bench(server: &Server, rounds: usize) {
         variant("floor", HandLoop::floor(Tower::new(bare_client(), &uri))),
         variant("ours", Tower::new(support::ours(bare_client()), &uri)),
         variant(
-            "ours, one piece",
+            "ours, combined",
             Tower::new(support::ours_fused(bare_client()), &uri),
         ),
         variant(
@@ -562,7 +562,7 @@ async fn bench(server: &Server, rounds: usize) {
         ),
         variant("ours", Tower::new(support::ours(bare_client()), &uri)),
         variant(
-            "ours, one piece",
+            "ours, combined",
             Tower::new(support::ours_fused(bare_client()), &uri),
         ),
         variant(

@@ -80,7 +80,7 @@ fn overhead(c: &mut Criterion) {
     per_call(
         &mut group,
         &rt,
-        "ok/ours-one-piece",
+        "ok/ours-combined",
         ours_fused(ok_service()),
         &calls,
     );
@@ -110,7 +110,7 @@ fn overhead(c: &mut Criterion) {
     per_call(
         &mut group,
         &rt,
-        "503x2/ours-one-piece",
+        "503x2/ours-combined",
         ours_fused(flaky()),
         &calls,
     );

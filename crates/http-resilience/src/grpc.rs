@@ -8,7 +8,7 @@
 //!
 //! ```text
 //! GrpcLayer: replay the body -> InheritDeadline (grpc-timeout)
-//!            -> Resilient (deadline, retries, attempt limit; grpc-timeout on every attempt) -> Channel
+//!            -> Resilience (deadline, retries, attempt limit; grpc-timeout on every attempt) -> Channel
 //! ```
 //!
 //! - the request body, whatever its type, is wrapped in a
@@ -85,7 +85,7 @@ use crate::{
     deadline::{body::DeadlineBody, error::DeadlineExceeded},
     errors::is_caused_by,
     propagate::{InheritDeadline, InheritDeadlineLayer, TimeoutFormat, GRPC_TIMEOUT},
-    BoxError, Resilience, ResilienceLayer, Resilient,
+    BoxError, Resilience, ResilienceLayer, ResiliencePolicy,
 };
 use bytes::Bytes;
 use http_body_util::{combinators::MapErr, BodyExt};
@@ -117,7 +117,7 @@ pub struct Grpc<S, D, R> {
 }
 
 /// The layers inside [`Grpc`], outermost first.
-type Stack<S, D, R> = InheritDeadline<Resilient<TonicBody<S>, D, R>>;
+type Stack<S, D, R> = InheritDeadline<Resilience<TonicBody<S>, D, R>>;
 
 /// The response body of [`Grpc`]: the inner service's, bounded by the
 /// deadline, with a deadline overrun read as a `tonic::Status`.
@@ -129,7 +129,7 @@ impl<D, R> GrpcLayer<D, R> {
     /// The stack for `resilience`'s deadline, attempt limit and retry policy
     /// (usually [`presets::grpc`](crate::presets::grpc)), with request bodies
     /// kept for replay up to [`DEFAULT_REPLAY_CAP`] bytes.
-    pub fn new(resilience: Resilience<D, R>) -> Self {
+    pub fn new(resilience: ResiliencePolicy<D, R>) -> Self {
         Self {
             inherit: InheritDeadlineLayer::grpc(),
             resilience: resilience

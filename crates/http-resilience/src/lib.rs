@@ -34,8 +34,8 @@
 //!   design says;
 //! - [`propagate`]: sending each attempt's remaining budget upstream, and
 //!   taking a deadline over from an inbound request ([`RequestDeadline`]);
-//! - [`Resilience`] and [`presets`]: the three layers' semantics from one
-//!   validated policy, as one service ([`Resilient`]: one future and one
+//! - [`ResiliencePolicy`] and [`presets`]: the three layers' semantics from one
+//!   validated policy, as one service ([`Resilience`]: one future and one
 //!   timer per call); [`config`] (feature `serde`): per-client policies from
 //!   a file;
 //! - [`FailureKind::of`] tells every failure apart by walking its `source()`
@@ -197,7 +197,7 @@ pub mod propagate;
 pub mod read_timeout;
 #[cfg(feature = "reqwest")]
 pub mod reqwest_client;
-mod resilience;
+pub mod resilience;
 pub mod retry;
 mod session;
 mod setting;
@@ -211,7 +211,7 @@ pub use self::{
     errors::FailureKind,
     extensions::RequestDeadline,
     policy::{Attempts, RetryReport, Stop},
-    resilience::{Resilience, ResilienceLayer, Resilient, ResponseFuture as ResilientFuture},
+    resilience::{Resilience, ResilienceLayer, ResiliencePolicy},
     retry::StatusRetryLayer,
     setting::InvalidSetting,
 };

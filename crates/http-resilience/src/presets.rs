@@ -9,7 +9,7 @@
 //! | [`apache`] | Apache's `DefaultHttpRequestRetryHandler` | 3 | none | 10 s | 60 s |
 //! | [`grpc`] | gRPC's (`UNAVAILABLE`, pushback) | 4 | A6's (100 ms, × 2, ≤ 1 s, ± 20 %), token bucket 10 / 0.1 | 30 s | 30 s |
 //!
-//! Each returns a [`Resilience`]; [`Resilience::layer`] makes from it the
+//! Each returns a [`ResiliencePolicy`]; [`ResiliencePolicy::layer`] makes from it the
 //! one service with the semantics of the three layers in the canonical order.
 //!
 //! Deadline-aware scheduling ([`RetryPolicy::deadline_aware`]) is on in
@@ -39,7 +39,7 @@ use crate::{
         GrpcDecoder, Jitter, RetryBudget, StatusDecoder, TransientDecoder,
         GRPC_PREVIOUS_RPC_ATTEMPTS,
     },
-    resilience::Resilience,
+    resilience::ResiliencePolicy,
     retry::RetryPolicy,
 };
 use std::{sync::Arc, time::Duration};
@@ -47,8 +47,8 @@ use std::{sync::Arc, time::Duration};
 /// Reactor WebClient's nested-timeouts policy: only 503 is retried, at most twice (three
 /// attempts), 10 ms apart; 3 s per attempt, 8 s in all. `Retry-After` is
 /// ignored, as in that policy.
-pub fn reactor() -> Resilience<StatusDecoder, FixedDelay> {
-    Resilience::known_good(
+pub fn reactor() -> ResiliencePolicy<StatusDecoder, FixedDelay> {
+    ResiliencePolicy::known_good(
         Duration::from_secs(8),
         Duration::from_secs(3),
         RetryPolicy::new(
@@ -63,8 +63,8 @@ pub fn reactor() -> Resilience<StatusDecoder, FixedDelay> {
 /// (5 attempts, 100 ms period, 1 s maximum). The attempt limit is Feign's
 /// default read timeout, 60 s. Feign has no deadline of its own; 5 minutes
 /// covers its worst case (5 attempts of 60 s).
-pub fn feign() -> Resilience<FeignDecoder, FeignRetryer> {
-    Resilience::known_good(
+pub fn feign() -> ResiliencePolicy<FeignDecoder, FeignRetryer> {
+    ResiliencePolicy::known_good(
         Duration::from_secs(300),
         Duration::from_secs(60),
         RetryPolicy::new(FeignDecoder::new(), FeignRetryer::default()),
@@ -72,14 +72,14 @@ pub fn feign() -> Resilience<FeignDecoder, FeignRetryer> {
 }
 
 /// The standard resilience handler of .NET
-/// (`Microsoft.Extensions.Http.Resilience`): 30 s in all, 10 s per attempt,
+/// (`Microsoft.Extensions.Http.ResiliencePolicy`): 30 s in all, 10 s per attempt,
 /// 3 retries with exponential backoff from 2 s and jitter (decorrelated, as
 /// Polly uses for exponential backoff), on the transient outcomes (408, 429,
 /// 5xx but 501 and 505, connect failures, HTTP/2 streams refused
 /// unprocessed). Unlike .NET, a `Retry-After`
 /// longer than 30 s is capped.
-pub fn standard() -> Resilience<TransientDecoder, ExponentialBackoff> {
-    Resilience::known_good(
+pub fn standard() -> ResiliencePolicy<TransientDecoder, ExponentialBackoff> {
+    ResiliencePolicy::known_good(
         Duration::from_secs(30),
         Duration::from_secs(10),
         RetryPolicy::new(
@@ -109,8 +109,8 @@ pub const GRPC_MIN_USEFUL_ATTEMPT: Duration = Duration::from_millis(100);
 /// One retry only, after about half a second, on the transient outcomes; 5 s
 /// per attempt, 10 s in all. For calls where a second try is worth it but
 /// load on a struggling upstream must stay low. (This crate's own choice.)
-pub fn conservative() -> Resilience<TransientDecoder, ExponentialBackoff> {
-    Resilience::known_good(
+pub fn conservative() -> ResiliencePolicy<TransientDecoder, ExponentialBackoff> {
+    ResiliencePolicy::known_good(
         Duration::from_secs(10),
         Duration::from_secs(5),
         RetryPolicy::new(
@@ -132,8 +132,8 @@ pub fn conservative() -> Resilience<TransientDecoder, ExponentialBackoff> {
 /// connections and TLS failures are never retried; a request that was sent is
 /// retried only when idempotent (`requestSentRetryEnabled` off). Apache sets no
 /// time limits of its own; 10 s per attempt and 60 s in all are this crate's.
-pub fn apache() -> Resilience<ApacheDecoder, FixedDelay> {
-    Resilience::known_good(
+pub fn apache() -> ResiliencePolicy<ApacheDecoder, FixedDelay> {
+    ResiliencePolicy::known_good(
         Duration::from_secs(60),
         Duration::from_secs(10),
         RetryPolicy::new(ApacheDecoder::new(), FixedDelay::new(Duration::ZERO, 3)),
@@ -151,7 +151,7 @@ pub fn apache() -> Resilience<ApacheDecoder, FixedDelay> {
 /// gRPC sets no deadline of its own; 30 s covers the call, its waits and its
 /// response stream. gRPC has no limit per attempt either, so the attempt
 /// limit is the deadline. Change both with
-/// [`with_limits`](Resilience::with_limits) (raise them for long-lived
+/// [`with_limits`](ResiliencePolicy::with_limits) (raise them for long-lived
 /// streams); a caller shortens one call with tonic's `Request::set_timeout`.
 ///
 /// Scheduling is deadline-aware ([`RetryPolicy::deadline_aware`] with
@@ -165,7 +165,7 @@ pub fn apache() -> Resilience<ApacheDecoder, FixedDelay> {
 /// the deadline is what bounds it. Raised to `Duration::MAX` (no deadline in
 /// practice), a server's `grpc-retry-pushback-ms` can hold a call, its task
 /// and the kept copy of its request for up to `i32::MAX` ms, about 24.8 days;
-/// set a cap with [`map_retry`](Resilience::map_retry) and
+/// set a cap with [`map_retry`](ResiliencePolicy::map_retry) and
 /// [`RetryPolicy::map`]:
 ///
 /// ```
@@ -184,9 +184,9 @@ pub fn apache() -> Resilience<ApacheDecoder, FixedDelay> {
 /// Around a tonic `Channel`, [`grpc::GrpcLayer`](crate::grpc::GrpcLayer)
 /// (feature `grpc`) stacks it with `grpc-timeout` propagation and the
 /// statuses a tonic caller expects.
-pub fn grpc() -> Resilience<GrpcDecoder, GrpcBackoff> {
+pub fn grpc() -> ResiliencePolicy<GrpcDecoder, GrpcBackoff> {
     let budget = RetryBudget::known_good(10, 100);
-    Resilience::known_good(
+    ResiliencePolicy::known_good(
         Duration::from_secs(30),
         Duration::from_secs(30),
         RetryPolicy::new(
@@ -234,8 +234,8 @@ mod tests {
 
     /// The presets skip the checks of the public constructors; these hold
     /// their numbers to the same checks.
-    fn passes_the_checks<D: Clone, R: Clone>(name: &str, preset: &Resilience<D, R>) {
-        if let Err(err) = Resilience::new(
+    fn passes_the_checks<D: Clone, R: Clone>(name: &str, preset: &ResiliencePolicy<D, R>) {
+        if let Err(err) = ResiliencePolicy::new(
             preset.deadline(),
             preset.attempt_timeout(),
             preset.retry().clone(),

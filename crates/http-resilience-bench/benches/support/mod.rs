@@ -7,7 +7,7 @@
 //!   `Timeout(3 s)`;
 //! - ours: `DeadlineLayer(8 s)` → `StatusRetryLayer(503, FixedDelay(0, 2))` →
 //!   `AttemptTimeoutLayer(3 s)`;
-//! - ours in one piece: the same policy as `Resilience::layer()`, one
+//! - ours combined: the same policy as `ResiliencePolicy::layer()`, one
 //!   service with the semantics of the three.
 //!
 //! The inner service answers at once (a ready future), so what is measured is
@@ -21,7 +21,7 @@ use http_resilience::{
     deadline::{body::DeadlineBody, DeadlineLayer},
     policy::{FixedDelay, StatusDecoder},
     retry::{RetryPolicy, StatusRetryLayer},
-    RequestDeadline, Resilience,
+    RequestDeadline, ResiliencePolicy,
 };
 use std::{
     convert::Infallible,
@@ -133,7 +133,7 @@ where
         .service(inner)
 }
 
-/// Our stack in one piece (`Resilience::layer()`), with the same policy.
+/// Our stack combined (`ResiliencePolicy::layer()`), with the same policy.
 pub(crate) fn ours_fused<S, T>(
     inner: S,
 ) -> impl Service<Req, Response = Response<DeadlineBody<T>>, Error = tower::BoxError> + Clone
@@ -141,8 +141,8 @@ where
     S: Service<Req, Response = Response<T>> + Clone,
     S::Error: Into<tower::BoxError>,
 {
-    let resilience =
-        Resilience::new(CALL_LIMIT, ATTEMPT_LIMIT, retry_503()).expect("the limits fit together");
+    let resilience = ResiliencePolicy::new(CALL_LIMIT, ATTEMPT_LIMIT, retry_503())
+        .expect("the limits fit together");
     tower::Layer::layer(&resilience.layer(), inner)
 }
 

@@ -4,7 +4,7 @@
 //! A [`ClientsConfig`] holds a `[default]` section, which every client
 //! inherits field by field, and one `[clients.<name>]` section per named
 //! client. [`ClientsConfig::policy`] resolves a name to a validated
-//! [`Resilience`], and [`ClientsConfig::layer`] to the layer that makes the
+//! [`ResiliencePolicy`], and [`ClientsConfig::layer`] to the layer that makes the
 //! one service with its deadline, retry and attempt timeout, in the semantics
 //! of the canonical order.
 //!
@@ -145,7 +145,7 @@
 //! - a zero duration, and an `attempt_timeout` above the `deadline` (one
 //!   inherited is named with where it came from: `clients.weather.attempt_timeout
 //!   10s, inherited from preset standard, exceeds the deadline 1.5s`). The
-//!   layers and [`Resilience::new`](crate::Resilience::new) take such a pair,
+//!   layers and [`ResiliencePolicy::new`](crate::ResiliencePolicy::new) take such a pair,
 //!   and the deadline wins; in a file it is most often a client that
 //!   shortened its deadline and forgot the limit it inherits, so it is
 //!   refused there;
@@ -215,7 +215,7 @@ use self::{
 };
 use crate::{
     policy::{AnyDecoder, AnyRetryer},
-    InvalidSetting, Resilience, ResilienceLayer,
+    InvalidSetting, ResilienceLayer, ResiliencePolicy,
 };
 use serde::Deserialize;
 use std::collections::BTreeMap;
@@ -287,7 +287,10 @@ impl ClientsConfig {
     ///
     /// [`ConfigError`] when a setting the policy is made from makes no sense;
     /// never for a configuration that [`validate`](Self::validate) accepted.
-    pub fn policy(&self, name: &str) -> Result<Resilience<AnyDecoder, AnyRetryer>, ConfigError> {
+    pub fn policy(
+        &self,
+        name: &str,
+    ) -> Result<ResiliencePolicy<AnyDecoder, AnyRetryer>, ConfigError> {
         let Some(section) = self.clients.get(name) else {
             return Ok(self.default_fields()?.build("default")?);
         };
@@ -313,7 +316,7 @@ impl ClientsConfig {
     /// The layer for the client `name`: one call builds the deadline, the
     /// retry and the attempt timeout of its [`policy`](Self::policy), with the
     /// semantics of the three layers in the canonical order
-    /// ([`Resilience::layer`]).
+    /// ([`ResiliencePolicy::layer`]).
     ///
     /// # Errors
     ///
@@ -322,7 +325,7 @@ impl ClientsConfig {
         &self,
         name: &str,
     ) -> Result<ResilienceLayer<AnyDecoder, AnyRetryer>, ConfigError> {
-        self.policy(name).map(Resilience::layer)
+        self.policy(name).map(ResiliencePolicy::layer)
     }
 
     /// The default section resolved over its base, and checked on its own.

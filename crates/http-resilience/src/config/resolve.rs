@@ -13,7 +13,7 @@ use crate::{
     },
     presets,
     retry::RetryPolicy,
-    InvalidSetting, Resilience,
+    InvalidSetting, ResiliencePolicy,
 };
 use std::{fmt, sync::Arc, time::Duration};
 
@@ -233,7 +233,7 @@ impl RetrySection {
 
 impl Fields {
     /// The fields that build `policy`.
-    pub(super) fn of(policy: &Resilience<AnyDecoder, AnyRetryer>) -> Self {
+    pub(super) fn of(policy: &ResiliencePolicy<AnyDecoder, AnyRetryer>) -> Self {
         let retry = policy.retry();
         let (decoder, statuses, retry_after, codes) = decoder_fields(retry.decoder());
         let schedule = Schedule::of(retry.retryer());
@@ -264,7 +264,7 @@ impl Fields {
     pub(super) fn build(
         &self,
         path: &str,
-    ) -> Result<Resilience<AnyDecoder, AnyRetryer>, InvalidSetting> {
+    ) -> Result<ResiliencePolicy<AnyDecoder, AnyRetryer>, InvalidSetting> {
         let retry_path = format!("{path}.retry");
         let within_retry = |err: InvalidSetting| err.within(&retry_path);
         let decoder = self.decoder().map_err(within_retry)?;
@@ -274,7 +274,7 @@ impl Fields {
         let o = self.origins;
         if self.attempt_timeout > self.deadline {
             // NOTE: a value inherited is named with where it came from; one
-            // set here needs no more than `Resilience::new` says.
+            // set here needs no more than `ResiliencePolicy::new` says.
             let problem = if o.attempt_timeout == Origin::Here {
                 format!(
                     "must not exceed the deadline ({:?}), got {:?}",
@@ -304,7 +304,8 @@ impl Fields {
         if grpc {
             retry = retry.with_previous_attempts_header(GRPC_PREVIOUS_RPC_ATTEMPTS);
         }
-        Resilience::new(self.deadline, self.attempt_timeout, retry).map_err(|err| err.within(path))
+        ResiliencePolicy::new(self.deadline, self.attempt_timeout, retry)
+            .map_err(|err| err.within(path))
     }
 
     /// With deadline-aware scheduling, an error when no retry can ever be

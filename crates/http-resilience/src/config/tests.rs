@@ -9,8 +9,8 @@ use std::time::Duration;
 /// The erased preset and the one built from the table are the same policy.
 fn assert_same(
     name: &str,
-    built: &Resilience<AnyDecoder, AnyRetryer>,
-    preset: &Resilience<AnyDecoder, AnyRetryer>,
+    built: &ResiliencePolicy<AnyDecoder, AnyRetryer>,
+    preset: &ResiliencePolicy<AnyDecoder, AnyRetryer>,
 ) {
     assert_eq!(built.deadline(), preset.deadline(), "{name}: deadline");
     assert_eq!(
@@ -44,7 +44,7 @@ fn assert_same(
         }
         (a, b) => panic!("{name}: retryer {a:?} against {b:?}"),
     }
-    let budget = |policy: &Resilience<AnyDecoder, AnyRetryer>| {
+    let budget = |policy: &ResiliencePolicy<AnyDecoder, AnyRetryer>| {
         policy
             .retry()
             .budget()

@@ -116,7 +116,7 @@ const GRPC_UNITS: [(u8, u128); 6] = [
 ///
 /// The layers that send a budget
 /// ([`PropagateDeadline`](super::PropagateDeadline),
-/// [`Resilience::propagating`](crate::Resilience::propagating)) write it with
+/// [`ResiliencePolicy::propagating`](crate::ResiliencePolicy::propagating)) write it with
 /// this function, and never send a budget whose deadline has passed: that
 /// attempt ends with the deadline's error instead.
 ///

@@ -282,8 +282,8 @@ pub(crate) struct BudgetSpent;
 /// the attempt `limit`, replacing any value there; with neither, leaves the
 /// header as it is.
 ///
-/// The rule of every writer of a budget (this module's layer and the one-piece
-/// stack of [`Resilience::propagating`](crate::Resilience::propagating)): a
+/// The rule of every writer of a budget (this module's layer and the combined
+/// stack of [`ResiliencePolicy::propagating`](crate::ResiliencePolicy::propagating)): a
 /// budget left is written rounded up to at least the format's smallest unit
 /// ([`format_timeout`]); a deadline already passed (`left` of zero) is not
 /// written, and the caller ends the attempt with the deadline's error instead

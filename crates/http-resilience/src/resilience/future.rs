@@ -1,4 +1,4 @@
-//! The response future of the one-piece stack, [`Resilient`](super::Resilient).
+//! Future types
 
 use crate::{
     body::TryCloneBody,
@@ -24,7 +24,7 @@ use tokio::time::{Instant, Sleep};
 use tower_service::Service;
 
 pin_project! {
-    /// Response future of [`Resilient`](super::Resilient): the deadline, the
+    /// Response future of [`Resilience`](super::Resilience): the deadline, the
     /// retries and the limit of each attempt in one state machine, with one
     /// timer for the call.
     ///

@@ -1,22 +1,43 @@
 //! The three layers from one validated policy, in the canonical order, as
 //! one service.
 //!
-//! [`Resilience`] bundles a deadline, an attempt timeout and a
-//! [`RetryPolicy`]; [`ResilienceLayer`] makes [`Resilient`] from it: the
+//! [`ResiliencePolicy`] bundles a deadline, an attempt timeout and a
+//! [`RetryPolicy`]; [`ResilienceLayer`] makes [`Resilience`] from it: the
 //! semantics of [`Deadline`] → [`StatusRetry`] → [`AttemptTimeout`] in one
 //! service, so the order cannot be got wrong and the call pays for one future
 //! and one timer. The three layers stay usable on their own, and are the
 //! composable form.
 //!
+//! # Example
+//!
+//! Reactor WebClient's limits as one service: every 503 retried twice, the
+//! last one returned as it is.
+//!
+//! ```
+//! use http::{Request, Response};
+//! use http_resilience::{presets, Attempts};
+//! use std::convert::Infallible;
+//! use tower::{ServiceBuilder, ServiceExt};
+//!
+//! # #[tokio::main(flavor = "current_thread", start_paused = true)]
+//! # async fn main() {
+//! let svc = ServiceBuilder::new()
+//!     .layer(presets::reactor().layer())
+//!     .service_fn(|_: Request<String>| async {
+//!         Ok::<_, Infallible>(Response::builder().status(503).body(String::new()).unwrap())
+//!     });
+//! let response = svc.oneshot(Request::new(String::new())).await.unwrap();
+//! assert_eq!((response.status().as_u16(), Attempts::of(&response)), (503, 3));
+//! # }
+//! ```
+//!
 //! [`Deadline`]: crate::deadline::Deadline
 //! [`StatusRetry`]: crate::retry::StatusRetry
 //! [`AttemptTimeout`]: crate::attempt_timeout::AttemptTimeout
 
-mod future;
+pub mod future;
 
-pub use self::future::ResponseFuture;
-
-use self::future::Limits;
+use self::future::{Limits, ResponseFuture};
 
 use crate::propagate::{send_budget, TimeoutFormat};
 use crate::{
@@ -41,7 +62,7 @@ use tower_service::Service;
 /// A deadline, an attempt timeout and a retry policy, checked to fit
 /// together.
 ///
-/// [`layer`](Self::layer) makes the one-piece [`Resilient`] service, with the
+/// [`layer`](Self::layer) makes the combined [`Resilience`] service, with the
 /// semantics of the three layers stacked outermost first: [`Deadline`] →
 /// [`StatusRetry`] → [`AttemptTimeout`]. The three stay usable on their own.
 ///
@@ -70,7 +91,7 @@ use tower_service::Service;
 /// ```
 ///
 #[derive(Clone)]
-pub struct Resilience<D, R> {
+pub struct ResiliencePolicy<D, R> {
     deadline: Duration,
     attempt_timeout: Duration,
     final_uses_deadline: bool,
@@ -79,9 +100,9 @@ pub struct Resilience<D, R> {
     retry: RetryPolicy<D, R>,
 }
 
-// ===== impl Resilience =====
+// ===== impl ResiliencePolicy =====
 
-impl<D, R> Resilience<D, R> {
+impl<D, R> ResiliencePolicy<D, R> {
     /// A policy: every call gets `deadline` in all, every attempt
     /// `attempt_timeout`, and `retry` decides on retries.
     ///
@@ -99,19 +120,19 @@ impl<D, R> Resilience<D, R> {
     /// ```
     /// use http_resilience::{
     ///     policy::{FixedDelay, StatusDecoder}, retry::RetryPolicy,
-    ///     Resilience,
+    ///     ResiliencePolicy,
     /// };
     /// use std::time::Duration;
     ///
     /// let retry = RetryPolicy::new(StatusDecoder::new([503])?, FixedDelay::never());
-    /// let policy = Resilience::new(Duration::from_secs(8), Duration::from_secs(3), retry.clone())?;
+    /// let policy = ResiliencePolicy::new(Duration::from_secs(8), Duration::from_secs(3), retry.clone())?;
     /// assert_eq!(policy.attempt_timeout(), Duration::from_secs(3));
     ///
     /// // The deadline wins over a longer attempt limit, as in the three layers.
-    /// let short = Resilience::new(Duration::from_secs(1), Duration::from_secs(3), retry.clone())?;
+    /// let short = ResiliencePolicy::new(Duration::from_secs(1), Duration::from_secs(3), retry.clone())?;
     /// assert_eq!(short.deadline(), Duration::from_secs(1));
     ///
-    /// let err = Resilience::new(Duration::ZERO, Duration::from_secs(3), retry).unwrap_err();
+    /// let err = ResiliencePolicy::new(Duration::ZERO, Duration::from_secs(3), retry).unwrap_err();
     /// assert_eq!(err.field(), "deadline");
     /// # Ok::<(), http_resilience::BoxError>(())
     /// ```
@@ -222,7 +243,7 @@ impl<D, R> Resilience<D, R> {
     /// `x-envoy-expected-rq-timeout-ms`, gRPC's `grpc-timeout`). It is what
     /// a [`PropagateDeadlineLayer`](crate::propagate::PropagateDeadlineLayer)
     /// with the attempt limit does between the retry and the attempt timeout
-    /// of the three separate layers, which the one-piece service cannot hold
+    /// of the three separate layers, which the combined service cannot hold
     /// below its retry.
     ///
     /// # Example
@@ -255,8 +276,8 @@ impl<D, R> Resilience<D, R> {
     pub fn map_retry<D2, R2>(
         self,
         f: impl FnOnce(RetryPolicy<D, R>) -> RetryPolicy<D2, R2>,
-    ) -> Resilience<D2, R2> {
-        Resilience {
+    ) -> ResiliencePolicy<D2, R2> {
+        ResiliencePolicy {
             deadline: self.deadline,
             attempt_timeout: self.attempt_timeout,
             final_uses_deadline: self.final_uses_deadline,
@@ -300,12 +321,12 @@ impl<D, R> Resilience<D, R> {
     /// The same policy with its decoder and retryer turned into the run-time
     /// choices [`AnyDecoder`] and [`AnyRetryer`], so that policies built in
     /// different ways (presets, a configuration file) have one type.
-    pub fn erase(self) -> Resilience<AnyDecoder, AnyRetryer>
+    pub fn erase(self) -> ResiliencePolicy<AnyDecoder, AnyRetryer>
     where
         D: Into<AnyDecoder>,
         R: Into<AnyRetryer>,
     {
-        Resilience {
+        ResiliencePolicy {
             deadline: self.deadline,
             attempt_timeout: self.attempt_timeout,
             final_uses_deadline: self.final_uses_deadline,
@@ -314,7 +335,7 @@ impl<D, R> Resilience<D, R> {
         }
     }
 
-    /// The layer that makes the one-piece [`Resilient`] service.
+    /// The layer that makes the combined [`Resilience`] service.
     pub fn layer(self) -> ResilienceLayer<D, R> {
         ResilienceLayer {
             deadline: self.deadline,
@@ -328,9 +349,9 @@ impl<D, R> Resilience<D, R> {
     }
 }
 
-impl<D: fmt::Debug, R: fmt::Debug> fmt::Debug for Resilience<D, R> {
+impl<D: fmt::Debug, R: fmt::Debug> fmt::Debug for ResiliencePolicy<D, R> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Resilience")
+        f.debug_struct("ResiliencePolicy")
             .field("deadline", &self.deadline)
             .field("attempt_timeout", &self.attempt_timeout)
             .field("retry", &self.retry)
@@ -338,12 +359,12 @@ impl<D: fmt::Debug, R: fmt::Debug> fmt::Debug for Resilience<D, R> {
     }
 }
 
-/// Makes [`Resilient`] around a service: the semantics of
+/// Makes [`Resilience`] around a service: the semantics of
 /// [`DeadlineLayer`](crate::DeadlineLayer) →
 /// [`StatusRetryLayer`](crate::StatusRetryLayer) →
 /// [`AttemptTimeoutLayer`](crate::AttemptTimeoutLayer) in one service.
 ///
-/// See [`Resilience`] for an example.
+/// See [`ResiliencePolicy`] for an example.
 pub struct ResilienceLayer<D, R> {
     deadline: Duration,
     limits: Limits,
@@ -372,10 +393,10 @@ impl<D: fmt::Debug, R: fmt::Debug> fmt::Debug for ResilienceLayer<D, R> {
 }
 
 impl<S, D, R> Layer<S> for ResilienceLayer<D, R> {
-    type Service = Resilient<S, D, R>;
+    type Service = Resilience<S, D, R>;
 
     fn layer(&self, inner: S) -> Self::Service {
-        Resilient {
+        Resilience {
             inner,
             deadline: self.deadline,
             limits: self.limits.clone(),
@@ -384,7 +405,7 @@ impl<S, D, R> Layer<S> for ResilienceLayer<D, R> {
     }
 }
 
-/// The one-piece stack around `S`, with the decoder `D` and the retryer `R`:
+/// The combined service around `S`, with the decoder `D` and the retryer `R`:
 /// what [`ResilienceLayer`] makes.
 ///
 /// It behaves as [`Deadline`] → [`StatusRetry`] → [`AttemptTimeout`] with
@@ -396,8 +417,8 @@ impl<S, D, R> Layer<S> for ResilienceLayer<D, R> {
 /// no [`FinalAttempt`](crate::extensions::FinalAttempt) marker. A service below that reads them (a
 /// [`PropagateDeadlineLayer`](crate::propagate::PropagateDeadlineLayer), a
 /// client of one's own) goes inside the three separate layers instead; to send
-/// each attempt's budget upstream, [`Resilience::propagating`] does it from the
-/// one piece.
+/// each attempt's budget upstream, [`ResiliencePolicy::propagating`] does it from the
+/// combined service.
 ///
 /// What that buys: one future and one timer per call instead of three and
 /// two, and no request extension (three allocations) for the deadline.
@@ -410,7 +431,7 @@ impl<S, D, R> Layer<S> for ResilienceLayer<D, R> {
 ///     body::ReplayBody,
 ///     policy::{AnyDecoder, AnyRetryer},
 ///     transport::{self, HttpClient},
-///     BoxError, Resilient,
+///     BoxError, Resilience,
 /// };
 /// use hyper::body::Incoming;
 /// use tower::Layer;
@@ -418,7 +439,7 @@ impl<S, D, R> Layer<S> for ResilienceLayer<D, R> {
 /// /// What every handler of a gateway shares.
 /// #[derive(Clone)]
 /// struct AppState {
-///     upstream: Resilient<HttpClient<ReplayBody<Incoming>>, AnyDecoder, AnyRetryer>,
+///     upstream: Resilience<HttpClient<ReplayBody<Incoming>>, AnyDecoder, AnyRetryer>,
 /// }
 ///
 /// # fn main() -> Result<(), BoxError> {
@@ -439,14 +460,14 @@ impl<S, D, R> Layer<S> for ResilienceLayer<D, R> {
 ///
 /// Every attempt after the first is made on a clone of the inner service, as
 /// with [`StatusRetry`]; the policy is shared behind an `Arc`.
-pub struct Resilient<S, D, R> {
+pub struct Resilience<S, D, R> {
     inner: S,
     deadline: Duration,
     limits: Limits,
     policy: Arc<RetryPolicy<D, R>>,
 }
 
-impl<S: Clone, D, R> Clone for Resilient<S, D, R> {
+impl<S: Clone, D, R> Clone for Resilience<S, D, R> {
     fn clone(&self) -> Self {
         Self {
             inner: self.inner.clone(),
@@ -457,9 +478,9 @@ impl<S: Clone, D, R> Clone for Resilient<S, D, R> {
     }
 }
 
-impl<S: fmt::Debug, D: fmt::Debug, R: fmt::Debug> fmt::Debug for Resilient<S, D, R> {
+impl<S: fmt::Debug, D: fmt::Debug, R: fmt::Debug> fmt::Debug for Resilience<S, D, R> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Resilient")
+        f.debug_struct("Resilience")
             .field("inner", &self.inner)
             .field("deadline", &self.deadline)
             .field("attempt_timeout", &self.limits.attempt)
@@ -469,7 +490,7 @@ impl<S: fmt::Debug, D: fmt::Debug, R: fmt::Debug> fmt::Debug for Resilient<S, D,
     }
 }
 
-impl<S, D, R> Resilient<S, D, R> {
+impl<S, D, R> Resilience<S, D, R> {
     /// The budget of every call.
     pub const fn deadline(&self) -> Duration {
         self.deadline
@@ -488,7 +509,7 @@ impl<S, D, R> Resilient<S, D, R> {
     define_inner_service_accessors!();
 }
 
-impl<S, B, T, D, R> Service<http::Request<B>> for Resilient<S, D, R>
+impl<S, B, T, D, R> Service<http::Request<B>> for Resilience<S, D, R>
 where
     S: Service<http::Request<B>, Response = http::Response<T>> + Clone,
     S::Error: Into<BoxError>,
@@ -557,23 +578,23 @@ mod tests {
     #[test]
     fn rejects_limits_that_do_not_fit() {
         let secs = Duration::from_secs;
-        let err = Resilience::new(secs(8), Duration::ZERO, retry()).unwrap_err();
+        let err = ResiliencePolicy::new(secs(8), Duration::ZERO, retry()).unwrap_err();
         assert_eq!(
             err.to_string(),
             "attempt_timeout must be greater than zero, got 0s"
         );
-        let err = Resilience::new(Duration::ZERO, secs(1), retry()).unwrap_err();
+        let err = ResiliencePolicy::new(Duration::ZERO, secs(1), retry()).unwrap_err();
         assert_eq!(
             err.to_string(),
             "deadline must be greater than zero, got 0s"
         );
-        let err = Resilience::new(secs(1), Duration::ZERO, retry()).unwrap_err();
+        let err = ResiliencePolicy::new(secs(1), Duration::ZERO, retry()).unwrap_err();
         assert_eq!(
             err.to_string(),
             "attempt_timeout must be greater than zero, got 0s"
         );
-        assert!(Resilience::new(secs(3), secs(3), retry()).is_ok());
-        assert!(Resilience::new(secs(1), secs(3), retry()).is_ok());
+        assert!(ResiliencePolicy::new(secs(3), secs(3), retry()).is_ok());
+        assert!(ResiliencePolicy::new(secs(1), secs(3), retry()).is_ok());
     }
 
     // ===== nonsense refused =====
@@ -590,7 +611,7 @@ mod tests {
             (Duration::ZERO, Duration::ZERO, "deadline"),
             (secs(1), Duration::ZERO, "attempt_timeout"),
         ] {
-            let err = Resilience::new(deadline, attempt, policy()).unwrap_err();
+            let err = ResiliencePolicy::new(deadline, attempt, policy()).unwrap_err();
             assert_eq!(err.field(), field, "{err}");
         }
         // An attempt limit above the deadline is taken: the deadline wins.
@@ -599,10 +620,10 @@ mod tests {
             (secs(1), Duration::MAX),
             (Duration::from_nanos(1), Duration::from_nanos(2)),
         ] {
-            assert!(Resilience::new(deadline, attempt, policy()).is_ok());
+            assert!(ResiliencePolicy::new(deadline, attempt, policy()).is_ok());
         }
         // The largest limits fit, and make a layer.
-        let largest = Resilience::new(Duration::MAX, Duration::MAX, policy()).unwrap();
+        let largest = ResiliencePolicy::new(Duration::MAX, Duration::MAX, policy()).unwrap();
         let _layer = largest.layer();
     }
 }
