@@ -69,8 +69,10 @@ fn seed_with(
     attempt: Duration,
     total: Duration,
 ) -> Result<ResiliencePolicy<AnyDecoder, AnyRetryer>, InvalidSetting> {
-    let (decoder, retryer) = presets::reactor().retry().clone().into_parts();
-    Ok(ResiliencePolicy::new(total, attempt, RetryPolicy::new(decoder, retryer))?.erase())
+    let policy = presets::reactor()
+        .with_deadline(total)?
+        .with_attempt_timeout(attempt)?;
+    Ok(policy.erase())
 }
 
 /// How a scenario calls the upstream.

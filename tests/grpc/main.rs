@@ -386,7 +386,10 @@ async fn the_deadline_is_sent_as_grpc_timeout_and_enforced() {
     let budget = Duration::from_millis(400);
     let script = Script::new([Step::Silent]);
     let channel = server(&script).await;
-    let policy = quick().with_limits(budget, budget).unwrap();
+    let policy = quick()
+        .with_deadline(budget)
+        .and_then(|policy| policy.with_attempt_timeout(budget))
+        .unwrap();
     let mut client = HealthClient::new(GrpcLayer::new(policy).layer(channel));
 
     let start = Instant::now();

@@ -121,7 +121,8 @@ async fn a_pushback_past_the_deadline_returns_the_unavailable_at_once_from_the_t
 /// held to some thirty years).
 fn capped_without_deadline() -> ResiliencePolicy<GrpcDecoder, GrpcBackoff> {
     presets::grpc()
-        .with_limits(Duration::MAX, Duration::MAX)
+        .with_deadline(Duration::MAX)
+        .and_then(|policy| policy.with_attempt_timeout(Duration::MAX))
         .unwrap()
         .map_retry(|retry| retry.map(|decoder| decoder, |backoff| backoff.with_max_pushback(CAP)))
 }

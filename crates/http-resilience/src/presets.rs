@@ -150,9 +150,11 @@ pub fn apache() -> ResiliencePolicy<ApacheDecoder, FixedDelay> {
 ///
 /// gRPC sets no deadline of its own; 30 s covers the call, its waits and its
 /// response stream. gRPC has no limit per attempt either, so the attempt
-/// limit is the deadline. Change both with
-/// [`with_limits`](ResiliencePolicy::with_limits) (raise them for long-lived
-/// streams); a caller shortens one call with tonic's `Request::set_timeout`.
+/// limit is the deadline. Change them with
+/// [`with_deadline`](ResiliencePolicy::with_deadline) and
+/// [`with_attempt_timeout`](ResiliencePolicy::with_attempt_timeout) (raise
+/// them for long-lived streams); a caller shortens one call with tonic's
+/// `Request::set_timeout`.
 ///
 /// Scheduling is deadline-aware ([`RetryPolicy::deadline_aware`] with
 /// [`GRPC_MIN_USEFUL_ATTEMPT`], 100 ms): when a server's pushback, or the
@@ -173,7 +175,8 @@ pub fn apache() -> ResiliencePolicy<ApacheDecoder, FixedDelay> {
 /// use std::time::Duration;
 ///
 /// let long_lived = presets::grpc()
-///     .with_limits(Duration::MAX, Duration::MAX)?
+///     .with_deadline(Duration::MAX)?
+///     .with_attempt_timeout(Duration::MAX)?
 ///     .map_retry(|retry| {
 ///         retry.map(|decoder| decoder, |backoff| backoff.with_max_pushback(Duration::from_secs(10)))
 ///     });

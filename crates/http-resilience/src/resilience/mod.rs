@@ -141,18 +141,8 @@ impl<D, R> ResiliencePolicy<D, R> {
         attempt_timeout: Duration,
         retry: RetryPolicy<D, R>,
     ) -> Result<Self, InvalidSetting> {
-        if deadline.is_zero() {
-            return Err(InvalidSetting::new(
-                "deadline",
-                "must be greater than zero, got 0s",
-            ));
-        }
-        if attempt_timeout.is_zero() {
-            return Err(InvalidSetting::new(
-                "attempt_timeout",
-                "must be greater than zero, got 0s",
-            ));
-        }
+        positive("deadline", deadline)?;
+        positive("attempt_timeout", attempt_timeout)?;
         Ok(Self::known_good(deadline, attempt_timeout, retry))
     }
 
@@ -197,8 +187,10 @@ impl<D, R> ResiliencePolicy<D, R> {
     /// assert_eq!(err.to_string(), "deadline must be greater than zero, got 0s");
     /// # Ok::<(), http_resilience::BoxError>(())
     /// ```
-    pub fn with_deadline(self, deadline: Duration) -> Result<Self, InvalidSetting> {
-        Self::new(deadline, self.attempt_timeout, self.retry)
+    pub fn with_deadline(mut self, deadline: Duration) -> Result<Self, InvalidSetting> {
+        positive("deadline", deadline)?;
+        self.deadline = deadline;
+        Ok(self)
     }
 
     /// The same policy with another limit for every attempt.
@@ -207,34 +199,13 @@ impl<D, R> ResiliencePolicy<D, R> {
     ///
     /// As [`new`](Self::new): [`InvalidSetting`] when `attempt_timeout` is
     /// zero.
-    pub fn with_attempt_timeout(self, attempt_timeout: Duration) -> Result<Self, InvalidSetting> {
-        Self::new(self.deadline, attempt_timeout, self.retry)
-    }
-
-    /// The same policy with another budget for every call and another limit
-    /// for every attempt.
-    ///
-    /// # Errors
-    ///
-    /// As [`new`](Self::new).
-    ///
-    /// # Example
-    ///
-    /// ```
-    /// use http_resilience::presets;
-    /// use std::time::Duration;
-    ///
-    /// let second = Duration::from_secs(1);
-    /// let quick = presets::grpc().with_limits(second, second)?;
-    /// assert_eq!((quick.deadline(), quick.attempt_timeout()), (second, second));
-    /// # Ok::<(), http_resilience::BoxError>(())
-    /// ```
-    pub fn with_limits(
-        self,
-        deadline: Duration,
+    pub fn with_attempt_timeout(
+        mut self,
         attempt_timeout: Duration,
     ) -> Result<Self, InvalidSetting> {
-        Self::new(deadline, attempt_timeout, self.retry)
+        positive("attempt_timeout", attempt_timeout)?;
+        self.attempt_timeout = attempt_timeout;
+        Ok(self)
     }
 
     /// The same policy, sending every attempt's budget upstream: the time
@@ -298,11 +269,6 @@ impl<D, R> ResiliencePolicy<D, R> {
         self
     }
 
-    /// Whether the last attempt runs until the deadline.
-    pub const fn final_uses_deadline(&self) -> bool {
-        self.final_uses_deadline
-    }
-
     /// The budget of every call.
     pub const fn deadline(&self) -> Duration {
         self.deadline
@@ -357,6 +323,17 @@ impl<D: fmt::Debug, R: fmt::Debug> fmt::Debug for ResiliencePolicy<D, R> {
             .field("retry", &self.retry)
             .finish()
     }
+}
+
+/// An error for a zero `value` of `field`.
+fn positive(field: &str, value: Duration) -> Result<(), InvalidSetting> {
+    if value.is_zero() {
+        return Err(InvalidSetting::new(
+            field,
+            "must be greater than zero, got 0s",
+        ));
+    }
+    Ok(())
 }
 
 /// Makes [`Resilience`] around a service: the semantics of
@@ -601,6 +578,28 @@ mod tests {
 
     fn policy() -> RetryPolicy<StatusDecoder, FixedDelay> {
         RetryPolicy::new(StatusDecoder::new([503]).unwrap(), FixedDelay::never())
+    }
+
+    #[test]
+    fn changing_a_limit_keeps_every_other_setting() {
+        let secs = Duration::from_secs;
+        let policy = ResiliencePolicy::new(secs(8), secs(3), retry())
+            .unwrap()
+            .propagating(
+                crate::propagate::EXPECTED_RQ_TIMEOUT_MS,
+                TimeoutFormat::Millis,
+            )
+            .final_attempt_uses_deadline()
+            .with_deadline(secs(5))
+            .unwrap()
+            .with_attempt_timeout(secs(2))
+            .unwrap();
+        assert_eq!(
+            (policy.deadline, policy.attempt_timeout),
+            (secs(5), secs(2))
+        );
+        assert!(policy.final_uses_deadline);
+        assert!(policy.budget_header.is_some());
     }
 
     #[test]

@@ -192,11 +192,6 @@ impl<D, R> RetryPolicy<D, R> {
         &self.retryer
     }
 
-    /// The decoder and the retryer prototype.
-    pub fn into_parts(self) -> (D, R) {
-        (self.parts.decoder, self.retryer)
-    }
-
     /// The same policy, switches included, with its decoder and retryer
     /// converted.
     pub fn map<D2, R2>(
