@@ -3,7 +3,7 @@
 
 use super::latency::Histogram;
 use crate::{
-    policy::{AttemptHeader, Parts, RetryBudget, RetryEvent, RetryListener},
+    policy::{Parts, RetryEvent},
     InvalidSetting,
 };
 use std::{fmt, sync::Arc, time::Duration};
@@ -69,7 +69,8 @@ impl HedgeDelay {
     /// slow calls themselves: the delay is about their latency, and a hedge
     /// can then never fire in time. So the percentile is chosen from the tail
     /// to cut: 90 for a tail of up to a few per cent, 95 or 99 only for a
-    /// rarer one. Pair it with a [`RetryBudget`] (ratio 0.1, say) through
+    /// rarer one. Pair it with a [`RetryBudget`](crate::policy::RetryBudget)
+    /// (ratio 0.1, say) through
     /// [`HedgePolicy::with_budget`], which holds the extra copies to about
     /// that fraction of calls however the latencies shift.
     ///
@@ -249,71 +250,7 @@ impl<D> HedgePolicy<D> {
         self
     }
 
-    /// Deadline-aware scheduling, as
-    /// [`RetryPolicy::deadline_aware`](crate::retry::RetryPolicy::deadline_aware):
-    /// a copy that a non-fatal outcome asks for (at once, or after the
-    /// server's delay) is sent only if the wait plus `min_attempt` fits
-    /// before the request's deadline. When it does not, no further copy is
-    /// sent ([`Stop::WouldMissDeadline`](crate::Stop::WouldMissDeadline));
-    /// with no copy left in flight, the outcome in hand goes to the caller at
-    /// once.
-    #[must_use]
-    pub fn deadline_aware(mut self, min_attempt: Duration) -> Self {
-        self.parts.deadline_margin = Some(min_attempt);
-        self
-    }
-
-    /// Shares `budget` with every call made with this policy, and with a
-    /// [`RetryPolicy`](crate::retry::RetryPolicy) given the same `Arc`: each
-    /// copy after the first is sent only while the budget allows a retry,
-    /// and takes a token; each accepted outcome puts a fraction back. So a
-    /// budget of ratio 0.1 holds hedges, over time, to about 10 % more
-    /// requests.
-    #[must_use]
-    pub fn with_budget(mut self, budget: Arc<RetryBudget>) -> Self {
-        self.parts.budget = Some(budget);
-        self
-    }
-
-    /// Tells `listener` of every hedge ([`RetryEvent::Hedge`]) and of the end
-    /// of every call ([`RetryEvent::Done`]), as a retry policy's listener is
-    /// told.
-    #[must_use]
-    pub fn with_listener(mut self, listener: impl RetryListener) -> Self {
-        self.parts.listener = Some(Arc::new(listener));
-        self
-    }
-
-    /// Sends the number of each copy (1 for the first) in the request header
-    /// `name`, as
-    /// [`RetryPolicy::with_attempt_header`](crate::retry::RetryPolicy::with_attempt_header)
-    /// does for retries.
-    #[must_use]
-    pub fn with_attempt_header(mut self, name: http::HeaderName) -> Self {
-        self.parts.attempt_header = Some(AttemptHeader::this(name));
-        self
-    }
-
-    /// Sends the number of copies sent before each one in the request header
-    /// `name`: 1 on the second copy, 2 on the third, and no header on the
-    /// first (a value the request brings is removed there). This is gRPC's
-    /// `grpc-previous-rpc-attempts`, which gRPC's retry design puts on every
-    /// hedged attempt after the first.
-    #[must_use]
-    pub fn with_previous_attempts_header(mut self, name: http::HeaderName) -> Self {
-        self.parts.attempt_header = Some(AttemptHeader::previous(name));
-        self
-    }
-
-    /// The name of the attempt header, if any.
-    pub fn attempt_header(&self) -> Option<&http::HeaderName> {
-        self.parts.attempt_header.as_ref().map(AttemptHeader::name)
-    }
-
-    /// The decoder.
-    pub const fn decoder(&self) -> &D {
-        &self.parts.decoder
-    }
+    define_policy_parts!("copy");
 
     /// The delay.
     pub const fn delay(&self) -> &HedgeDelay {
@@ -338,17 +275,6 @@ impl<D> HedgePolicy<D> {
     /// The cap on a delay the server asks for before the next copy.
     pub const fn max_server_delay(&self) -> Duration {
         self.max_server_delay
-    }
-
-    /// The least time a useful copy needs, when deadline-aware scheduling is
-    /// on.
-    pub const fn deadline_margin(&self) -> Option<Duration> {
-        self.parts.deadline_margin
-    }
-
-    /// The parts a retry policy has too.
-    pub(crate) const fn parts(&self) -> &Parts<D> {
-        &self.parts
     }
 
     pub(crate) fn tell(&self, event: &RetryEvent) {

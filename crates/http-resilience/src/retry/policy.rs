@@ -1,9 +1,7 @@
 use crate::policy::{
-    is_idempotent, AttemptHeader, Decoder, Idempotency, Parts, Reason, RetryBudget, RetryListener,
-    Retryer, Verdict,
+    is_idempotent, Decoder, Idempotency, Parts, Reason, RetryBudget, Retryer, Verdict,
 };
-use http::HeaderName;
-use std::{fmt, sync::Arc, time::Duration};
+use std::fmt;
 
 /// A retry policy in two parts: a [`Decoder`] that says whether an outcome is
 /// worth another attempt, and a [`Retryer`] that says whether one is made and
@@ -61,74 +59,11 @@ impl<D, R> RetryPolicy<D, R> {
         }
     }
 
-    /// Deadline-aware scheduling: before waiting for another attempt, checks
-    /// that the wait plus `min_attempt` (the least time an attempt needs to be
-    /// useful) fits before the request's deadline. When it does not, no wait
-    /// happens: the outcome in hand goes to the caller at once, with
-    /// [`Stop::WouldMissDeadline`](crate::Stop::WouldMissDeadline), instead of
-    /// a deadline error later. This holds for a delay the server asked for
-    /// too. Off by default (Reactor's contract is that the deadline cuts the
-    /// wait); see the presets for which turn it on.
-    #[must_use]
-    pub fn deadline_aware(mut self, min_attempt: Duration) -> Self {
-        self.parts.deadline_margin = Some(min_attempt);
-        self
-    }
-
-    /// Shares `budget` between every call made with this policy (and every
-    /// clone of its layer): a retry the budget refuses ends the call with
-    /// [`Stop::BudgetExhausted`](crate::Stop::BudgetExhausted).
-    #[must_use]
-    pub fn with_budget(mut self, budget: Arc<RetryBudget>) -> Self {
-        self.parts.budget = Some(budget);
-        self
-    }
-
-    /// Tells `listener` of every retry and of the end of every call.
-    #[must_use]
-    pub fn with_listener(mut self, listener: impl RetryListener) -> Self {
-        self.parts.listener = Some(Arc::new(listener));
-        self
-    }
-
-    /// Sends the number of each attempt (1 for the first) in the request
-    /// header `name`, for the upstream's logs.
-    #[must_use]
-    pub fn with_attempt_header(mut self, name: HeaderName) -> Self {
-        self.parts.attempt_header = Some(AttemptHeader::this(name));
-        self
-    }
-
-    /// Sends the number of attempts made before each retry in the request
-    /// header `name`: 1 on the second attempt, 2 on the third, and no header
-    /// on the first (a value the request brings, copied from an inbound call,
-    /// is removed there). This is gRPC's `grpc-previous-rpc-attempts`, which
-    /// [`presets::grpc`](crate::presets::grpc) sends.
-    #[must_use]
-    pub fn with_previous_attempts_header(mut self, name: HeaderName) -> Self {
-        self.parts.attempt_header = Some(AttemptHeader::previous(name));
-        self
-    }
-
-    /// The least time a useful attempt needs, when deadline-aware scheduling
-    /// is on.
-    pub fn deadline_margin(&self) -> Option<Duration> {
-        self.parts.deadline_margin
-    }
+    define_policy_parts!("attempt");
 
     #[cfg(any(test, feature = "serde"))]
     pub(crate) fn budget(&self) -> Option<&RetryBudget> {
         self.parts.budget.as_deref()
-    }
-
-    /// The parts a hedging policy has too.
-    pub(crate) const fn parts(&self) -> &Parts<D> {
-        &self.parts
-    }
-
-    /// The name of the attempt header, if any.
-    pub fn attempt_header(&self) -> Option<&HeaderName> {
-        self.parts.attempt_header.as_ref().map(AttemptHeader::name)
     }
 
     /// Retries requests that were sent even when they are not idempotent:
@@ -180,11 +115,6 @@ impl<D, R> RetryPolicy<D, R> {
             Reason::Status(_) | Reason::Header(_) => !self.statuses_need_idempotency,
             _ => false,
         }
-    }
-
-    /// The decoder.
-    pub const fn decoder(&self) -> &D {
-        &self.parts.decoder
     }
 
     /// The retryer prototype.
