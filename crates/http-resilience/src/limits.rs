@@ -59,7 +59,7 @@ pub(crate) fn attempt_end(
 ) -> Result<(Instant, Expiry), Duration> {
     let own = saturating_after(now, limit);
     match deadline {
-        Some(deadline) if deadline.instant() <= now => Err(deadline.budget()),
+        Some(deadline) if deadline.has_passed_at(now) => Err(deadline.budget()),
         Some(deadline) if to_deadline || deadline.instant() <= own => {
             Ok((deadline.instant(), Expiry::Deadline(deadline.budget())))
         }

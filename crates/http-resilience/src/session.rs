@@ -122,9 +122,9 @@ impl Session {
 }
 
 /// Whether the request's `deadline`, if it has one, is still ahead at `now`.
-pub(crate) fn deadline_open(deadline: Option<Instant>, now: Instant) -> Result<(), Stop> {
+pub(crate) fn deadline_open(deadline: Option<RequestDeadline>, now: Instant) -> Result<(), Stop> {
     match deadline {
-        Some(deadline) if now >= deadline => Err(Stop::DeadlinePassed),
+        Some(deadline) if deadline.has_passed_at(now) => Err(Stop::DeadlinePassed),
         _ => Ok(()),
     }
 }

@@ -124,7 +124,7 @@ where
         // NOTE: one clock read serves both the new deadline and the check.
         let now = tokio::time::Instant::now();
         let deadline = limits::call_deadline(now, self.budget, RequestDeadline::of(&request));
-        if deadline.instant() <= now {
+        if deadline.has_passed_at(now) {
             return ResponseFuture::expired(deadline);
         }
         request.extensions_mut().insert(deadline);

@@ -92,7 +92,14 @@ impl RequestDeadline {
     /// Whether the deadline has passed.
     #[inline]
     pub fn is_expired(&self) -> bool {
-        Instant::now() >= self.instant
+        self.has_passed_at(Instant::now())
+    }
+
+    /// Whether the deadline has passed at `now`: at its very instant it has
+    /// (the budget ran out), the one rule every layer applies.
+    #[inline]
+    pub(crate) fn has_passed_at(&self, now: Instant) -> bool {
+        self.instant <= now
     }
 
     /// The earlier of two deadlines.

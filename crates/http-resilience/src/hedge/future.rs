@@ -7,7 +7,7 @@ use crate::{
     limits::{self, Scheduled},
     policy::{Decoder, HedgeTrigger, RetryEvent, Verdict},
     session::{self, Session},
-    Attempts, Stop,
+    Attempts, RequestDeadline, Stop,
 };
 use pin_project_lite::pin_project;
 use std::{
@@ -39,7 +39,7 @@ pub(super) struct Hedging<S, B> {
     /// A non-fatal outcome asks for the next copy at once.
     pub(super) at_once: Option<Verdict>,
     /// The request's deadline: no copy is sent at or after it.
-    pub(super) deadline: Option<Instant>,
+    pub(super) deadline: Option<RequestDeadline>,
     pub(super) sleep: Option<Pin<Box<Sleep>>>,
 }
 
@@ -356,7 +356,7 @@ where
             .with_verdict(verdict)
             .with_stop(stop)
             .with_winner(winner);
-        let deadline = self.hedging.as_deref().and_then(|h| h.pristine.deadline());
+        let deadline = self.hedging.as_deref().and_then(|h| h.deadline);
         let mut outcome = outcome;
         self.session
             .end(self.policy.parts(), summary, deadline, &mut outcome);
@@ -431,7 +431,8 @@ fn schedule_next<S, B, D>(
     let wait = asked.map_or(Duration::ZERO, |asked| {
         limits::capped(asked, policy.max_server_delay())
     });
-    match limits::schedule(wait, hedging.deadline, policy.deadline_margin(), now)? {
+    let deadline = hedging.deadline.map(|d| d.instant());
+    match limits::schedule(wait, deadline, policy.deadline_margin(), now)? {
         Scheduled::After(_) if asked.is_none() => hedging.at_once = Some(verdict),
         Scheduled::After(wait) => {
             hedging.next_at = Some((crate::timer::saturating_after(now, wait), wait));

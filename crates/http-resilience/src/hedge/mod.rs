@@ -293,7 +293,7 @@ impl<S: Clone, D> Hedge<S, D> {
             .delay()
             .get(now)
             .map(|delay| (crate::timer::saturating_after(now, delay), delay));
-        let deadline = pristine.deadline().map(|deadline| deadline.instant());
+        let deadline = pristine.deadline();
         Ok(Box::new(Hedging {
             service: self.inner.clone(),
             pristine,

@@ -305,7 +305,7 @@ where
             return Poll::Ready(Step::End(outcome.map(|r| with_deadline(r, deadline))));
         }
         let now = Instant::now();
-        if deadline.instant() <= now {
+        if deadline.has_passed_at(now) {
             return Poll::Ready(Step::End(Err(self.exceeded())));
         }
         let mut request = self.retry.next_request();

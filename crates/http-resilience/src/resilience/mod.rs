@@ -506,7 +506,7 @@ where
     fn call(&mut self, mut request: http::Request<B>) -> Self::Future {
         let now = Instant::now();
         let deadline = limits::call_deadline(now, self.deadline, RequestDeadline::of(&request));
-        if deadline.instant() <= now {
+        if deadline.has_passed_at(now) {
             let retry = RetryState::unsent(Arc::clone(&self.policy));
             return ResponseFuture::expired(
                 self.inner.clone(),

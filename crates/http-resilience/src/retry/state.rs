@@ -250,7 +250,7 @@ impl<B: TryCloneBody, D, R: Retryer> RetryState<B, D, R> {
             _ => return Err(Stop::NotReplayable),
         };
         let now = Instant::now();
-        session::deadline_open(deadline.map(|d| d.instant()), now)?;
+        session::deadline_open(deadline, now)?;
         // NOTE: what `allows` reads (method, headers, the `Idempotency`
         // extension) is all in the kept copy.
         if !policy.allows(request, reason) {
