@@ -328,3 +328,64 @@ async fn a_hedge_caps_a_server_delay_by_default() {
     assert_eq!(start.elapsed(), DEFAULT_MAX_SERVER_DELAY);
     assert_eq!(calls.load(Ordering::SeqCst), 2);
 }
+
+mod property {
+    //! Any server delay, deadline, cap and margin: a retry and a hedge make
+    //! the same wait, with the same outcome.
+
+    use super::*;
+    use proptest::prelude::*;
+
+    fn scenario() -> impl Strategy<Value = (u64, Option<u64>, u64, Option<u64>)> {
+        (
+            0_u64..120,
+            proptest::option::of(1_u64..60),
+            1_u64..90,
+            proptest::option::of(0_u64..5_000),
+        )
+    }
+
+    fn paused<F: std::future::Future>(future: F) -> F::Output {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_time()
+            .start_paused(true)
+            .build()
+            .unwrap()
+            .block_on(future)
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
+
+        #[test]
+        fn a_retry_and_a_hedge_agree_on_every_wait(
+            (asked, deadline, cap, margin) in scenario()
+        ) {
+            // NOTE: `first` must be a plain function; the delays it can ask
+            // for are the ones below, chosen by `asked`.
+            const FIRSTS: [fn() -> Response<String>; 6] = [
+                || retry_after("0"),
+                || retry_after("1"),
+                || retry_after("7"),
+                || retry_after("45"),
+                || retry_after("3600"),
+                || retry_after("99999999999"),
+            ];
+            let scenario = Scenario {
+                name: "generated",
+                first: FIRSTS[(asked % 6) as usize],
+                deadline: deadline.map(SECS),
+                cap: SECS(cap),
+                min_attempt: margin.map(MS),
+                elapsed: Duration::ZERO,
+                calls: 0,
+                stop: Stop::Accepted,
+                status: StatusCode::OK,
+            };
+            let decoder = StatusDecoder::new([503]).unwrap().with_retry_after();
+            let retried = paused(run(Form::Retry, decoder, &scenario));
+            let hedged = paused(run(Form::Hedge, decoder, &scenario));
+            prop_assert_eq!(retried, hedged);
+        }
+    }
+}
