@@ -1,5 +1,9 @@
-//! Time helpers: the horizon that stands for "never", and the timer that
-//! `Deadline`, its body and `AttemptTimeout` make only when they must wait.
+//! Time helpers: the horizon that stands for "never", and the one timer rule
+//! every form follows: a timer is made only when a call must wait, and moved
+//! (never made again) when the next instant it must fire changes
+//! ([`poll_moved`]). `Deadline`, its body and `AttemptTimeout` keep theirs
+//! boxed ([`poll_until`]), as hedging does for its next copy; the combined
+//! service keeps one inline ([`poll_timer`]).
 
 use std::{
     future::Future,
@@ -31,9 +35,8 @@ pub(crate) type LazySleep = Option<Pin<Box<Sleep>>>;
 /// none yet. A call answered at once never gets here, so it never touches
 /// the timer.
 pub(crate) fn poll_until(slot: &mut LazySleep, at: Instant, cx: &mut Context<'_>) -> Poll<()> {
-    slot.get_or_insert_with(|| Box::pin(tokio::time::sleep_until(at)))
-        .as_mut()
-        .poll(cx)
+    let timer = slot.get_or_insert_with(|| Box::pin(tokio::time::sleep_until(at)));
+    poll_moved(timer.as_mut(), at, cx)
 }
 
 /// Polls the inline timer in `sleep`, due at `at`: made on first use, and

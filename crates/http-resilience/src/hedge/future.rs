@@ -18,7 +18,7 @@ use std::{
     task::{ready, Context, Poll},
     time::Duration,
 };
-use tokio::time::{Instant, Sleep};
+use tokio::time::Instant;
 use tower_service::Service;
 
 /// One copy of the request in flight.
@@ -40,7 +40,7 @@ pub(super) struct Hedging<S, B> {
     pub(super) at_once: Option<Verdict>,
     /// The request's deadline: no copy is sent at or after it.
     pub(super) deadline: Option<RequestDeadline>,
-    pub(super) sleep: Option<Pin<Box<Sleep>>>,
+    pub(super) sleep: crate::timer::LazySleep,
 }
 
 /// The best outcome so far that is not an answer: the last non-fatal one.
@@ -334,10 +334,7 @@ where
         let Some(at) = next_due(hedging, &self.inflight, &self.policy) else {
             return Poll::Pending;
         };
-        let sleep = hedging
-            .sleep
-            .get_or_insert_with(|| Box::pin(tokio::time::sleep_until(at)));
-        crate::timer::poll_moved(sleep.as_mut(), at, cx)
+        crate::timer::poll_until(&mut hedging.sleep, at, cx)
     }
 
     /// The outcome for the caller, with its report; every copy still in
