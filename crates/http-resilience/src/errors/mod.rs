@@ -1,4 +1,6 @@
-//! Looking at errors: as a trait object, and along their `source()` chain.
+//! Telling failures apart: [`FailureKind`] for any error of the stack, the
+//! helpers that walk an error's `source()` chain, and the transport's error
+//! types, each a type of its own.
 //!
 //! # Example
 //!

@@ -1,5 +1,7 @@
-//! Retry by a Feign-style policy: a decoder says whether an outcome is worth
-//! another attempt, a retryer says whether one is made and when.
+//! Retries: an outcome worth another attempt is followed by one, after a
+//! wait, while the policy allows: a decoder says whether an outcome is worth
+//! it, a retryer whether another attempt is made and when (OpenFeign's
+//! split).
 //!
 //! [`StatusRetry`] calls the inner service, hands the outcome (response head or
 //! error) to the policy's [`Decoder`], and on a [`Verdict::Retry`] asks the

@@ -1,5 +1,5 @@
-//! A hyper-util client with the transport limits of Reactor WebClient's policy: a connect
-//! timeout, a read timeout between reads, and no hidden retry.
+//! A hyper-util client with a connect timeout, a read timeout between reads,
+//! and no hidden retry (the transport limits of Reactor WebClient's policy).
 //!
 //! [`Builder`] configures hyper-util's legacy [`Client`] and wraps it in
 //! [`ReadTimeout`]:
