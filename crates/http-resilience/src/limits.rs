@@ -44,6 +44,17 @@ impl Expiry {
     }
 }
 
+/// What ended an attempt whose end was `end` (as [`attempt_end`] gave it),
+/// under the call's `deadline`: the deadline when the end is its instant.
+#[inline]
+pub(crate) fn expiry_at(end: Instant, limit: Duration, deadline: RequestDeadline) -> Expiry {
+    if end >= deadline.instant() {
+        Expiry::Deadline(deadline.budget())
+    } else {
+        Expiry::Attempt(limit)
+    }
+}
+
 /// The end of an attempt that starts at `now` with `limit`, under the call's
 /// `deadline` (if any): the earlier of its limit and the deadline, the
 /// deadline winning a tie (it is the budget that ran out); the deadline alone
@@ -102,9 +113,10 @@ pub(crate) fn schedule(
     let Some(deadline) = deadline else {
         return Ok(Scheduled::After(wait));
     };
-    let remaining = deadline.saturating_duration_since(now);
-    if min_attempt.is_some_and(|min| remaining < wait.saturating_add(min)) {
-        return Err(Stop::WouldMissDeadline);
+    if let Some(min) = min_attempt {
+        if deadline.saturating_duration_since(now) < wait.saturating_add(min) {
+            return Err(Stop::WouldMissDeadline);
+        }
     }
     if !wait.is_zero() && saturating_after(now, wait) >= deadline {
         return Ok(Scheduled::Cut(deadline));

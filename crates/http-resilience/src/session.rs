@@ -141,23 +141,32 @@ pub(crate) enum Form {
     Hedge,
 }
 
-/// Calls `call` with the first attempt's `request` inside the call's span,
-/// and returns its future with the span, kept only when a subscriber wants it
-/// (boxed, so that a call nobody traces carries a pointer for it).
-#[inline(always)]
-pub(crate) fn call_in_span<B, F>(
-    form: Form,
-    request: http::Request<B>,
-    call: impl FnOnce(http::Request<B>) -> F,
-) -> (F, Option<Box<tracing::Span>>) {
-    let (method, path) = (request.method(), request.uri().path());
-    let span = match form {
-        Form::Retry => tracing::debug_span!("retry", %method, path),
-        Form::Hedge => tracing::debug_span!("hedge", %method, path),
-    };
-    let future = {
-        let _entered = span.enter();
-        call(request)
-    };
-    (future, (!span.is_disabled()).then(|| Box::new(span)))
+/// The span of a call: made from its first request, entered while the first
+/// attempt is called, then kept with the call's future only when a
+/// subscriber wants it (boxed, so that a call nobody traces carries a pointer
+/// for it).
+pub(crate) struct CallSpan(tracing::Span);
+
+impl CallSpan {
+    /// The span of a call of `form` whose first attempt is `request`.
+    #[inline(always)]
+    pub(crate) fn new<B>(form: Form, request: &http::Request<B>) -> Self {
+        let (method, path) = (request.method(), request.uri().path());
+        Self(match form {
+            Form::Retry => tracing::debug_span!("retry", %method, path),
+            Form::Hedge => tracing::debug_span!("hedge", %method, path),
+        })
+    }
+
+    /// Enters the span, until the guard is dropped.
+    #[inline(always)]
+    pub(crate) fn enter(&self) -> tracing::span::Entered<'_> {
+        self.0.enter()
+    }
+
+    /// The span to keep with the call's future, if anyone wants it.
+    #[inline(always)]
+    pub(crate) fn keep(self) -> Option<Box<tracing::Span>> {
+        (!self.0.is_disabled()).then(|| Box::new(self.0))
+    }
 }

@@ -152,7 +152,7 @@ use crate::{
     body::{Pristine, TryCloneBody},
     errors::AsError,
     policy::{is_idempotent, Decoder},
-    session::{self, Form, Session},
+    session::{CallSpan, Form, Session},
     Stop,
 };
 use std::{
@@ -267,8 +267,12 @@ where
             Ok(hedging) => (Some(hedging), None),
             Err(stop) => (None, Some(stop)),
         };
-        let inner = &mut self.inner;
-        let (first, span) = session::call_in_span(Form::Hedge, request, |r| inner.call(r));
+        let span = CallSpan::new(Form::Hedge, &request);
+        let first = {
+            let _entered = span.enter();
+            self.inner.call(request)
+        };
+        let span = span.keep();
         let policy = Arc::clone(&self.policy);
         ResponseFuture::new(first, hedging, policy, session, stop, span)
     }

@@ -87,13 +87,13 @@ pin_project! {
     enum State<F> {
         // An attempt is in flight until its end, its limit or the deadline:
         // `at` is its start until it first waits, and from then its end
-        // (`expiry` says what ends it), so that an attempt answered at once
+        // (`ended` says which), so that an attempt answered at once
         // never works its end out.
         Called {
             #[pin]
             future: F,
             at: Instant,
-            expiry: Option<Expiry>,
+            ended: bool,
         },
         // Waiting until `until` before the next attempt; a wait that reaches
         // the deadline ends the call there.
@@ -141,7 +141,7 @@ where
             state: State::Called {
                 future,
                 at: started,
-                expiry: None,
+                ended: false,
             },
             sleep: None,
             call: Call {
@@ -201,8 +201,8 @@ where
         let call = this.call;
         loop {
             let step = match this.state.as_mut().project() {
-                StateProj::Called { future, at, expiry } => {
-                    ready!(call.poll_attempt(future, at, expiry, this.sleep.as_mut(), cx))
+                StateProj::Called { future, at, ended } => {
+                    ready!(call.poll_attempt(future, at, ended, this.sleep.as_mut(), cx))
                 }
                 StateProj::Waiting { until } => {
                     let until = *until;
@@ -246,11 +246,12 @@ where
 {
     /// Polls the attempt in flight against its end: its outcome, the
     /// attempt timeout, or the deadline, which ends the call.
+    #[inline(always)]
     fn poll_attempt(
         &mut self,
         future: Pin<&mut S::Future>,
         at: &mut Instant,
-        expiry: &mut Option<Expiry>,
+        ended: &mut bool,
         mut sleep: Pin<&mut Option<Sleep>>,
         cx: &mut Context<'_>,
     ) -> Poll<Step<Result<http::Response<T>, BoxError>, T>> {
@@ -262,28 +263,29 @@ where
         if let Poll::Ready(outcome) = future.poll(cx) {
             return Poll::Ready(Step::Judge(outcome.map_err(Into::into)));
         }
-        let ends = match *expiry {
-            Some(ends) => ends,
-            None => {
-                let to_deadline = self.limits.runs_to_deadline(self.retry.on_final_attempt());
-                let end =
-                    limits::attempt_end(*at, self.limits.attempt, Some(self.deadline), to_deadline);
-                let Ok((end, ends)) = end else {
-                    return Poll::Ready(Step::End(Err(self.exceeded())));
-                };
-                *at = end;
-                *expiry.insert(ends)
-            }
-        };
+        if !*ended {
+            let to_deadline = self.limits.runs_to_deadline(self.retry.on_final_attempt());
+            let end =
+                limits::attempt_end(*at, self.limits.attempt, Some(self.deadline), to_deadline);
+            let Ok((end, _)) = end else {
+                return Poll::Ready(Step::End(Err(self.exceeded())));
+            };
+            (*at, *ended) = (end, true);
+        }
         ready!(poll_timer(sleep, *at, cx));
-        Poll::Ready(match ends {
-            Expiry::Deadline(_) => Step::End(Err(self.exceeded())),
-            Expiry::Attempt(_) => Step::Judge(Err(ends.into_error())),
-        })
+        // NOTE: an attempt the deadline ends has the deadline itself as its
+        // end (`limits::attempt_end`), so the instant says which limit it was.
+        Poll::Ready(
+            match limits::expiry_at(*at, self.limits.attempt, self.deadline) {
+                Expiry::Deadline(_) => Step::End(Err(self.exceeded())),
+                ends @ Expiry::Attempt(_) => Step::Judge(Err(ends.into_error())),
+            },
+        )
     }
 
     /// Readies the inner service and sends the next attempt, within the
     /// deadline.
+    #[inline(always)]
     fn poll_send(
         &mut self,
         mut state: Pin<&mut State<S::Future>>,
@@ -320,13 +322,14 @@ where
         state.set(State::Called {
             future,
             at: now,
-            expiry: None,
+            ended: false,
         });
         Poll::Ready(Step::Again)
     }
 
     /// Judges an attempt's outcome: sets the next step, or gives the call's
     /// output.
+    #[inline(always)]
     fn judge(
         &mut self,
         mut outcome: Result<http::Response<T>, BoxError>,

@@ -46,7 +46,7 @@ use crate::{
     limits,
     policy::{AnyDecoder, AnyRetryer, Decoder, Retryer},
     retry::{RetryPolicy, RetryState},
-    session::{self, Form},
+    session::{CallSpan, Form},
     BoxError, InvalidSetting, RequestDeadline,
 };
 use std::{
@@ -526,8 +526,12 @@ where
                 return ResponseFuture::expired(self.inner.clone(), retry, deadline, limits);
             }
         }
-        let inner = &mut self.inner;
-        let (future, span) = session::call_in_span(Form::Retry, request, |r| inner.call(r));
+        let span = CallSpan::new(Form::Retry, &request);
+        let future = {
+            let _entered = span.enter();
+            self.inner.call(request)
+        };
+        let span = span.keep();
         ResponseFuture::new(
             future,
             now,

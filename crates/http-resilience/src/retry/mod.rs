@@ -162,7 +162,7 @@ pub use self::{layer::StatusRetryLayer, policy::RetryPolicy};
 
 use self::future::ResponseFuture;
 pub(crate) use self::state::{Decision, RetryState};
-use crate::session::{self, Form};
+use crate::session::{CallSpan, Form};
 use crate::{
     body::TryCloneBody,
     policy::{Decoder, Retryer},
@@ -250,8 +250,12 @@ where
         // the clone goes with the future, which readies it before any retry.
         // Cloning into the future, rather than swapping the two, spares two
         // moves of the service, which can be large (a pooled client).
-        let inner = &mut self.inner;
-        let (future, span) = session::call_in_span(Form::Retry, request, |r| inner.call(r));
+        let span = CallSpan::new(Form::Retry, &request);
+        let future = {
+            let _entered = span.enter();
+            self.inner.call(request)
+        };
+        let span = span.keep();
         ResponseFuture::new(future, self.inner.clone(), retry, span)
     }
 }
