@@ -23,6 +23,9 @@
 //!   ([`body::ReplayBody`]);
 //! - [`extensions`]: the values the layers pass each other in a request
 //!   ([`RequestDeadline`], [`extensions::FinalAttempt`]);
+//! - [`breaker`]: a circuit per authority that fails calls fast while an
+//!   upstream is down ([`breaker::CircuitBreakerLayer`]), placed between the
+//!   retry and the attempt timeout;
 //! - [`hedge`]: another copy of a slow request, the first good answer
 //!   winning ([`hedge::HedgeLayer`]);
 //! - [`read_timeout`]: the longest wait between reads, at the transport;
@@ -182,6 +185,7 @@ mod macros;
 
 pub mod attempt_timeout;
 pub mod body;
+pub mod breaker;
 #[cfg(feature = "serde")]
 pub mod config;
 pub mod deadline;

@@ -1,8 +1,8 @@
 //! Telling failures apart.
 
 use crate::{
-    attempt_timeout::error::AttemptTimedOut, deadline::error::DeadlineExceeded, errors::chain,
-    read_timeout::error::ReadTimedOut,
+    attempt_timeout::error::AttemptTimedOut, breaker::error::CircuitOpen,
+    deadline::error::DeadlineExceeded, errors::chain, read_timeout::error::ReadTimedOut,
 };
 use std::{error::Error, fmt, io};
 
@@ -70,6 +70,10 @@ pub enum FailureKind {
     /// Another transport failure (the upstream broke the protocol, for
     /// example).
     Transport,
+    /// A circuit breaker turned the call away at once
+    /// ([`CircuitOpen`]): the request was never sent. The ready-made
+    /// decoders never retry it.
+    CircuitOpen,
     /// Not a failure of the transport or of these layers (an error of the
     /// caller's own service, for example).
     Other,
@@ -113,6 +117,9 @@ impl FailureKind {
             }
             if err.is::<ReadTimedOut>() {
                 return FailureKind::ReadTimeout;
+            }
+            if err.is::<CircuitOpen>() {
+                return FailureKind::CircuitOpen;
             }
             let client = client_error(err);
             if let Some(kind) = client.kind {
@@ -174,11 +181,14 @@ impl FailureKind {
     /// Whether the upstream cannot have acted on the request: it was never
     /// sent (connecting failed, or the connection closed before the request
     /// was written), or the upstream said it did not process it
-    /// ([`Unprocessed`](Self::Unprocessed)). Retrying is safe for any method.
+    /// ([`Unprocessed`](Self::Unprocessed)), or a circuit breaker turned the
+    /// call away ([`CircuitOpen`](Self::CircuitOpen)). Repeating the request
+    /// is safe for any method.
     pub const fn is_before_send(&self) -> bool {
         matches!(
             self,
-            FailureKind::ConnectTimeout
+            FailureKind::CircuitOpen
+                | FailureKind::ConnectTimeout
                 | FailureKind::ConnectRefused
                 | FailureKind::Dns
                 | FailureKind::Tls
@@ -205,6 +215,7 @@ impl fmt::Display for FailureKind {
             FailureKind::ConnectionReset => "connection reset",
             FailureKind::ConnectionClosed => "connection closed",
             FailureKind::Transport => "transport error",
+            FailureKind::CircuitOpen => "circuit open",
             FailureKind::Other => "other error",
         })
     }
@@ -371,6 +382,17 @@ mod tests {
             FailureKind::Unprocessed.to_string(),
             "refused unprocessed by the upstream"
         );
+    }
+
+    #[test]
+    fn an_open_circuit_is_found_below_wrappers() {
+        use crate::breaker::BreakerKey;
+        let open = CircuitOpen::new(BreakerKey::custom("a"), tokio::time::Instant::now());
+        assert_eq!(kind(open.clone()), FailureKind::CircuitOpen);
+        assert_eq!(kind(io::Error::other(open)), FailureKind::CircuitOpen);
+        assert!(FailureKind::CircuitOpen.is_before_send());
+        assert!(!FailureKind::CircuitOpen.is_timeout());
+        assert_eq!(FailureKind::CircuitOpen.to_string(), "circuit open");
     }
 
     #[test]

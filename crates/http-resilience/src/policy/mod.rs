@@ -67,3 +67,4 @@ pub(crate) use self::decoder::grpc_code_by_name;
 #[cfg(test)]
 pub(crate) use self::decoder::grpc_code_name;
 pub(crate) use self::parts::{AttemptHeader, Parts};
+pub(crate) use self::retryer::Seeds;

@@ -10,7 +10,8 @@ use crate::{errors::AsError, FailureKind};
 /// the attempt, read and connect timeouts), an unknown host
 /// (`UnknownHostException`: [`FailureKind::Dns`]), a refused or failed connect
 /// (`ConnectException`), and TLS failures (`SSLException`); the deadline is
-/// never retried either. What remains is retried: a connection reset or closed
+/// never retried either, nor is an open circuit
+/// ([`FailureKind::CircuitOpen`]). What remains is retried: a connection reset or closed
 /// without a response, a request that was never written, or one an HTTP/2
 /// upstream refused unprocessed ([`FailureKind::Unprocessed`]; Apache 5
 /// retries such a stream too). Whether a sent
@@ -59,7 +60,8 @@ impl ApacheDecoder {
         Self::never_retrying(Self::NEVER_RETRIED)
     }
 
-    /// Never retries `kinds` (and the deadline); retries every other failure.
+    /// Never retries `kinds` (nor the deadline, nor an open circuit); retries
+    /// every other failure.
     pub fn never_retrying(kinds: impl IntoIterator<Item = FailureKind>) -> Self {
         let never = kinds.into_iter().fold(0, |bits, kind| bits | bit(kind));
         Self { never }
@@ -67,7 +69,10 @@ impl ApacheDecoder {
 
     /// Whether failures of `kind` are retried.
     pub fn retries(&self, kind: FailureKind) -> bool {
-        !matches!(kind, FailureKind::Deadline | FailureKind::Other) && self.never & bit(kind) == 0
+        !matches!(
+            kind,
+            FailureKind::Deadline | FailureKind::Other | FailureKind::CircuitOpen
+        ) && self.never & bit(kind) == 0
     }
 }
 

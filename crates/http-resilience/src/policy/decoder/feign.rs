@@ -12,7 +12,8 @@ use crate::{errors::AsError, FailureKind};
 /// status is a failure, and an I/O error (Feign's `IOException`, here every
 /// [`FailureKind`] of the transport, and the attempt, read and connect
 /// timeouts) is retryable. A malformed `Retry-After` makes the status a plain
-/// failure, as in Feign. The deadline of the whole call is never retried.
+/// failure, as in Feign. The deadline of the whole call is never retried, nor
+/// is an open circuit ([`FailureKind::CircuitOpen`]).
 ///
 /// # Example
 ///
@@ -56,7 +57,9 @@ impl<B, E: AsError> Decoder<B, E> for FeignDecoder {
             }
             Ok(_) => Verdict::Accept,
             Err(err) => match FailureKind::of(err.as_error()) {
-                kind @ (FailureKind::Deadline | FailureKind::Other) => Verdict::fail(kind),
+                kind @ (FailureKind::Deadline | FailureKind::Other | FailureKind::CircuitOpen) => {
+                    Verdict::fail(kind)
+                }
                 kind => Verdict::retry(kind),
             },
         }

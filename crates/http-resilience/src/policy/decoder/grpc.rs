@@ -83,7 +83,8 @@ pub(crate) fn grpc_code_by_name(name: &str) -> Option<i32> {
 ///   [`RetryBudget`](crate::policy::RetryBudget).)
 /// - **Transport failures** keep the library's rules: a failure the upstream
 ///   cannot have acted on ([`FailureKind::is_before_send`]: never sent, or an
-///   HTTP/2 stream refused unprocessed) is retried; any other is not.
+///   HTTP/2 stream refused unprocessed) is retried; any other is not, nor
+///   is an open circuit ([`FailureKind::CircuitOpen`]).
 ///
 /// Every gRPC call is a POST. A retry for a gRPC code is made whatever the
 /// method, because configuring a code as retryable is the service owner's
@@ -229,6 +230,7 @@ impl<B, E: AsError> Decoder<B, E> for GrpcDecoder {
         match outcome {
             Ok(response) => self.decode_response(response),
             Err(err) => match FailureKind::of(err.as_error()) {
+                FailureKind::CircuitOpen => Verdict::fail(FailureKind::CircuitOpen),
                 kind if kind.is_before_send() => Verdict::retry(kind),
                 kind => Verdict::fail(kind),
             },

@@ -328,3 +328,28 @@ fn invalid_header_values_are_refused_as_values() {
         );
     }
 }
+
+#[test]
+fn no_ready_made_decoder_retries_an_open_circuit() {
+    use crate::breaker::{error::CircuitOpen, BreakerKey};
+    let open = || {
+        error(CircuitOpen::new(
+            BreakerKey::custom("a"),
+            tokio::time::Instant::now(),
+        ))
+    };
+    let fail = Verdict::fail(FailureKind::CircuitOpen);
+    assert_eq!(TransientDecoder::new().decode(&open()), fail);
+    assert_eq!(FeignDecoder::new().decode(&open()), fail);
+    assert_eq!(ApacheDecoder::new().decode(&open()), fail);
+    assert_eq!(
+        ApacheDecoder::never_retrying([]).decode(&open()),
+        fail,
+        "not even when every kind is allowed"
+    );
+    assert_eq!(GrpcDecoder::default().decode(&open()), fail);
+    assert!(!StatusDecoder::new([503])
+        .unwrap()
+        .decode(&open())
+        .is_retry());
+}

@@ -12,7 +12,8 @@ use crate::{errors::AsError, FailureKind};
 /// This is the consensus of Polly's standard handler, Envoy's `5xx` plus
 /// `retriable-status-codes`, and gRPC's `UNAVAILABLE`. Timeouts and failures
 /// after the request was sent are *not* retried: the upstream may have acted
-/// on the request.
+/// on the request. An open circuit ([`FailureKind::CircuitOpen`]) is not
+/// retried either: the circuit would turn the retry away too.
 ///
 /// # Example
 ///
@@ -57,6 +58,9 @@ impl<B, E: AsError> Decoder<B, E> for TransientDecoder {
         match outcome {
             Ok(response) => self.statuses.decode_response(response),
             Err(err) => match FailureKind::of(err.as_error()) {
+                // NOTE: never sent, but the circuit would turn a retry away
+                // too: failing here costs no budget token.
+                FailureKind::CircuitOpen => Verdict::fail(FailureKind::CircuitOpen),
                 kind if kind.is_before_send() => Verdict::retry(kind),
                 kind => Verdict::fail(kind),
             },

@@ -28,6 +28,8 @@ pub use self::{
     grpc::GrpcBackoff,
 };
 
+pub(crate) use self::rng::Seeds;
+
 use std::time::Duration;
 
 /// Decides whether another attempt is made, and after how long.

@@ -1,0 +1,408 @@
+//! One circuit: its state read from atomics, its changes made under a lock.
+
+use super::{
+    error::CircuitOpen,
+    events::{emit, BreakerEvent, BreakerListener, TripReason},
+    policy::{Judged, Settings, Shared},
+    window::{Window, BUCKETS},
+    BreakerKey, CircuitState, KeyRef,
+};
+use crate::policy::{Seeds, Verdict};
+use std::{
+    sync::{
+        atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering},
+        Arc, Mutex, MutexGuard, PoisonError,
+    },
+    time::Duration,
+};
+use tokio::time::Instant;
+
+const CLOSED: u64 = 0;
+const OPEN: u64 = 1;
+const HALF_OPEN: u64 = 2;
+
+/// A state word: the generation (bumped on every change of state) and the
+/// phase, in one atomic, so that one load says both.
+const fn word(generation: u64, phase: u64) -> u64 {
+    (generation << 2) | phase
+}
+
+const fn phase(word: u64) -> u64 {
+    word & 3
+}
+
+const fn next(word: u64, phase: u64) -> u64 {
+    ((word >> 2).wrapping_add(1) << 2) | phase
+}
+
+/// What the circuits of one policy read: its settings, clock base, jitter
+/// and listener.
+#[derive(Clone, Copy)]
+pub(crate) struct Ctx<'a> {
+    settings: &'a Settings,
+    base: Instant,
+    seeds: &'a Seeds,
+    listener: Option<&'a dyn BreakerListener>,
+}
+
+impl<'a> Ctx<'a> {
+    pub(crate) fn of<D>(shared: &'a Shared<D>) -> Self {
+        Self {
+            settings: &shared.settings,
+            base: shared.base,
+            seeds: &shared.seeds,
+            listener: shared.listener.as_deref(),
+        }
+    }
+
+    /// `now` in nanoseconds since the base.
+    pub(crate) fn nanos(&self, now: Instant) -> u64 {
+        nanos(now.saturating_duration_since(self.base))
+    }
+
+    pub(crate) fn settings(&self) -> &Settings {
+        self.settings
+    }
+}
+
+/// `duration` in nanoseconds, at most `u64::MAX`.
+pub(crate) fn nanos(duration: Duration) -> u64 {
+    u64::try_from(duration.as_nanos()).unwrap_or(u64::MAX)
+}
+
+/// The circuit of one key.
+///
+/// NOTE: a closed circuit's call reads `state` once to be admitted and, at
+/// its outcome, updates `consecutive`, one bucket of `window` and
+/// `last_used`: atomics only. `recovery` is locked only to change state
+/// (trip, half-open, close), to admit a call while not closed, and for a
+/// probe's outcome; never across an await.
+pub(crate) struct Circuit {
+    key: BreakerKey,
+    state: AtomicU64,
+    consecutive: AtomicU32,
+    window: Window,
+    /// While open: the end of the break, in nanoseconds since the base.
+    open_until: AtomicU64,
+    /// The last call or outcome, in nanoseconds since the base.
+    last_used: AtomicU64,
+    evicted: AtomicBool,
+    recovery: Mutex<Recovery>,
+}
+
+/// What only changes of state read and write.
+#[derive(Debug, Default)]
+struct Recovery {
+    /// Trips since the circuit last closed.
+    trips: u32,
+    /// Probes in flight while half-open.
+    in_flight: u32,
+    /// Probes that succeeded while half-open.
+    successes: u32,
+}
+
+/// A call's place in a circuit: admitted while closed, or as a probe. Its
+/// outcome goes back through [`Ticket::settle`]; dropped unsettled, a probe
+/// gives its place back and nothing is counted.
+pub(crate) struct Ticket {
+    circuit: Arc<Circuit>,
+    word: u64,
+    settled: bool,
+}
+
+// ===== impl Circuit =====
+
+impl Circuit {
+    pub(crate) fn new(key: BreakerKey, now: u64) -> Self {
+        Self {
+            key,
+            state: AtomicU64::new(word(0, CLOSED)),
+            consecutive: AtomicU32::new(0),
+            window: Window::default(),
+            open_until: AtomicU64::new(0),
+            last_used: AtomicU64::new(now),
+            evicted: AtomicBool::new(false),
+            recovery: Mutex::new(Recovery::default()),
+        }
+    }
+
+    pub(crate) fn key(&self) -> &BreakerKey {
+        &self.key
+    }
+
+    /// Whether this circuit, still kept in its map, is the one of `key`.
+    pub(crate) fn is_current(&self, key: KeyRef<'_>) -> bool {
+        !self.evicted.load(Ordering::Relaxed) && self.key.as_ref().matches(key)
+    }
+
+    pub(crate) fn evict(&self) {
+        self.evicted.store(true, Ordering::Relaxed);
+    }
+
+    pub(crate) fn last_used(&self) -> u64 {
+        self.last_used.load(Ordering::Relaxed)
+    }
+
+    pub(crate) fn is_closed(&self) -> bool {
+        phase(self.state.load(Ordering::Acquire)) == CLOSED
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Recovery> {
+        self.recovery.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The state, for a readout.
+    pub(crate) fn state(&self, base: Instant) -> CircuitState {
+        match phase(self.state.load(Ordering::Acquire)) {
+            CLOSED => CircuitState::Closed,
+            HALF_OPEN => CircuitState::HalfOpen,
+            _ => CircuitState::Open {
+                until: base + Duration::from_nanos(self.open_until.load(Ordering::Acquire)),
+            },
+        }
+    }
+
+    /// Admits a call, or turns it away while open (or half-open with every
+    /// probe out).
+    #[inline]
+    pub(crate) fn admit(self: &Arc<Self>, ctx: Ctx<'_>) -> Result<Ticket, CircuitOpen> {
+        let word = self.state.load(Ordering::Acquire);
+        if phase(word) == CLOSED {
+            return Ok(Ticket::new(Arc::clone(self), word));
+        }
+        self.admit_slow(ctx)
+    }
+
+    /// [`admit`](Self::admit) for a circuit that was not closed: the end of
+    /// a break makes it half-open, a probe's place is taken, or the call is
+    /// turned away.
+    fn admit_slow(self: &Arc<Self>, ctx: Ctx<'_>) -> Result<Ticket, CircuitOpen> {
+        let now = ctx.nanos(Instant::now());
+        self.last_used.store(now, Ordering::Relaxed);
+        let (admitted, half_opened) = {
+            let mut recovery = self.lock();
+            let word = self.state.load(Ordering::Acquire);
+            let until = self.open_until.load(Ordering::Acquire);
+            match phase(word) {
+                CLOSED => (Some(word), false),
+                OPEN if now < until => (None, false),
+                OPEN => {
+                    let half = next(word, HALF_OPEN);
+                    self.state.store(half, Ordering::Release);
+                    *recovery = Recovery {
+                        in_flight: 1,
+                        ..*recovery
+                    };
+                    (Some(half), true)
+                }
+                _ if recovery.in_flight < ctx.settings.probes => {
+                    recovery.in_flight += 1;
+                    (Some(word), false)
+                }
+                _ => (None, false),
+            }
+        };
+        if half_opened {
+            emit(ctx.listener, &BreakerEvent::HalfOpen { key: &self.key });
+        }
+        match admitted {
+            Some(word) => Ok(Ticket::new(Arc::clone(self), word)),
+            None => Err(self.reject(ctx)),
+        }
+    }
+
+    /// The error for a call turned away, told.
+    fn reject(&self, ctx: Ctx<'_>) -> CircuitOpen {
+        let until = ctx.base + Duration::from_nanos(self.open_until.load(Ordering::Acquire));
+        emit(
+            ctx.listener,
+            &BreakerEvent::Rejected {
+                key: &self.key,
+                retry_at: until,
+            },
+        );
+        CircuitOpen::new(self.key.clone(), until)
+    }
+
+    /// Counts the outcome of a call admitted while closed (in state `word`).
+    fn closed_outcome(&self, ctx: Ctx<'_>, word: u64, judged: Judged) {
+        // NOTE: a call admitted before the circuit changed state tells
+        // nothing about the circuit as it is now.
+        if judged == Judged::Ignored || self.state.load(Ordering::Acquire) != word {
+            return;
+        }
+        let now = Instant::now();
+        let at = ctx.nanos(now);
+        self.last_used.store(at, Ordering::Relaxed);
+        let bucket = (nanos(ctx.settings.window) / BUCKETS).max(1);
+        let verdict = match judged {
+            Judged::Failure(verdict) => verdict,
+            _ => {
+                self.consecutive.store(0, Ordering::Relaxed);
+                self.window.record(at / bucket, false);
+                return;
+            }
+        };
+        let count = self
+            .consecutive
+            .fetch_add(1, Ordering::AcqRel)
+            .saturating_add(1);
+        let tally = self.window.record(at / bucket, true);
+        let settings = ctx.settings;
+        let why = if count >= settings.consecutive {
+            TripReason::ConsecutiveFailures { count }
+        } else if tally.calls >= settings.min_throughput
+            && f64::from(tally.failures) >= settings.ratio * f64::from(tally.calls)
+        {
+            TripReason::FailureRatio {
+                failures: tally.failures,
+                calls: tally.calls,
+            }
+        } else {
+            return;
+        };
+        self.trip(ctx, word, why, verdict, now);
+    }
+
+    /// Opens the circuit, if it is still in state `word`, for a break that
+    /// grows with its trips and lasts at least what `verdict` asked for.
+    fn trip(&self, ctx: Ctx<'_>, word: u64, why: TripReason, verdict: Verdict, now: Instant) {
+        let (trips, duration) = {
+            let mut recovery = self.lock();
+            if self.state.load(Ordering::Acquire) != word {
+                return;
+            }
+            let trips = recovery.trips.saturating_add(1);
+            *recovery = Recovery {
+                trips,
+                ..Recovery::default()
+            };
+            let duration = break_duration(ctx, trips, verdict.server_delay());
+            let until = ctx.nanos(now).saturating_add(nanos(duration));
+            self.open_until.store(until, Ordering::Release);
+            self.consecutive.store(0, Ordering::Relaxed);
+            self.window.clear();
+            self.state.store(next(word, OPEN), Ordering::Release);
+            (trips, duration)
+        };
+        emit(
+            ctx.listener,
+            &BreakerEvent::Opened {
+                key: &self.key,
+                why,
+                last: verdict,
+                duration,
+                trips,
+            },
+        );
+    }
+
+    /// Counts the outcome of a probe admitted in state `word`: a failure
+    /// opens the circuit again, enough successes close it.
+    fn probe_outcome(&self, ctx: Ctx<'_>, word: u64, judged: Judged) {
+        match judged {
+            Judged::Failure(verdict) => {
+                let why = TripReason::ProbeFailed;
+                return self.trip(ctx, word, why, verdict, Instant::now());
+            }
+            Judged::Ignored => return self.release(word),
+            Judged::Success => {}
+        }
+        {
+            let mut recovery = self.lock();
+            if self.state.load(Ordering::Acquire) != word {
+                return;
+            }
+            recovery.in_flight = recovery.in_flight.saturating_sub(1);
+            recovery.successes += 1;
+            if recovery.successes < ctx.settings.successes {
+                return;
+            }
+            *recovery = Recovery::default();
+            self.consecutive.store(0, Ordering::Relaxed);
+            self.window.clear();
+            self.state.store(next(word, CLOSED), Ordering::Release);
+        }
+        emit(ctx.listener, &BreakerEvent::Closed { key: &self.key });
+    }
+
+    /// Gives back the place of a probe admitted in state `word` that ended
+    /// with no outcome to count.
+    fn release(&self, word: u64) {
+        let mut recovery = self.lock();
+        if self.state.load(Ordering::Acquire) == word {
+            recovery.in_flight = recovery.in_flight.saturating_sub(1);
+        }
+    }
+
+    /// The probes in flight (for the tests' invariants).
+    #[cfg(test)]
+    pub(crate) fn probes_in_flight(&self) -> u32 {
+        self.lock().in_flight
+    }
+}
+
+/// The break after `trips` trips: the base, grown and jittered, at most the
+/// cap; at least the `server`'s delay, capped too.
+fn break_duration(ctx: Ctx<'_>, trips: u32, server: Option<Duration>) -> Duration {
+    let settings = ctx.settings;
+    let max = settings.break_max;
+    let exponent = i32::try_from(trips.saturating_sub(1)).unwrap_or(i32::MAX);
+    let mut secs = settings.break_base.as_secs_f64() * settings.multiplier.powi(exponent);
+    if settings.jitter > 0.0 {
+        secs *= 1.0 + settings.jitter * ctx.seeds.next_rng().next_unit();
+    }
+    let grown = Duration::try_from_secs_f64(secs.min(max.as_secs_f64())).unwrap_or(max);
+    match server {
+        Some(asked) => grown.max(asked.min(max)),
+        None => grown,
+    }
+}
+
+impl std::fmt::Debug for Circuit {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Circuit")
+            .field("key", &self.key)
+            .field("phase", &phase(self.state.load(Ordering::Relaxed)))
+            .finish_non_exhaustive()
+    }
+}
+
+// ===== impl Ticket =====
+
+impl Ticket {
+    fn new(circuit: Arc<Circuit>, word: u64) -> Self {
+        Self {
+            circuit,
+            word,
+            settled: false,
+        }
+    }
+
+    /// Counts the call's outcome, judged.
+    pub(crate) fn settle(mut self, ctx: Ctx<'_>, judged: Judged) {
+        self.settled = true;
+        if phase(self.word) == CLOSED {
+            self.circuit.closed_outcome(ctx, self.word, judged);
+        } else {
+            self.circuit.probe_outcome(ctx, self.word, judged);
+        }
+    }
+
+    /// Whether the call went as a probe.
+    #[cfg(test)]
+    pub(crate) fn is_probe(&self) -> bool {
+        phase(self.word) == HALF_OPEN
+    }
+}
+
+impl Drop for Ticket {
+    fn drop(&mut self) {
+        // NOTE: a call dropped before its outcome counts for nothing, but a
+        // probe's place must come back, or the circuit would stay half-open
+        // with no place left.
+        if !self.settled && phase(self.word) == HALF_OPEN {
+            self.circuit.release(self.word);
+        }
+    }
+}

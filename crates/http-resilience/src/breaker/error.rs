@@ -1,0 +1,66 @@
+//! Error types
+
+use super::BreakerKey;
+use std::{error::Error, fmt};
+use tokio::time::Instant;
+
+/// The circuit of the request's key is open: the call failed at once, and
+/// the request was never sent.
+///
+/// [`CircuitBreaker`](super::CircuitBreaker) returns it, boxed.
+/// [`FailureKind::of`](crate::FailureKind::of) reads it as
+/// [`FailureKind::CircuitOpen`](crate::FailureKind::CircuitOpen), which the
+/// ready-made decoders never retry (the circuit would refuse the retry too).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CircuitOpen {
+    key: BreakerKey,
+    retry_at: Instant,
+}
+
+// ===== impl CircuitOpen =====
+
+impl CircuitOpen {
+    /// An error for the open circuit of `key`, which lets a probe through
+    /// from `retry_at` on.
+    ///
+    /// Public so that tests and mocks can produce the same error the layer does.
+    pub const fn new(key: BreakerKey, retry_at: Instant) -> Self {
+        Self { key, retry_at }
+    }
+
+    /// The key of the circuit: by default the request's authority.
+    pub const fn key(&self) -> &BreakerKey {
+        &self.key
+    }
+
+    /// The instant from which the circuit lets a probe through. While the
+    /// circuit is half-open with every probe taken, it has passed: a probe
+    /// may go as soon as one in flight ends.
+    pub const fn retry_at(&self) -> Instant {
+        self.retry_at
+    }
+}
+
+impl fmt::Display for CircuitOpen {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.pad(&format!("circuit open for {}", self.key))
+    }
+}
+
+impl Error for CircuitOpen {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn message_names_the_key() {
+        let at = Instant::now();
+        let err = CircuitOpen::new(BreakerKey::authority("http", "127.0.0.1", 8080), at);
+        assert_eq!(err.to_string(), "circuit open for http://127.0.0.1:8080");
+        assert_eq!(err.retry_at(), at);
+        assert_eq!(err.key().port(), Some(8080));
+        let custom = CircuitOpen::new(BreakerKey::custom("tenant-7"), at);
+        assert_eq!(format!("{custom:>28}"), "   circuit open for tenant-7");
+    }
+}

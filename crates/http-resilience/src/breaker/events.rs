@@ -1,0 +1,190 @@
+//! Breaker events (see [`BreakerListener`]).
+
+use super::BreakerKey;
+use crate::policy::Verdict;
+use std::{fmt, time::Duration};
+use tokio::time::Instant;
+
+/// Why a circuit opened.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum TripReason {
+    /// This many failures came in a row.
+    ConsecutiveFailures {
+        /// The failures in a row.
+        count: u32,
+    },
+    /// The share of failures over the sliding window reached the ratio,
+    /// with at least the minimum throughput.
+    FailureRatio {
+        /// The failures in the window.
+        failures: u32,
+        /// The calls in the window.
+        calls: u32,
+    },
+    /// A probe of the half-open circuit failed.
+    ProbeFailed,
+}
+
+impl fmt::Display for TripReason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            TripReason::ConsecutiveFailures { count } => {
+                f.pad(&format!("{count} failures in a row"))
+            }
+            TripReason::FailureRatio { failures, calls } => {
+                f.pad(&format!("{failures} failures in {calls} calls"))
+            }
+            TripReason::ProbeFailed => f.pad("a probe failed"),
+        }
+    }
+}
+
+/// Something a circuit did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum BreakerEvent<'a> {
+    /// The circuit opened: calls are turned away until `until`.
+    Opened {
+        /// The circuit's key.
+        key: &'a BreakerKey,
+        /// Why it opened.
+        why: TripReason,
+        /// The decoder's verdict on the outcome that tripped it.
+        last: Verdict,
+        /// How long it stays open.
+        duration: Duration,
+        /// The trips since it last closed, this one included (the break
+        /// grows with them).
+        trips: u32,
+    },
+    /// The break is over: the circuit lets probes through.
+    HalfOpen {
+        /// The circuit's key.
+        key: &'a BreakerKey,
+    },
+    /// Enough probes succeeded: the circuit closed.
+    Closed {
+        /// The circuit's key.
+        key: &'a BreakerKey,
+    },
+    /// A call was turned away, never sent.
+    Rejected {
+        /// The circuit's key.
+        key: &'a BreakerKey,
+        /// From when a probe may go.
+        retry_at: Instant,
+    },
+}
+
+impl fmt::Display for BreakerEvent<'_> {
+    /// One line per event: `circuit http://a:80 opened for 5s (5 failures in
+    /// a row, last: retry (503 Service Unavailable)), trip 1`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            BreakerEvent::Opened {
+                key,
+                why,
+                last,
+                duration,
+                trips,
+            } => write!(
+                f,
+                "circuit {key} opened for {duration:?} ({why}, last: {last}), trip {trips}"
+            ),
+            BreakerEvent::HalfOpen { key } => write!(f, "circuit {key} half-open"),
+            BreakerEvent::Closed { key } => write!(f, "circuit {key} closed"),
+            BreakerEvent::Rejected { key, .. } => write!(f, "circuit {key} open: call rejected"),
+        }
+    }
+}
+
+/// Hears [`BreakerEvent`]s; closures `Fn(&BreakerEvent<'_>)` are listeners.
+///
+/// Every event is also logged with `tracing`: the changes of state at info
+/// level, a rejected call at debug level.
+///
+/// # Example
+///
+/// ```
+/// use http_resilience::breaker::{BreakerEvent, BreakerPolicy};
+/// use std::sync::{atomic::{AtomicU32, Ordering}, Arc};
+///
+/// let opened = Arc::new(AtomicU32::new(0));
+/// let counter = opened.clone();
+/// let policy = BreakerPolicy::default().with_listener(move |event: &BreakerEvent<'_>| {
+///     if let BreakerEvent::Opened { .. } = event {
+///         counter.fetch_add(1, Ordering::Relaxed);
+///     }
+/// });
+/// # let _ = policy;
+/// ```
+pub trait BreakerListener: Send + Sync + 'static {
+    /// Called for every event, on the task whose call caused it, with no
+    /// lock held; it should be quick.
+    fn on_event(&self, event: &BreakerEvent<'_>);
+}
+
+impl<F> BreakerListener for F
+where
+    F: Fn(&BreakerEvent<'_>) + Send + Sync + 'static,
+{
+    fn on_event(&self, event: &BreakerEvent<'_>) {
+        self(event)
+    }
+}
+
+/// Logs `event` and tells `listener`, if any.
+pub(crate) fn emit(listener: Option<&dyn BreakerListener>, event: &BreakerEvent<'_>) {
+    match event {
+        BreakerEvent::Rejected { .. } => tracing::debug!(%event, "circuit breaker"),
+        _ => tracing::info!(%event, "circuit breaker"),
+    }
+    if let Some(listener) = listener {
+        listener.on_event(event);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use http::StatusCode;
+
+    #[test]
+    fn every_event_reads_as_one_line() {
+        let key = BreakerKey::authority("http", "a", 80);
+        let opened = BreakerEvent::Opened {
+            key: &key,
+            why: TripReason::ConsecutiveFailures { count: 5 },
+            last: Verdict::retry(StatusCode::SERVICE_UNAVAILABLE),
+            duration: Duration::from_secs(5),
+            trips: 1,
+        };
+        assert_eq!(
+            opened.to_string(),
+            "circuit http://a:80 opened for 5s (5 failures in a row, last: retry (503 Service Unavailable)), trip 1"
+        );
+        let ratio = TripReason::FailureRatio {
+            failures: 10,
+            calls: 100,
+        };
+        assert_eq!(ratio.to_string(), "10 failures in 100 calls");
+        assert_eq!(TripReason::ProbeFailed.to_string(), "a probe failed");
+        assert_eq!(
+            BreakerEvent::HalfOpen { key: &key }.to_string(),
+            "circuit http://a:80 half-open"
+        );
+        assert_eq!(
+            BreakerEvent::Closed { key: &key }.to_string(),
+            "circuit http://a:80 closed"
+        );
+        let rejected = BreakerEvent::Rejected {
+            key: &key,
+            retry_at: Instant::now(),
+        };
+        assert_eq!(
+            rejected.to_string(),
+            "circuit http://a:80 open: call rejected"
+        );
+    }
+}

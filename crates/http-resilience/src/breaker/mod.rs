@@ -1,0 +1,269 @@
+//! Fail fast while an upstream is down: a circuit per authority that opens
+//! after failures, turns calls away without sending them, and lets a few
+//! probes through to find out when the upstream is back.
+//!
+//! [`CircuitBreaker`] keeps one circuit per key (by default the request's
+//! authority: scheme, host and port) in a bounded map shared by every clone
+//! of its [`CircuitBreakerLayer`] and [`BreakerPolicy`]. Each outcome is
+//! judged by the policy's [`Decoder`](crate::policy::Decoder) (see
+//! [`BreakerPolicy`] for what counts as a failure). A closed circuit trips
+//! on failures in a row or on a failure ratio over a sliding window; while
+//! open, calls fail at once with [`CircuitOpen`](error::CircuitOpen), the
+//! request never sent; after the break, a bounded number of probes decides
+//! whether it closes or opens again for a longer break.
+//!
+//! # Example
+//!
+//! ```
+//! use http::{Request, Response, StatusCode};
+//! use http_resilience::{
+//!     breaker::{error::CircuitOpen, BreakerKey, BreakerPolicy, CircuitBreakerLayer, CircuitState},
+//!     policy::TransientDecoder,
+//!     FailureKind,
+//! };
+//! use std::{convert::Infallible, time::Duration};
+//! use tower::{ServiceBuilder, ServiceExt};
+//!
+//! # #[tokio::main(flavor = "current_thread", start_paused = true)]
+//! # async fn main() -> Result<(), http_resilience::BoxError> {
+//! let policy = BreakerPolicy::new(TransientDecoder::new()).consecutive_failures(2)?;
+//! let svc = ServiceBuilder::new()
+//!     .layer(CircuitBreakerLayer::new(policy.clone()))
+//!     .service_fn(|_: Request<()>| async {
+//!         // A stand-in for the network: always unavailable.
+//!         Ok::<_, Infallible>(Response::builder().status(503).body(()).unwrap())
+//!     });
+//!
+//! let call = || Request::get("http://upstream.test/").body(()).unwrap();
+//! for _ in 0..2 {
+//!     let response = svc.clone().oneshot(call()).await?;
+//!     assert_eq!(response.status(), StatusCode::SERVICE_UNAVAILABLE);
+//! }
+//! // Two failures in a row: the circuit is open, the third call is not sent.
+//! let err = svc.clone().oneshot(call()).await.unwrap_err();
+//! assert_eq!(FailureKind::of(&*err), FailureKind::CircuitOpen);
+//! let open = err.downcast_ref::<CircuitOpen>().unwrap();
+//! assert_eq!(open.key().to_string(), "http://upstream.test:80");
+//! let key = BreakerKey::authority("http", "upstream.test", 80);
+//! assert!(matches!(policy.state(&key), Some(CircuitState::Open { .. })));
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! # Order
+//!
+//! The breaker goes between the retry and the attempt timeout:
+//!
+//! ```text
+//! DeadlineLayer  ->  StatusRetryLayer  ->  CircuitBreakerLayer  ->  AttemptTimeoutLayer  ->  client
+//! ```
+//!
+//! - **inside the retry**, every attempt is one call of the breaker: each
+//!   attempt's outcome counts, and a retry never reaches an open circuit's
+//!   upstream (it fails at once);
+//! - **outside the attempt timeout**, a timed-out attempt is an error the
+//!   breaker sees, and counts as a failure.
+//!
+//! Stacked elsewhere, it means something else:
+//!
+//! - **outside the retry**, the breaker sees one outcome per call, after all
+//!   its attempts: a failing upstream trips it only after whole calls fail,
+//!   and the retries inside keep hammering it until then;
+//! - **inside the attempt timeout**, an attempt that times out is dropped
+//!   before its outcome and counts for nothing: a hanging upstream never
+//!   trips the circuit.
+//!
+//! # Inside a retry
+//!
+//! [`CircuitOpen`](error::CircuitOpen) is
+//! [`FailureKind::CircuitOpen`](crate::FailureKind::CircuitOpen), which every
+//! ready-made decoder judges [`Verdict::fail`](crate::policy::Verdict::fail):
+//! it is not retried, and it takes no token of a
+//! [`RetryBudget`](crate::policy::RetryBudget). When the circuit opens
+//! between two attempts of one call (the first attempt's failure tripped
+//! it), the next attempt fails at once and its error is the call's last
+//! outcome: the caller gets the `CircuitOpen` error, with
+//! [`Stop::Failed`](crate::Stop::Failed) in a
+//! [`RetryReport`](crate::RetryReport) it put in the request. The first
+//! attempt's response is dropped, as any outcome a retry discards.
+//!
+//! # Readiness
+//!
+//! The breaker reports the inner service's readiness as its own: the key is
+//! not known before the request is. A call turned away leaves that readiness
+//! unused, for the next call.
+//!
+//! # The closed path
+//!
+//! A call through a closed circuit takes no lock and allocates nothing: the
+//! service keeps the circuit of its last key at hand, so admitting the call
+//! is one atomic load (and a reference count); its outcome updates a few
+//! atomics and one bucket of the window with a compare-and-swap, and reads
+//! the clock once. A key that is not the last one is looked up in the map
+//! under a read lock held for the lookup only (no key is built for it); a new
+//! key takes the write lock once. Locks are never held across an await.
+//!
+//! # Keys and memory
+//!
+//! At most [`max_keys`](BreakerPolicy::max_keys) circuits are kept (1024 by
+//! default): a new key beyond that evicts the circuits idle longer than the
+//! idle time (5 minutes), else the least recently used one, a closed one
+//! first. A circuit is about 200 bytes plus its key, so the default bound is
+//! about a quarter of a megabyte, however many hosts callers name. An
+//! evicted circuit's state is forgotten: its key starts closed again.
+//!
+//! # Not yet
+//!
+//! The combined service ([`Resilience`](crate::Resilience)) and hedging do
+//! not take a breaker yet; nor do the presets or the configuration file.
+
+mod circuit;
+pub mod error;
+mod events;
+pub mod future;
+mod key;
+mod layer;
+mod policy;
+mod registry;
+mod window;
+
+pub use self::{
+    events::{BreakerEvent, BreakerListener, TripReason},
+    key::BreakerKey,
+    layer::CircuitBreakerLayer,
+    policy::BreakerPolicy,
+};
+
+use self::{circuit::Circuit, circuit::Ctx, future::ResponseFuture, key::KeyRef};
+use crate::{policy::Decoder, BoxError};
+use std::{
+    fmt,
+    sync::Arc,
+    task::{Context, Poll},
+};
+use tokio::time::Instant;
+use tower_service::Service;
+
+/// The state of one circuit, as [`BreakerPolicy::state`] reads it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum CircuitState {
+    /// Calls go through; outcomes are counted.
+    Closed,
+    /// Calls are turned away until `until`; the first call after it makes
+    /// the circuit half-open.
+    Open {
+        /// The end of the break.
+        until: Instant,
+    },
+    /// Probes go through, a bounded number at once.
+    HalfOpen,
+}
+
+/// Turns calls away at once while the circuit of their key is open.
+///
+/// See the [module docs](self) for an example.
+///
+/// # Clone
+///
+/// Clones share the policy's circuits (behind an `Arc`); each keeps the
+/// circuit of its last key at hand.
+pub struct CircuitBreaker<S, D> {
+    inner: S,
+    policy: BreakerPolicy<D>,
+    at_hand: Option<Arc<Circuit>>,
+}
+
+// ===== impl CircuitBreaker =====
+
+impl<S, D> CircuitBreaker<S, D> {
+    /// Wraps `inner`, breaking circuits as `policy` says.
+    pub const fn new(inner: S, policy: BreakerPolicy<D>) -> Self {
+        Self {
+            inner,
+            policy,
+            at_hand: None,
+        }
+    }
+
+    /// The policy, whose [`state`](BreakerPolicy::state) reads the circuits.
+    pub const fn policy(&self) -> &BreakerPolicy<D> {
+        &self.policy
+    }
+
+    define_inner_service_accessors!();
+
+    /// The circuit of `request`'s key: the one at hand when it is that key's
+    /// and still kept, or the map's.
+    #[inline]
+    fn circuit_for<B>(&mut self, request: &http::Request<B>) -> Arc<Circuit> {
+        let shared = &*self.policy.shared;
+        let custom = shared
+            .key_fn
+            .as_ref()
+            .map(|key| key(request.uri(), request.headers()));
+        let key = match &custom {
+            Some(custom) => custom.as_ref(),
+            None => KeyRef::of_uri(request.uri()),
+        };
+        if let Some(circuit) = &self.at_hand {
+            if circuit.is_current(key) {
+                return Arc::clone(circuit);
+            }
+        }
+        let circuit = shared.registry.get_or_insert(key, Ctx::of(shared));
+        self.at_hand = Some(Arc::clone(&circuit));
+        circuit
+    }
+}
+
+impl<S: Clone, D> Clone for CircuitBreaker<S, D> {
+    fn clone(&self) -> Self {
+        Self {
+            inner: self.inner.clone(),
+            policy: self.policy.clone(),
+            at_hand: self.at_hand.clone(),
+        }
+    }
+}
+
+impl<S: fmt::Debug, D: fmt::Debug> fmt::Debug for CircuitBreaker<S, D> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("CircuitBreaker")
+            .field("inner", &self.inner)
+            .field("policy", &self.policy)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<S, B, T, D> Service<http::Request<B>> for CircuitBreaker<S, D>
+where
+    S: Service<http::Request<B>, Response = http::Response<T>>,
+    S::Error: Into<BoxError>,
+    D: Decoder<T, S::Error>,
+{
+    type Response = http::Response<T>;
+    type Error = BoxError;
+    type Future = ResponseFuture<S::Future, D>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+        self.inner.poll_ready(cx).map_err(Into::into)
+    }
+
+    #[inline]
+    fn call(&mut self, request: http::Request<B>) -> Self::Future {
+        let circuit = self.circuit_for(&request);
+        let shared = &self.policy.shared;
+        match circuit.admit(Ctx::of(shared)) {
+            Ok(ticket) => {
+                ResponseFuture::called(self.inner.call(request), ticket, Arc::clone(shared))
+            }
+            Err(open) => ResponseFuture::rejected(open),
+        }
+    }
+}
+
+#[cfg(test)]
+mod properties;
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,475 @@
+//! What a breaker trips on, how long it stays open, and how it recovers.
+
+use super::{events::BreakerListener, registry::Registry, BreakerKey, CircuitState};
+use crate::policy::{Decoder, Reason, TransientDecoder, Verdict};
+use crate::{policy::Seeds, FailureKind, InvalidSetting};
+use std::{fmt, sync::Arc, time::Duration};
+use tokio::time::Instant;
+
+/// A key function of one's own.
+pub(crate) type KeyFn = dyn Fn(&http::Uri, &http::HeaderMap) -> BreakerKey + Send + Sync;
+
+/// The settings of a breaker, validated.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct Settings {
+    pub(crate) consecutive: u32,
+    pub(crate) ratio: f64,
+    pub(crate) window: Duration,
+    pub(crate) min_throughput: u32,
+    pub(crate) break_base: Duration,
+    pub(crate) break_max: Duration,
+    pub(crate) multiplier: f64,
+    pub(crate) jitter: f64,
+    pub(crate) probes: u32,
+    pub(crate) successes: u32,
+    pub(crate) max_keys: usize,
+    pub(crate) idle: Duration,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Self {
+            consecutive: 5,
+            ratio: 0.1,
+            window: Duration::from_secs(30),
+            min_throughput: 100,
+            break_base: Duration::from_secs(5),
+            break_max: Duration::from_secs(60),
+            multiplier: 2.0,
+            jitter: 0.1,
+            probes: 1,
+            successes: 1,
+            max_keys: 1024,
+            idle: Duration::from_secs(300),
+        }
+    }
+}
+
+/// What a circuit makes of one call's outcome.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Judged {
+    Success,
+    Failure(Verdict),
+    /// Neither: another breaker's rejection.
+    Ignored,
+}
+
+/// What every clone of a policy (and of its layer) shares: the settings,
+/// the decoder and the circuits.
+pub(crate) struct Shared<D> {
+    pub(crate) settings: Settings,
+    pub(crate) decoder: D,
+    pub(crate) key_fn: Option<Arc<KeyFn>>,
+    pub(crate) listener: Option<Arc<dyn BreakerListener>>,
+    pub(crate) seeds: Seeds,
+    /// The instant the circuits count their time from.
+    pub(crate) base: Instant,
+    pub(crate) registry: Registry,
+}
+
+/// A circuit breaker's policy: what counts as a failure, when a circuit
+/// trips, how long it stays open, and how it recovers.
+///
+/// # Defaults
+///
+/// | setting | default | method |
+/// |---|---|---|
+/// | failures in a row that trip | 5 | [`consecutive_failures`](Self::consecutive_failures) |
+/// | failure ratio, window, minimum throughput | 10 %, 30 s, 100 calls (.NET's standard handler) | [`failure_ratio`](Self::failure_ratio) |
+/// | break, and its cap | 5 s, 60 s | [`break_duration`](Self::break_duration) |
+/// | growth of repeated breaks, jitter | x2 per trip, up to 10 % more | [`break_growth`](Self::break_growth) |
+/// | probes at once when half-open, successes to close | 1, 1 | [`half_open`](Self::half_open) |
+/// | keys at most, idle time before eviction | 1024, 5 min | [`max_keys`](Self::max_keys) |
+///
+/// # What counts as a failure
+///
+/// The policy's [`Decoder`] judges every outcome (the breaker's own decoder,
+/// which may differ from the retry's):
+///
+/// - [`Verdict::Retry`] is a failure: a retryable status (503, and 429:
+///   the upstream is shedding load) or a failure the decoder would retry;
+/// - [`Verdict::Fail`] on an **error** is a failure too: a timed-out attempt
+///   ([`AttemptTimedOut`](crate::attempt_timeout::error::AttemptTimedOut)
+///   below the breaker), a reset, a refused connection;
+///   except another breaker's [`CircuitOpen`](super::error::CircuitOpen),
+///   which counts for nothing;
+/// - [`Verdict::Fail`] on a **response** is a success: the upstream answered,
+///   and a 404 is not an outage. A status that should count (500) is one the
+///   breaker's decoder retries (`StatusDecoder::new([500, 503])`);
+/// - [`Verdict::Accept`] is a success;
+/// - a call whose future is dropped before its outcome counts for nothing
+///   (a probe's place is given back).
+///
+/// # Tripping, breaking, recovering
+///
+/// A closed circuit trips when the failures in a row reach
+/// [`consecutive_failures`](Self::consecutive_failures), or when, over the
+/// sliding window (ten buckets of a tenth of it each), at least the minimum
+/// throughput of calls ended and the share of failures reached the ratio.
+/// It then stays open for the break: the configured one on the first trip,
+/// multiplied on each trip that follows before the circuit closes, plus up to
+/// the jitter's share more, at most the cap; and at least what the tripping
+/// outcome asked for ([`Verdict::server_delay`]: `Retry-After`, gRPC
+/// pushback), capped too. Once it ends, the next call makes the circuit
+/// half-open and goes as a probe; at most [`half_open`](Self::half_open)'s
+/// `probes` go at once, the others are turned away. After `successes`
+/// successful probes the circuit closes (and the trips are forgotten); any
+/// failed probe opens it again, for a longer break.
+///
+/// # Clone
+///
+/// Cloning a policy shares its circuits (behind an `Arc`): every clone of
+/// the policy and of its layer reads and writes the same circuits, and
+/// [`state`](Self::state) on any clone reads them. A setter makes a policy
+/// with circuits of its own: set everything before handing the policy out.
+///
+/// # Example
+///
+/// ```
+/// use http_resilience::{breaker::BreakerPolicy, policy::TransientDecoder};
+/// use std::time::Duration;
+///
+/// let policy = BreakerPolicy::new(TransientDecoder::new())
+///     .consecutive_failures(3)?
+///     .break_duration(Duration::from_secs(2), Duration::from_secs(30))?
+///     .half_open(2, 2)?;
+/// assert!(policy.states().is_empty());
+/// assert!(BreakerPolicy::default().consecutive_failures(0).is_err());
+/// # Ok::<(), http_resilience::BoxError>(())
+/// ```
+pub struct BreakerPolicy<D> {
+    pub(crate) shared: Arc<Shared<D>>,
+}
+
+// ===== impl BreakerPolicy =====
+
+impl<D> BreakerPolicy<D> {
+    /// A policy that judges outcomes with `decoder`, with the defaults.
+    pub fn new(decoder: D) -> Self {
+        Self::from_parts(decoder, Settings::default(), None, None, Seeds::random())
+    }
+
+    fn from_parts(
+        decoder: D,
+        settings: Settings,
+        key_fn: Option<Arc<KeyFn>>,
+        listener: Option<Arc<dyn BreakerListener>>,
+        seeds: Seeds,
+    ) -> Self {
+        let shared = Shared {
+            settings,
+            decoder,
+            key_fn,
+            listener,
+            seeds,
+            base: Instant::now(),
+            registry: Registry::default(),
+        };
+        Self {
+            shared: Arc::new(shared),
+        }
+    }
+
+    /// The decoder.
+    pub fn decoder(&self) -> &D {
+        &self.shared.decoder
+    }
+
+    /// The most keys kept at once.
+    pub fn key_limit(&self) -> usize {
+        self.shared.settings.max_keys
+    }
+
+    /// The state of the circuit of `key`, if one is kept.
+    pub fn state(&self, key: &BreakerKey) -> Option<CircuitState> {
+        let shared = &*self.shared;
+        shared
+            .registry
+            .find(shared.registry.hash(key.as_ref()), key.as_ref())
+            .map(|circuit| circuit.state(shared.base))
+    }
+
+    /// The state of every circuit kept, for a health endpoint.
+    pub fn states(&self) -> Vec<(BreakerKey, CircuitState)> {
+        self.shared.registry.states(self.shared.base)
+    }
+}
+
+impl<D: Clone> BreakerPolicy<D> {
+    /// The same policy with `change` made to its settings, once they pass
+    /// `check`, and circuits of its own.
+    fn with(
+        self,
+        change: impl FnOnce(&mut Settings),
+        check: impl FnOnce(&Settings) -> Result<(), InvalidSetting>,
+    ) -> Result<Self, InvalidSetting> {
+        let mut settings = self.shared.settings;
+        change(&mut settings);
+        check(&settings)?;
+        Ok(self.rebuilt(settings))
+    }
+
+    fn rebuilt(&self, settings: Settings) -> Self {
+        let shared = &*self.shared;
+        Self::from_parts(
+            shared.decoder.clone(),
+            settings,
+            shared.key_fn.clone(),
+            shared.listener.clone(),
+            shared.seeds.clone(),
+        )
+    }
+
+    /// Trips after `count` failures in a row.
+    ///
+    /// # Errors
+    ///
+    /// [`InvalidSetting`] when `count` is zero.
+    pub fn consecutive_failures(self, count: u32) -> Result<Self, InvalidSetting> {
+        self.with(
+            |s| s.consecutive = count,
+            |_| at_least_one("consecutive_failures", u64::from(count)),
+        )
+    }
+
+    /// Trips when, over the last `window`, at least `min_throughput` calls
+    /// ended and a share of at least `ratio` of them failed.
+    ///
+    /// # Errors
+    ///
+    /// [`InvalidSetting`] when `ratio` is not in `(0, 1]`, `window` is under
+    /// 10 ms (a bucket is a tenth of it) or `min_throughput` is zero.
+    pub fn failure_ratio(
+        self,
+        ratio: f64,
+        window: Duration,
+        min_throughput: u32,
+    ) -> Result<Self, InvalidSetting> {
+        let check = |_: &Settings| {
+            if !(ratio > 0.0 && ratio <= 1.0) {
+                return Err(InvalidSetting::new(
+                    "failure_ratio",
+                    format!("must be in (0, 1], got {ratio}"),
+                ));
+            }
+            if window < Duration::from_millis(10) {
+                return Err(InvalidSetting::new(
+                    "sampling_window",
+                    format!("must be at least 10ms, got {window:?}"),
+                ));
+            }
+            at_least_one("minimum_throughput", u64::from(min_throughput))
+        };
+        self.with(
+            |s| {
+                s.ratio = ratio;
+                s.window = window;
+                s.min_throughput = min_throughput;
+            },
+            check,
+        )
+    }
+
+    /// Opens the circuit for `base` on a first trip; repeated trips and a
+    /// server's delay lengthen it up to `max`.
+    ///
+    /// # Errors
+    ///
+    /// [`InvalidSetting`] when `base` is zero or `max` is below it.
+    pub fn break_duration(self, base: Duration, max: Duration) -> Result<Self, InvalidSetting> {
+        let check = |_: &Settings| {
+            if base.is_zero() {
+                return Err(InvalidSetting::new("break_duration", "must be above zero"));
+            }
+            if max < base {
+                return Err(InvalidSetting::new(
+                    "max_break_duration",
+                    format!("must be at least the break duration {base:?}, got {max:?}"),
+                ));
+            }
+            Ok(())
+        };
+        self.with(
+            |s| {
+                s.break_base = base;
+                s.break_max = max;
+            },
+            check,
+        )
+    }
+
+    /// Multiplies the break by `multiplier` on each trip after the first
+    /// (until the circuit closes), and adds up to `jitter` times it more, at
+    /// random, so that clients part ways.
+    ///
+    /// # Errors
+    ///
+    /// [`InvalidSetting`] when `multiplier` is below 1 (or not finite) or
+    /// `jitter` is not in `[0, 1]`.
+    pub fn break_growth(self, multiplier: f64, jitter: f64) -> Result<Self, InvalidSetting> {
+        let check = |_: &Settings| {
+            if !(multiplier.is_finite() && multiplier >= 1.0) {
+                return Err(InvalidSetting::new(
+                    "break_multiplier",
+                    format!("must be >= 1.0, got {multiplier}"),
+                ));
+            }
+            if !(0.0..=1.0).contains(&jitter) {
+                return Err(InvalidSetting::new(
+                    "break_jitter",
+                    format!("must be in [0, 1], got {jitter}"),
+                ));
+            }
+            Ok(())
+        };
+        self.with(
+            |s| {
+                s.multiplier = multiplier;
+                s.jitter = jitter;
+            },
+            check,
+        )
+    }
+
+    /// When half-open, lets at most `probes` calls through at once, and
+    /// closes after `successes` of them succeeded.
+    ///
+    /// # Errors
+    ///
+    /// [`InvalidSetting`] when either is zero.
+    pub fn half_open(self, probes: u32, successes: u32) -> Result<Self, InvalidSetting> {
+        self.with(
+            |s| {
+                s.probes = probes;
+                s.successes = successes;
+            },
+            |_| {
+                at_least_one("half_open_probes", u64::from(probes))?;
+                at_least_one("half_open_successes", u64::from(successes))
+            },
+        )
+    }
+
+    /// Keeps at most `max` circuits. A new key beyond it first evicts the
+    /// circuits with no outcome for `idle`, then, if none is, the one used
+    /// least recently (a closed one before any other).
+    ///
+    /// # Errors
+    ///
+    /// [`InvalidSetting`] when `max` or `idle` is zero.
+    pub fn max_keys(self, max: usize, idle: Duration) -> Result<Self, InvalidSetting> {
+        self.with(
+            |s| {
+                s.max_keys = max;
+                s.idle = idle;
+            },
+            |_| {
+                at_least_one("max_keys", max as u64)?;
+                if idle.is_zero() {
+                    return Err(InvalidSetting::new(
+                        "idle_key_timeout",
+                        "must be above zero",
+                    ));
+                }
+                Ok(())
+            },
+        )
+    }
+
+    /// Keys the circuits by `key` instead of the request's authority: per
+    /// route, per tenant. It sees the request's URI and headers.
+    ///
+    /// The key it makes is built for every call (an allocation); the
+    /// authority key is not.
+    #[must_use]
+    pub fn with_key<F>(self, key: F) -> Self
+    where
+        F: Fn(&http::Uri, &http::HeaderMap) -> BreakerKey + Send + Sync + 'static,
+    {
+        let mut next = self.rebuilt(self.shared.settings);
+        Arc::get_mut(&mut next.shared)
+            .expect("a policy just built is not shared")
+            .key_fn = Some(Arc::new(key));
+        next
+    }
+
+    /// Tells `listener` of every [`BreakerEvent`](super::BreakerEvent).
+    #[must_use]
+    pub fn with_listener(self, listener: impl BreakerListener) -> Self {
+        let mut next = self.rebuilt(self.shared.settings);
+        Arc::get_mut(&mut next.shared)
+            .expect("a policy just built is not shared")
+            .listener = Some(Arc::new(listener));
+        next
+    }
+
+    /// Draws the jitter of the breaks from `seed`: the same breaks from run
+    /// to run, for tests.
+    #[must_use]
+    pub fn with_seed(self, seed: u64) -> Self {
+        let mut next = self.rebuilt(self.shared.settings);
+        Arc::get_mut(&mut next.shared)
+            .expect("a policy just built is not shared")
+            .seeds = Seeds::fixed(seed);
+        next
+    }
+}
+
+impl Default for BreakerPolicy<TransientDecoder> {
+    /// The defaults, judging with [`TransientDecoder`].
+    fn default() -> Self {
+        Self::new(TransientDecoder::new())
+    }
+}
+
+impl<D> Clone for BreakerPolicy<D> {
+    fn clone(&self) -> Self {
+        Self {
+            shared: Arc::clone(&self.shared),
+        }
+    }
+}
+
+impl<D: fmt::Debug> fmt::Debug for BreakerPolicy<D> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let shared = &*self.shared;
+        f.debug_struct("BreakerPolicy")
+            .field("decoder", &shared.decoder)
+            .field("settings", &shared.settings)
+            .field("custom_key", &shared.key_fn.is_some())
+            .field("listener", &shared.listener.is_some())
+            .field("keys", &shared.registry.len())
+            .finish()
+    }
+}
+
+impl<D> Shared<D> {
+    /// What the circuit makes of `outcome`.
+    pub(crate) fn judge<T, E>(&self, outcome: &Result<http::Response<T>, E>) -> Judged
+    where
+        D: Decoder<T, E>,
+    {
+        judge(self.decoder.decode(outcome), outcome.is_err())
+    }
+}
+
+/// What a circuit makes of `verdict` on an outcome (an error when
+/// `is_error`): see the policy's docs.
+pub(crate) fn judge(verdict: Verdict, is_error: bool) -> Judged {
+    match verdict {
+        Verdict::Retry { .. } => Judged::Failure(verdict),
+        Verdict::Fail {
+            reason: Reason::Failure(FailureKind::CircuitOpen),
+        } => Judged::Ignored,
+        Verdict::Fail { .. } if is_error => Judged::Failure(verdict),
+        _ => Judged::Success,
+    }
+}
+
+fn at_least_one(field: &str, value: u64) -> Result<(), InvalidSetting> {
+    if value == 0 {
+        Err(InvalidSetting::new(field, "must be at least 1, got 0"))
+    } else {
+        Ok(())
+    }
+}
