@@ -340,6 +340,12 @@ impl Circuit {
     pub(crate) fn probes_in_flight(&self) -> u32 {
         self.lock().in_flight
     }
+
+    /// The state word (for the tests' invariants).
+    #[cfg(test)]
+    pub(crate) fn word(&self) -> u64 {
+        self.state.load(Ordering::Acquire)
+    }
 }
 
 /// The break after `trips` trips: the base, grown and jittered, at most the
@@ -389,10 +395,16 @@ impl Ticket {
         }
     }
 
-    /// Whether the call went as a probe.
+    /// Whether the call went as a probe of the circuit as it is now.
     #[cfg(test)]
-    pub(crate) fn is_probe(&self) -> bool {
-        phase(self.word) == HALF_OPEN
+    pub(crate) fn is_current_probe(&self) -> bool {
+        phase(self.word) == HALF_OPEN && self.circuit.word() == self.word
+    }
+
+    /// The circuit the call went through.
+    #[cfg(test)]
+    pub(crate) fn circuit(&self) -> &Arc<Circuit> {
+        &self.circuit
     }
 }
 
