@@ -5,7 +5,7 @@
 //! [`CircuitBreaker`] keeps one circuit per key (by default the request's
 //! authority: scheme, host and port) in a bounded map shared by every clone
 //! of its [`CircuitBreakerLayer`] and [`BreakerPolicy`]. Each outcome is
-//! judged by the policy's [`Decoder`](crate::policy::Decoder) (see
+//! judged by the policy's [`Decoder`] (see
 //! [`BreakerPolicy`] for what counts as a failure). A closed circuit trips
 //! on failures in a row or on a failure ratio over a sliding window; while
 //! open, calls fail at once with [`CircuitOpen`](error::CircuitOpen), the
