@@ -421,9 +421,10 @@ async fn the_key_map_is_bounded() {
     let upstream = Upstream::new(Mode::Status(200));
     let policy = policy().max_keys(2, 10 * SECOND).unwrap();
     let mut svc = CircuitBreaker::new(upstream.service(), policy.clone());
-    call(&mut svc, A).await.unwrap();
-    call(&mut svc, B).await.unwrap();
-    call(&mut svc, A).await.unwrap();
+    for uri in [A, B, A] {
+        call(&mut svc, uri).await.unwrap();
+        time::advance(Duration::from_millis(1)).await;
+    }
     // Full: the least recently used (b) goes.
     call(&mut svc, "http://c.test/").await.unwrap();
     assert_eq!(policy.states().len(), 2);
