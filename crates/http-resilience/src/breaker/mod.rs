@@ -95,13 +95,22 @@
 //!
 //! # The closed path
 //!
-//! A call through a closed circuit takes no lock and allocates nothing: the
-//! service keeps the circuit of its last key at hand, so admitting the call
-//! is one atomic load (and a reference count); its outcome updates a few
-//! atomics and one bucket of the window with a compare-and-swap, and reads
-//! the clock once. A key that is not the last one is looked up in the map
-//! under a read lock held for the lookup only (no key is built for it); a new
-//! key takes the write lock once. Locks are never held across an await.
+//! A call through a closed circuit for a key already kept allocates nothing
+//! and holds no lock across an await:
+//!
+//! - the service keeps the circuit of its last key at hand, and its clones
+//!   inherit it (the retry layer's clone for later attempts does), so
+//!   admitting a call for that key is one atomic load and a reference count;
+//! - a service that has not called that key yet (a fresh clone of one that
+//!   never called) looks the key up in the map without building it: the map's
+//!   read lock is taken for the lookup only (uncontended, an atomic
+//!   read-modify-write to take it and one to give it back); a new key takes
+//!   the write lock once;
+//! - the outcome updates a few atomics and one bucket of the window with a
+//!   compare-and-swap, and reads the clock once.
+//!
+//! A circuit that is not closed takes a short lock of its own to admit a
+//! call, as do the changes of state and a probe's outcome.
 //!
 //! # Keys and memory
 //!
