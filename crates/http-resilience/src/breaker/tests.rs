@@ -325,6 +325,40 @@ async fn half_open_lets_a_bounded_number_of_probes_through_then_closes() {
 }
 
 #[tokio::test(flavor = "current_thread", start_paused = true)]
+async fn a_hundred_callers_at_the_end_of_the_break_make_only_the_allowed_probes() {
+    let upstream = Upstream::new(Mode::Status(503));
+    let policy = policy()
+        .consecutive_failures(1)
+        .unwrap()
+        .half_open(3, 3)
+        .unwrap();
+    let svc = CircuitBreaker::new(upstream.service(), policy.clone());
+    call(&mut svc.clone(), A).await.unwrap();
+    time::advance(5 * SECOND).await;
+    upstream.set(Mode::Slow(SECOND));
+    let callers: Vec<_> = (0..100)
+        .map(|_| tokio::spawn(svc.clone().oneshot(request(A))))
+        .collect();
+    let mut rejected = 0;
+    for caller in callers {
+        match caller.await.unwrap() {
+            Ok(response) => assert_eq!(response.status(), 200),
+            Err(err) => {
+                assert_eq!(FailureKind::of(&*err), FailureKind::CircuitOpen);
+                rejected += 1;
+            }
+        }
+    }
+    assert_eq!(
+        upstream.calls(),
+        1 + 3,
+        "the tripping call and three probes"
+    );
+    assert_eq!(rejected, 97);
+    assert_eq!(policy.state(&key("a.test")), Some(CircuitState::Closed));
+}
+
+#[tokio::test(flavor = "current_thread", start_paused = true)]
 async fn any_failed_probe_opens_the_circuit_again() {
     let upstream = Upstream::new(Mode::Status(503));
     let policy = policy()
