@@ -190,8 +190,9 @@ impl Circuit {
                     let half = next(word, HALF_OPEN);
                     self.state.store(half, Ordering::Release);
                     *recovery = Recovery {
+                        trips: recovery.trips,
                         in_flight: 1,
-                        ..*recovery
+                        successes: 0,
                     };
                     (Some(half), true)
                 }

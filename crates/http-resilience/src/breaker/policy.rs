@@ -156,7 +156,7 @@ impl<D> BreakerPolicy<D> {
         listener: Option<Arc<dyn BreakerListener>>,
         seeds: Seeds,
     ) -> Self {
-        let shared = Shared {
+        Self::from_shared(Shared {
             settings,
             decoder,
             key_fn,
@@ -164,7 +164,10 @@ impl<D> BreakerPolicy<D> {
             seeds,
             base: Instant::now(),
             registry: Registry::default(),
-        };
+        })
+    }
+
+    fn from_shared(shared: Shared<D>) -> Self {
         Self {
             shared: Arc::new(shared),
         }
@@ -209,15 +212,22 @@ impl<D: Clone> BreakerPolicy<D> {
         Ok(self.rebuilt(settings))
     }
 
+    /// The parts of this policy with `settings`, and circuits of their own.
     fn rebuilt(&self, settings: Settings) -> Self {
+        Self::from_shared(self.fresh(settings))
+    }
+
+    fn fresh(&self, settings: Settings) -> Shared<D> {
         let shared = &*self.shared;
-        Self::from_parts(
-            shared.decoder.clone(),
+        Shared {
             settings,
-            shared.key_fn.clone(),
-            shared.listener.clone(),
-            shared.seeds.clone(),
-        )
+            decoder: shared.decoder.clone(),
+            key_fn: shared.key_fn.clone(),
+            listener: shared.listener.clone(),
+            seeds: shared.seeds.clone(),
+            base: Instant::now(),
+            registry: Registry::default(),
+        }
     }
 
     /// Trips after `count` failures in a row.
@@ -386,32 +396,26 @@ impl<D: Clone> BreakerPolicy<D> {
     where
         F: Fn(&http::Uri, &http::HeaderMap) -> BreakerKey + Send + Sync + 'static,
     {
-        let mut next = self.rebuilt(self.shared.settings);
-        Arc::get_mut(&mut next.shared)
-            .expect("a policy just built is not shared")
-            .key_fn = Some(Arc::new(key));
-        next
+        let mut next = self.fresh(self.shared.settings);
+        next.key_fn = Some(Arc::new(key));
+        Self::from_shared(next)
     }
 
     /// Tells `listener` of every [`BreakerEvent`](super::BreakerEvent).
     #[must_use]
     pub fn with_listener(self, listener: impl BreakerListener) -> Self {
-        let mut next = self.rebuilt(self.shared.settings);
-        Arc::get_mut(&mut next.shared)
-            .expect("a policy just built is not shared")
-            .listener = Some(Arc::new(listener));
-        next
+        let mut next = self.fresh(self.shared.settings);
+        next.listener = Some(Arc::new(listener));
+        Self::from_shared(next)
     }
 
     /// Draws the jitter of the breaks from `seed`: the same breaks from run
     /// to run, for tests.
     #[must_use]
     pub fn with_seed(self, seed: u64) -> Self {
-        let mut next = self.rebuilt(self.shared.settings);
-        Arc::get_mut(&mut next.shared)
-            .expect("a policy just built is not shared")
-            .seeds = Seeds::fixed(seed);
-        next
+        let mut next = self.fresh(self.shared.settings);
+        next.seeds = Seeds::fixed(seed);
+        Self::from_shared(next)
     }
 }
 
