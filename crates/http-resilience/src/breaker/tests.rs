@@ -636,3 +636,44 @@ fn nonsense_settings_are_refused() {
         "consecutive_failures must be at least 1, got 0"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn outcomes_counted_from_many_threads_are_all_counted() {
+    let why = Arc::new(Mutex::new(Vec::new()));
+    let heard = why.clone();
+    let upstream = Upstream::new(Mode::Status(503));
+    let policy = policy()
+        .consecutive_failures(1_000_000)
+        .unwrap()
+        .failure_ratio(1.0, 60 * SECOND, 4001)
+        .unwrap()
+        .with_listener(move |event: &BreakerEvent<'_>| {
+            if let BreakerEvent::Opened { why, .. } = event {
+                heard.lock().unwrap().push(*why);
+            }
+        });
+    let svc = CircuitBreaker::new(upstream.service(), policy.clone());
+    let tasks: Vec<_> = (0..4)
+        .map(|_| {
+            let mut svc = svc.clone();
+            tokio::spawn(async move {
+                for _ in 0..1000 {
+                    call(&mut svc, A).await.unwrap();
+                }
+            })
+        })
+        .collect();
+    for task in tasks {
+        task.await.unwrap();
+    }
+    assert_eq!(policy.state(&key("a.test")), Some(CircuitState::Closed));
+    call(&mut svc.clone(), A).await.unwrap();
+    assert_eq!(
+        *why.lock().unwrap(),
+        [TripReason::FailureRatio {
+            failures: 4001,
+            calls: 4001
+        }],
+        "not one count lost"
+    );
+}
