@@ -1,6 +1,4 @@
-use crate::policy::{
-    is_idempotent, Decoder, Idempotency, Parts, Reason, RetryBudget, Retryer, Verdict,
-};
+use crate::policy::{is_idempotent, Decoder, Idempotency, Parts, Reason, Retryer, Verdict};
 use std::fmt;
 
 /// A retry policy in two parts: a [`Decoder`] that says whether an outcome is
@@ -62,7 +60,7 @@ impl<D, R> RetryPolicy<D, R> {
     define_policy_parts!("attempt");
 
     #[cfg(any(test, feature = "serde"))]
-    pub(crate) fn budget(&self) -> Option<&RetryBudget> {
+    pub(crate) fn budget(&self) -> Option<&crate::policy::RetryBudget> {
         self.parts.budget.as_deref()
     }
 
