@@ -109,17 +109,8 @@ impl FailureKind {
         let mut closed = false;
         let mut unsent = false;
         for err in chain(error) {
-            if err.is::<DeadlineExceeded>() {
-                return FailureKind::Deadline;
-            }
-            if err.is::<AttemptTimedOut>() {
-                return FailureKind::AttemptTimeout;
-            }
-            if err.is::<ReadTimedOut>() {
-                return FailureKind::ReadTimeout;
-            }
-            if err.is::<CircuitOpen>() {
-                return FailureKind::CircuitOpen;
+            if let Some(kind) = own_kind(err) {
+                return kind;
             }
             let client = client_error(err);
             if let Some(kind) = client.kind {
@@ -234,6 +225,21 @@ struct ClientError {
     is_canceled: bool,
     /// A typed failure of this crate's connectors, which decides the kind.
     kind: Option<FailureKind>,
+}
+
+/// The kind of an error of this crate's own layers, if `err` is one.
+fn own_kind(err: &(dyn Error + 'static)) -> Option<FailureKind> {
+    if err.is::<DeadlineExceeded>() {
+        Some(FailureKind::Deadline)
+    } else if err.is::<AttemptTimedOut>() {
+        Some(FailureKind::AttemptTimeout)
+    } else if err.is::<ReadTimedOut>() {
+        Some(FailureKind::ReadTimeout)
+    } else if err.is::<CircuitOpen>() {
+        Some(FailureKind::CircuitOpen)
+    } else {
+        None
+    }
 }
 
 #[cfg(feature = "transport")]
