@@ -334,6 +334,7 @@ mod property {
     //! the same wait, with the same outcome.
 
     use super::*;
+    use crate::support::on_paused_clock;
     use proptest::prelude::*;
 
     fn scenario() -> impl Strategy<Value = (u64, Option<u64>, u64, Option<u64>)> {
@@ -343,15 +344,6 @@ mod property {
             1_u64..90,
             proptest::option::of(0_u64..5_000),
         )
-    }
-
-    fn paused<F: std::future::Future>(future: F) -> F::Output {
-        tokio::runtime::Builder::new_current_thread()
-            .enable_time()
-            .start_paused(true)
-            .build()
-            .unwrap()
-            .block_on(future)
     }
 
     proptest! {
@@ -383,8 +375,8 @@ mod property {
                 status: StatusCode::OK,
             };
             let decoder = StatusDecoder::new([503]).unwrap().with_retry_after();
-            let retried = paused(run(Form::Retry, decoder, &scenario));
-            let hedged = paused(run(Form::Hedge, decoder, &scenario));
+            let retried = on_paused_clock(run(Form::Retry, decoder, &scenario));
+            let hedged = on_paused_clock(run(Form::Hedge, decoder, &scenario));
             prop_assert_eq!(retried, hedged);
         }
     }

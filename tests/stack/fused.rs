@@ -224,15 +224,6 @@ async fn observe(case: Case, fused: bool) -> Observed {
     }
 }
 
-fn paused<F: std::future::Future>(future: F) -> F::Output {
-    tokio::runtime::Builder::new_current_thread()
-        .enable_time()
-        .start_paused(true)
-        .build()
-        .unwrap()
-        .block_on(future)
-}
-
 proptest! {
     #![proptest_config(ProptestConfig {
         cases: 1024,
@@ -242,8 +233,8 @@ proptest! {
 
     #[test]
     fn the_combined_stack_is_the_three_layers(case in case()) {
-        let separate = paused(observe(case.clone(), false));
-        let fused = paused(observe(case, true));
+        let separate = crate::support::on_paused_clock(observe(case.clone(), false));
+        let fused = crate::support::on_paused_clock(observe(case, true));
         prop_assert_eq!(fused, separate);
     }
 }
@@ -254,7 +245,7 @@ proptest! {
 /// itself.
 #[test]
 fn below_the_combined_no_deadline_is_seen_and_propagating_sends_the_budget() {
-    paused(async {
+    crate::support::on_paused_clock(async {
         let seen = Arc::new(Mutex::new(Vec::new()));
         let upstream = {
             let seen = Arc::clone(&seen);
