@@ -28,7 +28,7 @@ use std::{
     },
 };
 use support::{
-    call, flaky_service, hand_loop, ok_service, ours, ours_fused, tower_nesting,
+    call, flaky_service, hand_loop, ok_service, ours, ours_fused, tower_nesting, with_breaker,
     with_deadline_extension, with_request_copy, Req,
 };
 use tower::Service;
@@ -109,6 +109,7 @@ async fn measure() -> Vec<Row> {
     ok_row!("bare + request copy", with_request_copy(ok_service()));
     ok_row!("ours", ours(ok_service()));
     ok_row!("ours, combined", ours_fused(ok_service()));
+    ok_row!("bare + closed breaker", with_breaker(ok_service()));
 
     // The retry path: 503, 503, 200 at zero backoff.
     let flaky = || flaky_service(calls.clone());

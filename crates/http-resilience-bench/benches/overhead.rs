@@ -16,7 +16,7 @@ use std::{
     time::Duration,
 };
 use support::{
-    call, flaky_service, hand_loop, ok_service, ours, ours_fused, tower_nesting,
+    call, flaky_service, hand_loop, ok_service, ours, ours_fused, tower_nesting, with_breaker,
     with_deadline_extension, with_request_copy, Req,
 };
 use tokio::{runtime::Runtime, time::Instant};
@@ -82,6 +82,13 @@ fn overhead(c: &mut Criterion) {
         &rt,
         "ok/ours-combined",
         ours_fused(ok_service()),
+        &calls,
+    );
+    per_call(
+        &mut group,
+        &rt,
+        "ok/bare_with_breaker",
+        with_breaker(ok_service()),
         &calls,
     );
 

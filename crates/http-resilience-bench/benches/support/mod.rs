@@ -18,6 +18,7 @@ use http::{Request, Response, StatusCode};
 use http_body_util::Full;
 use http_resilience::{
     attempt_timeout::AttemptTimeoutLayer,
+    breaker::{BreakerPolicy, CircuitBreakerLayer},
     deadline::{body::DeadlineBody, DeadlineLayer},
     policy::{FixedDelay, StatusDecoder},
     retry::{RetryPolicy, StatusRetryLayer},
@@ -144,6 +145,17 @@ where
     let resilience = ResiliencePolicy::new(CALL_LIMIT, ATTEMPT_LIMIT, retry_503())
         .expect("the limits fit together");
     tower::Layer::layer(&resilience.layer(), inner)
+}
+
+/// `inner` behind a circuit breaker with the default policy: a closed
+/// circuit's path, the one every call takes while the upstream is well.
+pub(crate) fn with_breaker<S, T>(
+    inner: S,
+) -> impl Service<Req, Response = Response<T>, Error = tower::BoxError> + Clone
+where
+    S: Service<Req, Response = Response<T>, Error = Infallible> + Clone,
+{
+    tower::Layer::layer(&CircuitBreakerLayer::new(BreakerPolicy::default()), inner)
 }
 
 /// The part of our cost that the design fixes: `inner` behind a step that
