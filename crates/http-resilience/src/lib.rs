@@ -233,6 +233,16 @@ pub(crate) mod test_support {
             .build()
             .expect("a current-thread runtime")
     }
+
+    /// A runtime whose clock is paused, for a property test's case (one
+    /// runtime per case).
+    pub(crate) fn paused() -> tokio::runtime::Runtime {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_time()
+            .start_paused(true)
+            .build()
+            .expect("a current-thread runtime")
+    }
 }
 
 #[cfg(test)]

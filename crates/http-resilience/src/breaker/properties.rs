@@ -135,11 +135,7 @@ proptest! {
         max_keys in 1usize..8,
         ops in proptest::collection::vec(op(), 1..120),
     ) {
-        let runtime = tokio::runtime::Builder::new_current_thread()
-            .enable_time()
-            .start_paused(true)
-            .build()
-            .unwrap();
+        let runtime = crate::test_support::paused();
         runtime.block_on(async {
             let policy = BreakerPolicy::default()
                 .consecutive_failures(consecutive).unwrap()

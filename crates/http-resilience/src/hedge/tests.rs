@@ -537,11 +537,7 @@ mod properties {
             in_flight in 1_u32..5,
             on_limit in proptest::option::of(1_u64..300),
         ) {
-            let runtime = tokio::runtime::Builder::new_current_thread()
-                .enable_time()
-                .start_paused(true)
-                .build()
-                .unwrap();
+            let runtime = crate::test_support::paused();
             let counters = Arc::new(Counters::default());
             let mut policy = policy(MS(delay), max).with_max_in_flight(in_flight).unwrap();
             if let Some(limit) = on_limit {
