@@ -7,6 +7,7 @@
 //! ```
 
 use http_resilience::{
+    breaker::AnyBreaker,
     config::ClientsConfig,
     policy::{AnyDecoder, AnyRetryer, Retryer},
     ResiliencePolicy,
@@ -43,7 +44,7 @@ fn main() {
 }
 
 /// One client's policy, readably.
-fn print_policy(name: &str, policy: &ResiliencePolicy<AnyDecoder, AnyRetryer>) {
+fn print_policy(name: &str, policy: &ResiliencePolicy<AnyDecoder, AnyRetryer, AnyBreaker>) {
     println!(
         "{name}\n  {} per attempt, {} in all",
         human(policy.attempt_timeout()),

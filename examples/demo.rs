@@ -11,6 +11,7 @@ use http::{Request, Response};
 use http_body_util::Full;
 use http_resilience::{
     attempt_timeout::AttemptTimeoutLayer,
+    breaker::AnyBreaker,
     deadline::DeadlineLayer,
     policy::{
         AnyDecoder, AnyRetryer, Decoder, ExponentialBackoff, RetryEvent, TransientDecoder,
@@ -68,7 +69,7 @@ const READ: Duration = Duration::from_secs(5);
 fn seed_with(
     attempt: Duration,
     total: Duration,
-) -> Result<ResiliencePolicy<AnyDecoder, AnyRetryer>, InvalidSetting> {
+) -> Result<ResiliencePolicy<AnyDecoder, AnyRetryer, AnyBreaker>, InvalidSetting> {
     let policy = presets::reactor()
         .with_deadline(total)?
         .with_attempt_timeout(attempt)?;
@@ -89,7 +90,7 @@ async fn scenario(
     timeline: &Arc<Timeline>,
     title: &str,
     script: Vec<MockResponse>,
-    policy: ResiliencePolicy<AnyDecoder, AnyRetryer>,
+    policy: ResiliencePolicy<AnyDecoder, AnyRetryer, AnyBreaker>,
     read: Duration,
 ) -> Result<(), BoxError> {
     println!("\n== {title} ==");

@@ -7,6 +7,7 @@ mod support;
 
 use http::{Request, Response, StatusCode};
 use http_resilience::{
+    breaker::AnyBreaker,
     config::ClientsConfig,
     policy::{AnyDecoder, AnyRetryer, ExponentialBackoff, FixedDelay, Jitter},
     Attempts, ResiliencePolicy,
@@ -23,7 +24,7 @@ use support::guarded;
 use tokio::time::Instant;
 use tower::{ServiceBuilder, ServiceExt};
 
-type Policy = ResiliencePolicy<AnyDecoder, AnyRetryer>;
+type Policy = ResiliencePolicy<AnyDecoder, AnyRetryer, AnyBreaker>;
 
 /// The defaults of the module docs: Reactor WebClient's policy, written out.
 const DEFAULT: &str = r#"

@@ -15,12 +15,19 @@
 //! - the attempts the upstream saw, with their instants, attempt numbers and
 //!   budget headers;
 //! - the listener's events and the caller's `RetryReport`.
+//!
+//! Some cases put a circuit breaker in both (`ResiliencePolicy::with_breaker`
+//! against a `CircuitBreakerLayer` between the retry and the attempt timeout)
+//! and make several calls in a row, a gap apart, so that circuits trip, turn
+//! attempts away and recover between and within calls; the breaker's events
+//! are observed too.
 
 use super::compositions::{boxed, limit, recorded, step, wait, Step, Svc, Upstream};
 use http::{Request, Response};
 use http_body_util::BodyExt;
 use http_resilience::{
     attempt_timeout::AttemptTimeoutLayer,
+    breaker::{BreakerEvent, BreakerPolicy, CircuitBreakerLayer},
     deadline::DeadlineLayer,
     policy::{AnyDecoder, FeignDecoder, FixedDelay, RetryEvent, TransientDecoder},
     propagate::{PropagateDeadlineLayer, TimeoutFormat, EXPECTED_RQ_TIMEOUT_MS},
@@ -57,6 +64,11 @@ struct Case {
     last_to_deadline: bool,
     given: Given,
     script: Vec<Step>,
+    // A breaker's failures in a row and break, the calls made and the gap
+    // between them.
+    breaker: Option<(u32, Duration)>,
+    calls: usize,
+    gap: Duration,
 }
 
 fn case() -> impl Strategy<Value = Case> {
@@ -77,9 +89,24 @@ fn case() -> impl Strategy<Value = Case> {
         vec(step(), 1..5),
         proptest::option::weighted(0.25, limit(1..3000)),
         any::<bool>(),
+        proptest::option::weighted(0.5, (1_u32..3, limit(1..3000))),
+        (1_usize..4, wait(2500)),
     )
         .prop_map(
-            |(attempt, extra, feign, delay, retries, propagate, given, script, short, last)| Case {
+            |(
+                attempt,
+                extra,
+                feign,
+                delay,
+                retries,
+                propagate,
+                given,
+                script,
+                short,
+                last,
+                breaker,
+                (calls, gap),
+            )| Case {
                 // NOTE: a quarter of the cases have a deadline of their own,
                 // which may be shorter than the attempt limit.
                 deadline: short.unwrap_or(attempt + extra),
@@ -91,6 +118,9 @@ fn case() -> impl Strategy<Value = Case> {
                 last_to_deadline: last,
                 given,
                 script,
+                breaker,
+                calls: if breaker.is_some() { calls } else { 1 },
+                gap,
             },
         )
 }
@@ -98,12 +128,34 @@ fn case() -> impl Strategy<Value = Case> {
 /// What one stack did with a case.
 #[derive(Debug, PartialEq)]
 struct Observed {
+    calls: Vec<Outcome>,
+    attempts: Vec<(Duration, String, String)>,
+    events: Vec<String>,
+}
+
+/// What one call of a case came to.
+#[derive(Debug, PartialEq)]
+struct Outcome {
     outcome: String,
     head_at: Option<Duration>,
     end_at: Option<Duration>,
-    attempts: Vec<(Duration, String, String)>,
-    events: Vec<String>,
     report: Option<String>,
+}
+
+/// The breaker of a case, telling its events to `events`.
+fn breaker(
+    (failures, pause): (u32, Duration),
+    events: Arc<Mutex<Vec<String>>>,
+) -> BreakerPolicy<TransientDecoder> {
+    BreakerPolicy::new(TransientDecoder::new())
+        .consecutive_failures(failures)
+        .unwrap()
+        .break_duration(pause, pause * 4)
+        .unwrap()
+        .with_seed(7)
+        .with_listener(move |event: &BreakerEvent<'_>| {
+            events.lock().unwrap().push(event.to_string())
+        })
 }
 
 fn policy(case: &Case, events: Arc<Mutex<Vec<String>>>) -> RetryPolicy<AnyDecoder, FixedDelay> {
@@ -147,6 +199,7 @@ async fn observe(case: Case, fused: bool) -> Observed {
     );
     let events = Arc::new(Mutex::new(Vec::new()));
     let policy = policy(&case, Arc::clone(&events));
+    let breaker = case.breaker.map(|b| breaker(b, Arc::clone(&events)));
     let svc: Svc = if fused {
         let mut resilience = ResiliencePolicy::new(case.deadline, case.attempt, policy).unwrap();
         if case.propagate {
@@ -155,7 +208,10 @@ async fn observe(case: Case, fused: bool) -> Observed {
         if case.last_to_deadline {
             resilience = resilience.final_attempt_uses_deadline();
         }
-        boxed(resilience.layer().layer(recording))
+        match breaker {
+            Some(breaker) => boxed(resilience.with_breaker(breaker).layer().layer(recording)),
+            None => boxed(resilience.layer().layer(recording)),
+        }
     } else {
         let mut timeout = AttemptTimeoutLayer::new(case.attempt);
         let mut propagate = PropagateDeadlineLayer::envoy().with_attempt_limit(case.attempt);
@@ -167,10 +223,31 @@ async fn observe(case: Case, fused: bool) -> Observed {
         if case.propagate {
             attempt = boxed(propagate.layer(attempt));
         }
+        if let Some(breaker) = breaker {
+            attempt = boxed(CircuitBreakerLayer::new(breaker).layer(attempt));
+        }
         let retried = StatusRetryLayer::new(policy).layer(attempt);
         boxed(DeadlineLayer::new(case.deadline).layer(boxed(retried)))
     };
 
+    let mut calls = Vec::new();
+    for n in 0..case.calls {
+        if n > 0 {
+            tokio::time::sleep(case.gap).await;
+        }
+        calls.push(call_once(&case, svc.clone(), start).await);
+    }
+    let attempts = attempts.lock().unwrap().clone();
+    let events = events.lock().unwrap().clone();
+    Observed {
+        calls,
+        attempts,
+        events,
+    }
+}
+
+/// One call of `case` through `svc`, its instants counted from `start`.
+async fn call_once(case: &Case, svc: Svc, start: Instant) -> Outcome {
     let report = RetryReport::new();
     let mut request = Request::new("payload".to_owned());
     request.extensions_mut().insert(report.clone());
@@ -210,14 +287,10 @@ async fn observe(case: Case, fused: bool) -> Observed {
         Some(Err(err)) => format!("{}: {err}", FailureKind::of(&*err)),
     };
     let head_at = *head_at.lock().unwrap();
-    let attempts = attempts.lock().unwrap().clone();
-    let events = events.lock().unwrap().clone();
-    Observed {
+    Outcome {
         outcome,
         head_at,
         end_at,
-        attempts,
-        events,
         report: report
             .summary()
             .map(|s| format!("{} {:?}", report.attempts(), s)),

@@ -130,6 +130,7 @@ mod circuit;
 pub mod error;
 mod events;
 pub mod future;
+mod gate;
 mod key;
 mod layer;
 mod policy;
@@ -138,6 +139,7 @@ mod window;
 
 pub use self::{
     events::{BreakerEvent, BreakerListener, TripReason},
+    gate::{AnyBreaker, Gate, Judges, NoBreaker},
     key::BreakerKey,
     layer::CircuitBreakerLayer,
     policy::BreakerPolicy,
@@ -202,27 +204,10 @@ impl<S, D> CircuitBreaker<S, D> {
 
     define_inner_service_accessors!();
 
-    /// The circuit of `request`'s key: the one at hand when it is that key's
-    /// and still kept, or the map's.
+    /// The circuit of `request`'s key.
     #[inline]
     fn circuit_for<B>(&mut self, request: &http::Request<B>) -> Arc<Circuit> {
-        let shared = &*self.policy.shared;
-        let custom = shared
-            .key_fn
-            .as_ref()
-            .map(|key| key(request.uri(), request.headers()));
-        let key = match &custom {
-            Some(custom) => custom.as_ref(),
-            None => KeyRef::of_uri(request.uri()),
-        };
-        if let Some(circuit) = &self.at_hand {
-            if circuit.is_current(key) {
-                return Arc::clone(circuit);
-            }
-        }
-        let circuit = shared.registry.get_or_insert(key, Ctx::of(shared));
-        self.at_hand = Some(Arc::clone(&circuit));
-        circuit
+        gate::circuit_for(&self.policy.shared, &mut self.at_hand, request)
     }
 }
 

@@ -1,7 +1,7 @@
 //! What a breaker trips on, how long it stays open, and how it recovers.
 
 use super::{events::BreakerListener, registry::Registry, BreakerKey, CircuitState};
-use crate::policy::{Decoder, Reason, TransientDecoder, Verdict};
+use crate::policy::{AnyDecoder, Decoder, Reason, TransientDecoder, Verdict};
 use crate::{policy::Seeds, FailureKind, InvalidSetting};
 use std::{fmt, sync::Arc, time::Duration};
 use tokio::time::Instant;
@@ -407,6 +407,28 @@ impl<D: Clone> BreakerPolicy<D> {
         let mut next = self.fresh(self.shared.settings);
         next.listener = Some(Arc::new(listener));
         Self::from_shared(next)
+    }
+
+    /// The same policy judging with `decoder`, and circuits of its own.
+    pub fn with_decoder<D2>(self, decoder: D2) -> BreakerPolicy<D2> {
+        let shared = &*self.shared;
+        BreakerPolicy::from_parts(
+            decoder,
+            shared.settings,
+            shared.key_fn.clone(),
+            shared.listener.clone(),
+            shared.seeds.clone(),
+        )
+    }
+
+    /// The same policy with its decoder turned into the run-time choice
+    /// [`AnyDecoder`], and circuits of its own.
+    pub fn erase(self) -> BreakerPolicy<AnyDecoder>
+    where
+        D: Into<AnyDecoder>,
+    {
+        let decoder = self.shared.decoder.clone().into();
+        self.with_decoder(decoder)
     }
 
     /// Draws the jitter of the breaks from `seed`: the same breaks from run

@@ -214,6 +214,7 @@ use self::{
     written::{Preset, Section},
 };
 use crate::{
+    breaker::AnyBreaker,
     policy::{AnyDecoder, AnyRetryer},
     InvalidSetting, ResilienceLayer, ResiliencePolicy,
 };
@@ -290,7 +291,7 @@ impl ClientsConfig {
     pub fn policy(
         &self,
         name: &str,
-    ) -> Result<ResiliencePolicy<AnyDecoder, AnyRetryer>, ConfigError> {
+    ) -> Result<ResiliencePolicy<AnyDecoder, AnyRetryer, AnyBreaker>, ConfigError> {
         let Some(section) = self.clients.get(name) else {
             return Ok(self.default_fields()?.build("default")?);
         };
@@ -324,7 +325,7 @@ impl ClientsConfig {
     pub fn layer(
         &self,
         name: &str,
-    ) -> Result<ResilienceLayer<AnyDecoder, AnyRetryer>, ConfigError> {
+    ) -> Result<ResilienceLayer<AnyDecoder, AnyRetryer, AnyBreaker>, ConfigError> {
         self.policy(name).map(ResiliencePolicy::layer)
     }
 

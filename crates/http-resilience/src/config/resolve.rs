@@ -6,6 +6,7 @@ use super::{
     written::{BackoffKind, DecoderKind, Preset, RetrySection, Section},
 };
 use crate::{
+    breaker::AnyBreaker,
     policy::{
         AnyDecoder, AnyRetryer, ApacheDecoder, ExponentialBackoff, FeignDecoder, FeignRetryer,
         FixedDelay, GrpcBackoff, GrpcDecoder, InvalidStatus, Jitter, RetryBudget, Retryer,
@@ -233,7 +234,7 @@ impl RetrySection {
 
 impl Fields {
     /// The fields that build `policy`.
-    pub(super) fn of(policy: &ResiliencePolicy<AnyDecoder, AnyRetryer>) -> Self {
+    pub(super) fn of(policy: &ResiliencePolicy<AnyDecoder, AnyRetryer, AnyBreaker>) -> Self {
         let retry = policy.retry();
         let (decoder, statuses, retry_after, codes) = decoder_fields(retry.decoder());
         let schedule = Schedule::of(retry.retryer());
@@ -264,7 +265,7 @@ impl Fields {
     pub(super) fn build(
         &self,
         path: &str,
-    ) -> Result<ResiliencePolicy<AnyDecoder, AnyRetryer>, InvalidSetting> {
+    ) -> Result<ResiliencePolicy<AnyDecoder, AnyRetryer, AnyBreaker>, InvalidSetting> {
         let retry_path = format!("{path}.retry");
         let within_retry = |err: InvalidSetting| err.within(&retry_path);
         let decoder = self.decoder().map_err(within_retry)?;
@@ -304,8 +305,9 @@ impl Fields {
         if grpc {
             retry = retry.with_previous_attempts_header(GRPC_PREVIOUS_RPC_ATTEMPTS);
         }
-        ResiliencePolicy::new(self.deadline, self.attempt_timeout, retry)
-            .map_err(|err| err.within(path))
+        let policy = ResiliencePolicy::new(self.deadline, self.attempt_timeout, retry)
+            .map_err(|err| err.within(path))?;
+        Ok(policy.with_breaker(AnyBreaker::default()))
     }
 
     /// With deadline-aware scheduling, an error when no retry can ever be

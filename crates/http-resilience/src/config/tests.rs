@@ -2,6 +2,7 @@
 
 use super::written::{BackoffKind, DecoderKind, FromText, Written};
 use super::*;
+use crate::breaker::AnyBreaker;
 use crate::policy::{AnyDecoder, AnyRetryer, Retryer};
 use crate::presets;
 use std::time::Duration;
@@ -9,8 +10,8 @@ use std::time::Duration;
 /// The erased preset and the one built from the table are the same policy.
 fn assert_same(
     name: &str,
-    built: &ResiliencePolicy<AnyDecoder, AnyRetryer>,
-    preset: &ResiliencePolicy<AnyDecoder, AnyRetryer>,
+    built: &ResiliencePolicy<AnyDecoder, AnyRetryer, AnyBreaker>,
+    preset: &ResiliencePolicy<AnyDecoder, AnyRetryer, AnyBreaker>,
 ) {
     assert_eq!(built.deadline(), preset.deadline(), "{name}: deadline");
     assert_eq!(
@@ -44,7 +45,7 @@ fn assert_same(
         }
         (a, b) => panic!("{name}: retryer {a:?} against {b:?}"),
     }
-    let budget = |policy: &ResiliencePolicy<AnyDecoder, AnyRetryer>| {
+    let budget = |policy: &ResiliencePolicy<AnyDecoder, AnyRetryer, AnyBreaker>| {
         policy
             .retry()
             .budget()

@@ -2,6 +2,7 @@
 
 use crate::{
     body::TryCloneBody,
+    breaker::{error::CircuitOpen, Gate, Judges, NoBreaker},
     deadline::{body::DeadlineBody, error::DeadlineExceeded},
     limits::{self, Expiry},
     policy::{Decoder, Retryer},
@@ -32,26 +33,29 @@ pin_project! {
     /// (never past the deadline), a wait before the next attempt, or the
     /// deadline. It is made at the first step that must wait, inline, and
     /// moved (not made again) for every later step.
-    pub struct ResponseFuture<S, B, D, R>
+    pub struct ResponseFuture<S, B, D, R, G = NoBreaker>
     where
         S: Service<http::Request<B>>,
+        G: Gate,
     {
         #[pin]
         state: State<S::Future>,
         #[pin]
         sleep: Option<Sleep>,
-        call: Call<S, B, D, R>,
+        call: Call<S, B, D, R, G>,
         span: Option<Box<tracing::Span>>,
     }
 }
 
 /// What the call keeps besides the attempt in flight and the timer.
-struct Call<S, B, D, R> {
+struct Call<S, B, D, R, G: Gate> {
     // The clone that makes every attempt after the first.
     service: S,
     retry: RetryState<B, D, R>,
     deadline: RequestDeadline,
     limits: Limits,
+    // The call's circuit, and the place of the attempt in flight.
+    pass: G::Pass,
 }
 
 /// The limit of every attempt, and whether the last one runs until the
@@ -102,6 +106,10 @@ pin_project! {
         },
         // Waiting for the inner service to be ready for the next attempt.
         Readying,
+        // The circuit turned the first attempt away: it was never sent.
+        Refused {
+            error: Option<CircuitOpen>,
+        },
         // The deadline had passed before the call: the inner service was not
         // called.
         Expired,
@@ -123,53 +131,47 @@ enum Step<O, T> {
     Again,
 }
 
-impl<S, B, D, R> ResponseFuture<S, B, D, R>
+/// How a call begins: its first attempt sent at an instant, or not sent.
+pub(super) enum Start<F> {
+    Sent(F, Instant),
+    Refused(CircuitOpen),
+    Expired,
+}
+
+impl<S, B, D, R, G> ResponseFuture<S, B, D, R, G>
 where
     S: Service<http::Request<B>>,
+    G: Gate,
 {
     #[inline(always)]
     pub(super) fn new(
-        future: S::Future,
-        started: Instant,
+        start: Start<S::Future>,
         service: S,
         retry: RetryState<B, D, R>,
-        deadline: RequestDeadline,
-        limits: Limits,
+        (deadline, limits): (RequestDeadline, Limits),
+        pass: G::Pass,
         span: Option<Box<tracing::Span>>,
     ) -> Self {
-        Self {
-            state: State::Called {
+        let state = match start {
+            Start::Sent(future, at) => State::Called {
                 future,
-                at: started,
+                at,
                 ended: false,
             },
+            Start::Refused(error) => State::Refused { error: Some(error) },
+            Start::Expired => State::Expired,
+        };
+        Self {
+            state,
             sleep: None,
             call: Call {
                 service,
                 retry,
                 deadline,
                 limits,
+                pass,
             },
             span,
-        }
-    }
-
-    pub(super) fn expired(
-        service: S,
-        retry: RetryState<B, D, R>,
-        deadline: RequestDeadline,
-        limits: Limits,
-    ) -> Self {
-        Self {
-            state: State::Expired,
-            sleep: None,
-            call: Call {
-                service,
-                retry,
-                deadline,
-                limits,
-            },
-            span: None,
         }
     }
 }
@@ -185,13 +187,14 @@ fn deadline_fired(sleep: Pin<&mut Option<Sleep>>, deadline: Instant) -> bool {
         .is_some_and(|timer| timer.deadline() == deadline && timer.is_elapsed())
 }
 
-impl<S, B, T, D, R> Future for ResponseFuture<S, B, D, R>
+impl<S, B, T, D, R, G> Future for ResponseFuture<S, B, D, R, G>
 where
     S: Service<http::Request<B>, Response = http::Response<T>>,
     S::Error: Into<BoxError>,
     B: TryCloneBody,
     D: Decoder<T, BoxError>,
     R: Retryer,
+    G: Judges<T>,
 {
     type Output = Result<http::Response<DeadlineBody<T>>, BoxError>;
 
@@ -217,6 +220,7 @@ where
                 StateProj::Readying => {
                     ready!(call.poll_send(this.state.as_mut(), this.sleep.as_mut(), cx))
                 }
+                StateProj::Refused { error } => Step::Judge(Err(refused(error))),
                 StateProj::Expired => Step::End(Err(call.exceeded())),
                 StateProj::Done => panic!("ResponseFuture polled after completion"),
             };
@@ -236,13 +240,14 @@ where
 
 // ===== impl Call =====
 
-impl<S, B, T, D, R> Call<S, B, D, R>
+impl<S, B, T, D, R, G> Call<S, B, D, R, G>
 where
     S: Service<http::Request<B>, Response = http::Response<T>>,
     S::Error: Into<BoxError>,
     B: TryCloneBody,
     D: Decoder<T, BoxError>,
     R: Retryer,
+    G: Judges<T>,
 {
     /// Polls the attempt in flight against its end: its outcome, the
     /// attempt timeout, or the deadline, which ends the call.
@@ -318,6 +323,12 @@ where
                 return Poll::Ready(Step::End(Err(self.exceeded())));
             }
         }
+        if let Err(open) = G::enter(&mut self.pass) {
+            // NOTE: the attempt is numbered but never sent, as under a
+            // `CircuitBreaker` between the three layers' retry and attempt
+            // timeout; the readiness is left for the next call.
+            return Poll::Ready(Step::Judge(Err(open.into())));
+        }
         let future = self.service.call(request);
         state.set(State::Called {
             future,
@@ -336,6 +347,7 @@ where
         mut state: Pin<&mut State<S::Future>>,
     ) -> Option<Output<T>> {
         let deadline = self.deadline;
+        G::settle(&mut self.pass, &outcome);
         let next = match self.retry.decide(&mut outcome, Some(deadline)) {
             Decision::Return => return Some(outcome.map(|r| with_deadline(r, deadline))),
             Decision::Retry(wait) if wait.is_zero() => State::Readying,
@@ -354,7 +366,15 @@ where
     }
 }
 
-impl<S, B, D, R> Call<S, B, D, R> {
+/// The error of a call whose first attempt the circuit turned away.
+fn refused(error: &mut Option<CircuitOpen>) -> BoxError {
+    error
+        .take()
+        .expect("ResponseFuture polled after completion")
+        .into()
+}
+
+impl<S, B, D, R, G: Gate> Call<S, B, D, R, G> {
     /// The error of a call its deadline ended.
     fn exceeded(&self) -> BoxError {
         DeadlineExceeded::new(self.deadline.budget()).into()
@@ -368,15 +388,17 @@ fn with_deadline<T>(
     response.map(|body| DeadlineBody::new(body, deadline))
 }
 
-impl<S, B, D, R> fmt::Debug for ResponseFuture<S, B, D, R>
+impl<S, B, D, R, G> fmt::Debug for ResponseFuture<S, B, D, R, G>
 where
     S: Service<http::Request<B>>,
+    G: Gate,
 {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let state = match &self.state {
             State::Called { .. } => "called",
             State::Waiting { .. } => "waiting",
             State::Readying => "readying",
+            State::Refused { .. } => "refused by the circuit",
             State::Expired => "deadline already passed",
             State::Done => "done",
         };

@@ -37,11 +37,12 @@
 
 pub mod future;
 
-use self::future::{Limits, ResponseFuture};
+use self::future::{Limits, ResponseFuture, Start};
 
 use crate::propagate::{send_budget, TimeoutFormat};
 use crate::{
     body::TryCloneBody,
+    breaker::{AnyBreaker, Gate, Judges, NoBreaker},
     deadline::body::DeadlineBody,
     limits,
     policy::{AnyDecoder, AnyRetryer, Decoder, Retryer},
@@ -91,13 +92,14 @@ use tower_service::Service;
 /// ```
 ///
 #[derive(Clone)]
-pub struct ResiliencePolicy<D, R> {
+pub struct ResiliencePolicy<D, R, G = NoBreaker> {
     deadline: Duration,
     attempt_timeout: Duration,
     final_uses_deadline: bool,
     // The header and format every attempt's budget is sent in, if it is.
     budget_header: Option<(http::HeaderName, TimeoutFormat)>,
     retry: RetryPolicy<D, R>,
+    breaker: G,
 }
 
 // ===== impl ResiliencePolicy =====
@@ -160,7 +162,49 @@ impl<D, R> ResiliencePolicy<D, R> {
             final_uses_deadline: false,
             budget_header: None,
             retry,
+            breaker: NoBreaker,
         }
+    }
+}
+
+impl<D, R, G> ResiliencePolicy<D, R, G> {
+    /// The same policy with every attempt passing the circuits of `breaker`
+    /// (a [`BreakerPolicy`]), as a
+    /// [`CircuitBreakerLayer`](crate::breaker::CircuitBreakerLayer) between
+    /// the retry and the attempt timeout of the three layers would: an
+    /// attempt the circuit turns away is never sent, and fails with
+    /// [`CircuitOpen`](crate::breaker::error::CircuitOpen); an attempt that
+    /// times out counts as a failure. Every attempt of a call passes the
+    /// circuit of its first attempt's key. [`NoBreaker`] takes it away.
+    ///
+    /// The breaker's circuits are shared with every clone of `breaker`: a
+    /// three-layer stack or a hedging stack given a clone of it trips and
+    /// recovers with this one.
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// use http_resilience::{breaker::BreakerPolicy, presets};
+    ///
+    /// let breaker = BreakerPolicy::default();
+    /// let policy = presets::reactor().with_breaker(breaker.clone());
+    /// assert_eq!(policy.breaker().key_limit(), breaker.key_limit());
+    /// ```
+    pub fn with_breaker<G2: Gate>(self, breaker: G2) -> ResiliencePolicy<D, R, G2> {
+        ResiliencePolicy {
+            deadline: self.deadline,
+            attempt_timeout: self.attempt_timeout,
+            final_uses_deadline: self.final_uses_deadline,
+            budget_header: self.budget_header,
+            retry: self.retry,
+            breaker,
+        }
+    }
+
+    /// The circuit breaker every attempt passes: [`NoBreaker`] unless
+    /// [`with_breaker`](Self::with_breaker) set one.
+    pub const fn breaker(&self) -> &G {
+        &self.breaker
     }
 
     /// The same policy with another budget for every call.
@@ -247,13 +291,14 @@ impl<D, R> ResiliencePolicy<D, R> {
     pub fn map_retry<D2, R2>(
         self,
         f: impl FnOnce(RetryPolicy<D, R>) -> RetryPolicy<D2, R2>,
-    ) -> ResiliencePolicy<D2, R2> {
+    ) -> ResiliencePolicy<D2, R2, G> {
         ResiliencePolicy {
             deadline: self.deadline,
             attempt_timeout: self.attempt_timeout,
             final_uses_deadline: self.final_uses_deadline,
             budget_header: self.budget_header,
             retry: f(self.retry),
+            breaker: self.breaker,
         }
     }
 
@@ -284,13 +329,16 @@ impl<D, R> ResiliencePolicy<D, R> {
         &self.retry
     }
 
-    /// The same policy with its decoder and retryer turned into the run-time
-    /// choices [`AnyDecoder`] and [`AnyRetryer`], so that policies built in
-    /// different ways (presets, a configuration file) have one type.
-    pub fn erase(self) -> ResiliencePolicy<AnyDecoder, AnyRetryer>
+    /// The same policy with its decoder, retryer and breaker turned into the
+    /// run-time choices [`AnyDecoder`], [`AnyRetryer`] and [`AnyBreaker`], so
+    /// that policies built in different ways (presets, a configuration file)
+    /// have one type. A breaker's policy is erased too, with circuits of its
+    /// own: erase before handing the breaker out.
+    pub fn erase(self) -> ResiliencePolicy<AnyDecoder, AnyRetryer, AnyBreaker>
     where
         D: Into<AnyDecoder>,
         R: Into<AnyRetryer>,
+        G: Into<AnyBreaker>,
     {
         ResiliencePolicy {
             deadline: self.deadline,
@@ -298,11 +346,12 @@ impl<D, R> ResiliencePolicy<D, R> {
             final_uses_deadline: self.final_uses_deadline,
             budget_header: self.budget_header,
             retry: self.retry.map(Into::into, Into::into),
+            breaker: self.breaker.into(),
         }
     }
 
     /// The layer that makes the combined [`Resilience`] service.
-    pub fn layer(self) -> ResilienceLayer<D, R> {
+    pub fn layer(self) -> ResilienceLayer<D, R, G> {
         ResilienceLayer {
             deadline: self.deadline,
             limits: Limits {
@@ -311,16 +360,18 @@ impl<D, R> ResiliencePolicy<D, R> {
                 budget_header: self.budget_header.map(Arc::new),
             },
             policy: Arc::new(self.retry),
+            breaker: self.breaker,
         }
     }
 }
 
-impl<D: fmt::Debug, R: fmt::Debug> fmt::Debug for ResiliencePolicy<D, R> {
+impl<D: fmt::Debug, R: fmt::Debug, G: fmt::Debug> fmt::Debug for ResiliencePolicy<D, R, G> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("ResiliencePolicy")
             .field("deadline", &self.deadline)
             .field("attempt_timeout", &self.attempt_timeout)
             .field("retry", &self.retry)
+            .field("breaker", &self.breaker)
             .finish()
     }
 }
@@ -342,35 +393,38 @@ fn positive(field: &str, value: Duration) -> Result<(), InvalidSetting> {
 /// [`AttemptTimeoutLayer`](crate::AttemptTimeoutLayer) in one service.
 ///
 /// See [`ResiliencePolicy`] for an example.
-pub struct ResilienceLayer<D, R> {
+pub struct ResilienceLayer<D, R, G = NoBreaker> {
     deadline: Duration,
     limits: Limits,
     policy: Arc<RetryPolicy<D, R>>,
+    breaker: G,
 }
 
-impl<D, R> Clone for ResilienceLayer<D, R> {
+impl<D, R, G: Clone> Clone for ResilienceLayer<D, R, G> {
     fn clone(&self) -> Self {
         Self {
             deadline: self.deadline,
             limits: self.limits.clone(),
             policy: Arc::clone(&self.policy),
+            breaker: self.breaker.clone(),
         }
     }
 }
 
-impl<D: fmt::Debug, R: fmt::Debug> fmt::Debug for ResilienceLayer<D, R> {
+impl<D: fmt::Debug, R: fmt::Debug, G: fmt::Debug> fmt::Debug for ResilienceLayer<D, R, G> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("ResilienceLayer")
             .field("deadline", &self.deadline)
             .field("attempt_timeout", &self.limits.attempt)
             .field("final_uses_deadline", &self.limits.final_uses_deadline)
             .field("retry", &self.policy)
+            .field("breaker", &self.breaker)
             .finish()
     }
 }
 
-impl<S, D, R> Layer<S> for ResilienceLayer<D, R> {
-    type Service = Resilience<S, D, R>;
+impl<S, D, R, G: Gate> Layer<S> for ResilienceLayer<D, R, G> {
+    type Service = Resilience<S, D, R, G>;
 
     fn layer(&self, inner: S) -> Self::Service {
         Resilience {
@@ -378,6 +432,8 @@ impl<S, D, R> Layer<S> for ResilienceLayer<D, R> {
             deadline: self.deadline,
             limits: self.limits.clone(),
             policy: Arc::clone(&self.policy),
+            breaker: self.breaker.clone(),
+            at_hand: G::Local::default(),
         }
     }
 }
@@ -406,6 +462,7 @@ impl<S, D, R> Layer<S> for ResilienceLayer<D, R> {
 /// ```
 /// use http_resilience::{
 ///     body::ReplayBody,
+///     breaker::AnyBreaker,
 ///     policy::{AnyDecoder, AnyRetryer},
 ///     transport::{self, HttpClient},
 ///     BoxError, Resilience,
@@ -416,7 +473,7 @@ impl<S, D, R> Layer<S> for ResilienceLayer<D, R> {
 /// /// What every handler of a gateway shares.
 /// #[derive(Clone)]
 /// struct AppState {
-///     upstream: Resilience<HttpClient<ReplayBody<Incoming>>, AnyDecoder, AnyRetryer>,
+///     upstream: Resilience<HttpClient<ReplayBody<Incoming>>, AnyDecoder, AnyRetryer, AnyBreaker>,
 /// }
 ///
 /// # fn main() -> Result<(), BoxError> {
@@ -437,25 +494,32 @@ impl<S, D, R> Layer<S> for ResilienceLayer<D, R> {
 ///
 /// Every attempt after the first is made on a clone of the inner service, as
 /// with [`StatusRetry`]; the policy is shared behind an `Arc`.
-pub struct Resilience<S, D, R> {
+pub struct Resilience<S, D, R, G: Gate = NoBreaker> {
     inner: S,
     deadline: Duration,
     limits: Limits,
     policy: Arc<RetryPolicy<D, R>>,
+    breaker: G,
+    // The circuit of this clone's last key, when there is a breaker.
+    at_hand: G::Local,
 }
 
-impl<S: Clone, D, R> Clone for Resilience<S, D, R> {
+impl<S: Clone, D, R, G: Gate> Clone for Resilience<S, D, R, G> {
     fn clone(&self) -> Self {
         Self {
             inner: self.inner.clone(),
             deadline: self.deadline,
             limits: self.limits.clone(),
             policy: Arc::clone(&self.policy),
+            breaker: self.breaker.clone(),
+            at_hand: self.at_hand.clone(),
         }
     }
 }
 
-impl<S: fmt::Debug, D: fmt::Debug, R: fmt::Debug> fmt::Debug for Resilience<S, D, R> {
+impl<S: fmt::Debug, D: fmt::Debug, R: fmt::Debug, G: Gate + fmt::Debug> fmt::Debug
+    for Resilience<S, D, R, G>
+{
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Resilience")
             .field("inner", &self.inner)
@@ -463,11 +527,17 @@ impl<S: fmt::Debug, D: fmt::Debug, R: fmt::Debug> fmt::Debug for Resilience<S, D
             .field("attempt_timeout", &self.limits.attempt)
             .field("final_uses_deadline", &self.limits.final_uses_deadline)
             .field("retry", &self.policy)
-            .finish()
+            .field("breaker", &self.breaker)
+            .finish_non_exhaustive()
     }
 }
 
-impl<S, D, R> Resilience<S, D, R> {
+impl<S, D, R, G: Gate> Resilience<S, D, R, G> {
+    /// The circuit breaker every attempt passes.
+    pub const fn breaker(&self) -> &G {
+        &self.breaker
+    }
+
     /// The budget of every call.
     pub const fn deadline(&self) -> Duration {
         self.deadline
@@ -486,17 +556,18 @@ impl<S, D, R> Resilience<S, D, R> {
     define_inner_service_accessors!();
 }
 
-impl<S, B, T, D, R> Service<http::Request<B>> for Resilience<S, D, R>
+impl<S, B, T, D, R, G> Service<http::Request<B>> for Resilience<S, D, R, G>
 where
     S: Service<http::Request<B>, Response = http::Response<T>> + Clone,
     S::Error: Into<BoxError>,
     B: TryCloneBody,
     D: Decoder<T, BoxError>,
     R: Retryer,
+    G: Judges<T>,
 {
     type Response = http::Response<DeadlineBody<T>>;
     type Error = BoxError;
-    type Future = ResponseFuture<S, B, D, R>;
+    type Future = ResponseFuture<S, B, D, R, G>;
 
     fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
         self.inner.poll_ready(cx).map_err(Into::into)
@@ -506,14 +577,12 @@ where
     fn call(&mut self, mut request: http::Request<B>) -> Self::Future {
         let now = Instant::now();
         let deadline = limits::call_deadline(now, self.deadline, RequestDeadline::of(&request));
+        let mut pass = self.breaker.pass_for(&mut self.at_hand, &request);
+        let limits = (deadline, self.limits.clone());
         if deadline.has_passed_at(now) {
             let retry = RetryState::unsent(Arc::clone(&self.policy));
-            return ResponseFuture::expired(
-                self.inner.clone(),
-                retry,
-                deadline,
-                self.limits.clone(),
-            );
+            let service = self.inner.clone();
+            return ResponseFuture::new(Start::Expired, service, retry, limits, pass, None);
         }
         let retry = RetryState::begin(Arc::clone(&self.policy), &mut request, false);
         if let Some(header) = &self.limits.budget_header {
@@ -522,25 +591,20 @@ where
             // sent; were it spent, the attempt would end as an expired call.
             let limit = self.limits.sent_limit(retry.on_final_attempt());
             if send_budget(&mut request, &header.0, header.1, Some(left), limit).is_err() {
-                let limits = self.limits.clone();
-                return ResponseFuture::expired(self.inner.clone(), retry, deadline, limits);
+                let service = self.inner.clone();
+                return ResponseFuture::new(Start::Expired, service, retry, limits, pass, None);
             }
         }
         let span = CallSpan::new(Form::Retry, &request);
-        let future = {
-            let _entered = span.enter();
-            self.inner.call(request)
+        let start = match G::enter(&mut pass) {
+            Ok(()) => {
+                let _entered = span.enter();
+                Start::Sent(self.inner.call(request), now)
+            }
+            Err(open) => Start::Refused(open),
         };
         let span = span.keep();
-        ResponseFuture::new(
-            future,
-            now,
-            self.inner.clone(),
-            retry,
-            deadline,
-            self.limits.clone(),
-            span,
-        )
+        ResponseFuture::new(start, self.inner.clone(), retry, limits, pass, span)
     }
 }
 
