@@ -4,7 +4,7 @@
 //! |---|---|---|---|---|---|
 //! | [`reactor`] | 503 only | 2 | fixed 10 ms | 3 s | 8 s |
 //! | [`feign`] | OpenFeign's default | 4 | Feign's (150 ms, × 1.5, ≤ 1 s) | 60 s | 5 min |
-//! | [`standard`] | transient | 3 | exponential 2 s, × 2, decorrelated jitter, ≤ 30 s | 10 s | 30 s |
+//! | [`standard`] | transient, and a circuit breaker per authority | 3 | exponential 2 s, × 2, decorrelated jitter, ≤ 30 s | 10 s | 30 s |
 //! | [`conservative`] | transient | 1 | exponential 500 ms, full jitter | 5 s | 10 s |
 //! | [`apache`] | Apache's `DefaultHttpRequestRetryHandler` | 3 | none | 10 s | 60 s |
 //! | [`grpc`] | gRPC's (`UNAVAILABLE`, pushback) | 4 | A6's (100 ms, × 2, ≤ 1 s, ± 20 %), token bucket 10 / 0.1 | 30 s | 30 s |
@@ -34,6 +34,7 @@
 //! ```
 
 use crate::{
+    breaker::BreakerPolicy,
     policy::{
         ApacheDecoder, ExponentialBackoff, FeignDecoder, FeignRetryer, FixedDelay, GrpcBackoff,
         GrpcDecoder, Jitter, RetryBudget, StatusDecoder, TransientDecoder,
@@ -78,7 +79,16 @@ pub fn feign() -> ResiliencePolicy<FeignDecoder, FeignRetryer> {
 /// 5xx but 501 and 505, connect failures, HTTP/2 streams refused
 /// unprocessed). Unlike .NET, a `Retry-After`
 /// longer than 30 s is capped.
-pub fn standard() -> ResiliencePolicy<TransientDecoder, ExponentialBackoff> {
+///
+/// Every attempt passes a circuit breaker per authority with .NET's
+/// standard settings ([`BreakerPolicy::default`]): it opens when 10 % of at
+/// least 100 calls over 30 s failed, for 5 s, judging with the same
+/// transient outcomes; and also, as linkerd's does, after 5 failures in a
+/// row, so that an upstream with little traffic trips too. Each call of
+/// `standard()` makes a breaker with circuits of its own: make the layer
+/// once and clone it (its clones share the circuits).
+pub fn standard(
+) -> ResiliencePolicy<TransientDecoder, ExponentialBackoff, BreakerPolicy<TransientDecoder>> {
     ResiliencePolicy::known_good(
         Duration::from_secs(30),
         Duration::from_secs(10),
@@ -89,6 +99,7 @@ pub fn standard() -> ResiliencePolicy<TransientDecoder, ExponentialBackoff> {
         )
         .deadline_aware(MIN_USEFUL_ATTEMPT),
     )
+    .with_breaker(BreakerPolicy::default())
 }
 
 /// The least time an attempt needs to be worth making, for the HTTP presets
@@ -237,7 +248,7 @@ mod tests {
 
     /// The presets skip the checks of the public constructors; these hold
     /// their numbers to the same checks.
-    fn passes_the_checks<D: Clone, R: Clone>(name: &str, preset: &ResiliencePolicy<D, R>) {
+    fn passes_the_checks<D: Clone, R: Clone, G>(name: &str, preset: &ResiliencePolicy<D, R, G>) {
         if let Err(err) = ResiliencePolicy::new(
             preset.deadline(),
             preset.attempt_timeout(),
