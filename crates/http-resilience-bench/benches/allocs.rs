@@ -29,7 +29,7 @@ use std::{
 };
 use support::{
     call, flaky_service, hand_loop, ok_service, ours, ours_fused, tower_nesting, with_breaker,
-    with_deadline_extension, with_request_copy, Req,
+    with_deadline_extension, with_request_copy, with_tower_resilience_breaker, Req,
 };
 use tower::Service;
 
@@ -110,6 +110,10 @@ async fn measure() -> Vec<Row> {
     ok_row!("ours", ours(ok_service()));
     ok_row!("ours, combined", ours_fused(ok_service()));
     ok_row!("bare + closed breaker", with_breaker(ok_service()));
+    ok_row!(
+        "bare + tower-resilience breaker",
+        with_tower_resilience_breaker(ok_service())
+    );
 
     // The retry path: 503, 503, 200 at zero backoff.
     let flaky = || flaky_service(calls.clone());
@@ -181,12 +185,12 @@ fn main() {
     );
     println!();
     println!(
-        "{:<12} {:<26} {:>10} {:>10} {:>12} {:>12}",
+        "{:<12} {:<32} {:>10} {:>10} {:>12} {:>12}",
         "path", "variant", "allocs", "reallocs", "bytes", "future (B)"
     );
     for row in &rows {
         println!(
-            "{:<12} {:<26} {:>10.2} {:>10.2} {:>12.1} {:>12}",
+            "{:<12} {:<32} {:>10.2} {:>10.2} {:>12.1} {:>12}",
             row.path, row.variant, row.allocs, row.reallocs, row.bytes, row.future
         );
     }
@@ -194,6 +198,6 @@ fn main() {
     println!("response future around hyper-util's legacy client (HttpConnector, Full<Bytes>)");
     println!();
     for (variant, size) in client_future_sizes() {
-        println!("{variant:<39} {size:>10} B");
+        println!("{variant:<45} {size:>10} B");
     }
 }

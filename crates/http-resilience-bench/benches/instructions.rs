@@ -13,7 +13,8 @@
 //!
 //! Variants: `bare`, `extension` (bare + deadline extension), `copy` (bare +
 //! the request copy a retry needs), `floor` (both), `tower`, `ours`,
-//! `ours-combined` and `breaker` (bare + a closed circuit breaker), as in the
+//! `ours-combined`, `breaker` (bare + our closed circuit breaker) and
+//! `tower-resilience-breaker` (bare + tower-resilience's, closed), as in the
 //! `overhead` bench, each answered at once in
 //! process; and the same over loopback HTTP/1.1, `net-bare` (hyper-util's
 //! client), `net-floor`, `net-tower`, `net-ours` and `net-ours-combined`,
@@ -50,7 +51,7 @@ use net::{bare_client as client, request as get};
 use std::{hint::black_box, process::ExitCode};
 use support::{
     call, ok_service, ours, ours_fused, tower_nesting, with_breaker, with_deadline_extension,
-    with_request_copy, Req, ATTEMPT_LIMIT, CALL_LIMIT, RETRIES,
+    with_request_copy, with_tower_resilience_breaker, Req, ATTEMPT_LIMIT, CALL_LIMIT, RETRIES,
 };
 use tower::{BoxError, Service};
 
@@ -150,7 +151,7 @@ fn main() -> ExitCode {
         // then only says how to use it.
         eprintln!(
             "usage: instructions <variant> <calls>, the variant one of bare, extension, \
-             copy, floor, tower, ours, ours-combined, breaker, net-{{bare,floor,tower,ours,ours-combined}}, \
+             copy, floor, tower, ours, ours-combined, breaker, tower-resilience-breaker, net-{{bare,floor,tower,ours,ours-combined}}, \
              net503-{{hand,floor,tower,ours,ours-combined}} \
              (see BENCHMARKS.md)"
         );
@@ -187,6 +188,9 @@ fn main() -> ExitCode {
             "ours" => run(ours(ok_service()), calls).await,
             "ours-combined" => run(ours_fused(ok_service()), calls).await,
             "breaker" => run(with_breaker(ok_service()), calls).await,
+            "tower-resilience-breaker" => {
+                run(with_tower_resilience_breaker(ok_service()), calls).await
+            }
             _ => {
                 eprintln!("unknown variant {variant:?}");
                 return ExitCode::FAILURE;

@@ -17,7 +17,7 @@ use std::{
 };
 use support::{
     call, flaky_service, hand_loop, ok_service, ours, ours_fused, tower_nesting, with_breaker,
-    with_deadline_extension, with_request_copy, Req,
+    with_deadline_extension, with_request_copy, with_tower_resilience_breaker, Req,
 };
 use tokio::{runtime::Runtime, time::Instant};
 use tower::Service;
@@ -89,6 +89,13 @@ fn overhead(c: &mut Criterion) {
         &rt,
         "ok/bare_with_breaker",
         with_breaker(ok_service()),
+        &calls,
+    );
+    per_call(
+        &mut group,
+        &rt,
+        "ok/bare_with_tower_resilience_breaker",
+        with_tower_resilience_breaker(ok_service()),
         &calls,
     );
 

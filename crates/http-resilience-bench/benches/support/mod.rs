@@ -34,6 +34,9 @@ use std::{
     time::Duration,
 };
 use tower::{retry::Policy, Service, ServiceBuilder, ServiceExt};
+use tower_resilience::circuitbreaker::{
+    CircuitBreakerError, CircuitBreakerLayer as TowerResilienceBreakerLayer,
+};
 
 /// The request body: `Full<Bytes>` is `Clone`, so both retry layers replay it.
 pub(crate) type Body = Full<Bytes>;
@@ -156,6 +159,34 @@ where
     S: Service<Req, Response = Response<T>, Error = Infallible> + Clone,
 {
     tower::Layer::layer(&CircuitBreakerLayer::new(BreakerPolicy::default()), inner)
+}
+
+/// `inner` behind tower-resilience's circuit breaker, set like ours where
+/// it can be: a failure ratio of 10 % over a count-based window of 100 calls,
+/// a 5 s break, and the statuses our default policy counts as failures (408,
+/// 429, 500, 502, 503, 504). Its circuit is one for the whole service, not one
+/// per authority. A closed circuit's path, as [`with_breaker`]'s.
+pub(crate) fn with_tower_resilience_breaker<S, T>(
+    inner: S,
+) -> impl Service<Req, Response = Response<T>, Error = CircuitBreakerError<Infallible>> + Clone
+where
+    S: Service<Req, Response = Response<T>, Error = Infallible> + Clone + Send + 'static,
+    S::Future: Send + 'static,
+    T: Send + 'static,
+{
+    let layer = TowerResilienceBreakerLayer::builder()
+        .failure_rate_threshold(0.1)
+        .sliding_window_size(100)
+        .wait_duration_in_open(Duration::from_secs(5))
+        .classify_response(|response: &Response<T>| {
+            matches!(
+                response.status().as_u16(),
+                408 | 429 | 500 | 502 | 503 | 504
+            )
+        })
+        .build()
+        .expect("the settings are valid");
+    tower::Layer::layer(&layer, inner)
 }
 
 /// The part of our cost that the design fixes: `inner` behind a step that
