@@ -50,7 +50,7 @@ use hyper_util::client::legacy::{connect::HttpConnector, Client};
 use net::{bare_client as client, request as get};
 use std::{hint::black_box, process::ExitCode};
 use support::{
-    call, ok_service, ours, ours_fused, tower_nesting, with_breaker, with_deadline_extension,
+    call, ok_service, ours, ours_fused, ours_fused_breaker, tower_nesting, with_breaker, with_deadline_extension,
     with_request_copy, with_tower_resilience_breaker, Req, ATTEMPT_LIMIT, CALL_LIMIT, RETRIES,
 };
 use tower::{BoxError, Service};
@@ -137,6 +137,10 @@ async fn run_net(variant: &str, uri: &Uri, calls: u64, flaky: bool) -> Result<()
             let mut svc = ours_fused(client());
             calls!(|id| exchange(&mut svc, uri, id))
         }
+        "ours-combined-breaker" => {
+            let mut svc = ours_fused_breaker(client());
+            calls!(|id| exchange(&mut svc, uri, id))
+        }
         _ => return Err(format!("unknown network variant {variant:?}").into()),
     }
     Ok(())
@@ -151,8 +155,9 @@ fn main() -> ExitCode {
         // then only says how to use it.
         eprintln!(
             "usage: instructions <variant> <calls>, the variant one of bare, extension, \
-             copy, floor, tower, ours, ours-combined, breaker, tower-resilience-breaker, net-{{bare,floor,tower,ours,ours-combined}}, \
-             net503-{{hand,floor,tower,ours,ours-combined}} \
+             copy, floor, tower, ours, ours-combined, ours-combined-breaker, breaker, \
+             tower-resilience-breaker, net-{{bare,floor,tower,ours,ours-combined,ours-combined-breaker}}, \
+             net503-{{hand,floor,tower,ours,ours-combined,ours-combined-breaker}} \
              (see BENCHMARKS.md)"
         );
         return ExitCode::SUCCESS;
@@ -187,6 +192,7 @@ fn main() -> ExitCode {
             "tower" => run(tower_nesting(ok_service()), calls).await,
             "ours" => run(ours(ok_service()), calls).await,
             "ours-combined" => run(ours_fused(ok_service()), calls).await,
+            "ours-combined-breaker" => run(ours_fused_breaker(ok_service()), calls).await,
             "breaker" => run(with_breaker(ok_service()), calls).await,
             "tower-resilience-breaker" => {
                 run(with_tower_resilience_breaker(ok_service()), calls).await

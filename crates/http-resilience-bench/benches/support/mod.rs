@@ -150,6 +150,21 @@ where
     tower::Layer::layer(&resilience.layer(), inner)
 }
 
+/// [`ours_fused`] with a circuit breaker of the default policy on every
+/// attempt (`ResiliencePolicy::with_breaker`): the whole stack with it.
+pub(crate) fn ours_fused_breaker<S, T>(
+    inner: S,
+) -> impl Service<Req, Response = Response<DeadlineBody<T>>, Error = tower::BoxError> + Clone
+where
+    S: Service<Req, Response = Response<T>> + Clone,
+    S::Error: Into<tower::BoxError>,
+{
+    let resilience = ResiliencePolicy::new(CALL_LIMIT, ATTEMPT_LIMIT, retry_503())
+        .expect("the limits fit together")
+        .with_breaker(BreakerPolicy::default());
+    tower::Layer::layer(&resilience.layer(), inner)
+}
+
 /// `inner` behind a circuit breaker with the default policy: a closed
 /// circuit's path, the one every call takes while the upstream is well.
 pub(crate) fn with_breaker<S, T>(
