@@ -48,7 +48,7 @@ pin_project! {
 }
 
 /// What the call keeps besides the attempt in flight and the timer.
-struct Call<S, B, D, R, G: Gate> {
+pub(super) struct Call<S, B, D, R, G: Gate> {
     // The clone that makes every attempt after the first.
     service: S,
     retry: RetryState<B, D, R>,
@@ -131,47 +131,73 @@ enum Step<O, T> {
     Again,
 }
 
-/// How a call begins: its first attempt sent at an instant, or not sent.
-pub(super) enum Start<F> {
-    Sent(F, Instant),
-    Refused(CircuitOpen),
-    Expired,
-}
-
 impl<S, B, D, R, G> ResponseFuture<S, B, D, R, G>
 where
     S: Service<http::Request<B>>,
     G: Gate,
 {
+    /// The future of a call whose first attempt, `future`, was sent at
+    /// `started`.
     #[inline(always)]
     pub(super) fn new(
-        start: Start<S::Future>,
-        service: S,
-        retry: RetryState<B, D, R>,
-        (deadline, limits): (RequestDeadline, Limits),
-        pass: G::Pass,
+        (future, started): (S::Future, Instant),
+        call: Call<S, B, D, R, G>,
         span: Option<Box<tracing::Span>>,
     ) -> Self {
-        let state = match start {
-            Start::Sent(future, at) => State::Called {
-                future,
-                at,
-                ended: false,
-            },
-            Start::Refused(error) => State::Refused { error: Some(error) },
-            Start::Expired => State::Expired,
+        let state = State::Called {
+            future,
+            at: started,
+            ended: false,
         };
+        Self::starting(state, call, span)
+    }
+
+    /// The future of a call that sent nothing: its deadline had passed.
+    pub(super) fn expired(call: Call<S, B, D, R, G>) -> Self {
+        Self::starting(State::Expired, call, None)
+    }
+
+    /// The future of a call whose first attempt the circuit turned away.
+    pub(super) fn refused(
+        error: CircuitOpen,
+        call: Call<S, B, D, R, G>,
+        span: Option<Box<tracing::Span>>,
+    ) -> Self {
+        Self::starting(State::Refused { error: Some(error) }, call, span)
+    }
+
+    #[inline(always)]
+    fn starting(
+        state: State<S::Future>,
+        call: Call<S, B, D, R, G>,
+        span: Option<Box<tracing::Span>>,
+    ) -> Self {
         Self {
             state,
             sleep: None,
-            call: Call {
-                service,
-                retry,
-                deadline,
-                limits,
-                pass,
-            },
+            call,
             span,
+        }
+    }
+}
+
+impl<S, B, D, R, G: Gate> Call<S, B, D, R, G> {
+    /// What a call keeps: the clone that makes every attempt after the
+    /// first, the retry's state, the deadline and limits, and the pass.
+    #[inline(always)]
+    pub(super) const fn new(
+        service: S,
+        retry: RetryState<B, D, R>,
+        deadline: RequestDeadline,
+        limits: Limits,
+        pass: G::Pass,
+    ) -> Self {
+        Self {
+            service,
+            retry,
+            deadline,
+            limits,
+            pass,
         }
     }
 }

@@ -37,7 +37,7 @@
 
 pub mod future;
 
-use self::future::{Limits, ResponseFuture, Start};
+use self::future::{Call, Limits, ResponseFuture};
 
 use crate::propagate::{send_budget, TimeoutFormat};
 use crate::{
@@ -578,11 +578,9 @@ where
         let now = Instant::now();
         let deadline = limits::call_deadline(now, self.deadline, RequestDeadline::of(&request));
         let mut pass = self.breaker.pass_for(&mut self.at_hand, &request);
-        let limits = (deadline, self.limits.clone());
         if deadline.has_passed_at(now) {
             let retry = RetryState::unsent(Arc::clone(&self.policy));
-            let service = self.inner.clone();
-            return ResponseFuture::new(Start::Expired, service, retry, limits, pass, None);
+            return ResponseFuture::expired(self.call_with(retry, deadline, pass));
         }
         let retry = RetryState::begin(Arc::clone(&self.policy), &mut request, false);
         if let Some(header) = &self.limits.budget_header {
@@ -591,20 +589,34 @@ where
             // sent; were it spent, the attempt would end as an expired call.
             let limit = self.limits.sent_limit(retry.on_final_attempt());
             if send_budget(&mut request, &header.0, header.1, Some(left), limit).is_err() {
-                let service = self.inner.clone();
-                return ResponseFuture::new(Start::Expired, service, retry, limits, pass, None);
+                return ResponseFuture::expired(self.call_with(retry, deadline, pass));
             }
         }
         let span = CallSpan::new(Form::Retry, &request);
-        let start = match G::enter(&mut pass) {
-            Ok(()) => {
-                let _entered = span.enter();
-                Start::Sent(self.inner.call(request), now)
-            }
-            Err(open) => Start::Refused(open),
+        if let Err(open) = G::enter(&mut pass) {
+            let call = self.call_with(retry, deadline, pass);
+            return ResponseFuture::refused(open, call, span.keep());
+        }
+        let future = {
+            let _entered = span.enter();
+            self.inner.call(request)
         };
         let span = span.keep();
-        ResponseFuture::new(start, self.inner.clone(), retry, limits, pass, span)
+        let call = self.call_with(retry, deadline, pass);
+        ResponseFuture::new((future, now), call, span)
+    }
+}
+
+impl<S: Clone, D, R, G: Gate> Resilience<S, D, R, G> {
+    /// What one call keeps, on a clone of the inner service.
+    #[inline(always)]
+    fn call_with<B>(
+        &self,
+        retry: RetryState<B, D, R>,
+        deadline: RequestDeadline,
+        pass: G::Pass,
+    ) -> Call<S, B, D, R, G> {
+        Call::new(self.inner.clone(), retry, deadline, self.limits.clone(), pass)
     }
 }
 
