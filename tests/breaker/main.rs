@@ -10,6 +10,8 @@
 #[path = "../support/mod.rs"]
 mod support;
 
+mod probe;
+
 use http::StatusCode;
 use http_resilience::{
     attempt_timeout::AttemptTimeoutLayer,

@@ -50,8 +50,9 @@ use hyper_util::client::legacy::{connect::HttpConnector, Client};
 use net::{bare_client as client, request as get};
 use std::{hint::black_box, process::ExitCode};
 use support::{
-    call, ok_service, ours, ours_fused, ours_fused_breaker, tower_nesting, with_breaker, with_deadline_extension,
-    with_request_copy, with_tower_resilience_breaker, Req, ATTEMPT_LIMIT, CALL_LIMIT, RETRIES,
+    call, ok_service, ours, ours_fused, ours_fused_breaker, tower_nesting, with_breaker,
+    with_deadline_extension, with_request_copy, with_tower_resilience_breaker, Req, ATTEMPT_LIMIT,
+    CALL_LIMIT, RETRIES,
 };
 use tower::{BoxError, Service};
 

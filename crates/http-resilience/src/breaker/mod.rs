@@ -84,7 +84,8 @@
 //! it), the next attempt fails at once and its error is the call's last
 //! outcome: the caller gets the `CircuitOpen` error, with
 //! [`Stop::Failed`](crate::Stop::Failed) in a
-//! [`RetryReport`](crate::RetryReport) it put in the request. The first
+//! [`RetryReport`](crate::RetryReport) it put in the request (or, with
+//! [`WaitForProbe`], the attempt after the break's end). The first
 //! attempt's response is dropped, as any outcome a retry discards.
 //!
 //! # Readiness
@@ -121,19 +122,44 @@
 //! about a quarter of a megabyte, however many hosts callers name. An
 //! evicted circuit's state is forgotten: its key starts closed again.
 //!
-//! # Not yet
+//! # The combined service and hedging
 //!
-//! The combined service ([`Resilience`](crate::Resilience)) and hedging do
-//! not take a breaker yet; nor do the presets or the configuration file.
+//! [`ResiliencePolicy::with_breaker`](crate::ResiliencePolicy::with_breaker)
+//! gives the combined service ([`Resilience`](crate::Resilience)) the same
+//! breaker, in the same place: every attempt passes the circuit of its
+//! call's key, a refused attempt is never sent, an attempt its limit ends
+//! counts as a failure, one the deadline ends counts for nothing. A property
+//! test in the repository holds the two forms to the same outcomes, events
+//! and reports, breakers included. [`presets::standard`](crate::presets::standard)
+//! carries one, with .NET's settings; the configuration file has a `breaker`
+//! section.
+//!
+//! Hedging takes it below: `HedgeLayer -> CircuitBreakerLayer -> client`.
+//! Every copy passes the circuit; the copies that lose the race are dropped
+//! and count for nothing, so hedging never trips a circuit by itself; a copy
+//! the circuit turns away is not sent.
+//!
+//! A policy's clones share its circuits: a three-layer stack, a combined
+//! service and a hedging stack given clones of one [`BreakerPolicy`] trip and
+//! recover together.
+//!
+//! # Waiting for the probe
+//!
+//! [`WaitForProbe`] around the retry's decoder makes the retry wait for the
+//! end of the break instead of returning the open-circuit error, when the
+//! wait and a useful attempt fit before the deadline (deadline-aware
+//! scheduling only); the turned-away attempt takes no retry-budget token.
 
 mod circuit;
 pub mod error;
 mod events;
 pub mod future;
 mod gate;
+mod grpc;
 mod key;
 mod layer;
 mod policy;
+mod probe;
 mod registry;
 mod window;
 
@@ -143,7 +169,10 @@ pub use self::{
     key::BreakerKey,
     layer::CircuitBreakerLayer,
     policy::BreakerPolicy,
+    probe::WaitForProbe,
 };
+
+pub(crate) use self::probe::waits_for_probe;
 
 use self::{circuit::Circuit, circuit::Ctx, future::ResponseFuture, key::KeyRef};
 use crate::{policy::Decoder, BoxError};

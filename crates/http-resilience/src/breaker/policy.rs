@@ -483,10 +483,14 @@ impl<D> Shared<D> {
 /// `is_error`): see the policy's docs.
 pub(crate) fn judge(verdict: Verdict, is_error: bool) -> Judged {
     match verdict {
-        Verdict::Retry { .. } => Judged::Failure(verdict),
-        Verdict::Fail {
+        Verdict::Retry {
+            reason: Reason::Failure(FailureKind::CircuitOpen),
+            ..
+        }
+        | Verdict::Fail {
             reason: Reason::Failure(FailureKind::CircuitOpen),
         } => Judged::Ignored,
+        Verdict::Retry { .. } => Judged::Failure(verdict),
         Verdict::Fail { .. } if is_error => Judged::Failure(verdict),
         _ => Judged::Success,
     }

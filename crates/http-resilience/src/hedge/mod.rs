@@ -70,7 +70,7 @@
 //! the same rules for what may be repeated. The order:
 //!
 //! ```text
-//! DeadlineLayer -> HedgeLayer -> [PropagateDeadlineLayer] -> [AttemptTimeoutLayer] -> client
+//! DeadlineLayer -> HedgeLayer -> [CircuitBreakerLayer] -> [PropagateDeadlineLayer] -> [AttemptTimeoutLayer] -> client
 //! ```
 //!
 //! - the deadline **outside** covers every copy and ends them all;
@@ -81,8 +81,15 @@
 //!   out, or give it a longer limit as a hard stop;
 //! - a [`StatusRetryLayer`] outside the hedge retries a whole hedged round;
 //!   inside, it retries each copy on its own. Either works; most calls want
-//!   one of the two.
+//!   one of the two;
+//! - a [`CircuitBreakerLayer`] **inside** sees every copy: a copy the circuit
+//!   turns away is not sent (its error is a failed copy, as above), and the
+//!   copies that lose the race are dropped and count for nothing, so hedging
+//!   alone never trips a circuit. Clones of one
+//!   [`BreakerPolicy`](crate::breaker::BreakerPolicy) share its circuits with
+//!   the other stacks of a client.
 //!
+//! [`CircuitBreakerLayer`]: crate::breaker::CircuitBreakerLayer
 //! [`Attempts`]: crate::Attempts
 //! [`Attempts::winner`]: crate::Attempts::winner
 //! [`RetryEvent::Hedge`]: crate::policy::RetryEvent::Hedge

@@ -77,6 +77,9 @@ impl<D> Parts<D> {
     pub(crate) fn record(&self, verdict: Verdict) {
         if let Some(budget) = &self.budget {
             match verdict {
+                // NOTE: an attempt an open circuit turned away was never
+                // sent; waiting for its probe is no load on the upstream.
+                Verdict::Retry { .. } if crate::breaker::waits_for_probe(verdict) => {}
                 Verdict::Retry { .. } => budget.record_retryable_failure(),
                 Verdict::Accept => budget.record_success(),
                 _ => {}

@@ -107,8 +107,9 @@ pin_project! {
         // Waiting for the inner service to be ready for the next attempt.
         Readying,
         // The circuit turned the first attempt away: it was never sent.
+        // (Boxed, as the caller gets it, so that the state stays small.)
         Refused {
-            error: Option<CircuitOpen>,
+            error: Option<BoxError>,
         },
         // The deadline had passed before the call: the inner service was not
         // called.
@@ -137,19 +138,33 @@ where
     G: Gate,
 {
     /// The future of a call whose first attempt, `future`, was sent at
-    /// `started`.
+    /// `started`; the other parts are its [`Call`]'s.
     #[inline(always)]
     pub(super) fn new(
-        (future, started): (S::Future, Instant),
-        call: Call<S, B, D, R, G>,
+        future: S::Future,
+        started: Instant,
+        service: S,
+        retry: RetryState<B, D, R>,
+        (deadline, limits): (RequestDeadline, Limits),
+        pass: G::Pass,
         span: Option<Box<tracing::Span>>,
     ) -> Self {
-        let state = State::Called {
-            future,
-            at: started,
-            ended: false,
-        };
-        Self::starting(state, call, span)
+        Self {
+            state: State::Called {
+                future,
+                at: started,
+                ended: false,
+            },
+            sleep: None,
+            call: Call {
+                service,
+                retry,
+                deadline,
+                limits,
+                pass,
+            },
+            span,
+        }
     }
 
     /// The future of a call that sent nothing: its deadline had passed.
@@ -163,7 +178,8 @@ where
         call: Call<S, B, D, R, G>,
         span: Option<Box<tracing::Span>>,
     ) -> Self {
-        Self::starting(State::Refused { error: Some(error) }, call, span)
+        let error = Some(error.into());
+        Self::starting(State::Refused { error }, call, span)
     }
 
     #[inline(always)]
@@ -393,11 +409,10 @@ where
 }
 
 /// The error of a call whose first attempt the circuit turned away.
-fn refused(error: &mut Option<CircuitOpen>) -> BoxError {
+fn refused(error: &mut Option<BoxError>) -> BoxError {
     error
         .take()
         .expect("ResponseFuture polled after completion")
-        .into()
 }
 
 impl<S, B, D, R, G: Gate> Call<S, B, D, R, G> {

@@ -602,8 +602,9 @@ where
             self.inner.call(request)
         };
         let span = span.keep();
-        let call = self.call_with(retry, deadline, pass);
-        ResponseFuture::new((future, now), call, span)
+        let service = self.inner.clone();
+        let limits = (deadline, self.limits.clone());
+        ResponseFuture::new(future, now, service, retry, limits, pass, span)
     }
 }
 
@@ -616,7 +617,13 @@ impl<S: Clone, D, R, G: Gate> Resilience<S, D, R, G> {
         deadline: RequestDeadline,
         pass: G::Pass,
     ) -> Call<S, B, D, R, G> {
-        Call::new(self.inner.clone(), retry, deadline, self.limits.clone(), pass)
+        Call::new(
+            self.inner.clone(),
+            retry,
+            deadline,
+            self.limits.clone(),
+            pass,
+        )
     }
 }
 

@@ -4,6 +4,7 @@ use super::RetryPolicy;
 use crate::body::{Pristine, TryCloneBody};
 use crate::extensions::FinalAttempt;
 use crate::policy::{Attempts, Decoder, Reason, RetryEvent, Retryer, Stop, Verdict, WaitSource};
+use crate::FailureKind;
 use crate::{
     limits::{self, Scheduled},
     session::{self, whole_millis, Session},
@@ -251,6 +252,9 @@ impl<B: TryCloneBody, D, R: Retryer> RetryState<B, D, R> {
         };
         let now = Instant::now();
         session::deadline_open(deadline, now)?;
+        if reason == Reason::Failure(FailureKind::CircuitOpen) {
+            return probe_wait(after, deadline, policy.deadline_margin(), now);
+        }
         // NOTE: what `allows` reads (method, headers, the `Idempotency`
         // extension) is all in the kept copy.
         if !policy.allows(request, reason) {
@@ -303,6 +307,23 @@ impl<B: TryCloneBody, D, R: Retryer> RetryState<B, D, R> {
         self.session.next(self.policy.parts(), &mut request);
         request
     }
+}
+
+/// The wait for an open circuit's probe (`after`), for an attempt the
+/// circuit turned away: it was never sent, so it is safe to send and no
+/// backoff or budget applies; only with deadline-aware scheduling, and when
+/// the wait and a useful attempt fit before the deadline.
+fn probe_wait(
+    after: Option<Duration>,
+    deadline: Option<RequestDeadline>,
+    margin: Option<Duration>,
+    now: Instant,
+) -> Result<Scheduled, Stop> {
+    if margin.is_none() {
+        return Err(Stop::Failed);
+    }
+    let wait = after.unwrap_or(Duration::ZERO);
+    limits::schedule(wait, deadline.map(|d| d.instant()), margin, now)
 }
 
 #[cfg(test)]
