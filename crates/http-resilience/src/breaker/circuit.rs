@@ -1,9 +1,12 @@
 //! One circuit: its state read from atomics, its changes made under a lock.
 
+mod ramp;
+
+use self::ramp::{Admission, Ramping};
 use super::{
     error::CircuitOpen,
     events::{emit, BreakerEvent, BreakerListener, TripReason},
-    policy::{Judged, Settings, Shared},
+    policy::{judge_timed, Judged, Ramp, Settings, Shared},
     window::{Window, BUCKETS},
     BreakerKey, CircuitState, KeyRef,
 };
@@ -20,6 +23,7 @@ use tokio::time::Instant;
 const CLOSED: u64 = 0;
 const OPEN: u64 = 1;
 const HALF_OPEN: u64 = 2;
+const RAMP: u64 = 3;
 
 /// A state word: the generation (bumped on every change of state) and the
 /// phase, in one atomic, so that one load says both.
@@ -75,8 +79,8 @@ pub(crate) fn nanos(duration: Duration) -> u64 {
 /// NOTE: a closed circuit's call reads `state` once to be admitted and, at
 /// its outcome, updates `consecutive`, one bucket of `window` and
 /// `last_used`: atomics only. `recovery` is locked only to change state
-/// (trip, half-open, close), to admit a call while not closed, and for a
-/// probe's outcome; never across an await.
+/// (trip, half-open, ramp, close), to admit a call while not closed, for a
+/// probe's outcome and to read a ramp's share; never across an await.
 pub(crate) struct Circuit {
     key: BreakerKey,
     state: AtomicU64,
@@ -99,14 +103,18 @@ struct Recovery {
     in_flight: u32,
     /// Probes that succeeded while half-open.
     successes: u32,
+    /// While ramping up: the ramp and the calls of its step.
+    ramp: Ramping,
 }
 
-/// A call's place in a circuit: admitted while closed, or as a probe. Its
-/// outcome goes back through [`Ticket::settle`]; dropped unsettled, a probe
-/// gives its place back and nothing is counted.
+/// A call's place in a circuit: admitted while closed, as a probe, or
+/// during the ramp. Its outcome goes back through [`Ticket::settle`];
+/// dropped unsettled, a probe gives its place back and nothing is counted.
 pub(crate) struct Ticket {
     circuit: Arc<Circuit>,
     word: u64,
+    /// The admission, kept only when slow calls count.
+    started: Option<Instant>,
     settled: bool,
 }
 
@@ -156,65 +164,103 @@ impl Circuit {
         match phase(self.state.load(Ordering::Acquire)) {
             CLOSED => CircuitState::Closed,
             HALF_OPEN => CircuitState::HalfOpen,
+            RAMP => self.ramp_state(base),
             _ => CircuitState::Open {
                 until: base + Duration::from_nanos(self.open_until.load(Ordering::Acquire)),
             },
         }
     }
 
+    /// The state of a circuit that was ramping up, read under the lock.
+    fn ramp_state(&self, base: Instant) -> CircuitState {
+        let recovery = self.lock();
+        if phase(self.state.load(Ordering::Acquire)) != RAMP {
+            drop(recovery);
+            return self.state(base);
+        }
+        let now = Instant::now().saturating_duration_since(base);
+        let (admitted, of) = recovery.ramp.share_at(nanos(now));
+        CircuitState::Ramp {
+            admitted,
+            of,
+            until: base + Duration::from_nanos(recovery.ramp.end()),
+        }
+    }
+
     /// Admits a call, or turns it away while open (or half-open with every
-    /// probe out).
+    /// probe out, or ramping up beyond the share).
     #[inline]
     pub(crate) fn admit(self: &Arc<Self>, ctx: Ctx<'_>) -> Result<Ticket, CircuitOpen> {
         let word = self.state.load(Ordering::Acquire);
         if phase(word) == CLOSED {
-            return Ok(Ticket::new(Arc::clone(self), word));
+            // NOTE: the clock is read for the call's start only when slow
+            // calls count.
+            let started = ctx.settings.slow.map(|_| Instant::now());
+            return Ok(Ticket::new(Arc::clone(self), word, started));
         }
         self.admit_slow(ctx)
     }
 
     /// [`admit`](Self::admit) for a circuit that was not closed: the end of
-    /// a break makes it half-open, a probe's place is taken, or the call is
-    /// turned away.
+    /// a break makes it half-open, the end of a ramp closes it, a probe's
+    /// place or a share of the ramp is taken, or the call is turned away.
     fn admit_slow(self: &Arc<Self>, ctx: Ctx<'_>) -> Result<Ticket, CircuitOpen> {
-        let now = ctx.nanos(Instant::now());
+        let clock = Instant::now();
+        let now = ctx.nanos(clock);
         self.last_used.store(now, Ordering::Relaxed);
-        let (admitted, half_opened) = {
-            let mut recovery = self.lock();
-            let word = self.state.load(Ordering::Acquire);
-            let until = self.open_until.load(Ordering::Acquire);
-            match phase(word) {
-                CLOSED => (Some(word), false),
-                OPEN if now < until => (None, false),
-                OPEN => {
-                    let half = next(word, HALF_OPEN);
-                    self.state.store(half, Ordering::Release);
-                    *recovery = Recovery {
-                        trips: recovery.trips,
-                        in_flight: 1,
-                        successes: 0,
-                    };
-                    (Some(half), true)
-                }
-                _ if recovery.in_flight < ctx.settings.probes => {
-                    recovery.in_flight += 1;
-                    (Some(word), false)
-                }
-                _ => (None, false),
-            }
-        };
-        if half_opened {
-            emit(ctx.listener, &BreakerEvent::HalfOpen { key: &self.key });
+        let (admitted, change) = self.admit_locked(ctx, now);
+        if let Some(change) = change {
+            emit(ctx.listener, &change);
         }
         match admitted {
-            Some(word) => Ok(Ticket::new(Arc::clone(self), word)),
-            None => Err(self.reject(ctx)),
+            Ok(word) => {
+                let started = ctx.settings.slow.map(|_| clock);
+                Ok(Ticket::new(Arc::clone(self), word, started))
+            }
+            Err(retry_at) => Err(self.reject(ctx, retry_at)),
         }
     }
 
-    /// The error for a call turned away, told.
-    fn reject(&self, ctx: Ctx<'_>) -> CircuitOpen {
-        let until = ctx.base + Duration::from_nanos(self.open_until.load(Ordering::Acquire));
+    /// Under the lock, what [`admit_slow`](Self::admit_slow) decides: the
+    /// state word the call goes in, or the time (since the base) it may
+    /// come back; and the change of state it made, if any.
+    fn admit_locked(&self, ctx: Ctx<'_>, now: u64) -> (Result<u64, u64>, Option<BreakerEvent<'_>>) {
+        let mut recovery = self.lock();
+        let word = self.state.load(Ordering::Acquire);
+        let until = self.open_until.load(Ordering::Acquire);
+        match phase(word) {
+            CLOSED => (Ok(word), None),
+            OPEN if now < until => (Err(until), None),
+            OPEN => {
+                let half = next(word, HALF_OPEN);
+                self.state.store(half, Ordering::Release);
+                *recovery = Recovery {
+                    trips: recovery.trips,
+                    in_flight: 1,
+                    ..Recovery::default()
+                };
+                (Ok(half), Some(BreakerEvent::HalfOpen { key: &self.key }))
+            }
+            HALF_OPEN if recovery.in_flight < ctx.settings.probes => {
+                recovery.in_flight += 1;
+                (Ok(word), None)
+            }
+            HALF_OPEN => (Err(until), None),
+            _ => match recovery.ramp.admit(now) {
+                Admission::Admit => (Ok(word), None),
+                Admission::Reject { retry_at } => (Err(retry_at), None),
+                Admission::Over => {
+                    let closed = self.close(&mut recovery, word);
+                    (Ok(closed), Some(BreakerEvent::Closed { key: &self.key }))
+                }
+            },
+        }
+    }
+
+    /// The error for a call turned away, which may come back at `retry_at`
+    /// (since the base), told.
+    fn reject(&self, ctx: Ctx<'_>, retry_at: u64) -> CircuitOpen {
+        let until = ctx.base + Duration::from_nanos(retry_at);
         emit(
             ctx.listener,
             &BreakerEvent::Rejected {
@@ -225,14 +271,14 @@ impl Circuit {
         CircuitOpen::new(self.key.clone(), until)
     }
 
-    /// Counts the outcome of a call admitted while closed (in state `word`).
-    fn closed_outcome(&self, ctx: Ctx<'_>, word: u64, judged: Judged) {
+    /// Counts the outcome, at `now`, of a call admitted while closed (in
+    /// state `word`).
+    fn closed_outcome(&self, ctx: Ctx<'_>, word: u64, judged: Judged, now: Instant) {
         // NOTE: a call admitted before the circuit changed state tells
         // nothing about the circuit as it is now.
         if judged == Judged::Ignored || self.state.load(Ordering::Acquire) != word {
             return;
         }
-        let now = Instant::now();
         let at = ctx.nanos(now);
         self.last_used.store(at, Ordering::Relaxed);
         let bucket = (nanos(ctx.settings.window) / BUCKETS).max(1);
@@ -298,18 +344,19 @@ impl Circuit {
         );
     }
 
-    /// Counts the outcome of a probe admitted in state `word`: a failure
-    /// opens the circuit again, enough successes close it.
-    fn probe_outcome(&self, ctx: Ctx<'_>, word: u64, judged: Judged) {
+    /// Counts the outcome, at `now`, of a probe admitted in state `word`: a
+    /// failure opens the circuit again, enough successes close it (or start
+    /// the ramp).
+    fn probe_outcome(&self, ctx: Ctx<'_>, word: u64, judged: Judged, now: Instant) {
         match judged {
             Judged::Failure(verdict) => {
                 let why = TripReason::ProbeFailed;
-                return self.trip(ctx, word, why, verdict, Instant::now());
+                return self.trip(ctx, word, why, verdict, now);
             }
             Judged::Ignored => return self.release(word),
             Judged::Success => {}
         }
-        {
+        let change = {
             let mut recovery = self.lock();
             if self.state.load(Ordering::Acquire) != word {
                 return;
@@ -319,12 +366,57 @@ impl Circuit {
             if recovery.successes < ctx.settings.successes {
                 return;
             }
-            *recovery = Recovery::default();
-            self.consecutive.store(0, Ordering::Relaxed);
-            self.window.clear();
-            self.state.store(next(word, CLOSED), Ordering::Release);
+            match ctx.settings.ramp {
+                Some(ramp) => self.ramp_up(&mut recovery, word, ramp, ctx.nanos(now)),
+                None => {
+                    self.close(&mut recovery, word);
+                    BreakerEvent::Closed { key: &self.key }
+                }
+            }
+        };
+        emit(ctx.listener, &change);
+    }
+
+    /// Starts the ramp at `now` (since the base), from state `word`; the
+    /// trips are kept, for the break should a call of the ramp fail.
+    fn ramp_up(
+        &self,
+        recovery: &mut Recovery,
+        word: u64,
+        ramp: Ramp,
+        now: u64,
+    ) -> BreakerEvent<'_> {
+        *recovery = Recovery {
+            trips: recovery.trips,
+            ramp: Ramping::new(now, ramp),
+            ..Recovery::default()
+        };
+        self.state.store(next(word, RAMP), Ordering::Release);
+        BreakerEvent::RampingUp {
+            key: &self.key,
+            duration: ramp.duration,
+            steps: ramp.steps,
         }
-        emit(ctx.listener, &BreakerEvent::Closed { key: &self.key });
+    }
+
+    /// Closes the circuit from state `word`, forgetting its trips and
+    /// counts; returns the new state word.
+    fn close(&self, recovery: &mut Recovery, word: u64) -> u64 {
+        *recovery = Recovery::default();
+        self.consecutive.store(0, Ordering::Relaxed);
+        self.window.clear();
+        let closed = next(word, CLOSED);
+        self.state.store(closed, Ordering::Release);
+        closed
+    }
+
+    /// Counts the outcome, at `now`, of a call admitted during the ramp in
+    /// state `word`: a failure opens the circuit again; a success tells
+    /// nothing the ramp's clock does not.
+    fn ramp_outcome(&self, ctx: Ctx<'_>, word: u64, judged: Judged, now: Instant) {
+        if let Judged::Failure(verdict) = judged {
+            self.trip(ctx, word, TripReason::RampFailed, verdict, now);
+        }
     }
 
     /// Gives back the place of a probe admitted in state `word` that ended
@@ -378,21 +470,30 @@ impl std::fmt::Debug for Circuit {
 // ===== impl Ticket =====
 
 impl Ticket {
-    fn new(circuit: Arc<Circuit>, word: u64) -> Self {
+    fn new(circuit: Arc<Circuit>, word: u64, started: Option<Instant>) -> Self {
         Self {
             circuit,
             word,
+            started,
             settled: false,
         }
     }
 
-    /// Counts the call's outcome, judged.
+    /// Counts the call's outcome, judged (and timed, when slow calls count).
     pub(crate) fn settle(mut self, ctx: Ctx<'_>, judged: Judged) {
         self.settled = true;
-        if phase(self.word) == CLOSED {
-            self.circuit.closed_outcome(ctx, self.word, judged);
-        } else {
-            self.circuit.probe_outcome(ctx, self.word, judged);
+        let now = Instant::now();
+        let judged = match (self.started, ctx.settings.slow) {
+            (Some(started), Some(threshold)) => {
+                judge_timed(judged, now.saturating_duration_since(started), threshold)
+            }
+            _ => judged,
+        };
+        let (circuit, word) = (&self.circuit, self.word);
+        match phase(word) {
+            CLOSED => circuit.closed_outcome(ctx, word, judged, now),
+            HALF_OPEN => circuit.probe_outcome(ctx, word, judged, now),
+            _ => circuit.ramp_outcome(ctx, word, judged, now),
         }
     }
 
@@ -400,6 +501,18 @@ impl Ticket {
     #[cfg(test)]
     pub(crate) fn is_current_probe(&self) -> bool {
         phase(self.word) == HALF_OPEN && self.circuit.word() == self.word
+    }
+
+    /// Whether the call went during the ramp of the circuit as it is now.
+    #[cfg(test)]
+    pub(crate) fn is_current_ramp(&self) -> bool {
+        phase(self.word) == RAMP && self.circuit.word() == self.word
+    }
+
+    /// When the call was admitted, if kept.
+    #[cfg(test)]
+    pub(crate) fn started(&self) -> Option<Instant> {
+        self.started
     }
 
     /// The circuit the call went through.

@@ -35,7 +35,10 @@ impl CircuitOpen {
 
     /// The instant from which the circuit lets a probe through. While the
     /// circuit is half-open with every probe taken, it has passed: a probe
-    /// may go as soon as one in flight ends.
+    /// may go as soon as one in flight ends. While the circuit ramps up (see
+    /// [`BreakerPolicy::ramp`](super::BreakerPolicy::ramp)), it is the start
+    /// of the ramp's next step, which lets a larger share of calls through
+    /// (a later call may go before it, within the share of the step).
     pub const fn retry_at(&self) -> Instant {
         self.retry_at
     }

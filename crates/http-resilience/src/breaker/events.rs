@@ -24,6 +24,8 @@ pub enum TripReason {
     },
     /// A probe of the half-open circuit failed.
     ProbeFailed,
+    /// A call let through while the circuit ramped up failed.
+    RampFailed,
 }
 
 impl fmt::Display for TripReason {
@@ -36,6 +38,7 @@ impl fmt::Display for TripReason {
                 f.pad(&format!("{failures} failures in {calls} calls"))
             }
             TripReason::ProbeFailed => f.pad("a probe failed"),
+            TripReason::RampFailed => f.pad("a call failed during the ramp"),
         }
     }
 }
@@ -63,7 +66,19 @@ pub enum BreakerEvent<'a> {
         /// The circuit's key.
         key: &'a BreakerKey,
     },
-    /// Enough probes succeeded: the circuit closed.
+    /// Enough probes succeeded, with a [ramp](super::BreakerPolicy::ramp):
+    /// the circuit lets a growing share of calls through for `duration`,
+    /// then closes.
+    RampingUp {
+        /// The circuit's key.
+        key: &'a BreakerKey,
+        /// How long the ramp lasts.
+        duration: Duration,
+        /// Its steps: the first lets one in `steps` calls through.
+        steps: u32,
+    },
+    /// Enough probes succeeded (and the ramp ended, if there is one): the
+    /// circuit closed.
     Closed {
         /// The circuit's key.
         key: &'a BreakerKey,
@@ -72,7 +87,8 @@ pub enum BreakerEvent<'a> {
     Rejected {
         /// The circuit's key.
         key: &'a BreakerKey,
-        /// From when a probe may go.
+        /// From when a probe may go; while the circuit ramps up, the start of
+        /// the next step, which lets a larger share through.
         retry_at: Instant,
     },
 }
@@ -93,6 +109,14 @@ impl fmt::Display for BreakerEvent<'_> {
                 "circuit {key} opened for {duration:?} ({why}, last: {last}), trip {trips}"
             ),
             BreakerEvent::HalfOpen { key } => write!(f, "circuit {key} half-open"),
+            BreakerEvent::RampingUp {
+                key,
+                duration,
+                steps,
+            } => write!(
+                f,
+                "circuit {key} ramping up over {duration:?} in {steps} steps"
+            ),
             BreakerEvent::Closed { key } => write!(f, "circuit {key} closed"),
             BreakerEvent::Rejected { key, .. } => write!(f, "circuit {key} open: call rejected"),
         }
@@ -170,6 +194,19 @@ mod tests {
         };
         assert_eq!(ratio.to_string(), "10 failures in 100 calls");
         assert_eq!(TripReason::ProbeFailed.to_string(), "a probe failed");
+        assert_eq!(
+            TripReason::RampFailed.to_string(),
+            "a call failed during the ramp"
+        );
+        let ramping = BreakerEvent::RampingUp {
+            key: &key,
+            duration: Duration::from_secs(4),
+            steps: 4,
+        };
+        assert_eq!(
+            ramping.to_string(),
+            "circuit http://a:80 ramping up over 4s in 4 steps"
+        );
         assert_eq!(
             BreakerEvent::HalfOpen { key: &key }.to_string(),
             "circuit http://a:80 half-open"

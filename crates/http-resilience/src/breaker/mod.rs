@@ -10,7 +10,10 @@
 //! on failures in a row or on a failure ratio over a sliding window; while
 //! open, calls fail at once with [`CircuitOpen`](error::CircuitOpen), the
 //! request never sent; after the break, a bounded number of probes decides
-//! whether it closes or opens again for a longer break.
+//! whether it closes or opens again for a longer break. With a
+//! [`ramp`](BreakerPolicy::ramp), successful probes do not close it at once:
+//! it lets a growing share of calls through first, and any failure among
+//! them opens it again.
 //!
 //! # Example
 //!
@@ -198,6 +201,20 @@ pub enum CircuitState {
     },
     /// Probes go through, a bounded number at once.
     HalfOpen,
+    /// The probes succeeded and the circuit ramps up (see
+    /// [`BreakerPolicy::ramp`]): `admitted` calls in every `of` go through
+    /// now, the others are turned away; the first call at or after `until`
+    /// closes the circuit, and any failure before opens it again.
+    Ramp {
+        /// The calls let through, per `of` calls: the share is
+        /// `admitted / of`. It is the step (from 1) the ramp is in, and
+        /// reaches `of` in the last step.
+        admitted: u32,
+        /// The ramp's steps.
+        of: u32,
+        /// The end of the ramp.
+        until: Instant,
+    },
 }
 
 /// Turns calls away at once while the circuit of their key is open.

@@ -24,6 +24,18 @@ pub(crate) struct Settings {
     pub(crate) successes: u32,
     pub(crate) max_keys: usize,
     pub(crate) idle: Duration,
+    /// After the probes: the ramp, if any.
+    pub(crate) ramp: Option<Ramp>,
+    /// A success that took at least this long is a failure, if set.
+    pub(crate) slow: Option<Duration>,
+}
+
+/// The ramp after the probes: `steps` steps over `duration`, step `k` (from
+/// zero) letting `k + 1` in `steps` calls through.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Ramp {
+    pub(crate) duration: Duration,
+    pub(crate) steps: u32,
 }
 
 impl Default for Settings {
@@ -41,6 +53,8 @@ impl Default for Settings {
             successes: 1,
             max_keys: 1024,
             idle: Duration::from_secs(300),
+            ramp: None,
+            slow: None,
         }
     }
 }
@@ -79,6 +93,8 @@ pub(crate) struct Shared<D> {
 /// | break, and its cap | 5 s, 60 s | [`break_duration`](Self::break_duration) |
 /// | growth of repeated breaks, jitter | x2 per trip, up to 10 % more | [`break_growth`](Self::break_growth) |
 /// | probes at once when half-open, successes to close | 1, 1 | [`half_open`](Self::half_open) |
+/// | a ramp after the probes: its duration and steps | off (the probes close the circuit) | [`ramp`](Self::ramp) |
+/// | slow successes count as failures, from | off | [`slow_calls`](Self::slow_calls) |
 /// | keys at most, idle time before eviction | 1024, 5 min | [`max_keys`](Self::max_keys) |
 ///
 /// # What counts as a failure
@@ -97,6 +113,12 @@ pub(crate) struct Shared<D> {
 ///   and a 404 is not an outage. A status that should count (500) is one the
 ///   breaker's decoder retries (`StatusDecoder::new([500, 503])`);
 /// - [`Verdict::Accept`] is a success;
+/// - with [`slow_calls`](Self::slow_calls), a success that took at least the
+///   threshold, from the call's admission to its outcome (the response head;
+///   the body is not timed), is a failure, in the count of failures in a row
+///   and in the ratio's window alike, and for a probe or a call of the ramp
+///   too; its verdict, as an [`Opened`](super::BreakerEvent::Opened) event
+///   tells it, is `Verdict::fail("slow call")`;
 /// - a call whose future is dropped before its outcome counts for nothing
 ///   (a probe's place is given back).
 ///
@@ -115,6 +137,12 @@ pub(crate) struct Shared<D> {
 /// `probes` go at once, the others are turned away. After `successes`
 /// successful probes the circuit closes (and the trips are forgotten); any
 /// failed probe opens it again, for a longer break.
+///
+/// With a [`ramp`](Self::ramp), the successful probes do not close the
+/// circuit at once: it ramps up, letting a growing share of calls through
+/// ([`CircuitState::Ramp`]) and turning the others away, and closes at the
+/// ramp's end. Any failure during the ramp opens it again, for a longer
+/// break, as a failed probe does.
 ///
 /// # Clone
 ///
@@ -360,6 +388,56 @@ impl<D: Clone> BreakerPolicy<D> {
         )
     }
 
+    /// After the probes succeeded, ramps up over `duration` before closing:
+    /// in `steps` steps of equal length, step `k` (from 1) lets `k` in
+    /// `steps` calls through (4 steps: a quarter, a half, three quarters,
+    /// then every call), and turns the others away with
+    /// [`CircuitOpen`](super::error::CircuitOpen). The share is counted,
+    /// not drawn: the first call of a step goes, then the calls that bring
+    /// the admitted ones up to the share (with a quarter, one in four). The
+    /// last step lets every call through, still on trial. The first call at
+    /// or after the ramp's end closes the circuit; any failure during the
+    /// ramp opens it again, for a longer break. Off by default: the probes
+    /// close the circuit.
+    ///
+    /// # Errors
+    ///
+    /// [`InvalidSetting`] when `duration` or `steps` is zero.
+    pub fn ramp(self, duration: Duration, steps: u32) -> Result<Self, InvalidSetting> {
+        self.with(
+            |s| s.ramp = Some(Ramp { duration, steps }),
+            |_| {
+                if duration.is_zero() {
+                    return Err(InvalidSetting::new("ramp_duration", "must be above zero"));
+                }
+                at_least_one("ramp_steps", u64::from(steps))
+            },
+        )
+    }
+
+    /// Counts a call that would be a success as a failure when it took at
+    /// least `threshold`, from its admission to its outcome: a slow upstream
+    /// trips the circuit as a failing one does. Off by default (no call's
+    /// start is then read from the clock).
+    ///
+    /// # Errors
+    ///
+    /// [`InvalidSetting`] when `threshold` is zero.
+    pub fn slow_calls(self, threshold: Duration) -> Result<Self, InvalidSetting> {
+        self.with(
+            |s| s.slow = Some(threshold),
+            |_| {
+                if threshold.is_zero() {
+                    return Err(InvalidSetting::new(
+                        "slow_call_threshold",
+                        "must be above zero",
+                    ));
+                }
+                Ok(())
+            },
+        )
+    }
+
     /// Keeps at most `max` circuits. A new key beyond it first evicts the
     /// circuits with no outcome for `idle`, then, if none is, the one used
     /// least recently (a closed one before any other).
@@ -493,6 +571,15 @@ pub(crate) fn judge(verdict: Verdict, is_error: bool) -> Judged {
         Verdict::Retry { .. } => Judged::Failure(verdict),
         Verdict::Fail { .. } if is_error => Judged::Failure(verdict),
         _ => Judged::Success,
+    }
+}
+
+/// `judged`, for a call that took `took` while slow calls count from
+/// `threshold`: a success that slow is a failure (see the policy's docs).
+pub(crate) fn judge_timed(judged: Judged, took: Duration, threshold: Duration) -> Judged {
+    match judged {
+        Judged::Success if took >= threshold => Judged::Failure(Verdict::fail("slow call")),
+        other => other,
     }
 }
 
