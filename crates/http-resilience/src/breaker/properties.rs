@@ -1,6 +1,8 @@
 //! Property tests: over any sequence of calls, outcomes, drops and waits on
 //! a few keys, an open circuit admits nothing, no more probes are out than
-//! allowed, keys do not touch each other, and the map keeps its bound.
+//! allowed, a ramp lets no more calls through than its share and opens
+//! again on a failure, keys do not touch each other, and the map keeps its
+//! bound.
 
 use super::{
     circuit::{Ctx, Ticket},
@@ -10,7 +12,7 @@ use super::{
 use crate::policy::{TransientDecoder, Verdict};
 use http::StatusCode;
 use proptest::prelude::*;
-use std::{sync::Arc, time::Duration};
+use std::{collections::HashMap, sync::Arc, time::Duration};
 use tokio::time::Instant;
 
 #[derive(Debug, Clone)]
@@ -42,11 +44,21 @@ fn judged(outcome: u8) -> Judged {
     }
 }
 
+/// The calls of one ramp's step on one key: the step (its ramp's end and
+/// its share), the calls that came and those let through.
+#[derive(Debug, Default)]
+struct Step {
+    step: Option<(Instant, u32, u32)>,
+    seen: u64,
+    through: u64,
+}
+
 struct Run {
     policy: BreakerPolicy<TransientDecoder>,
     held: Vec<Ticket>,
     probes: u32,
     max_keys: usize,
+    steps: HashMap<u8, Step>,
 }
 
 impl Run {
@@ -62,42 +74,96 @@ impl Run {
     /// Applies `op`, checking what it must not break; returns the key it
     /// touched, if any.
     fn apply(&mut self, op: &Op) -> Option<u8> {
-        let shared = &*self.policy.shared;
-        let ctx = Ctx::of(shared);
         match *op {
             Op::Call(n) => {
-                let before = self.state(n);
-                let name = host(n);
-                let key = KeyRef::Authority {
-                    scheme: "http",
-                    host: &name,
-                    port: 80,
-                };
-                let circuit = shared.registry.get_or_insert(key, ctx);
-                let admitted = circuit.admit(ctx);
-                if let Some(CircuitState::Open { until }) = before {
-                    if Instant::now() < until {
-                        assert!(admitted.is_err(), "admitted while open");
-                    }
-                }
-                if let Ok(ticket) = admitted {
-                    self.held.push(ticket);
-                }
+                self.call(n);
                 Some(n)
             }
             Op::Settle(i, outcome) if !self.held.is_empty() => {
                 let ticket = self.held.swap_remove(i % self.held.len());
-                let host = ticket.circuit().key().host().map(str::to_owned);
-                ticket.settle(ctx, judged(outcome));
-                host.and_then(|h| h[1..2].parse().ok())
+                let n = number(&ticket);
+                let ramping = ticket.is_current_ramp();
+                let circuit = Arc::clone(ticket.circuit());
+                let judged = judged(outcome);
+                let shared = &*self.policy.shared;
+                ticket.settle(Ctx::of(shared), judged);
+                if ramping {
+                    let state = Some(circuit.state(shared.base));
+                    match judged {
+                        Judged::Failure(_) => assert!(
+                            matches!(state, Some(CircuitState::Open { .. })),
+                            "a failure in the ramp left {state:?}"
+                        ),
+                        _ => assert!(matches!(state, Some(CircuitState::Ramp { .. }))),
+                    }
+                }
+                n
             }
             Op::Drop(i) if !self.held.is_empty() => {
                 let ticket = self.held.swap_remove(i % self.held.len());
-                let host = ticket.circuit().key().host().map(str::to_owned);
+                let n = number(&ticket);
+                let circuit = Arc::clone(ticket.circuit());
+                let base = self.policy.shared.base;
+                let before = circuit.state(base);
                 drop(ticket);
-                host.and_then(|h| h[1..2].parse().ok())
+                if let CircuitState::Ramp { .. } = before {
+                    assert_eq!(before, circuit.state(base), "a drop changed a ramp");
+                }
+                n
             }
             _ => None,
+        }
+    }
+
+    /// A call on key `n`: turned away while open, within the share while
+    /// ramping, closing the circuit at the ramp's end.
+    fn call(&mut self, n: u8) {
+        let shared = &*self.policy.shared;
+        let ctx = Ctx::of(shared);
+        let before = self.state(n);
+        let name = host(n);
+        let key = KeyRef::Authority {
+            scheme: "http",
+            host: &name,
+            port: 80,
+        };
+        let circuit = shared.registry.get_or_insert(key, ctx);
+        let admitted = circuit.admit(ctx);
+        let now = Instant::now();
+        match before {
+            Some(CircuitState::Open { until }) if now < until => {
+                assert!(admitted.is_err(), "admitted while open");
+            }
+            Some(CircuitState::Ramp { until, .. }) if now >= until => {
+                assert!(admitted.is_ok(), "turned away after the ramp");
+                assert_eq!(self.state(n), Some(CircuitState::Closed));
+            }
+            Some(CircuitState::Ramp {
+                admitted: a,
+                of,
+                until,
+            }) => {
+                let step = self.steps.entry(n).or_default();
+                if step.step != Some((until, a, of)) {
+                    *step = Step {
+                        step: Some((until, a, of)),
+                        ..Step::default()
+                    };
+                }
+                step.seen += 1;
+                step.through += u64::from(admitted.is_ok());
+                let share = step.seen * u64::from(a);
+                assert!(
+                    step.through * u64::from(of) < share + u64::from(of),
+                    "{} of {} calls let through at {a} in {of}",
+                    step.through,
+                    step.seen
+                );
+            }
+            _ => {}
+        }
+        if let Ok(ticket) = admitted {
+            self.held.push(ticket);
         }
     }
 
@@ -123,6 +189,12 @@ impl Run {
     }
 }
 
+/// The number of the key `ticket` went through.
+fn number(ticket: &Ticket) -> Option<u8> {
+    let host = ticket.circuit().key().host()?;
+    host[1..2].parse().ok()
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(200))]
 
@@ -133,6 +205,9 @@ proptest! {
         probes in 1u32..4,
         successes in 1u32..4,
         max_keys in 1usize..8,
+        ramp_steps in 0u32..5,
+        ramp_secs in 1u64..6,
+        keys in 1u8..7,
         ops in proptest::collection::vec(op(), 1..120),
     ) {
         let runtime = crate::test_support::paused();
@@ -144,8 +219,20 @@ proptest! {
                 .half_open(probes, successes).unwrap()
                 .max_keys(max_keys, Duration::from_secs(5)).unwrap()
                 .with_seed(7);
-            let mut run = Run { policy, held: Vec::new(), probes, max_keys };
-            for op in &ops {
+            // NOTE: no ramp when `ramp_steps` is zero.
+            let policy = match ramp_steps {
+                0 => policy,
+                steps => policy.ramp(Duration::from_secs(ramp_secs), steps).unwrap(),
+            };
+            let steps = HashMap::new();
+            let mut run = Run { policy, held: Vec::new(), probes, max_keys, steps };
+            // NOTE: the calls go to the first `keys` keys: with one or two,
+            // circuits reach their ramps often.
+            let ops = ops.into_iter().map(|op| match op {
+                Op::Call(n) => Op::Call(n % keys),
+                op => op,
+            });
+            for op in &ops.collect::<Vec<_>>() {
                 if let Op::Wait(ms) = op {
                     tokio::time::advance(Duration::from_millis(*ms)).await;
                     continue;

@@ -1,8 +1,8 @@
 //! The breaker's state machine, on tokio's paused clock.
 
 use super::{
-    error::CircuitOpen, policy::judge, policy::Judged, BreakerEvent, BreakerKey, BreakerPolicy,
-    CircuitBreaker, CircuitBreakerLayer, CircuitState, TripReason,
+    circuit::Ctx, error::CircuitOpen, policy::judge, policy::Judged, BreakerEvent, BreakerKey,
+    BreakerPolicy, CircuitBreaker, CircuitBreakerLayer, CircuitState, KeyRef, TripReason,
 };
 use crate::{
     policy::{FixedDelay, Reason, RetryBudget, TransientDecoder, Verdict},
@@ -531,6 +531,248 @@ async fn the_listener_hears_every_change_and_rejection() {
     );
 }
 
+/// The events a policy's listener heard, as lines.
+type Heard = Arc<Mutex<Vec<String>>>;
+
+/// `policy`, telling its events to the lines returned.
+fn heard(policy: BreakerPolicy<TransientDecoder>) -> (BreakerPolicy<TransientDecoder>, Heard) {
+    let heard = Heard::default();
+    let log = heard.clone();
+    let policy = policy.with_listener(move |event: &BreakerEvent<'_>| {
+        log.lock().unwrap().push(event.to_string());
+    });
+    (policy, heard)
+}
+
+/// Trips the circuit of `a.test` with one 503, waits out the break and
+/// sends a good probe: the policy must trip on one failure, break for 5 s
+/// and close after one probe. Returns the instant the probe ended.
+async fn trip_and_probe<S>(svc: &mut S, upstream: &Upstream) -> Instant
+where
+    S: Service<Request<()>, Response = Response<()>, Error = BoxError>,
+{
+    upstream.set(Mode::Status(503));
+    assert_eq!(call(svc, A).await.unwrap().status(), 503);
+    time::advance(5 * SECOND).await;
+    upstream.set(Mode::Status(200));
+    assert_eq!(call(svc, A).await.unwrap().status(), 200);
+    Instant::now()
+}
+
+/// Which of `calls` calls go (`x`) and which are turned away (`.`, told to
+/// come back at `retry_at`).
+async fn admissions<S>(svc: &mut S, calls: usize, retry_at: Instant) -> String
+where
+    S: Service<Request<()>, Response = Response<()>, Error = BoxError>,
+{
+    let mut pattern = String::new();
+    for _ in 0..calls {
+        let outcome = call(svc, A).await;
+        if outcome.is_ok() {
+            pattern.push('x');
+        } else {
+            assert_eq!(open_error(outcome).retry_at(), retry_at);
+            pattern.push('.');
+        }
+    }
+    pattern
+}
+
+#[tokio::test(flavor = "current_thread", start_paused = true)]
+async fn the_ramp_lets_a_growing_share_through_then_closes() {
+    let upstream = Upstream::new(Mode::Status(200));
+    let policy = policy()
+        .consecutive_failures(1)
+        .unwrap()
+        .ramp(4 * SECOND, 4)
+        .unwrap();
+    let mut svc = CircuitBreaker::new(upstream.service(), policy.clone());
+    let start = trip_and_probe(&mut svc, &upstream).await;
+    let end = start + 4 * SECOND;
+    let steps = ["x...x...", "x.x.x.x.", "xxx.xxx.", "xxxxxxxx"];
+    for (step, expected) in (1..).zip(steps) {
+        let ramp = CircuitState::Ramp {
+            admitted: step,
+            of: 4,
+            until: end,
+        };
+        assert_eq!(policy.state(&key("a.test")), Some(ramp), "step {step}");
+        let next = start + step * SECOND;
+        assert_eq!(admissions(&mut svc, 8, next).await, expected, "step {step}");
+        time::advance(SECOND).await;
+    }
+    assert_eq!(
+        policy.state(&key("a.test")),
+        Some(CircuitState::Ramp {
+            admitted: 4,
+            of: 4,
+            until: end
+        }),
+        "over, until the next call"
+    );
+    assert_eq!(upstream.calls(), 2 + 2 + 4 + 6 + 8);
+    assert_eq!(admissions(&mut svc, 8, end).await, "xxxxxxxx");
+    assert_eq!(policy.state(&key("a.test")), Some(CircuitState::Closed));
+}
+
+#[tokio::test(flavor = "current_thread", start_paused = true)]
+async fn a_failure_during_the_ramp_opens_the_circuit_for_a_longer_break() {
+    let upstream = Upstream::new(Mode::Status(200));
+    let (policy, heard) = heard(
+        policy()
+            .consecutive_failures(1)
+            .unwrap()
+            .ramp(4 * SECOND, 4)
+            .unwrap(),
+    );
+    let mut svc = CircuitBreaker::new(upstream.service(), policy.clone());
+    trip_and_probe(&mut svc, &upstream).await;
+    // Three quarters go in the third step: two good calls, then a 503.
+    time::advance(2 * SECOND).await;
+    call(&mut svc, A).await.unwrap();
+    call(&mut svc, A).await.unwrap();
+    upstream.set(Mode::Status(503));
+    assert_eq!(call(&mut svc, A).await.unwrap().status(), 503);
+    let reopened = Instant::now();
+    assert_eq!(
+        policy.state(&key("a.test")),
+        Some(CircuitState::Open {
+            until: reopened + 10 * SECOND
+        }),
+        "the second trip's break"
+    );
+    open_error(call(&mut svc, A).await);
+    // The next probe ramps up again, and this ramp closes the circuit.
+    time::advance(10 * SECOND).await;
+    upstream.set(Mode::Status(200));
+    call(&mut svc, A).await.unwrap();
+    time::advance(4 * SECOND).await;
+    call(&mut svc, A).await.unwrap();
+    assert_eq!(policy.state(&key("a.test")), Some(CircuitState::Closed));
+    let a = "circuit http://a.test:80";
+    assert_eq!(
+        *heard.lock().unwrap(),
+        [
+            format!("{a} opened for 5s (1 failures in a row, last: retry (503 Service Unavailable)), trip 1"),
+            format!("{a} half-open"),
+            format!("{a} ramping up over 4s in 4 steps"),
+            format!("{a} opened for 10s (a call failed during the ramp, last: retry (503 Service Unavailable)), trip 2"),
+            format!("{a} open: call rejected"),
+            format!("{a} half-open"),
+            format!("{a} ramping up over 4s in 4 steps"),
+            format!("{a} closed"),
+        ]
+    );
+}
+
+#[tokio::test(flavor = "current_thread", start_paused = true)]
+async fn a_call_dropped_during_the_ramp_counts_for_nothing_and_keeps_its_share() {
+    let upstream = Upstream::new(Mode::Status(200));
+    let policy = policy()
+        .consecutive_failures(1)
+        .unwrap()
+        .ramp(4 * SECOND, 4)
+        .unwrap();
+    let mut svc = CircuitBreaker::new(upstream.service(), policy.clone());
+    let start = trip_and_probe(&mut svc, &upstream).await;
+    // The step's first call goes, and is dropped before its outcome.
+    upstream.set(Mode::Refused);
+    drop(svc.ready().await.unwrap().call(request(A)));
+    assert_eq!(upstream.calls(), 3, "it went");
+    assert_eq!(admissions(&mut svc, 3, start + SECOND).await, "...");
+    // In the last step, every call goes; a dropped one is still nothing.
+    time::advance(3 * SECOND).await;
+    drop(svc.ready().await.unwrap().call(request(A)));
+    assert!(matches!(
+        policy.state(&key("a.test")),
+        Some(CircuitState::Ramp { admitted: 4, .. })
+    ));
+    time::advance(SECOND).await;
+    upstream.set(Mode::Status(200));
+    call(&mut svc, A).await.unwrap();
+    assert_eq!(policy.state(&key("a.test")), Some(CircuitState::Closed));
+    assert_eq!(upstream.calls(), 5);
+}
+
+#[tokio::test(flavor = "current_thread", start_paused = true)]
+async fn slow_calls_count_as_failures_in_a_row_and_as_probes() {
+    let upstream = Upstream::new(Mode::Slow(Duration::from_millis(500)));
+    let (policy, heard) = heard(
+        policy()
+            .consecutive_failures(2)
+            .unwrap()
+            .slow_calls(SECOND)
+            .unwrap(),
+    );
+    let mut svc = CircuitBreaker::new(upstream.service(), policy.clone());
+    for delay in [500, 1000, 999, 2000] {
+        upstream.set(Mode::Slow(Duration::from_millis(delay)));
+        call(&mut svc, A).await.unwrap();
+        assert_eq!(policy.state(&key("a.test")), Some(CircuitState::Closed));
+    }
+    // The second slow one in a row (the threshold itself is slow).
+    upstream.set(Mode::Slow(SECOND));
+    assert_eq!(call(&mut svc, A).await.unwrap().status(), 200);
+    open_error(call(&mut svc, A).await);
+    // A slow probe opens the circuit again.
+    time::advance(5 * SECOND).await;
+    call(&mut svc, A).await.unwrap();
+    assert!(matches!(
+        policy.state(&key("a.test")),
+        Some(CircuitState::Open { .. })
+    ));
+    let a = "circuit http://a.test:80";
+    assert_eq!(
+        heard.lock().unwrap()[..],
+        [
+            format!("{a} opened for 5s (2 failures in a row, last: fail (slow call)), trip 1"),
+            format!("{a} open: call rejected"),
+            format!("{a} half-open"),
+            format!("{a} opened for 10s (a probe failed, last: fail (slow call)), trip 2"),
+        ]
+    );
+}
+
+#[tokio::test(flavor = "current_thread", start_paused = true)]
+async fn slow_calls_count_in_the_failure_ratio() {
+    let upstream = Upstream::new(Mode::Status(200));
+    let policy = policy()
+        .consecutive_failures(1000)
+        .unwrap()
+        .failure_ratio(0.5, 60 * SECOND, 4)
+        .unwrap()
+        .slow_calls(SECOND)
+        .unwrap();
+    let mut svc = CircuitBreaker::new(upstream.service(), policy.clone());
+    for n in 0..4 {
+        assert_eq!(
+            policy.state(&key("a.test")).unwrap_or(CircuitState::Closed),
+            CircuitState::Closed,
+            "call {n}"
+        );
+        let slow = Mode::Slow(Duration::from_millis(1500));
+        upstream.set(if n % 2 == 0 { Mode::Status(200) } else { slow });
+        call(&mut svc, A).await.unwrap();
+    }
+    open_error(call(&mut svc, A).await);
+}
+
+#[tokio::test(flavor = "current_thread", start_paused = true)]
+async fn a_call_start_is_kept_only_when_slow_calls_count() {
+    for (policy, kept) in [
+        (policy(), false),
+        (policy().slow_calls(SECOND).unwrap(), true),
+    ] {
+        let shared = &*policy.shared;
+        let ctx = Ctx::of(shared);
+        let uri = http::Uri::from_static(A);
+        let circuit = shared.registry.get_or_insert(KeyRef::of_uri(&uri), ctx);
+        let ticket = circuit.admit(ctx).unwrap();
+        assert_eq!(ticket.started().is_some(), kept);
+        ticket.settle(ctx, Judged::Success);
+    }
+}
+
 #[tokio::test(flavor = "current_thread", start_paused = true)]
 async fn inside_a_retry_an_open_circuit_ends_the_call_and_costs_no_token() {
     let upstream = Upstream::new(Mode::Status(503));
@@ -607,6 +849,13 @@ fn nonsense_settings_are_refused() {
         BreakerPolicy::default()
             .max_keys(10, Duration::ZERO)
             .unwrap_err(),
+        BreakerPolicy::default()
+            .ramp(Duration::ZERO, 4)
+            .unwrap_err(),
+        BreakerPolicy::default().ramp(SECOND, 0).unwrap_err(),
+        BreakerPolicy::default()
+            .slow_calls(Duration::ZERO)
+            .unwrap_err(),
     ]
     .map(|err| err.field().to_owned());
     assert_eq!(
@@ -626,6 +875,9 @@ fn nonsense_settings_are_refused() {
             "half_open_successes",
             "max_keys",
             "idle_key_timeout",
+            "ramp_duration",
+            "ramp_steps",
+            "slow_call_threshold",
         ]
     );
     assert_eq!(
