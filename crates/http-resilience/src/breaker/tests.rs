@@ -571,7 +571,8 @@ where
         if outcome.is_ok() {
             pattern.push('x');
         } else {
-            assert_eq!(open_error(outcome).retry_at(), retry_at);
+            let open = open_error(outcome);
+            assert_eq!(open.retry_at(), retry_at, "turned away after {pattern:?}");
             pattern.push('.');
         }
     }
