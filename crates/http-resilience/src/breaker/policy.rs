@@ -160,9 +160,14 @@ pub(crate) struct Shared<D> {
 /// let policy = BreakerPolicy::new(TransientDecoder::new())
 ///     .consecutive_failures(3)?
 ///     .break_duration(Duration::from_secs(2), Duration::from_secs(30))?
-///     .half_open(2, 2)?;
+///     .half_open(2, 2)?
+///     // Then a quarter of the calls for 5 s, half, three quarters, all.
+///     .ramp(Duration::from_secs(20), 4)?
+///     .slow_calls(Duration::from_secs(2))?;
 /// assert!(policy.states().is_empty());
 /// assert!(BreakerPolicy::default().consecutive_failures(0).is_err());
+/// let refused = BreakerPolicy::default().ramp(Duration::ZERO, 4).unwrap_err();
+/// assert_eq!(refused.field(), "ramp_duration");
 /// # Ok::<(), http_resilience::BoxError>(())
 /// ```
 pub struct BreakerPolicy<D> {
@@ -417,8 +422,9 @@ impl<D: Clone> BreakerPolicy<D> {
 
     /// Counts a call that would be a success as a failure when it took at
     /// least `threshold`, from its admission to its outcome: a slow upstream
-    /// trips the circuit as a failing one does. Off by default (no call's
-    /// start is then read from the clock).
+    /// trips the circuit as a failing one does. Off by default: no call's
+    /// start is then read from the clock; with it, admitting a call reads
+    /// the clock once more, on the closed path too.
     ///
     /// # Errors
     ///
