@@ -111,7 +111,8 @@
 //!   read-modify-write to take it and one to give it back); a new key takes
 //!   the write lock once;
 //! - the outcome updates a few atomics and one bucket of the window with a
-//!   compare-and-swap, and reads the clock once.
+//!   compare-and-swap, and reads the clock once; with
+//!   [`slow_calls`](BreakerPolicy::slow_calls) on, admission reads it too.
 //!
 //! A circuit that is not closed takes a short lock of its own to admit a
 //! call, as do the changes of state and a probe's outcome.
