@@ -28,8 +28,9 @@ use std::{
     },
 };
 use support::{
-    call, flaky_service, hand_loop, ok_service, ours, ours_fused, tower_nesting, with_breaker,
-    with_deadline_extension, with_request_copy, with_tower_resilience_breaker, Req,
+    call, flaky_service, hand_loop, ok_service, ours, ours_fused, ours_fused_breaker,
+    tower_nesting, with_breaker, with_deadline_extension, with_request_copy,
+    with_tower_resilience_breaker, Req,
 };
 use tower::Service;
 
@@ -109,6 +110,10 @@ async fn measure() -> Vec<Row> {
     ok_row!("bare + request copy", with_request_copy(ok_service()));
     ok_row!("ours", ours(ok_service()));
     ok_row!("ours, combined", ours_fused(ok_service()));
+    ok_row!(
+        "ours, combined, closed breaker",
+        ours_fused_breaker(ok_service())
+    );
     ok_row!("bare + closed breaker", with_breaker(ok_service()));
     ok_row!(
         "bare + tower-resilience breaker",
@@ -153,7 +158,7 @@ async fn measure() -> Vec<Row> {
 /// Response future sizes around hyper-util's legacy client, the inner service
 /// of a real stack (its own future is boxed). Nothing is called: the sizes
 /// are the types'.
-fn client_future_sizes() -> [(&'static str, usize); 4] {
+fn client_future_sizes() -> [(&'static str, usize); 5] {
     type Client = hyper_util::client::legacy::Client<
         hyper_util::client::legacy::connect::HttpConnector,
         support::Body,
@@ -167,6 +172,10 @@ fn client_future_sizes() -> [(&'static str, usize); 4] {
         ("tower nesting", future_size(&tower_nesting(client()))),
         ("ours", future_size(&ours(client()))),
         ("ours, combined", future_size(&ours_fused(client()))),
+        (
+            "ours, combined, breaker",
+            future_size(&ours_fused_breaker(client())),
+        ),
     ]
 }
 

@@ -16,8 +16,9 @@ use std::{
     time::Duration,
 };
 use support::{
-    call, flaky_service, hand_loop, ok_service, ours, ours_fused, tower_nesting, with_breaker,
-    with_deadline_extension, with_request_copy, with_tower_resilience_breaker, Req,
+    call, flaky_service, hand_loop, ok_service, ours, ours_fused, ours_fused_breaker,
+    tower_nesting, with_breaker, with_deadline_extension, with_request_copy,
+    with_tower_resilience_breaker, Req,
 };
 use tokio::{runtime::Runtime, time::Instant};
 use tower::Service;
@@ -82,6 +83,13 @@ fn overhead(c: &mut Criterion) {
         &rt,
         "ok/ours-combined",
         ours_fused(ok_service()),
+        &calls,
+    );
+    per_call(
+        &mut group,
+        &rt,
+        "ok/ours-combined_with_breaker",
+        ours_fused_breaker(ok_service()),
         &calls,
     );
     per_call(

@@ -169,7 +169,7 @@ impl<D, R> ResiliencePolicy<D, R> {
 
 impl<D, R, G> ResiliencePolicy<D, R, G> {
     /// The same policy with every attempt passing the circuits of `breaker`
-    /// (a [`BreakerPolicy`]), as a
+    /// (a [`BreakerPolicy`](crate::breaker::BreakerPolicy)), as a
     /// [`CircuitBreakerLayer`](crate::breaker::CircuitBreakerLayer) between
     /// the retry and the attempt timeout of the three layers would: an
     /// attempt the circuit turns away is never sent, and fails with
