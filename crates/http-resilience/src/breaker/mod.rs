@@ -165,6 +165,7 @@ mod layer;
 mod policy;
 mod probe;
 mod registry;
+mod settings;
 mod window;
 
 pub use self::{
@@ -174,6 +175,7 @@ pub use self::{
     layer::CircuitBreakerLayer,
     policy::BreakerPolicy,
     probe::WaitForProbe,
+    settings::BreakerSettings,
 };
 
 pub(crate) use self::probe::waits_for_probe;
