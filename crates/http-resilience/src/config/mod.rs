@@ -197,6 +197,7 @@
 //! [`StatusDecoder::with_retry_after`]: crate::policy::StatusDecoder::with_retry_after
 //! [`TransientDecoder`]: crate::policy::TransientDecoder
 
+mod breaker;
 mod error;
 mod resolve;
 #[cfg(test)]

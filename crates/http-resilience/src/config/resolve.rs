@@ -2,8 +2,9 @@
 //! a policy.
 
 use super::{
+    breaker::BreakerFields,
     validate::{only_for, positive},
-    written::{BackoffKind, DecoderKind, Preset, RetrySection, Section},
+    written::{BackoffKind, DecoderKind, Preset, RetrySection, Section, WrittenDecoder},
 };
 use crate::{
     breaker::AnyBreaker,
@@ -24,13 +25,8 @@ use std::{fmt, sync::Arc, time::Duration};
 pub(super) struct Fields {
     pub(super) deadline: Duration,
     pub(super) attempt_timeout: Duration,
-    pub(super) decoder: DecoderKind,
-    /// `None` where no section gave statuses; required by the `statuses`
-    /// decoder.
-    pub(super) statuses: Option<Vec<u16>>,
-    pub(super) retry_after: bool,
-    /// The gRPC codes retried; `None` for the `grpc` decoder's default.
-    pub(super) codes: Option<Vec<i32>>,
+    /// The retry's decoder.
+    pub(super) decoder: DecoderFields,
     pub(super) backoff: BackoffKind,
     pub(super) delay: Duration,
     pub(super) max_delay: Duration,
@@ -45,8 +41,23 @@ pub(super) struct Fields {
     /// The retry budget (tokens, ratio) a preset brings; every policy built
     /// gets a full bucket of its own.
     pub(super) budget: Option<(u32, f64)>,
+    /// The circuit breaker, on or off.
+    pub(super) breaker: BreakerFields,
     /// Where the values that checks combine came from, for their messages.
     pub(super) origins: Origins,
+}
+
+/// A decoder's kind and the settings that belong to it: the retry's, or the
+/// breaker's own.
+#[derive(Debug, Clone, PartialEq)]
+pub(super) struct DecoderFields {
+    pub(super) kind: DecoderKind,
+    /// `None` where no section gave statuses; required by the `statuses`
+    /// decoder.
+    pub(super) statuses: Option<Vec<u16>>,
+    pub(super) retry_after: bool,
+    /// The gRPC codes retried; `None` for the `grpc` decoder's default.
+    pub(super) codes: Option<Vec<i32>>,
 }
 
 /// Where the values of the fields that checks combine came from.
@@ -56,6 +67,8 @@ pub(super) struct Origins {
     pub(super) attempt_timeout: Origin,
     pub(super) delay: Origin,
     pub(super) min_attempt: Origin,
+    pub(super) break_duration: Origin,
+    pub(super) max_break_duration: Origin,
 }
 
 /// Where one value came from.
@@ -67,6 +80,9 @@ pub(super) enum Origin {
     Default,
     /// A preset.
     Preset(&'static str),
+    /// Neither a section nor a preset: the setting's default (a breaker's,
+    /// turned on over a base that has none).
+    Builtin,
 }
 
 impl Origins {
@@ -77,6 +93,8 @@ impl Origins {
             attempt_timeout: origin,
             delay: origin,
             min_attempt: origin,
+            break_duration: origin,
+            max_break_duration: origin,
         }
     }
 
@@ -92,6 +110,8 @@ impl Origins {
             attempt_timeout: from(self.attempt_timeout),
             delay: from(self.delay),
             min_attempt: from(self.min_attempt),
+            break_duration: from(self.break_duration),
+            max_break_duration: from(self.max_break_duration),
         }
     }
 }
@@ -104,6 +124,7 @@ impl fmt::Display for Origin {
             Origin::Here => Ok(()),
             Origin::Default => f.write_str(", inherited from [default],"),
             Origin::Preset(name) => write!(f, ", inherited from preset {name},"),
+            Origin::Builtin => f.write_str(", the default,"),
         }
     }
 }
@@ -126,7 +147,8 @@ impl Section {
             base.attempt_timeout = timeout.get("attempt_timeout", path)?;
             base.origins.attempt_timeout = Origin::Here;
         }
-        self.retry.apply(base, &format!("{path}.retry"))
+        let base = self.retry.apply(base, &format!("{path}.retry"))?;
+        self.breaker.apply(base, &format!("{path}.breaker"))
     }
 }
 
@@ -134,48 +156,12 @@ impl Section {
 
 impl RetrySection {
     /// `base` with these retry fields over it; `path` ends in `.retry`.
-    pub(super) fn apply(&self, base: Fields, path: &str) -> Result<Fields, InvalidSetting> {
-        let mut base = self.apply_backoff(self.apply_decoder(base, path)?, path)?;
+    pub(super) fn apply(&self, mut base: Fields, path: &str) -> Result<Fields, InvalidSetting> {
+        base.decoder.apply(&self.written_decoder(), path)?;
+        let mut base = self.apply_backoff(base, path)?;
         if let Some(min_attempt) = &self.min_attempt {
             base.min_attempt = min_attempt.get("min_attempt", path)?.0;
             base.origins.min_attempt = Origin::Here;
-        }
-        Ok(base)
-    }
-
-    /// `base` with the decoder and its settings over it.
-    fn apply_decoder(&self, mut base: Fields, path: &str) -> Result<Fields, InvalidSetting> {
-        if let Some(decoder) = &self.decoder {
-            let decoder = decoder.get("decoder", path)?;
-            if decoder != base.decoder {
-                // NOTE: these belong to the decoder being replaced.
-                base.decoder = decoder;
-                base.statuses = None;
-                base.retry_after = false;
-                base.codes = None;
-            }
-        }
-        let decoders = |field: &str, base: &Fields, wanted: &[DecoderKind]| {
-            let names: Vec<_> = wanted.iter().map(|kind| kind.name()).collect();
-            let applies = wanted.contains(&base.decoder);
-            only_for(applies, field, "decoder", &names, base.decoder.name())
-                .map_err(|err| err.within(path))
-        };
-        if let Some(statuses) = &self.statuses {
-            decoders("statuses", &base, &[DecoderKind::Statuses])?;
-            base.statuses = Some(statuses.clone());
-        }
-        if let Some(retry_after) = self.retry_after {
-            decoders("retry_after", &base, &[DecoderKind::Statuses])?;
-            base.retry_after = retry_after;
-        }
-        if let Some(codes) = &self.codes {
-            decoders("codes", &base, &[DecoderKind::Grpc])?;
-            let codes = codes
-                .iter()
-                .map(|code| code.get("codes", path).map(|code| code.0))
-                .collect::<Result<_, _>>()?;
-            base.codes = Some(codes);
         }
         Ok(base)
     }
@@ -230,21 +216,127 @@ impl RetrySection {
     }
 }
 
+// ===== impl DecoderFields =====
+
+impl DecoderFields {
+    /// The fields that make `decoder`.
+    pub(super) fn of(decoder: &AnyDecoder) -> Self {
+        let kind = |kind| Self {
+            kind,
+            statuses: None,
+            retry_after: false,
+            codes: None,
+        };
+        match decoder {
+            AnyDecoder::Statuses(d) => Self {
+                statuses: Some(d.statuses().map(|s| s.as_u16()).collect()),
+                retry_after: d.reads_retry_after(),
+                ..kind(DecoderKind::Statuses)
+            },
+            AnyDecoder::Feign(_) => kind(DecoderKind::Feign),
+            AnyDecoder::Apache(_) => kind(DecoderKind::Apache),
+            AnyDecoder::Grpc(d) => Self {
+                codes: Some(d.retryable_codes().collect()),
+                ..kind(DecoderKind::Grpc)
+            },
+            // NOTE: `AnyDecoder` is non-exhaustive; the transient decoder is
+            // the remaining one.
+            _ => kind(DecoderKind::Transient),
+        }
+    }
+
+    /// These fields with `written` over them; `path` is the table's
+    /// (`….retry` or `….breaker`).
+    pub(super) fn apply(
+        &mut self,
+        written: &WrittenDecoder<'_>,
+        path: &str,
+    ) -> Result<(), InvalidSetting> {
+        if let Some(kind) = written.decoder {
+            let kind = kind.get("decoder", path)?;
+            if kind != self.kind {
+                // NOTE: these belong to the decoder being replaced.
+                *self = Self {
+                    kind,
+                    statuses: None,
+                    retry_after: false,
+                    codes: None,
+                };
+            }
+        }
+        let only_for_kinds = |field: &str, kind: DecoderKind, wanted: DecoderKind| {
+            only_for(kind == wanted, field, "decoder", &[wanted.name()], kind.name())
+                .map_err(|err| err.within(path))
+        };
+        if let Some(statuses) = written.statuses {
+            only_for_kinds("statuses", self.kind, DecoderKind::Statuses)?;
+            self.statuses = Some(statuses.clone());
+        }
+        if let Some(retry_after) = written.retry_after {
+            only_for_kinds("retry_after", self.kind, DecoderKind::Statuses)?;
+            self.retry_after = retry_after;
+        }
+        if let Some(codes) = written.codes {
+            only_for_kinds("codes", self.kind, DecoderKind::Grpc)?;
+            let codes = codes
+                .iter()
+                .map(|code| code.get("codes", path).map(|code| code.0))
+                .collect::<Result<_, _>>()?;
+            self.codes = Some(codes);
+        }
+        Ok(())
+    }
+
+    /// The decoder, checked; errors name the field alone.
+    pub(super) fn build(&self) -> Result<AnyDecoder, InvalidSetting> {
+        Ok(match self.kind {
+            DecoderKind::Feign => AnyDecoder::Feign(FeignDecoder::new()),
+            DecoderKind::Transient => AnyDecoder::Transient(TransientDecoder::new()),
+            DecoderKind::Apache => AnyDecoder::Apache(ApacheDecoder::new()),
+            DecoderKind::Grpc => AnyDecoder::Grpc(match &self.codes {
+                Some(codes) => GrpcDecoder::new(codes.iter().copied())
+                    .map_err(|err| InvalidSetting::new("codes", err.problem().to_owned()))?,
+                None => GrpcDecoder::default(),
+            }),
+            DecoderKind::Statuses => AnyDecoder::Statuses(self.statuses()?),
+        })
+    }
+
+    fn statuses(&self) -> Result<StatusDecoder, InvalidSetting> {
+        let Some(statuses) = self.statuses.as_deref() else {
+            return Err(InvalidSetting::new(
+                "statuses",
+                "must be given with decoder = \"statuses\"",
+            ));
+        };
+        let decoder = StatusDecoder::new(statuses.iter().copied()).map_err(|err| {
+            let problem = match err {
+                InvalidStatus::OutOfRange(code) => format!("must be in 100..=599, got {code}"),
+                _ => "must list at least one status, got []".to_owned(),
+            };
+            InvalidSetting::new("statuses", problem)
+        })?;
+        Ok(if self.retry_after {
+            decoder.with_retry_after()
+        } else {
+            decoder
+        })
+    }
+}
+
 // ===== impl Fields =====
 
 impl Fields {
     /// The fields that build `policy`.
     pub(super) fn of(policy: &ResiliencePolicy<AnyDecoder, AnyRetryer, AnyBreaker>) -> Self {
         let retry = policy.retry();
-        let (decoder, statuses, retry_after, codes) = decoder_fields(retry.decoder());
+        let decoder = DecoderFields::of(retry.decoder());
         let schedule = Schedule::of(retry.retryer());
         Fields {
             deadline: policy.deadline(),
             attempt_timeout: policy.attempt_timeout(),
+            breaker: BreakerFields::of(policy.breaker(), &decoder),
             decoder,
-            statuses,
-            retry_after,
-            codes,
             backoff: schedule.backoff,
             delay: schedule.delay,
             max_delay: schedule.max_delay,
@@ -268,10 +360,35 @@ impl Fields {
     ) -> Result<ResiliencePolicy<AnyDecoder, AnyRetryer, AnyBreaker>, InvalidSetting> {
         let retry_path = format!("{path}.retry");
         let within_retry = |err: InvalidSetting| err.within(&retry_path);
-        let decoder = self.decoder().map_err(within_retry)?;
+        let decoder = self.decoder.build().map_err(within_retry)?;
         let backoff = self.backoff().map_err(within_retry)?;
         positive("deadline", self.deadline).map_err(|err| err.within(path))?;
         positive("attempt_timeout", self.attempt_timeout).map_err(|err| err.within(path))?;
+        self.attempt_within_deadline()
+            .map_err(|err| err.within(path))?;
+        self.room_for_a_retry(&backoff)
+            .map_err(|err| err.within(path))?;
+        let breaker = self.breaker(&decoder, path)?;
+        let grpc = matches!(decoder, AnyDecoder::Grpc(_));
+        let mut retry = RetryPolicy::new(decoder, backoff);
+        if let Some(min_attempt) = self.min_attempt {
+            retry = retry.deadline_aware(min_attempt);
+        }
+        if let Some((tokens, ratio)) = self.budget {
+            let budget = RetryBudget::new(tokens, ratio).map_err(within_retry)?;
+            retry = retry.with_budget(Arc::new(budget));
+        }
+        if grpc {
+            retry = retry.with_previous_attempts_header(GRPC_PREVIOUS_RPC_ATTEMPTS);
+        }
+        let policy = ResiliencePolicy::new(self.deadline, self.attempt_timeout, retry)
+            .map_err(|err| err.within(path))?;
+        Ok(policy.with_breaker(breaker))
+    }
+
+    /// An error when the attempt timeout exceeds the deadline. The layers
+    /// take such a pair (the deadline wins); a file refuses it.
+    fn attempt_within_deadline(&self) -> Result<(), InvalidSetting> {
         let o = self.origins;
         if self.attempt_timeout > self.deadline {
             // NOTE: a value inherited is named with where it came from; one
@@ -289,25 +406,9 @@ impl Fields {
                 .trim_end_matches(',')
                 .to_owned()
             };
-            return Err(InvalidSetting::new("attempt_timeout", problem).within(path));
+            return Err(InvalidSetting::new("attempt_timeout", problem));
         }
-        self.room_for_a_retry(&backoff)
-            .map_err(|err| err.within(path))?;
-        let grpc = matches!(decoder, AnyDecoder::Grpc(_));
-        let mut retry = RetryPolicy::new(decoder, backoff);
-        if let Some(min_attempt) = self.min_attempt {
-            retry = retry.deadline_aware(min_attempt);
-        }
-        if let Some((tokens, ratio)) = self.budget {
-            let budget = RetryBudget::new(tokens, ratio).map_err(within_retry)?;
-            retry = retry.with_budget(Arc::new(budget));
-        }
-        if grpc {
-            retry = retry.with_previous_attempts_header(GRPC_PREVIOUS_RPC_ATTEMPTS);
-        }
-        let policy = ResiliencePolicy::new(self.deadline, self.attempt_timeout, retry)
-            .map_err(|err| err.within(path))?;
-        Ok(policy.with_breaker(AnyBreaker::default()))
+        Ok(())
     }
 
     /// With deadline-aware scheduling, an error when no retry can ever be
@@ -349,41 +450,6 @@ impl Fields {
             .replace(",)", ")")
             .replace(",,", ","),
         ))
-    }
-
-    pub(super) fn decoder(&self) -> Result<AnyDecoder, InvalidSetting> {
-        Ok(match self.decoder {
-            DecoderKind::Feign => AnyDecoder::Feign(FeignDecoder::new()),
-            DecoderKind::Transient => AnyDecoder::Transient(TransientDecoder::new()),
-            DecoderKind::Apache => AnyDecoder::Apache(ApacheDecoder::new()),
-            DecoderKind::Grpc => AnyDecoder::Grpc(match &self.codes {
-                Some(codes) => GrpcDecoder::new(codes.iter().copied())
-                    .map_err(|err| InvalidSetting::new("codes", err.problem().to_owned()))?,
-                None => GrpcDecoder::default(),
-            }),
-            DecoderKind::Statuses => {
-                let Some(statuses) = self.statuses.as_deref() else {
-                    return Err(InvalidSetting::new(
-                        "statuses",
-                        "must be given with decoder = \"statuses\"",
-                    ));
-                };
-                let decoder = StatusDecoder::new(statuses.iter().copied()).map_err(|err| {
-                    let problem = match err {
-                        InvalidStatus::OutOfRange(code) => {
-                            format!("must be in 100..=599, got {code}")
-                        }
-                        _ => "must list at least one status, got []".to_owned(),
-                    };
-                    InvalidSetting::new("statuses", problem)
-                })?;
-                AnyDecoder::Statuses(if self.retry_after {
-                    decoder.with_retry_after()
-                } else {
-                    decoder
-                })
-            }
-        })
     }
 
     pub(super) fn backoff(&self) -> Result<AnyRetryer, InvalidSetting> {
@@ -458,30 +524,6 @@ impl Fields {
             Some(seed) => backoff.with_seed(seed),
             None => backoff,
         })
-    }
-}
-
-/// A decoder's fields: its kind, its statuses and whether it reads
-/// `Retry-After`, its gRPC codes.
-fn decoder_fields(decoder: &AnyDecoder) -> (DecoderKind, Option<Vec<u16>>, bool, Option<Vec<i32>>) {
-    match decoder {
-        AnyDecoder::Statuses(d) => (
-            DecoderKind::Statuses,
-            Some(d.statuses().map(|s| s.as_u16()).collect()),
-            d.reads_retry_after(),
-            None,
-        ),
-        AnyDecoder::Feign(_) => (DecoderKind::Feign, None, false, None),
-        AnyDecoder::Apache(_) => (DecoderKind::Apache, None, false, None),
-        AnyDecoder::Grpc(d) => (
-            DecoderKind::Grpc,
-            None,
-            false,
-            Some(d.retryable_codes().collect()),
-        ),
-        // NOTE: `AnyDecoder` is non-exhaustive; the transient decoder is the
-        // remaining one.
-        _ => (DecoderKind::Transient, None, false, None),
     }
 }
 
@@ -560,6 +602,12 @@ impl Preset {
         };
         let mut fields = Fields::of(&policy);
         fields.origins = Origins::all(Origin::Preset(name));
+        if policy.breaker().policy().is_none() {
+            // NOTE: the preset has no breaker: a section that turns one on
+            // gets the breaker's defaults, not the preset's numbers.
+            fields.origins.break_duration = Origin::Builtin;
+            fields.origins.max_break_duration = Origin::Builtin;
+        }
         fields
     }
 }

@@ -193,7 +193,7 @@ fn the_docs_table_of_presets_as_fields_is_the_code() {
             fields.attempt_timeout,
             "{name}: attempt_timeout"
         );
-        assert_eq!(cells[3], fields.decoder.name(), "{name}: decoder");
+        assert_eq!(cells[3], fields.decoder.kind.name(), "{name}: decoder");
         assert_eq!(cells[4], fields.backoff.name(), "{name}: backoff");
         assert_eq!(duration(cells[5]), fields.delay, "{name}: delay");
         assert_eq!(duration(cells[6]), fields.max_delay, "{name}: max_delay");
@@ -203,14 +203,14 @@ fn the_docs_table_of_presets_as_fields_is_the_code() {
             "{name}: max_attempts"
         );
         let other = cells.get(8).copied().unwrap_or("");
-        if let Some(statuses) = &fields.statuses {
+        if let Some(statuses) = &fields.decoder.statuses {
             let written: Vec<String> = statuses.iter().map(u16::to_string).collect();
             assert!(
                 other.contains(&format!("statuses = [{}]", written.join(", "))),
                 "{name}: {other}"
             );
         }
-        if let Some(codes) = &fields.codes {
+        if let Some(codes) = &fields.decoder.codes {
             let written: Vec<String> = codes
                 .iter()
                 .map(|code| format!("{:?}", crate::policy::grpc_code_name(*code).unwrap()))

@@ -16,6 +16,8 @@ pub(super) struct Section {
     pub(super) attempt_timeout: Option<Written<Duration>>,
     #[serde(default)]
     pub(super) retry: RetrySection,
+    #[serde(default)]
+    pub(super) breaker: BreakerSection,
 }
 
 /// The `retry` table of a section, as written.
@@ -35,6 +37,81 @@ pub(super) struct RetrySection {
     pub(super) seed: Option<u64>,
     pub(super) max_pushback: Option<Written<Duration>>,
     pub(super) min_attempt: Option<Written<MinAttempt>>,
+}
+
+/// The `breaker` table of a section, as written: the settings named as the
+/// [`BreakerPolicy`](crate::breaker::BreakerPolicy) setters' errors name
+/// them, and a decoder of its own spelled as the retry's.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct BreakerSection {
+    pub(super) enabled: Option<bool>,
+    pub(super) consecutive_failures: Option<u32>,
+    pub(super) failure_ratio: Option<f64>,
+    pub(super) sampling_window: Option<Written<Duration>>,
+    pub(super) minimum_throughput: Option<u32>,
+    pub(super) break_duration: Option<Written<Duration>>,
+    pub(super) max_break_duration: Option<Written<Duration>>,
+    pub(super) break_multiplier: Option<f64>,
+    pub(super) break_jitter: Option<f64>,
+    pub(super) half_open_probes: Option<u32>,
+    pub(super) half_open_successes: Option<u32>,
+    pub(super) max_keys: Option<usize>,
+    pub(super) idle_key_timeout: Option<Written<Duration>>,
+    pub(super) decoder: Option<Written<DecoderKind>>,
+    pub(super) statuses: Option<Vec<u16>>,
+    pub(super) retry_after: Option<bool>,
+    pub(super) codes: Option<Vec<Written<GrpcCodeName>>>,
+    pub(super) seed: Option<u64>,
+}
+
+/// The decoder fields of a table (`retry` or `breaker`), as written.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct WrittenDecoder<'a> {
+    pub(super) decoder: Option<&'a Written<DecoderKind>>,
+    pub(super) statuses: Option<&'a Vec<u16>>,
+    pub(super) retry_after: Option<bool>,
+    pub(super) codes: Option<&'a Vec<Written<GrpcCodeName>>>,
+}
+
+// ===== impl RetrySection =====
+
+impl RetrySection {
+    /// The decoder fields written.
+    pub(super) fn written_decoder(&self) -> WrittenDecoder<'_> {
+        WrittenDecoder {
+            decoder: self.decoder.as_ref(),
+            statuses: self.statuses.as_ref(),
+            retry_after: self.retry_after,
+            codes: self.codes.as_ref(),
+        }
+    }
+}
+
+// ===== impl BreakerSection =====
+
+impl BreakerSection {
+    /// The decoder fields written.
+    pub(super) fn written_decoder(&self) -> WrittenDecoder<'_> {
+        WrittenDecoder {
+            decoder: self.decoder.as_ref(),
+            statuses: self.statuses.as_ref(),
+            retry_after: self.retry_after,
+            codes: self.codes.as_ref(),
+        }
+    }
+}
+
+// ===== impl WrittenDecoder =====
+
+impl WrittenDecoder<'_> {
+    /// Whether no decoder field is written.
+    pub(super) fn is_empty(&self) -> bool {
+        self.decoder.is_none()
+            && self.statuses.is_none()
+            && self.retry_after.is_none()
+            && self.codes.is_none()
+    }
 }
 
 /// A preset name.

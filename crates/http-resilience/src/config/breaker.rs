@@ -1,0 +1,221 @@
+//! The `breaker` table: applied over its base field by field, and built with
+//! the [`BreakerPolicy`] setters, so that their checks are the file's.
+
+use super::{
+    resolve::{DecoderFields, Fields, Origin},
+    written::{BreakerSection, Written},
+};
+use crate::{
+    breaker::{AnyBreaker, BreakerPolicy, BreakerSettings},
+    policy::AnyDecoder,
+    InvalidSetting,
+};
+use std::time::Duration;
+
+/// The circuit breaker of a section, with a value for every field.
+#[derive(Debug, Clone, PartialEq)]
+pub(super) struct BreakerFields {
+    /// Whether calls pass a breaker. When off, the other fields are kept
+    /// (and checked), for a client that turns it on.
+    pub(super) enabled: bool,
+    pub(super) settings: BreakerSettings,
+    /// What counts as a failure: `None` for the retry's decoder, as the
+    /// client resolves it.
+    pub(super) decoder: Option<DecoderFields>,
+    pub(super) seed: Option<u64>,
+}
+
+// ===== impl BreakerFields =====
+
+impl BreakerFields {
+    /// The fields of `breaker`, in a policy whose retry judges with `retry`.
+    pub(super) fn of(breaker: &AnyBreaker, retry: &DecoderFields) -> Self {
+        let Some(policy) = breaker.policy() else {
+            return Self::off();
+        };
+        let own = DecoderFields::of(policy.decoder());
+        Self {
+            enabled: true,
+            settings: policy.settings(),
+            // NOTE: a breaker that judges as the retry does follows the
+            // retry's decoder, so that a section that changes the retry's
+            // changes what the breaker counts too.
+            decoder: (own != *retry).then_some(own),
+            seed: None,
+        }
+    }
+
+    /// No breaker, with the settings of [`BreakerPolicy::default`] for a
+    /// section that turns one on.
+    fn off() -> Self {
+        Self {
+            enabled: false,
+            settings: BreakerPolicy::default().settings(),
+            decoder: None,
+            seed: None,
+        }
+    }
+}
+
+// ===== impl BreakerSection =====
+
+impl BreakerSection {
+    /// `base` with this breaker table over it; `path` ends in `.breaker`.
+    ///
+    /// A table that writes any field but `enabled` turns the breaker on,
+    /// unless it writes `enabled = false`.
+    pub(super) fn apply(&self, mut base: Fields, path: &str) -> Result<Fields, InvalidSetting> {
+        self.apply_settings(&mut base, path)?;
+        let written = self.written_decoder();
+        if !written.is_empty() {
+            // NOTE: a decoder of its own starts from the one it followed.
+            let mut own = match base.breaker.decoder.take() {
+                Some(own) => own,
+                None => base.decoder.clone(),
+            };
+            own.apply(&written, path)?;
+            base.breaker.decoder = Some(own);
+        }
+        if let Some(seed) = self.seed {
+            base.breaker.seed = Some(seed);
+        }
+        let on = base.breaker.enabled || self.writes_a_setting();
+        base.breaker.enabled = self.enabled.unwrap_or(on);
+        Ok(base)
+    }
+
+    /// The settings written, over `fields`' breaker.
+    fn apply_settings(&self, fields: &mut Fields, path: &str) -> Result<(), InvalidSetting> {
+        let s = &mut fields.breaker.settings;
+        set(&mut s.consecutive_failures, self.consecutive_failures);
+        set(&mut s.failure_ratio, self.failure_ratio);
+        set(&mut s.minimum_throughput, self.minimum_throughput);
+        set(&mut s.break_multiplier, self.break_multiplier);
+        set(&mut s.break_jitter, self.break_jitter);
+        set(&mut s.half_open_probes, self.half_open_probes);
+        set(&mut s.half_open_successes, self.half_open_successes);
+        set(&mut s.max_keys, self.max_keys);
+        let duration = |slot: &mut Duration, written: &Option<Written<Duration>>, field| {
+            written
+                .as_ref()
+                .map(|written| written.get(field, path).map(|value| *slot = value))
+                .transpose()
+                .map(|set| set.is_some())
+        };
+        duration(&mut s.sampling_window, &self.sampling_window, "sampling_window")?;
+        duration(&mut s.idle_key_timeout, &self.idle_key_timeout, "idle_key_timeout")?;
+        if duration(&mut s.break_duration, &self.break_duration, "break_duration")? {
+            fields.origins.break_duration = Origin::Here;
+        }
+        let max = &self.max_break_duration;
+        if duration(&mut s.max_break_duration, max, "max_break_duration")? {
+            fields.origins.max_break_duration = Origin::Here;
+        }
+        Ok(())
+    }
+
+    /// Whether a field other than `enabled` is written.
+    fn writes_a_setting(&self) -> bool {
+        let Self {
+            enabled: _,
+            consecutive_failures,
+            failure_ratio,
+            sampling_window,
+            minimum_throughput,
+            break_duration,
+            max_break_duration,
+            break_multiplier,
+            break_jitter,
+            half_open_probes,
+            half_open_successes,
+            max_keys,
+            idle_key_timeout,
+            decoder: _,
+            statuses: _,
+            retry_after: _,
+            codes: _,
+            seed,
+        } = self;
+        // NOTE: every field is named above, so that a new one cannot be
+        // left out of this list.
+        [
+            consecutive_failures.is_some(),
+            failure_ratio.is_some(),
+            sampling_window.is_some(),
+            minimum_throughput.is_some(),
+            break_duration.is_some(),
+            max_break_duration.is_some(),
+            break_multiplier.is_some(),
+            break_jitter.is_some(),
+            half_open_probes.is_some(),
+            half_open_successes.is_some(),
+            max_keys.is_some(),
+            idle_key_timeout.is_some(),
+            seed.is_some(),
+            !self.written_decoder().is_empty(),
+        ]
+        .contains(&true)
+    }
+}
+
+/// `value` into `slot`, if written.
+fn set<T>(slot: &mut T, value: Option<T>) {
+    if let Some(value) = value {
+        *slot = value;
+    }
+}
+
+// ===== impl Fields =====
+
+impl Fields {
+    /// The breaker, checked under `path.breaker`; it judges with `retry`
+    /// (the retry's decoder) unless it has a decoder of its own. It is built
+    /// when off too, so that what a client would inherit is checked.
+    pub(super) fn breaker(
+        &self,
+        retry: &AnyDecoder,
+        path: &str,
+    ) -> Result<AnyBreaker, InvalidSetting> {
+        let path = format!("{path}.breaker");
+        let breaker = &self.breaker;
+        let decoder = match &breaker.decoder {
+            Some(own) => own.build().map_err(|err| err.within(&path))?,
+            None => retry.clone(),
+        };
+        let s = breaker.settings;
+        let policy = BreakerPolicy::new(decoder)
+            .consecutive_failures(s.consecutive_failures)
+            .and_then(|p| p.failure_ratio(s.failure_ratio, s.sampling_window, s.minimum_throughput))
+            .and_then(|p| p.break_duration(s.break_duration, s.max_break_duration))
+            .and_then(|p| p.break_growth(s.break_multiplier, s.break_jitter))
+            .and_then(|p| p.half_open(s.half_open_probes, s.half_open_successes))
+            .and_then(|p| p.max_keys(s.max_keys, s.idle_key_timeout))
+            .map_err(|err| self.with_origins(err).within(&path))?;
+        let policy = match breaker.seed {
+            Some(seed) => policy.with_seed(seed),
+            None => policy,
+        };
+        Ok(if breaker.enabled {
+            policy.into()
+        } else {
+            AnyBreaker::default()
+        })
+    }
+
+    /// `err`, from a setter, said again with where the values its check
+    /// combined came from when one was inherited; the setter's own words
+    /// when both were set in the section.
+    fn with_origins(&self, err: InvalidSetting) -> InvalidSetting {
+        let o = self.origins;
+        let here = o.break_duration == Origin::Here && o.max_break_duration == Origin::Here;
+        if err.field() != "max_break_duration" || here {
+            return err;
+        }
+        let s = self.breaker.settings;
+        let problem = format!(
+            "{:?}{} is below the break_duration {:?}{}",
+            s.max_break_duration, o.max_break_duration, s.break_duration, o.break_duration
+        );
+        InvalidSetting::new("max_break_duration", problem.trim_end_matches(','))
+    }
+}
