@@ -102,9 +102,21 @@ impl BreakerSection {
                 .transpose()
                 .map(|set| set.is_some())
         };
-        duration(&mut s.sampling_window, &self.sampling_window, "sampling_window")?;
-        duration(&mut s.idle_key_timeout, &self.idle_key_timeout, "idle_key_timeout")?;
-        if duration(&mut s.break_duration, &self.break_duration, "break_duration")? {
+        duration(
+            &mut s.sampling_window,
+            &self.sampling_window,
+            "sampling_window",
+        )?;
+        duration(
+            &mut s.idle_key_timeout,
+            &self.idle_key_timeout,
+            "idle_key_timeout",
+        )?;
+        if duration(
+            &mut s.break_duration,
+            &self.break_duration,
+            "break_duration",
+        )? {
             fields.origins.break_duration = Origin::Here;
         }
         let max = &self.max_break_duration;

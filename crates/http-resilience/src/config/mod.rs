@@ -5,8 +5,8 @@
 //! inherits field by field, and one `[clients.<name>]` section per named
 //! client. [`ClientsConfig::policy`] resolves a name to a validated
 //! [`ResiliencePolicy`], and [`ClientsConfig::layer`] to the layer that makes the
-//! one service with its deadline, retry and attempt timeout, in the semantics
-//! of the canonical order.
+//! one service with its deadline, retry, circuit breaker and attempt timeout,
+//! in the semantics of the canonical order.
 //!
 //! The types are serde types (feature `serde`), so the sections can sit in any
 //! format serde reads, inside a larger configuration too;
@@ -87,6 +87,21 @@
 //! | `retry.seed` | integer | exponential and grpc only: fixes the jitter's random sequence ([`ExponentialBackoff::with_seed`]) |
 //! | `retry.max_pushback` | duration | grpc only: the cap on a server's `grpc-retry-pushback-ms` ([`GrpcBackoff::with_max_pushback`]); default none, the server's wait whole (up to `i32::MAX` ms, about 24.8 days, when the deadline allows) |
 //! | `retry.min_attempt` | duration or `"off"` | deadline-aware scheduling: a retry whose wait plus this cannot fit before the deadline is not made ([`RetryPolicy::deadline_aware`](crate::retry::RetryPolicy::deadline_aware)); `"off"` turns off what a preset turned on |
+//! | `breaker.enabled` | bool | whether every attempt passes a circuit breaker per authority ([`BreakerPolicy`]; see [The breaker](#the-breaker)); `false` turns off one inherited; a `breaker` table that writes any other field turns it on; on in the `standard` preset, off in the others |
+//! | `breaker.consecutive_failures` | integer ≥ 1 | a closed circuit trips after this many failures in a row; default 5 |
+//! | `breaker.failure_ratio` | number in (0, 1] | a closed circuit also trips when this share of the calls over the window failed; default 0.1 |
+//! | `breaker.sampling_window` | duration ≥ 10ms | the sliding window of the ratio; default 30s |
+//! | `breaker.minimum_throughput` | integer ≥ 1 | the fewest calls ended in the window for the ratio to trip; default 100 |
+//! | `breaker.break_duration` | duration | how long a circuit stays open after a first trip; default 5s |
+//! | `breaker.max_break_duration` | duration ≥ `break_duration` | the cap of a break, grown on repeated trips or asked for by the server (`Retry-After`, gRPC pushback); default 60s |
+//! | `breaker.break_multiplier` | number ≥ 1.0 | the growth of the break on each trip that follows before the circuit closes; default 2.0 |
+//! | `breaker.break_jitter` | number in [0, 1] | up to this share of the break more, at random; default 0.1 |
+//! | `breaker.half_open_probes` | integer ≥ 1 | calls let through at once after the break; default 1 |
+//! | `breaker.half_open_successes` | integer ≥ 1 | successful probes that close the circuit; default 1 |
+//! | `breaker.max_keys` | integer ≥ 1 | circuits kept at most; default 1024 |
+//! | `breaker.idle_key_timeout` | duration | a circuit with no outcome for this long is the first evicted when a new key needs room; default 5m |
+//! | `breaker.decoder`, `breaker.statuses`, `breaker.retry_after`, `breaker.codes` | as in `retry` | what counts as a failure (see [`BreakerPolicy`]); by default the retry's decoder |
+//! | `breaker.seed` | integer | fixes the random sequence of the breaks' jitter ([`BreakerPolicy::with_seed`]) |
 //!
 //! Durations are written for people and read by `humantime`: `"250ms"`, `"2s"`,
 //! `"1m 30s"`.
@@ -97,7 +112,7 @@
 //! |---|---|---|---|---|---|---|---|---|
 //! | `reactor` | 8s | 3s | statuses | fixed | 10ms | 1s | 3 | `statuses = [503]` |
 //! | `feign` | 300s | 60s | feign | feign | 100ms | 1s | 5 | |
-//! | `standard` | 30s | 10s | transient | exponential | 2s | 30s | 4 | `multiplier = 2.0`, `jitter = "decorrelated"`, `min_attempt = "500ms"` |
+//! | `standard` | 30s | 10s | transient | exponential | 2s | 30s | 4 | `multiplier = 2.0`, `jitter = "decorrelated"`, `min_attempt = "500ms"`, a breaker with the defaults |
 //! | `conservative` | 10s | 5s | transient | exponential | 500ms | 2s | 2 | `multiplier = 2.0`, `jitter = "full"`, `min_attempt = "500ms"` |
 //! | `apache` | 60s | 10s | apache | fixed | 0s | 1s | 4 | |
 //! | `grpc` | 30s | 30s | grpc | grpc | 100ms | 1s | 5 | `codes = ["UNAVAILABLE"]`, `multiplier = 2.0`, budget 10 / 0.1, `min_attempt = "100ms"` |
@@ -116,8 +131,8 @@
 //!    section, itself resolved as its own fields applied over the preset it
 //!    names, or over the `standard` preset when it names none.
 //! 2. **The client's fields** apply over the base, field by field, fields
-//!    inside `retry` included: a client that writes only `retry.max_attempts`
-//!    keeps every other retry setting of its base.
+//!    inside `retry` and `breaker` included: a client that writes only
+//!    `retry.max_attempts` keeps every other retry setting of its base.
 //! 3. **Settings that belong to a kind go with it.** When a section changes
 //!    the `decoder`, the base's `statuses` and `retry_after` are dropped (they
 //!    belong to the `statuses` decoder); when it changes the `backoff`, the
@@ -125,10 +140,47 @@
 //!    (they belong to the exponential or the grpc backoff) and take their
 //!    defaults. `delay`, `max_delay` and
 //!    `max_attempts` are shared by the three backoffs and always inherited.
+//!    The breaker's own `decoder` takes its settings along in the same way.
 //!
 //! A name that has no section in the file gets the policy of the `[default]`
 //! section, as in Spring; so does every name when the file has no clients. An
 //! empty configuration gives every name the `standard` preset.
+//!
+//! # The breaker
+//!
+//! The `breaker` table sets the circuit breaker that every attempt passes,
+//! between the retry and the attempt timeout
+//! ([`ResiliencePolicy::with_breaker`](crate::ResiliencePolicy::with_breaker)):
+//! one circuit per authority, which fails calls at once with
+//! [`FailureKind::CircuitOpen`](crate::FailureKind::CircuitOpen) while it is
+//! open.
+//!
+//! - **Whether there is one.** The `standard` preset has one, with the
+//!   defaults of the table above ([`BreakerPolicy::default`]: .NET's standard
+//!   handler, and five failures in a row); the other presets have none, and
+//!   neither does a client whose base has none. A section inherits its base's
+//!   breaker; a `breaker` table that writes any field but `enabled` turns it
+//!   on, the fields it does not write taking their defaults when the base had
+//!   none; `enabled = false` turns it off. A section with `enabled = false`
+//!   keeps its other fields (they are still checked), and the clients under
+//!   it that turn the breaker on get them.
+//! - **What counts as a failure.** The retry's decoder, as the client
+//!   resolves it: a client that changes `retry.statuses` changes what its
+//!   breaker counts. A `breaker` table that writes `decoder`, `statuses`,
+//!   `retry_after` or `codes` gives the breaker a decoder of its own from then
+//!   on: it starts from that section's retry decoder, the fields written apply
+//!   over it as they do in `retry`, and the clients under the section inherit
+//!   it field by field.
+//! - **The circuits.** Each call of [`ClientsConfig::policy`] and
+//!   [`ClientsConfig::layer`] makes a breaker with circuits of its own: make a
+//!   client's layer once and clone it (its clones share the circuits);
+//!   [`Resilience::breaker`](crate::Resilience::breaker) on the service it
+//!   makes reads them.
+//!
+//! The key function and the listener of a [`BreakerPolicy`] are code, not
+//! settings: a policy that needs them is made in code, from
+//! [`ClientsConfig::policy`] and
+//! [`with_breaker`](crate::ResiliencePolicy::with_breaker).
 //!
 //! # Validation
 //!
@@ -157,8 +209,16 @@
 //!   `delay`;
 //! - a status outside `100..=599`, an empty `statuses`, or the `statuses`
 //!   decoder without `statuses`;
+//! - in `breaker`, what the [`BreakerPolicy`] setters refuse, in their
+//!   words: a `failure_ratio` outside (0, 1], a `sampling_window` under 10ms,
+//!   a count of 0, a zero `break_duration` or `idle_key_timeout`, a
+//!   `break_multiplier` below 1, a `break_jitter` outside [0, 1], and a
+//!   `max_break_duration` below the `break_duration` (one inherited is named
+//!   with where it came from: `clients.search.breaker.max_break_duration 60s,
+//!   inherited from preset standard, is below the break_duration 120s`);
 //! - a field written for another kind: `statuses` or `retry_after` with a
-//!   decoder other than `"statuses"`; `jitter` with a backoff other than
+//!   decoder other than `"statuses"` (in `retry`, or in `breaker` against the
+//!   decoder it judges with); `jitter` with a backoff other than
 //!   `"exponential"`, `multiplier` or `seed` with one other than
 //!   `"exponential"` or `"grpc"`, `max_pushback` with one other than
 //!   `"grpc"`. Such fields are errors where they are written; inherited ones
@@ -181,6 +241,9 @@
 //! out: it starts from a known-good policy instead of the defaults.
 //!
 //! [`ApacheDecoder`]: crate::policy::ApacheDecoder
+//! [`BreakerPolicy`]: crate::breaker::BreakerPolicy
+//! [`BreakerPolicy::default`]: crate::breaker::BreakerPolicy::default
+//! [`BreakerPolicy::with_seed`]: crate::breaker::BreakerPolicy::with_seed
 //! [`ExponentialBackoff`]: crate::policy::ExponentialBackoff
 //! [`ExponentialBackoff::default`]: crate::policy::ExponentialBackoff::default
 //! [`ExponentialBackoff::with_seed`]: crate::policy::ExponentialBackoff::with_seed
@@ -316,9 +379,12 @@ impl ClientsConfig {
     }
 
     /// The layer for the client `name`: one call builds the deadline, the
-    /// retry and the attempt timeout of its [`policy`](Self::policy), with the
-    /// semantics of the three layers in the canonical order
-    /// ([`ResiliencePolicy::layer`]).
+    /// retry, the circuit breaker and the attempt timeout of its
+    /// [`policy`](Self::policy), with the semantics of the layers in the
+    /// canonical order ([`ResiliencePolicy::layer`]).
+    ///
+    /// Each call makes a breaker with circuits of its own: make the layer
+    /// once per client and clone it.
     ///
     /// # Errors
     ///

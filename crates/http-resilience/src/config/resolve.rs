@@ -265,8 +265,14 @@ impl DecoderFields {
             }
         }
         let only_for_kinds = |field: &str, kind: DecoderKind, wanted: DecoderKind| {
-            only_for(kind == wanted, field, "decoder", &[wanted.name()], kind.name())
-                .map_err(|err| err.within(path))
+            only_for(
+                kind == wanted,
+                field,
+                "decoder",
+                &[wanted.name()],
+                kind.name(),
+            )
+            .map_err(|err| err.within(path))
         };
         if let Some(statuses) = written.statuses {
             only_for_kinds("statuses", self.kind, DecoderKind::Statuses)?;

@@ -2,7 +2,7 @@
 
 use super::written::{BackoffKind, DecoderKind, FromText, Written};
 use super::*;
-use crate::breaker::AnyBreaker;
+use crate::breaker::{AnyBreaker, BreakerPolicy, BreakerSettings};
 use crate::policy::{AnyDecoder, AnyRetryer, Retryer};
 use crate::presets;
 use std::time::Duration;
@@ -62,6 +62,19 @@ fn assert_same(
         preset.retry().attempt_header(),
         "{name}: attempt header"
     );
+    assert_eq!(
+        breaker_of(built).map(|(settings, decoder)| (settings, format!("{decoder:?}"))),
+        breaker_of(preset).map(|(settings, decoder)| (settings, format!("{decoder:?}"))),
+        "{name}: breaker"
+    );
+}
+
+/// The settings and the decoder of `policy`'s breaker, if it has one.
+fn breaker_of(
+    policy: &ResiliencePolicy<AnyDecoder, AnyRetryer, AnyBreaker>,
+) -> Option<(BreakerSettings, &AnyDecoder)> {
+    let breaker = policy.breaker().policy()?;
+    Some((breaker.settings(), breaker.decoder()))
 }
 
 #[test]
@@ -245,6 +258,14 @@ fn the_docs_table_of_presets_as_fields_is_the_code() {
                 "{name}: {other}"
             );
         }
+        assert_eq!(
+            other.contains("a breaker with the defaults"),
+            fields.breaker.enabled,
+            "{name}: {other}"
+        );
+        if fields.breaker.enabled {
+            assert_eq!(fields.breaker.settings, BreakerPolicy::default().settings());
+        }
         match fields.min_attempt {
             Some(min) => assert!(
                 other.contains(&format!("min_attempt = \"{}ms\"", min.as_millis())),
@@ -392,4 +413,375 @@ fn a_short_grpc_deadline_is_judged_on_the_shortest_first_wait() {
         let err = ClientsConfig::from_toml_str(short).unwrap_err().to_string();
         assert!(err.contains("leaves no room for a retry"), "{err}");
     }
+}
+
+// ----- the breaker -----
+
+/// The settings of the breaker of `name` in `text`, which must have one.
+fn breaker_settings(text: &str, name: &str) -> BreakerSettings {
+    let config = ClientsConfig::from_toml_str(text).unwrap_or_else(|err| panic!("{err}"));
+    let policy = config.policy(name).unwrap();
+    match breaker_of(&policy) {
+        Some((settings, _)) => settings,
+        None => panic!("{name}: no breaker in {text}"),
+    }
+}
+
+/// Whether `name` in `text` has a breaker.
+fn has_a_breaker(text: &str, name: &str) -> bool {
+    let config = ClientsConfig::from_toml_str(text).unwrap_or_else(|err| panic!("{err}"));
+    config.policy(name).unwrap().breaker().policy().is_some()
+}
+
+/// The message `text` is refused with.
+fn refused(text: &str) -> String {
+    match ClientsConfig::from_toml_str(text) {
+        Ok(config) => panic!("loaded, but should not have: {config:?}"),
+        Err(err) => err.to_string(),
+    }
+}
+
+#[test]
+fn the_standard_presets_breaker_is_read_off_presets_standard() {
+    let fields = Preset::Standard.fields();
+    let standard = presets::standard();
+    assert!(fields.breaker.enabled);
+    assert_eq!(fields.breaker.settings, standard.breaker().settings());
+    // It judges with the retry's decoder, and so follows it.
+    assert_eq!(fields.breaker.decoder, None);
+    assert_eq!(fields.breaker.seed, None);
+    // No other preset has one.
+    for (name, preset) in PRESETS {
+        assert_eq!(
+            preset.fields().breaker.enabled,
+            name == "standard",
+            "{name}"
+        );
+    }
+    // An empty file is the standard preset, breaker included.
+    assert_eq!(
+        breaker_settings("", "anyone"),
+        standard.breaker().settings()
+    );
+}
+
+#[test]
+fn a_client_inherits_the_breaker_field_by_field() {
+    let text = r#"
+        [default.breaker]
+        consecutive_failures = 3
+        failure_ratio = 0.5
+
+        [clients.weather.breaker]
+        break_duration = "10s"
+        failure_ratio = 0.25
+    "#;
+    let standard = presets::standard().breaker().settings();
+    let weather = breaker_settings(text, "weather");
+    assert_eq!(weather.consecutive_failures, 3, "from [default]");
+    assert_eq!(weather.failure_ratio, 0.25, "its own over [default]'s");
+    assert_eq!(weather.break_duration, Duration::from_secs(10), "its own");
+    assert_eq!(
+        (weather.sampling_window, weather.max_break_duration),
+        (standard.sampling_window, standard.max_break_duration),
+        "from the preset under [default]"
+    );
+    let other = breaker_settings(text, "other");
+    assert_eq!((other.consecutive_failures, other.failure_ratio), (3, 0.5));
+    assert_eq!(other.break_duration, standard.break_duration);
+}
+
+#[test]
+fn a_clients_preset_replaces_the_default_breaker() {
+    let text = r#"
+        [default.breaker]
+        consecutive_failures = 3
+
+        [clients.search]
+        preset = "standard"
+
+        [clients.legacy]
+        preset = "reactor"
+    "#;
+    assert_eq!(
+        breaker_settings(text, "search"),
+        presets::standard().breaker().settings()
+    );
+    assert!(!has_a_breaker(text, "legacy"), "reactor has none");
+}
+
+#[test]
+fn a_breaker_field_turns_the_breaker_on_over_a_base_without_one() {
+    let text = r#"
+        [default]
+        preset = "reactor"
+
+        [clients.plain]
+
+        [clients.guarded.breaker]
+        consecutive_failures = 2
+
+        [clients.switched.breaker]
+        enabled = true
+    "#;
+    assert!(!has_a_breaker(text, "plain"));
+    let defaults = BreakerPolicy::default().settings();
+    let guarded = breaker_settings(text, "guarded");
+    assert_eq!(guarded.consecutive_failures, 2);
+    assert_eq!(guarded.break_duration, defaults.break_duration);
+    assert_eq!(breaker_settings(text, "switched"), defaults);
+    // It judges with the reactor's decoder: 503 only.
+    let config = ClientsConfig::from_toml_str(text).unwrap();
+    match config
+        .policy("guarded")
+        .unwrap()
+        .breaker()
+        .policy()
+        .unwrap()
+        .decoder()
+    {
+        AnyDecoder::Statuses(decoder) => {
+            assert_eq!(
+                decoder.statuses().map(|s| s.as_u16()).collect::<Vec<_>>(),
+                [503]
+            );
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn enabled_false_turns_an_inherited_breaker_off_and_keeps_its_settings() {
+    let text = r#"
+        [default.breaker]
+        enabled = false
+        consecutive_failures = 3
+
+        [clients.on.breaker]
+        enabled = true
+
+        [clients.tuned.breaker]
+        break_duration = "2s"
+
+        [clients.off.breaker]
+        enabled = false
+        break_duration = "2s"
+    "#;
+    assert!(!has_a_breaker(text, "anyone"));
+    assert_eq!(breaker_settings(text, "on").consecutive_failures, 3);
+    let tuned = breaker_settings(text, "tuned");
+    assert_eq!(
+        (tuned.consecutive_failures, tuned.break_duration),
+        (3, Duration::from_secs(2))
+    );
+    assert!(!has_a_breaker(text, "off"));
+    // Over the standard preset's breaker.
+    assert!(!has_a_breaker("[clients.x.breaker]\nenabled = false", "x"));
+    // The settings of a breaker that is off are checked all the same.
+    assert_eq!(
+        refused("[clients.x.breaker]\nenabled = false\nfailure_ratio = 2.0"),
+        "clients.x.breaker.failure_ratio must be in (0, 1], got 2"
+    );
+}
+
+#[test]
+fn the_breaker_judges_with_the_retry_decoder_unless_it_has_its_own() {
+    let text = r#"
+        [default.retry]
+        decoder = "statuses"
+        statuses = [503]
+
+        [clients.follows.retry]
+        statuses = [502, 503]
+
+        [clients.own.breaker]
+        statuses = [500, 503]
+        retry_after = true
+
+        [clients.grpc.breaker]
+        decoder = "grpc"
+        codes = ["UNAVAILABLE", "DEADLINE_EXCEEDED"]
+    "#;
+    let config = ClientsConfig::from_toml_str(text).unwrap();
+    let decoder = |name: &str| {
+        let policy = config.policy(name).unwrap();
+        policy.breaker().policy().unwrap().decoder().clone()
+    };
+    let statuses = |decoder: &AnyDecoder| match decoder {
+        AnyDecoder::Statuses(d) => (
+            d.statuses().map(|s| s.as_u16()).collect::<Vec<_>>(),
+            d.reads_retry_after(),
+        ),
+        other => panic!("{other:?}"),
+    };
+    assert_eq!(statuses(&decoder("follows")), (vec![502, 503], false));
+    assert_eq!(statuses(&decoder("own")), (vec![500, 503], true));
+    // Its own decoder leaves the retry's alone.
+    let own = config.policy("own").unwrap();
+    assert_eq!(statuses(own.retry().decoder()), (vec![503], false));
+    match decoder("grpc") {
+        AnyDecoder::Grpc(d) => assert_eq!(d.retryable_codes().collect::<Vec<_>>(), [4, 14]),
+        other => panic!("{other:?}"),
+    }
+    // A field of another kind is refused where it is written.
+    assert_eq!(
+        refused("[clients.x.breaker]\nstatuses = [503]"),
+        "clients.x.breaker.statuses applies only to decoder = \"statuses\", \
+         got decoder = \"transient\""
+    );
+    assert_eq!(
+        refused("[clients.x.breaker]\ndecoder = \"statuses\""),
+        "clients.x.breaker.statuses must be given with decoder = \"statuses\""
+    );
+    assert_eq!(
+        refused("[clients.x.breaker]\ndecoder = \"grpc\"\ncodes = [\"OK\"]"),
+        "clients.x.breaker.codes OK (0) is not a failure and cannot be retried"
+    );
+}
+
+#[test]
+fn a_breaker_seed_turns_the_breaker_on() {
+    let text = "[default]\npreset = \"reactor\"\n[clients.x.breaker]\nseed = 7\n";
+    assert!(has_a_breaker(text, "x"));
+    let fields = ClientsConfig::from_toml_str(text).unwrap();
+    assert_eq!(
+        fields.clients["x"]
+            .apply(Preset::Reactor.fields(), "clients.x")
+            .unwrap()
+            .breaker
+            .seed,
+        Some(7)
+    );
+}
+
+#[test]
+fn invalid_breaker_settings_name_their_path() {
+    for (text, message) in [
+        (
+            "[clients.x.breaker]\nfailure_ratio = 1.5",
+            "clients.x.breaker.failure_ratio must be in (0, 1], got 1.5",
+        ),
+        (
+            "[clients.x.breaker]\nfailure_ratio = nan",
+            "clients.x.breaker.failure_ratio must be in (0, 1], got NaN",
+        ),
+        (
+            "[default.breaker]\nconsecutive_failures = 0",
+            "default.breaker.consecutive_failures must be at least 1, got 0",
+        ),
+        (
+            "[clients.x.breaker]\nsampling_window = \"5ms\"",
+            "clients.x.breaker.sampling_window must be at least 10ms, got 5ms",
+        ),
+        (
+            "[clients.x.breaker]\nminimum_throughput = 0",
+            "clients.x.breaker.minimum_throughput must be at least 1, got 0",
+        ),
+        (
+            "[clients.x.breaker]\nbreak_duration = \"0s\"",
+            "clients.x.breaker.break_duration must be above zero",
+        ),
+        (
+            "[clients.x.breaker]\nbreak_duration = \"2s\"\nmax_break_duration = \"1s\"",
+            "clients.x.breaker.max_break_duration must be at least the break duration 2s, got 1s",
+        ),
+        (
+            "[clients.x.breaker]\nbreak_multiplier = 0.5",
+            "clients.x.breaker.break_multiplier must be >= 1.0, got 0.5",
+        ),
+        (
+            "[clients.x.breaker]\nbreak_jitter = 1.5",
+            "clients.x.breaker.break_jitter must be in [0, 1], got 1.5",
+        ),
+        (
+            "[clients.x.breaker]\nhalf_open_probes = 0",
+            "clients.x.breaker.half_open_probes must be at least 1, got 0",
+        ),
+        (
+            "[clients.x.breaker]\nhalf_open_successes = 0",
+            "clients.x.breaker.half_open_successes must be at least 1, got 0",
+        ),
+        (
+            "[clients.x.breaker]\nmax_keys = 0",
+            "clients.x.breaker.max_keys must be at least 1, got 0",
+        ),
+        (
+            "[clients.x.breaker]\nidle_key_timeout = \"0s\"",
+            "clients.x.breaker.idle_key_timeout must be above zero",
+        ),
+    ] {
+        assert_eq!(refused(text), message, "{text}");
+    }
+    let malformed = refused("[clients.x.breaker]\nbreak_duration = \"soon\"");
+    assert!(
+        malformed.starts_with(
+            "clients.x.breaker.break_duration must be a duration such as \"250ms\", \"2s\" or \
+             \"1m 30s\", got \"soon\""
+        ),
+        "{malformed}"
+    );
+}
+
+#[test]
+fn an_inherited_break_cap_below_the_break_names_where_it_came_from() {
+    // The cap of the standard preset, 60 s, under a break of two minutes.
+    assert_eq!(
+        refused("[clients.x.breaker]\nbreak_duration = \"2m\""),
+        "clients.x.breaker.max_break_duration 60s, inherited from preset standard, \
+         is below the break_duration 120s"
+    );
+    // A break from [default] over a client's own cap.
+    assert_eq!(
+        refused(
+            "[default.breaker]\nbreak_duration = \"30s\"\n\
+             [clients.x.breaker]\nmax_break_duration = \"20s\""
+        ),
+        "clients.x.breaker.max_break_duration 20s is below the break_duration 30s, \
+         inherited from [default]"
+    );
+    // A preset with no breaker: the cap is the breaker's default.
+    assert_eq!(
+        refused("[clients.x]\npreset = \"reactor\"\nbreaker.break_duration = \"2m\""),
+        "clients.x.breaker.max_break_duration 60s, the default, is below the break_duration 120s"
+    );
+}
+
+#[test]
+fn the_docs_table_of_breaker_defaults_is_the_code() {
+    let defaults = BreakerPolicy::default().settings();
+    let standard = presets::standard().breaker().settings();
+    assert_eq!(defaults, standard, "the standard preset has the defaults");
+    let doc = include_str!("mod.rs");
+    let default_of = |field: &str| {
+        let row = doc
+            .lines()
+            .find(|line| line.starts_with(&format!("//! | `breaker.{field}` |")))
+            .unwrap_or_else(|| panic!("no row for breaker.{field}"));
+        let (_, default) = row
+            .rsplit_once("default ")
+            .unwrap_or_else(|| panic!("no default in {row}"));
+        default.trim_end_matches(" |").to_owned()
+    };
+    let duration = |field: &str| Duration::from_text(&default_of(field)).unwrap();
+    let number = |field: &str| default_of(field).parse::<f64>().unwrap();
+    let count = |field: &str| default_of(field).parse::<u64>().unwrap();
+    let s = defaults;
+    assert_eq!(
+        count("consecutive_failures"),
+        u64::from(s.consecutive_failures)
+    );
+    assert_eq!(number("failure_ratio"), s.failure_ratio);
+    assert_eq!(duration("sampling_window"), s.sampling_window);
+    assert_eq!(count("minimum_throughput"), u64::from(s.minimum_throughput));
+    assert_eq!(duration("break_duration"), s.break_duration);
+    assert_eq!(duration("max_break_duration"), s.max_break_duration);
+    assert_eq!(number("break_multiplier"), s.break_multiplier);
+    assert_eq!(number("break_jitter"), s.break_jitter);
+    assert_eq!(count("half_open_probes"), u64::from(s.half_open_probes));
+    assert_eq!(
+        count("half_open_successes"),
+        u64::from(s.half_open_successes)
+    );
+    assert_eq!(count("max_keys"), s.max_keys as u64);
+    assert_eq!(duration("idle_key_timeout"), s.idle_key_timeout);
 }
