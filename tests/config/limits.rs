@@ -96,6 +96,30 @@ fn nonsense_settings_in_a_file_are_refused_with_their_path() {
             "[default.retry]\nmax_pushback = \"2s\"",
             "default.retry.max_pushback",
         ),
+        (
+            "[default.breaker]\nfailure_ratio = 0.0",
+            "default.breaker.failure_ratio",
+        ),
+        (
+            "[default.breaker]\nbreak_jitter = nan",
+            "default.breaker.break_jitter",
+        ),
+        (
+            "[default.breaker]\nbreak_multiplier = inf",
+            "default.breaker.break_multiplier",
+        ),
+        (
+            "[default.breaker]\nsampling_window = \"1ms\"",
+            "default.breaker.sampling_window",
+        ),
+        (
+            "[clients.x.breaker]\nmax_break_duration = \"1s\"",
+            "clients.x.breaker.max_break_duration",
+        ),
+        (
+            "[clients.x.breaker]\ndecoder = \"statuses\"",
+            "clients.x.breaker.statuses",
+        ),
         ("[clients.default]\ndeadline = \"1s\"", "clients.default"),
         (
             "[clients.\"eu.weather\"]\nattempt_timeout = \"1h\"",
@@ -123,6 +147,9 @@ fn unreadable_configuration_text_is_an_error_not_a_panic() {
         "[default.retry]\nstatuses = [\"503\"]",
         "[default.retry]\nstatuses = [70000]",
         "[default.retry]\nseed = -1",
+        "[default.breaker]\nmax_keys = -1",
+        "[default.breaker]\nenabled = \"yes\"",
+        "[default.breaker]\nbreak_after = 3",
         "[clients]\nweather = 3",
         "[default]\nunknown = 1",
         "\u{0}\u{1}\u{2}",

@@ -7,10 +7,10 @@ mod support;
 
 use http::{Request, Response, StatusCode};
 use http_resilience::{
-    breaker::AnyBreaker,
+    breaker::{AnyBreaker, CircuitState},
     config::ClientsConfig,
     policy::{AnyDecoder, AnyRetryer, ExponentialBackoff, FixedDelay, Jitter},
-    Attempts, ResiliencePolicy,
+    Attempts, FailureKind, ResiliencePolicy,
 };
 use std::{
     convert::Infallible,
@@ -583,4 +583,145 @@ fn a_resolved_policy_prints_its_settings() {
         !printed.contains("http_resilience::"),
         "no type names: {printed}"
     );
+}
+
+// ----- the breaker -----
+
+/// An upstream that answers every request 503, and the count of requests it
+/// saw.
+fn unavailable() -> (
+    impl tower::Service<Request<String>, Response = Response<String>, Error = Infallible> + Clone,
+    Arc<AtomicU32>,
+) {
+    let calls = Arc::new(AtomicU32::new(0));
+    let counter = Arc::clone(&calls);
+    let upstream = tower::service_fn(move |_: Request<String>| {
+        counter.fetch_add(1, Ordering::SeqCst);
+        async {
+            Ok::<_, Infallible>(
+                Response::builder()
+                    .status(StatusCode::SERVICE_UNAVAILABLE)
+                    .body(String::new())
+                    .unwrap(),
+            )
+        }
+    });
+    (upstream, calls)
+}
+
+fn get(uri: &str) -> Request<String> {
+    Request::get(uri).body(String::new()).unwrap()
+}
+
+#[tokio::test(flavor = "current_thread", start_paused = true)]
+async fn a_breaker_section_opens_the_circuit_after_its_failures() {
+    // One attempt per call, so that every call is one outcome.
+    let config = ClientsConfig::from_toml_str(
+        r#"
+        [clients.flaky]
+        preset = "reactor"
+        retry.max_attempts = 1
+
+        [clients.flaky.breaker]
+        consecutive_failures = 3
+        break_duration = "10s"
+        "#,
+    )
+    .unwrap();
+    let (upstream, calls) = unavailable();
+    let svc = ServiceBuilder::new()
+        .layer(config.layer("flaky").unwrap())
+        .service(upstream);
+
+    for call in 1..=3 {
+        let response = guarded(svc.clone().oneshot(get("http://flaky.test/")))
+            .await
+            .unwrap();
+        assert_eq!(
+            response.status(),
+            StatusCode::SERVICE_UNAVAILABLE,
+            "call {call}"
+        );
+    }
+    assert_eq!(calls.load(Ordering::SeqCst), 3);
+
+    // Three failures in a row: the fourth call fails at once, unsent.
+    let err = guarded(svc.clone().oneshot(get("http://flaky.test/")))
+        .await
+        .unwrap_err();
+    assert_eq!(FailureKind::of(&*err), FailureKind::CircuitOpen, "{err}");
+    assert_eq!(calls.load(Ordering::SeqCst), 3, "nothing sent while open");
+    let states = svc.breaker().policy().unwrap().states();
+    match states.as_slice() {
+        [(key, CircuitState::Open { until })] => {
+            assert_eq!(key.to_string(), "http://flaky.test:80");
+            // The configured break, with up to the default 10 % of jitter.
+            let open_for = *until - Instant::now();
+            assert!(open_for >= secs(10) && open_for <= secs(11), "{open_for:?}");
+        }
+        other => panic!("one open circuit, got {other:?}"),
+    }
+
+    // After the break, one probe goes; its 503 opens the circuit again.
+    tokio::time::advance(secs(11)).await;
+    let response = guarded(svc.clone().oneshot(get("http://flaky.test/")))
+        .await
+        .unwrap();
+    assert_eq!(response.status(), StatusCode::SERVICE_UNAVAILABLE);
+    assert_eq!(calls.load(Ordering::SeqCst), 4);
+    let states = svc.breaker().policy().unwrap().states();
+    assert!(
+        matches!(states.as_slice(), [(_, CircuitState::Open { .. })]),
+        "{states:?}"
+    );
+}
+
+#[tokio::test(flavor = "current_thread", start_paused = true)]
+async fn the_default_breaker_is_inherited_and_enabled_false_turns_it_off() {
+    // `[default]` sits on the standard preset, whose breaker trips after five
+    // failures in a row; it judges with the 503 of `[default.retry]`.
+    let config = load(
+        r#"
+        [default.breaker]
+        consecutive_failures = 4
+
+        [clients.guarded.retry]
+        max_attempts = 1
+
+        [clients.unguarded.retry]
+        max_attempts = 1
+
+        [clients.unguarded.breaker]
+        enabled = false
+        "#,
+    );
+    let policy = config.policy("guarded").unwrap();
+    let settings = policy.breaker().policy().unwrap().settings();
+    assert_eq!(settings.consecutive_failures, 4, "from [default]");
+    assert_eq!(settings.break_duration, secs(5), "from the standard preset");
+    assert!(config
+        .policy("unguarded")
+        .unwrap()
+        .breaker()
+        .policy()
+        .is_none());
+
+    for (name, sent) in [("guarded", 4), ("unguarded", 10)] {
+        let (upstream, calls) = unavailable();
+        let svc = ServiceBuilder::new()
+            .layer(config.layer(name).unwrap())
+            .service(upstream);
+        let mut open = 0;
+        for _ in 0..10 {
+            match guarded(svc.clone().oneshot(get("http://upstream.test/"))).await {
+                Ok(response) => assert_eq!(response.status(), StatusCode::SERVICE_UNAVAILABLE),
+                Err(err) => {
+                    assert_eq!(FailureKind::of(&*err), FailureKind::CircuitOpen, "{err}");
+                    open += 1;
+                }
+            }
+        }
+        assert_eq!(calls.load(Ordering::SeqCst), sent, "{name}");
+        assert_eq!(open, 10 - sent, "{name}");
+    }
 }
