@@ -75,6 +75,21 @@ fn print_policy(name: &str, policy: &ResiliencePolicy<AnyDecoder, AnyRetryer, An
         other => format!("{other:?}"),
     };
     println!("  backoff {backoff}");
+    match policy.breaker().policy() {
+        Some(breaker) => {
+            let s = breaker.settings();
+            println!(
+                "  breaker opens after {} failures in a row, or {} % of at least {} calls over {}, for {} (at most {})",
+                s.consecutive_failures,
+                s.failure_ratio * 100.0,
+                s.minimum_throughput,
+                human(s.sampling_window),
+                human(s.break_duration),
+                human(s.max_break_duration)
+            );
+        }
+        None => println!("  no breaker"),
+    }
     // One draw of the waits, as a request would see them with no Retry-After.
     let mut retryer = policy.retry().retryer().for_request();
     let waits: Vec<String> = (1..)

@@ -177,6 +177,31 @@
 //!   [`Resilience::breaker`](crate::Resilience::breaker) on the service it
 //!   makes reads them.
 //!
+//! ```
+//! use http_resilience::config::ClientsConfig;
+//! use std::time::Duration;
+//!
+//! let config = ClientsConfig::from_toml_str(
+//!     r#"
+//!     [default.breaker]
+//!     consecutive_failures = 3
+//!
+//!     [clients.search.breaker]
+//!     break_duration = "10s"
+//!
+//!     [clients.batch.breaker]
+//!     enabled = false
+//!     "#,
+//! )?;
+//! let search = config.policy("search")?;
+//! let settings = search.breaker().policy().expect("a breaker").settings();
+//! assert_eq!(settings.consecutive_failures, 3); // from [default]
+//! assert_eq!(settings.break_duration, Duration::from_secs(10)); // its own
+//! assert_eq!(settings.failure_ratio, 0.1); // from the standard preset
+//! assert!(config.policy("batch")?.breaker().policy().is_none());
+//! # Ok::<(), http_resilience::BoxError>(())
+//! ```
+//!
 //! The key function and the listener of a [`BreakerPolicy`] are code, not
 //! settings: a policy that needs them is made in code, from
 //! [`ClientsConfig::policy`] and
