@@ -157,11 +157,11 @@
 //!
 //! - **Whether there is one.** The `standard` preset has one, with the
 //!   defaults of the table above ([`BreakerPolicy::default`]: .NET's standard
-//!   handler, and five failures in a row); the other presets have none, and
-//!   neither does a client whose base has none. A section inherits its base's
-//!   breaker; a `breaker` table that writes any field but `enabled` turns it
-//!   on, the fields it does not write taking their defaults when the base had
-//!   none; `enabled = false` turns it off. A section with `enabled = false`
+//!   handler, and five failures in a row); the other presets have none. A
+//!   section inherits its base's breaker, or its base's lack of one; a
+//!   `breaker` table that writes any field but `enabled` turns it on (the
+//!   fields it does not write take their defaults when the base had none);
+//!   `enabled = false` turns it off. A section with `enabled = false`
 //!   keeps its other fields (they are still checked), and the clients under
 //!   it that turn the breaker on get them.
 //! - **What counts as a failure.** The retry's decoder, as the client
@@ -178,7 +178,10 @@
 //!   makes reads them.
 //!
 //! ```
-//! use http_resilience::config::ClientsConfig;
+//! use http_resilience::{
+//!     breaker::{AnyBreaker, BreakerKey},
+//!     config::ClientsConfig,
+//! };
 //! use std::time::Duration;
 //!
 //! let config = ClientsConfig::from_toml_str(
@@ -199,13 +202,20 @@
 //! assert_eq!(settings.break_duration, Duration::from_secs(10)); // its own
 //! assert_eq!(settings.failure_ratio, 0.1); // from the standard preset
 //! assert!(config.policy("batch")?.breaker().policy().is_none());
+//!
+//! // A key of its own is code: the file's breaker takes one and goes back.
+//! let by_path = search.breaker().policy().cloned().expect("a breaker")
+//!     .with_key(|uri, _| BreakerKey::custom(uri.path()));
+//! let search = search.with_breaker(AnyBreaker::from(by_path));
+//! assert_eq!(search.breaker().policy().unwrap().settings(), settings);
 //! # Ok::<(), http_resilience::BoxError>(())
 //! ```
 //!
 //! The key function and the listener of a [`BreakerPolicy`] are code, not
-//! settings: a policy that needs them is made in code, from
-//! [`ClientsConfig::policy`] and
-//! [`with_breaker`](crate::ResiliencePolicy::with_breaker).
+//! settings: the breaker's policy from [`ClientsConfig::policy`] takes them
+//! ([`BreakerPolicy::with_key`], [`BreakerPolicy::with_listener`]) and goes
+//! back with [`with_breaker`](crate::ResiliencePolicy::with_breaker), as
+//! above.
 //!
 //! # Validation
 //!
@@ -268,6 +278,8 @@
 //! [`ApacheDecoder`]: crate::policy::ApacheDecoder
 //! [`BreakerPolicy`]: crate::breaker::BreakerPolicy
 //! [`BreakerPolicy::default`]: crate::breaker::BreakerPolicy::default
+//! [`BreakerPolicy::with_key`]: crate::breaker::BreakerPolicy::with_key
+//! [`BreakerPolicy::with_listener`]: crate::breaker::BreakerPolicy::with_listener
 //! [`BreakerPolicy::with_seed`]: crate::breaker::BreakerPolicy::with_seed
 //! [`ExponentialBackoff`]: crate::policy::ExponentialBackoff
 //! [`ExponentialBackoff::default`]: crate::policy::ExponentialBackoff::default

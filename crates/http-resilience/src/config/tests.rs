@@ -643,9 +643,9 @@ fn the_breaker_judges_with_the_retry_decoder_unless_it_has_its_own() {
 fn a_breaker_seed_turns_the_breaker_on() {
     let text = "[default]\npreset = \"reactor\"\n[clients.x.breaker]\nseed = 7\n";
     assert!(has_a_breaker(text, "x"));
-    let fields = ClientsConfig::from_toml_str(text).unwrap();
+    let config = ClientsConfig::from_toml_str(text).unwrap();
     assert_eq!(
-        fields.clients["x"]
+        config.clients["x"]
             .apply(Preset::Reactor.fields(), "clients.x")
             .unwrap()
             .breaker
