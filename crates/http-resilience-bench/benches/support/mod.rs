@@ -51,10 +51,13 @@ pub(crate) const ATTEMPT_LIMIT: Duration = Duration::from_secs(3);
 /// Retries after the first attempt: three attempts in all.
 pub(crate) const RETRIES: u32 = 2;
 
-/// A request as a caller builds it. A static body, an empty header map and no
+/// A request as a caller builds it: a URI with an authority (a circuit
+/// breaker keys on it), a static body, an empty header map and no
 /// extensions: building it allocates nothing.
 pub(crate) fn request() -> Req {
-    Request::new(Full::new(Bytes::from_static(b"{}")))
+    let mut request = Request::new(Full::new(Bytes::from_static(b"{}")));
+    *request.uri_mut() = http::Uri::from_static("http://upstream.test:8080/v1/items");
+    request
 }
 
 fn response(status: StatusCode) -> Response<Body> {

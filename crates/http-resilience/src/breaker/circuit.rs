@@ -143,6 +143,11 @@ impl Circuit {
         !self.evicted.load(Ordering::Relaxed) && self.key.as_ref().matches(key)
     }
 
+    /// Whether this circuit is still kept in its map.
+    pub(crate) fn is_kept(&self) -> bool {
+        !self.evicted.load(Ordering::Relaxed)
+    }
+
     pub(crate) fn evict(&self) {
         self.evicted.store(true, Ordering::Relaxed);
     }

@@ -12,6 +12,7 @@ use crate::{
     policy::{AnyDecoder, Decoder},
     BoxError,
 };
+use http::uri::{Authority, Scheme};
 use std::sync::Arc;
 
 mod sealed {
@@ -72,9 +73,37 @@ pub trait Judges<T>: Gate {
 }
 
 /// What one clone of a service keeps of a [`BreakerPolicy`]: the circuit
-/// of its last key.
+/// of its last key, and the scheme and authority of the request that found
+/// it.
 #[derive(Debug, Clone, Default)]
-pub struct AtHand(Option<Arc<Circuit>>);
+pub struct AtHand(Option<Held>);
+
+impl AtHand {
+    /// No circuit at hand yet.
+    pub(crate) const EMPTY: Self = Self(None);
+}
+
+#[derive(Debug, Clone)]
+struct Held {
+    circuit: Arc<Circuit>,
+    scheme: Option<Scheme>,
+    authority: Option<Authority>,
+}
+
+impl Held {
+    /// Whether the circuit, still kept, is the one of `uri`'s authority key.
+    ///
+    /// NOTE: the same scheme and authority (compared as `http` compares
+    /// them, without regard to case) always make the same key, so a request
+    /// for the authority of the last one is served without parsing its host
+    /// and port again.
+    #[inline]
+    fn serves(&self, uri: &http::Uri) -> bool {
+        self.circuit.is_kept()
+            && uri.authority() == self.authority.as_ref()
+            && uri.scheme() == self.scheme.as_ref()
+    }
+}
 
 /// A call's pass through a [`BreakerPolicy`]'s circuit.
 pub struct BreakerPass<D> {
@@ -92,29 +121,38 @@ impl<D> std::fmt::Debug for BreakerPass<D> {
     }
 }
 
-/// The circuit of `request`'s key: `at_hand` when it is that key's and still
-/// kept, else the map's (made if none is), which becomes the one at hand.
+/// The circuit of `request`'s key: the one at hand when it is that key's and
+/// still kept, else the map's (made if none is), which becomes the one at
+/// hand.
 #[inline]
 pub(crate) fn circuit_for<D, B>(
     shared: &Shared<D>,
-    at_hand: &mut Option<Arc<Circuit>>,
+    at_hand: &mut AtHand,
     request: &http::Request<B>,
 ) -> Arc<Circuit> {
-    let custom = shared
-        .key_fn
-        .as_ref()
-        .map(|key| key(request.uri(), request.headers()));
+    let uri = request.uri();
+    let custom = match &shared.key_fn {
+        None => match &at_hand.0 {
+            Some(held) if held.serves(uri) => return Arc::clone(&held.circuit),
+            _ => None,
+        },
+        Some(key) => Some(key(uri, request.headers())),
+    };
     let key = match &custom {
         Some(custom) => custom.as_ref(),
-        None => KeyRef::of_uri(request.uri()),
+        None => KeyRef::of_uri(uri),
     };
-    if let Some(circuit) = at_hand {
-        if circuit.is_current(key) {
-            return Arc::clone(circuit);
+    if let (Some(held), Some(_)) = (&at_hand.0, &custom) {
+        if held.circuit.is_current(key) {
+            return Arc::clone(&held.circuit);
         }
     }
     let circuit = shared.registry.get_or_insert(key, Ctx::of(shared));
-    *at_hand = Some(Arc::clone(&circuit));
+    at_hand.0 = Some(Held {
+        circuit: Arc::clone(&circuit),
+        scheme: uri.scheme().cloned(),
+        authority: uri.authority().cloned(),
+    });
     circuit
 }
 
@@ -151,7 +189,7 @@ impl<D> Gate for BreakerPolicy<D> {
     #[inline]
     fn pass_for<B>(&self, local: &mut Self::Local, request: &http::Request<B>) -> Self::Pass {
         BreakerPass {
-            circuit: circuit_for(&self.shared, &mut local.0, request),
+            circuit: circuit_for(&self.shared, local, request),
             shared: Arc::clone(&self.shared),
             ticket: None,
         }

@@ -231,7 +231,7 @@ pub enum CircuitState {
 pub struct CircuitBreaker<S, D> {
     inner: S,
     policy: BreakerPolicy<D>,
-    at_hand: Option<Arc<Circuit>>,
+    at_hand: gate::AtHand,
 }
 
 // ===== impl CircuitBreaker =====
@@ -242,7 +242,7 @@ impl<S, D> CircuitBreaker<S, D> {
         Self {
             inner,
             policy,
-            at_hand: None,
+            at_hand: gate::AtHand::EMPTY,
         }
     }
 

@@ -429,6 +429,29 @@ async fn keys_are_isolated() {
 }
 
 #[tokio::test(flavor = "current_thread", start_paused = true)]
+async fn the_circuit_at_hand_serves_only_its_own_scheme_and_authority() {
+    let upstream = Upstream::new(Mode::Status(503));
+    let policy = policy().consecutive_failures(1).unwrap();
+    let mut svc = CircuitBreaker::new(upstream.service(), policy.clone());
+    call(&mut svc, A).await.unwrap();
+    open_error(call(&mut svc, A).await);
+    upstream.set(Mode::Status(200));
+    // The same authority under another scheme is another key.
+    let other = call(&mut svc, "https://a.test/").await.unwrap();
+    assert_eq!(other.status(), 200, "https is not http's circuit");
+    // Written otherwise, the same key: its port, its case, its user.
+    for same in [
+        "http://a.test/",
+        "http://a.test:80/x",
+        "http://A.Test/",
+        "http://me@a.test/",
+    ] {
+        open_error(call(&mut svc, same).await);
+    }
+    assert_eq!(upstream.calls(), 2);
+}
+
+#[tokio::test(flavor = "current_thread", start_paused = true)]
 async fn a_key_of_ones_own_keys_the_circuits() {
     let upstream = Upstream::new(Mode::Status(503));
     let policy = policy().consecutive_failures(1).unwrap().with_key(
