@@ -6,28 +6,41 @@
 //!
 //! On the real clock, with limits far apart: a 3 s break against calls that
 //! fail at once, and counts of requests rather than times.
+//!
+//! The modules below take the breaker through its other forms, over the same
+//! real parts: the combined service (`ResiliencePolicy::with_breaker`), a
+//! burst of callers at the end of a break, and hedging above the breaker.
 
+mod combined;
+mod half_open;
+mod hedge;
 #[path = "../support/mod.rs"]
 mod support;
 
 mod probe;
 
-use http::StatusCode;
+use bytes::Bytes;
+use http::{Request, Response, StatusCode};
+use http_body_util::Full;
 use http_resilience::{
     attempt_timeout::AttemptTimeoutLayer,
     breaker::{error::CircuitOpen, BreakerKey, BreakerPolicy, CircuitBreakerLayer, CircuitState},
     deadline::DeadlineLayer,
     policy::{FixedDelay, TransientDecoder},
     retry::{RetryPolicy, StatusRetryLayer},
-    transport, BoxError, FailureKind, RetryReport, Stop,
+    transport, BoxError, FailureKind, ResiliencePolicy, RetryReport, Stop,
 };
 use http_resilience_mock::{vacant_addr, MockResponse, MockServer};
 use std::{net::SocketAddr, time::Duration};
-use support::{get, guarded};
-use tower::{ServiceBuilder, ServiceExt};
+use support::{get, guarded, Body};
+use tower::{util::BoxCloneService, Layer, ServiceBuilder, ServiceExt};
 
 /// How long a circuit stays open on its first trip.
 const BREAK: Duration = Duration::from_secs(3);
+
+/// The break of the other modules' circuits: still far longer than the
+/// calls that fail at once while it lasts.
+const SHORT_BREAK: Duration = Duration::from_millis(1500);
 
 fn uri(addr: SocketAddr) -> http::Uri {
     format!("http://{addr}/value").parse().unwrap()
@@ -37,29 +50,97 @@ fn key(addr: SocketAddr) -> BreakerKey {
     BreakerKey::authority("http", &addr.ip().to_string(), addr.port())
 }
 
+/// A breaker that trips after `failures` in a row and stays open for
+/// `pause` exactly (no growth, no jitter), judging as the retry does.
+fn breaker(failures: u32, pause: Duration) -> BreakerPolicy<TransientDecoder> {
+    BreakerPolicy::new(TransientDecoder::new())
+        .consecutive_failures(failures)
+        .and_then(|p| p.break_duration(pause, pause))
+        .and_then(|p| p.break_growth(1.0, 0.0))
+        .unwrap()
+}
+
+/// The retry of every form: what `TransientDecoder` retries (a refused
+/// connection, a 503), twice, 10 ms apart.
+fn retry() -> RetryPolicy<TransientDecoder, FixedDelay> {
+    RetryPolicy::new(
+        TransientDecoder::new(),
+        FixedDelay::new(Duration::from_millis(10), 2),
+    )
+}
+
+/// A real client: hyper-util's, as the library's transport builds it.
+fn client() -> transport::HttpClient<Full<Bytes>> {
+    transport::Builder::new()
+        .connect_timeout(Duration::from_secs(1))
+        .build_http()
+        .unwrap()
+}
+
+/// A stack of either form, boxed so that a test runs the same steps on both.
+type Svc = BoxCloneService<Request<Full<Bytes>>, Response<Body>, BoxError>;
+
+/// The two forms a breaker takes between the retry and the attempt timeout.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Form {
+    /// `ResiliencePolicy::with_breaker(..).layer()`.
+    Combined,
+    /// `DeadlineLayer -> StatusRetryLayer -> CircuitBreakerLayer ->
+    /// AttemptTimeoutLayer -> client`.
+    Layers,
+}
+
+impl Form {
+    const ALL: [Self; 2] = [Self::Combined, Self::Layers];
+}
+
+/// `form` over a fresh client: a deadline of `deadline`, every attempt
+/// limited to `attempt`, [`retry`]'s retries, and `breaker`'s circuits.
+fn stack(
+    form: Form,
+    breaker: &BreakerPolicy<TransientDecoder>,
+    deadline: Duration,
+    attempt: Duration,
+) -> Svc {
+    match form {
+        Form::Combined => {
+            let policy = ResiliencePolicy::new(deadline, attempt, retry())
+                .unwrap()
+                .with_breaker(breaker.clone());
+            BoxCloneService::new(policy.layer().layer(client()))
+        }
+        Form::Layers => BoxCloneService::new(
+            ServiceBuilder::new()
+                .layer(DeadlineLayer::new(deadline))
+                .layer(StatusRetryLayer::new(retry()))
+                .layer(CircuitBreakerLayer::new(breaker.clone()))
+                .layer(AttemptTimeoutLayer::new(attempt))
+                .service(client()),
+        ),
+    }
+}
+
+/// The error of a call the circuit of `addr` turned away, checked to be the
+/// typed open-circuit error for that key.
+#[track_caller]
+fn assert_open(err: &BoxError, addr: SocketAddr) -> &CircuitOpen {
+    assert_eq!(FailureKind::of(&**err), FailureKind::CircuitOpen, "{err}");
+    let open = err.downcast_ref::<CircuitOpen>().expect("the typed error");
+    assert_eq!(open.key(), &key(addr));
+    open
+}
+
 #[tokio::test]
 async fn an_open_circuit_sends_nothing_until_a_probe_finds_the_upstream_back() {
     let down = vacant_addr().unwrap();
     let other = guarded(MockServer::start()).await.unwrap();
-    let client = transport::Builder::new()
-        .connect_timeout(Duration::from_secs(1))
-        .build_http()
-        .unwrap();
-    let breaker = BreakerPolicy::new(TransientDecoder::new())
-        .consecutive_failures(3)
-        .and_then(|p| p.break_duration(BREAK, BREAK))
-        .and_then(|p| p.break_growth(1.0, 0.0))
-        .unwrap();
-    let retry = RetryPolicy::new(
-        TransientDecoder::new(),
-        FixedDelay::new(Duration::from_millis(10), 2),
+    let breaker = breaker(3, BREAK);
+    let svc = stack(
+        Form::Layers,
+        &breaker,
+        Duration::from_secs(10),
+        Duration::from_secs(2),
     );
-    let svc = ServiceBuilder::new()
-        .layer(DeadlineLayer::new(Duration::from_secs(10)))
-        .layer(StatusRetryLayer::new(retry))
-        .layer(CircuitBreakerLayer::new(breaker.clone()))
-        .layer(AttemptTimeoutLayer::new(Duration::from_secs(2)))
-        .service(client);
 
     // Three refused attempts of one call trip the circuit; the caller gets
     // the last real outcome.
@@ -78,10 +159,7 @@ async fn an_open_circuit_sends_nothing_until_a_probe_finds_the_upstream_back() {
         let mut request = get(uri(down));
         request.extensions_mut().insert(report.clone());
         let err = guarded(svc.clone().oneshot(request)).await.unwrap_err();
-        assert_eq!(FailureKind::of(&*err), FailureKind::CircuitOpen, "{err}");
-        let open = err.downcast_ref::<CircuitOpen>().expect("the typed error");
-        assert_eq!(open.key(), &key(down));
-        assert_eq!(open.retry_at(), until);
+        assert_eq!(assert_open(&err, down).retry_at(), until);
         let summary = report.summary().unwrap();
         assert_eq!(
             (summary.get(), summary.stop()),

@@ -563,4 +563,5 @@ async fn a_hedged_check_takes_the_copy_that_answers() {
     assert_eq!(previous, [None, Some("1".to_owned())]);
 }
 
+mod breaker;
 mod pushback;

@@ -1,0 +1,250 @@
+//! The circuit breaker in the combined service
+//! (`ResiliencePolicy::with_breaker(..).layer()`) over the library's real
+//! client and loopback servers: refusals trip it, an open circuit sends
+//! nothing and fails at once, a probe after the break closes it, another
+//! authority is untouched; a timed-out attempt counts as a failure, an
+//! attempt the deadline ends counts for nothing; and one `BreakerPolicy`
+//! given to the combined service and to the three layers is one set of
+//! circuits.
+
+use super::{
+    assert_open, breaker, client, get, guarded, key, retry, stack, uri, Form, SHORT_BREAK,
+};
+use http::StatusCode;
+use http_resilience::{breaker::CircuitState, FailureKind, ResiliencePolicy, RetryReport, Stop};
+use http_resilience_mock::{vacant_addr, MockResponse, MockServer};
+use std::time::Duration;
+use tokio::time::Instant;
+use tower::{Layer, ServiceExt};
+
+/// Calls made while the circuit is open, to average their cost over.
+const OPEN_CALLS: u32 = 100;
+
+/// The most an open circuit's call may take on average: the issue asks for
+/// "well under a millisecond"; this bound only catches a call that waits.
+const FAST: Duration = Duration::from_millis(20);
+
+#[tokio::test]
+async fn the_combined_service_trips_on_refusals_sends_nothing_while_open_and_closes_on_a_probe() {
+    let down = vacant_addr().unwrap();
+    let other = guarded(MockServer::start()).await.unwrap();
+    let policy = ResiliencePolicy::new(Duration::from_secs(10), Duration::from_secs(2), retry())
+        .unwrap()
+        .with_breaker(breaker(3, SHORT_BREAK));
+    let svc = policy.clone().layer().layer(client());
+
+    // Three refused attempts of one call trip the circuit; the caller gets
+    // the last real outcome, not the circuit's error.
+    let err = guarded(svc.clone().oneshot(get(uri(down))))
+        .await
+        .unwrap_err();
+    assert_eq!(FailureKind::of(&*err), FailureKind::ConnectRefused, "{err}");
+    let Some(CircuitState::Open { until }) = policy.breaker().state(&key(down)) else {
+        panic!("open after three failures: {:?}", policy.breaker().states());
+    };
+    assert_eq!(
+        svc.breaker().state(&key(down)),
+        policy.breaker().state(&key(down)),
+        "the service reads the policy's circuits"
+    );
+
+    // The upstream comes up, but the circuit is open: nothing reaches it,
+    // and every call fails at once with the typed error, not retried.
+    let server = guarded(MockServer::start_on(down)).await.unwrap();
+    let start = Instant::now();
+    for _ in 0..OPEN_CALLS {
+        let report = RetryReport::new();
+        let mut request = get(uri(down));
+        request.extensions_mut().insert(report.clone());
+        let err = guarded(svc.clone().oneshot(request)).await.unwrap_err();
+        assert_eq!(assert_open(&err, down).retry_at(), until);
+        let summary = report.summary().unwrap();
+        assert_eq!(
+            (summary.get(), summary.stop()),
+            (1, Stop::Failed),
+            "not retried"
+        );
+    }
+    let each = start.elapsed() / OPEN_CALLS;
+    assert!(
+        each < FAST,
+        "an open circuit's call took {each:?} on average"
+    );
+    assert_eq!(server.request_count(), 0, "no request while open");
+    assert!(Instant::now() < until, "the checks ran within the break");
+
+    // Another authority on the same client is untouched.
+    other.enqueue(MockResponse::ok("fine"));
+    let response = guarded(svc.clone().oneshot(get(uri(other.addr()))))
+        .await
+        .unwrap();
+    assert_eq!(response.status(), StatusCode::OK);
+    assert_eq!(other.request_count(), 1);
+    let mut states = policy.breaker().states();
+    states.sort_by_key(|(key, _)| key.port());
+    let mut expected = vec![
+        (key(down), CircuitState::Open { until }),
+        (key(other.addr()), CircuitState::Closed),
+    ];
+    expected.sort_by_key(|(key, _)| key.port());
+    assert_eq!(states, expected);
+
+    // After the break, one probe goes, succeeds, and closes the circuit.
+    tokio::time::sleep_until(until + Duration::from_millis(100)).await;
+    server.enqueue(MockResponse::ok("back"));
+    let response = guarded(svc.clone().oneshot(get(uri(down)))).await.unwrap();
+    assert_eq!(response.status(), StatusCode::OK);
+    assert_eq!(server.request_count(), 1, "exactly the probe");
+    assert_eq!(
+        policy.breaker().state(&key(down)),
+        Some(CircuitState::Closed)
+    );
+    server.enqueue(MockResponse::ok("still"));
+    let response = guarded(svc.oneshot(get(uri(down)))).await.unwrap();
+    assert_eq!(response.status(), StatusCode::OK);
+    assert_eq!(server.request_count(), 2);
+}
+
+#[tokio::test]
+async fn an_attempt_that_times_out_counts_as_a_failure_in_both_forms() {
+    for form in Form::ALL {
+        let server = guarded(MockServer::start()).await.unwrap();
+        // Longer than the attempt limit, far shorter than the deadline.
+        server.enqueue(MockResponse::ok("late").with_head_delay(Duration::from_secs(5)));
+        let breaker = breaker(1, SHORT_BREAK);
+        let svc = stack(
+            form,
+            &breaker,
+            Duration::from_secs(10),
+            Duration::from_millis(300),
+        );
+        let addr = server.addr();
+
+        // Timeouts are not retried: the caller gets the attempt's timeout,
+        // and that one failure tripped the circuit.
+        let err = guarded(svc.clone().oneshot(get(uri(addr))))
+            .await
+            .unwrap_err();
+        assert_eq!(
+            FailureKind::of(&*err),
+            FailureKind::AttemptTimeout,
+            "{form:?}: {err}"
+        );
+        assert_eq!(server.request_count(), 1, "{form:?}");
+        assert!(
+            matches!(breaker.state(&key(addr)), Some(CircuitState::Open { .. })),
+            "{form:?}: {:?}",
+            breaker.states()
+        );
+
+        server.enqueue(MockResponse::ok("unsent"));
+        let err = guarded(svc.oneshot(get(uri(addr)))).await.unwrap_err();
+        assert_open(&err, addr);
+        assert_eq!(
+            server.request_count(),
+            1,
+            "{form:?}: nothing sent while open"
+        );
+    }
+}
+
+#[tokio::test]
+async fn an_attempt_the_deadline_ends_counts_for_nothing_in_both_forms() {
+    for form in Form::ALL {
+        let server = guarded(MockServer::start()).await.unwrap();
+        let breaker = breaker(1, SHORT_BREAK);
+        // The deadline is the limit that ends the attempt: it counts for
+        // nothing, even with one failure to trip.
+        let svc = stack(
+            form,
+            &breaker,
+            Duration::from_millis(300),
+            Duration::from_secs(5),
+        );
+        let addr = server.addr();
+        for round in 1..=2 {
+            server.enqueue(MockResponse::ok("late").with_head_delay(Duration::from_secs(5)));
+            let err = guarded(svc.clone().oneshot(get(uri(addr))))
+                .await
+                .unwrap_err();
+            assert_eq!(
+                FailureKind::of(&*err),
+                FailureKind::Deadline,
+                "{form:?}: {err}"
+            );
+            assert_eq!(server.request_count(), round, "{form:?}");
+            assert_eq!(
+                breaker.state(&key(addr)),
+                Some(CircuitState::Closed),
+                "{form:?}, round {round}"
+            );
+        }
+    }
+}
+
+#[tokio::test]
+async fn one_breaker_policy_is_one_set_of_circuits_for_the_combined_service_and_the_three_layers() {
+    let shared = breaker(3, SHORT_BREAK);
+    let combined = stack(
+        Form::Combined,
+        &shared,
+        Duration::from_secs(10),
+        Duration::from_secs(2),
+    );
+    let layers = stack(
+        Form::Layers,
+        &shared,
+        Duration::from_secs(10),
+        Duration::from_secs(2),
+    );
+
+    // Tripped through the combined service, the three layers refuse...
+    let first = vacant_addr().unwrap();
+    let err = guarded(combined.clone().oneshot(get(uri(first))))
+        .await
+        .unwrap_err();
+    assert_eq!(FailureKind::of(&*err), FailureKind::ConnectRefused, "{err}");
+    let first_server = guarded(MockServer::start_on(first)).await.unwrap();
+    let err = guarded(layers.clone().oneshot(get(uri(first))))
+        .await
+        .unwrap_err();
+    assert_open(&err, first);
+
+    // ...and tripped through the three layers, the combined service does.
+    let second = vacant_addr().unwrap();
+    let err = guarded(layers.clone().oneshot(get(uri(second))))
+        .await
+        .unwrap_err();
+    assert_eq!(FailureKind::of(&*err), FailureKind::ConnectRefused, "{err}");
+    let second_server = guarded(MockServer::start_on(second)).await.unwrap();
+    let err = guarded(combined.clone().oneshot(get(uri(second))))
+        .await
+        .unwrap_err();
+    assert_open(&err, second);
+    assert_eq!(
+        (first_server.request_count(), second_server.request_count()),
+        (0, 0),
+        "nothing sent while open, by either form"
+    );
+
+    // A probe through one form closes the circuit for the other.
+    let Some(CircuitState::Open { until }) = shared.state(&key(second)) else {
+        panic!("open: {:?}", shared.states());
+    };
+    tokio::time::sleep_until(until + Duration::from_millis(100)).await;
+    for (probe, then, server, addr) in [
+        (&combined, &layers, &first_server, first),
+        (&layers, &combined, &second_server, second),
+    ] {
+        server.enqueue(MockResponse::ok("probe"));
+        server.enqueue(MockResponse::ok("closed"));
+        let response = guarded(probe.clone().oneshot(get(uri(addr))))
+            .await
+            .unwrap();
+        assert_eq!(response.status(), StatusCode::OK);
+        assert_eq!(shared.state(&key(addr)), Some(CircuitState::Closed));
+        let response = guarded(then.clone().oneshot(get(uri(addr)))).await.unwrap();
+        assert_eq!(response.status(), StatusCode::OK);
+        assert_eq!(server.request_count(), 2);
+    }
+}
