@@ -165,7 +165,7 @@ async fn two_probes_at_once_close_the_three_layers() {
 enum Ending {
     /// The stack's own deadline (300 ms) ends it, against a probe held 5 s.
     Deadline,
-    /// The caller drops its call.
+    /// The caller drops its call after 200 ms (the deadline is 10 s).
     Dropped,
 }
 
@@ -176,12 +176,11 @@ enum Ending {
 async fn probe_without_outcome(form: Form, ending: Ending) {
     let addr = vacant_addr().unwrap();
     let breaker = breaker(1, PAUSE);
-    let svc = stack(
-        form,
-        &breaker,
-        Duration::from_millis(300),
-        Duration::from_secs(5),
-    );
+    let deadline = match ending {
+        Ending::Deadline => Duration::from_millis(300),
+        Ending::Dropped => Duration::from_secs(10),
+    };
+    let svc = stack(form, &breaker, deadline, Duration::from_secs(5));
     guarded(svc.clone().oneshot(get(uri(addr))))
         .await
         .unwrap_err();
