@@ -8,10 +8,15 @@
 //! circuits.
 
 use super::{
-    assert_open, breaker, client, get, guarded, key, retry, stack, uri, Form, SHORT_BREAK,
+    assert_open, breaker, client, get, guarded, key, retry, stack, stack_with, uri, Form,
+    SHORT_BREAK,
 };
 use http::StatusCode;
-use http_resilience::{breaker::CircuitState, FailureKind, ResiliencePolicy, RetryReport, Stop};
+use http_resilience::{
+    breaker::{BreakerPolicy, CircuitState},
+    policy::TransientDecoder,
+    FailureKind, ResiliencePolicy, RetryReport, Stop,
+};
 use http_resilience_mock::{vacant_addr, MockResponse, MockServer};
 use std::time::Duration;
 use tokio::time::Instant;
@@ -246,5 +251,44 @@ async fn one_breaker_policy_is_one_set_of_circuits_for_the_combined_service_and_
         let response = guarded(then.clone().oneshot(get(uri(addr)))).await.unwrap();
         assert_eq!(response.status(), StatusCode::OK);
         assert_eq!(server.request_count(), 2);
+    }
+}
+
+#[tokio::test]
+async fn the_break_lasts_what_the_tripping_retry_after_asked_for_capped_in_both_forms() {
+    for form in Form::ALL {
+        // A short break of its own, a cap far above it; no retries, so the
+        // tripping 503 is the caller's at once.
+        let breaker = BreakerPolicy::new(TransientDecoder::new())
+            .consecutive_failures(1)
+            .and_then(|p| p.break_duration(Duration::from_millis(200), Duration::from_secs(10)))
+            .and_then(|p| p.break_growth(1.0, 0.0))
+            .unwrap();
+        let svc = stack_with(
+            form,
+            &breaker,
+            Duration::from_secs(10),
+            Duration::from_secs(2),
+            retry().disabled(),
+        );
+        for (asked, least, most) in [("3", 3, 4), ("3600", 10, 10)] {
+            let server = guarded(MockServer::start()).await.unwrap();
+            server.enqueue(MockResponse::new(503).with_header("retry-after", asked));
+            let before = Instant::now();
+            let response = guarded(svc.clone().oneshot(get(uri(server.addr()))))
+                .await
+                .unwrap();
+            let after = Instant::now();
+            assert_eq!(response.status(), StatusCode::SERVICE_UNAVAILABLE);
+            let Some(CircuitState::Open { until }) = breaker.state(&key(server.addr())) else {
+                panic!("{form:?}: open after a 503: {:?}", breaker.states());
+            };
+            let (least, most) = (Duration::from_secs(least), Duration::from_secs(most));
+            assert!(
+                until >= before + least && until <= after + most,
+                "{form:?}, Retry-After {asked}: open for {:?}",
+                until - before
+            );
+        }
     }
 }

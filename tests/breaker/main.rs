@@ -102,9 +102,20 @@ fn stack(
     deadline: Duration,
     attempt: Duration,
 ) -> Svc {
+    stack_with(form, breaker, deadline, attempt, retry())
+}
+
+/// [`stack`] with `retry` as its retry policy.
+fn stack_with(
+    form: Form,
+    breaker: &BreakerPolicy<TransientDecoder>,
+    deadline: Duration,
+    attempt: Duration,
+    retry: RetryPolicy<TransientDecoder, FixedDelay>,
+) -> Svc {
     match form {
         Form::Combined => {
-            let policy = ResiliencePolicy::new(deadline, attempt, retry())
+            let policy = ResiliencePolicy::new(deadline, attempt, retry)
                 .unwrap()
                 .with_breaker(breaker.clone());
             BoxCloneService::new(policy.layer().layer(client()))
@@ -112,7 +123,7 @@ fn stack(
         Form::Layers => BoxCloneService::new(
             ServiceBuilder::new()
                 .layer(DeadlineLayer::new(deadline))
-                .layer(StatusRetryLayer::new(retry()))
+                .layer(StatusRetryLayer::new(retry))
                 .layer(CircuitBreakerLayer::new(breaker.clone()))
                 .layer(AttemptTimeoutLayer::new(attempt))
                 .service(client()),

@@ -52,11 +52,13 @@ const PAUSE: Duration = Duration::from_secs(1);
 const FAST: Duration = Duration::from_millis(20);
 
 /// A health service that answers every check with the code the test set
-/// (`OK` serves), counting the checks it saw.
+/// (`OK` serves) and, if set, a `grpc-retry-pushback-ms`, counting the
+/// checks it saw.
 #[derive(Debug)]
 struct Upstream {
     checks: AtomicUsize,
     code: Mutex<Code>,
+    pushback: Mutex<Option<&'static str>>,
 }
 
 impl Upstream {
@@ -80,7 +82,16 @@ impl Health for Upstream {
             Code::Ok => Ok(tonic::Response::new(HealthCheckResponse {
                 status: ServingStatus::Serving as i32,
             })),
-            code => Err(Status::new(code, "scripted by the test")),
+            code => {
+                let mut status = Status::new(code, "scripted by the test");
+                if let Some(ms) = *self.pushback.lock().unwrap() {
+                    let value = ms.parse().unwrap();
+                    status
+                        .metadata_mut()
+                        .insert("grpc-retry-pushback-ms", value);
+                }
+                Err(status)
+            }
         }
     }
 
@@ -102,6 +113,7 @@ async fn serve_health(code: Code) -> (Arc<Upstream>, Channel, SocketAddr) {
     let service = Arc::new(Upstream {
         checks: AtomicUsize::new(0),
         code: Mutex::new(code),
+        pushback: Mutex::new(None),
     });
     let server = HealthServer::from_arc(Arc::clone(&service));
     tokio::spawn(async move {
@@ -337,4 +349,40 @@ async fn tonic_clients_without_an_origin_share_one_circuit_across_servers() {
     assert_eq!(response.get_ref().status(), ServingStatus::Serving);
     assert_eq!((down.checks(), up.checks()), (2, 1));
     assert_eq!(breaker.state(&key(up_addr)), Some(CircuitState::Closed));
+}
+
+#[tokio::test]
+async fn a_pushback_from_the_server_lengthens_the_break() {
+    let (upstream, channel, addr) = serve_health(Code::Unavailable).await;
+    *upstream.pushback.lock().unwrap() = Some("3000");
+    // A break of 200 ms of its own, a cap far above the pushback.
+    let breaker = BreakerPolicy::new(GrpcDecoder::default())
+        .consecutive_failures(1)
+        .and_then(|p| p.break_duration(Duration::from_millis(200), Duration::from_secs(10)))
+        .and_then(|p| p.break_growth(1.0, 0.0))
+        .unwrap();
+    let mut client = HealthClient::with_origin(breaker_over(channel, &breaker), origin(addr));
+
+    let before = Instant::now();
+    let status = guarded(client.check(check())).await.unwrap_err();
+    let after = Instant::now();
+    assert_eq!(status.code(), Code::Unavailable, "{status:?}");
+    assert_eq!(
+        status.metadata().get("grpc-retry-pushback-ms").unwrap(),
+        "3000"
+    );
+    let Some(CircuitState::Open { until }) = breaker.state(&key(addr)) else {
+        panic!("open: {:?}", breaker.states());
+    };
+    assert!(
+        until >= before + Duration::from_secs(3) && until <= after + Duration::from_secs(4),
+        "open for {:?}",
+        until - before
+    );
+
+    // Past the breaker's own 200 ms, the circuit is still open.
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    let status = guarded(client.check(check())).await.unwrap_err();
+    assert_open_status(&status, addr);
+    assert_eq!(upstream.checks(), 1);
 }
