@@ -14,11 +14,11 @@ use super::{
 use http::StatusCode;
 use http_resilience::{
     breaker::{BreakerPolicy, CircuitState},
-    policy::TransientDecoder,
+    policy::{RetryBudget, TransientDecoder},
     FailureKind, ResiliencePolicy, RetryReport, Stop,
 };
 use http_resilience_mock::{vacant_addr, MockResponse, MockServer};
-use std::time::Duration;
+use std::{sync::Arc, time::Duration};
 use tokio::time::Instant;
 use tower::{Layer, ServiceExt};
 
@@ -290,5 +290,41 @@ async fn the_break_lasts_what_the_tripping_retry_after_asked_for_capped_in_both_
                 until - before
             );
         }
+    }
+}
+
+#[tokio::test]
+async fn an_open_circuit_costs_no_retry_budget_in_both_forms() {
+    for form in Form::ALL {
+        let budget = Arc::new(RetryBudget::new(10, 0.1).unwrap());
+        let breaker = breaker(3, SHORT_BREAK);
+        let svc = stack_with(
+            form,
+            &breaker,
+            Duration::from_secs(10),
+            Duration::from_secs(2),
+            retry().with_budget(Arc::clone(&budget)),
+        );
+        let addr = vacant_addr().unwrap();
+
+        // Three refused attempts trip the circuit; each retryable failure
+        // took its token.
+        let full = budget.tokens_milli();
+        let err = guarded(svc.clone().oneshot(get(uri(addr))))
+            .await
+            .unwrap_err();
+        assert_eq!(FailureKind::of(&*err), FailureKind::ConnectRefused, "{err}");
+        let tripped = budget.tokens_milli();
+        assert!(tripped < full, "{form:?}: {tripped} of {full}");
+        assert!(budget.can_retry(), "{form:?}: room for retries left");
+
+        // Turned away: never sent, no token taken, none put back.
+        for _ in 0..50 {
+            let err = guarded(svc.clone().oneshot(get(uri(addr))))
+                .await
+                .unwrap_err();
+            assert_open(&err, addr);
+        }
+        assert_eq!(budget.tokens_milli(), tripped, "{form:?}");
     }
 }
