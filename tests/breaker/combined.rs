@@ -3,9 +3,11 @@
 //! client and loopback servers: refusals trip it, an open circuit sends
 //! nothing and fails at once, a probe after the break closes it, another
 //! authority is untouched; a timed-out attempt counts as a failure, an
-//! attempt the deadline ends counts for nothing; and one `BreakerPolicy`
-//! given to the combined service and to the three layers is one set of
-//! circuits.
+//! attempt the deadline ends counts for nothing; the break lasts what the
+//! tripping `Retry-After` asked for, capped; a call turned away costs no
+//! retry budget; and one `BreakerPolicy` given to the combined service and to
+//! the three layers is one set of circuits. Where a rule holds for the
+//! combined service as for the three layers, the test runs both forms.
 
 use super::{
     assert_open, breaker, client, get, guarded, key, retry, stack, stack_with, uri, Form,

@@ -2,7 +2,8 @@
 //! tonic server whose `Health/Check` answers a status the test sets: the
 //! breaker judges gRPC codes with a `GrpcDecoder` (the codes it lists are
 //! failures), trips after the configured failures, and the next call fails
-//! at once without reaching the server.
+//! at once without reaching the server; a server's `grpc-retry-pushback-ms`
+//! on the tripping status lengthens the break.
 //!
 //! What a tonic caller gets for a call the circuit turned away: tonic knows
 //! no `CircuitOpen`, so it reads the error as a `Status` with code
