@@ -123,7 +123,7 @@ async fn an_attempt_that_times_out_counts_as_a_failure_in_both_forms() {
             form,
             &breaker,
             Duration::from_secs(10),
-            Duration::from_millis(300),
+            Duration::from_millis(600),
         );
         let addr = server.addr();
 
@@ -165,7 +165,7 @@ async fn an_attempt_the_deadline_ends_counts_for_nothing_in_both_forms() {
         let svc = stack(
             form,
             &breaker,
-            Duration::from_millis(300),
+            Duration::from_millis(600),
             Duration::from_secs(5),
         );
         let addr = server.addr();

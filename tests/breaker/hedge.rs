@@ -45,11 +45,11 @@ async fn a_dropped_hedge_loser_counts_for_nothing() {
     let server = guarded(MockServer::start()).await.unwrap();
     let addr = server.addr();
     let breaker = breaker(1, SHORT_BREAK);
-    let svc = hedged(&breaker, Duration::from_millis(100));
+    let svc = hedged(&breaker, Duration::from_millis(300));
 
     for call in 1..=5 {
         // The first copy would answer in 3 s (within its attempt limit); the
-        // hedge, 100 ms later, answers at once and wins.
+        // hedge, 300 ms later, answers at once and wins.
         server.enqueue(MockResponse::ok("slow").with_head_delay(Duration::from_secs(3)));
         server.enqueue(MockResponse::ok("fast"));
         let start = Instant::now();
