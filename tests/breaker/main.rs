@@ -14,10 +14,9 @@
 mod combined;
 mod half_open;
 mod hedge;
+mod probe;
 #[path = "../support/mod.rs"]
 mod support;
-
-mod probe;
 
 use bytes::Bytes;
 use http::{Request, Response, StatusCode};

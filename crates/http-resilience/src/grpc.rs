@@ -29,6 +29,22 @@
 //!   tonic as they are, which reads its own transport errors (a refused
 //!   connection is `UNAVAILABLE`).
 //!
+//! # A circuit breaker
+//!
+//! Given to the policy, `GrpcLayer::new(presets::grpc().with_breaker(BreakerPolicy::grpc()))`,
+//! a [`BreakerPolicy`](crate::breaker::BreakerPolicy) turns calls away while
+//! the server is down: `UNAVAILABLE` and `RESOURCE_EXHAUSTED` count as
+//! failures, as do attempts that time out, and a call turned away reaches
+//! the caller as a `tonic::Status` with code `UNAVAILABLE`, its source the
+//! [`CircuitOpen`] error.
+//!
+//! Circuits are keyed by the request's authority, and a tonic client made
+//! with `new(transport)` sends only the path: every server it calls would
+//! share one circuit (the empty authority) if the clients share a policy.
+//! Make the clients with `with_origin(transport, origin)`, give each channel
+//! a policy of its own, or key the circuits with
+//! [`BreakerPolicy::with_key`](crate::breaker::BreakerPolicy::with_key).
+//!
 //! A response that ends the call with a status in its head (trailers-only)
 //! reaches tonic as it came, so the caller sees the server's status, message
 //! and metadata; [`Attempts`](crate::Attempts) is in the response's
@@ -82,6 +98,7 @@
 use crate::{
     attempt_timeout::error::AttemptTimedOut,
     body::{ReplayBody, DEFAULT_REPLAY_CAP},
+    breaker::{error::CircuitOpen, Gate, NoBreaker},
     deadline::{body::DeadlineBody, error::DeadlineExceeded},
     errors::is_caused_by,
     propagate::{InheritDeadline, InheritDeadlineLayer, TimeoutFormat, GRPC_TIMEOUT},
@@ -102,22 +119,22 @@ use tower_service::Service;
 
 /// The stack [`GrpcLayer`] puts around a tonic `Channel` (or any service of
 /// `http::Request<tonic::body::Body>`); see the [module docs](self).
-pub struct GrpcLayer<D, R> {
+pub struct GrpcLayer<D, R, G = NoBreaker> {
     inherit: InheritDeadlineLayer,
-    resilience: ResilienceLayer<D, R>,
+    resilience: ResilienceLayer<D, R, G>,
     replay_cap: usize,
 }
 
 /// What [`GrpcLayer`] makes of a service `S`: a service of
 /// `http::Request<B>` for any request body, which a tonic generated client
 /// takes as its transport.
-pub struct Grpc<S, D, R> {
-    inner: Stack<S, D, R>,
+pub struct Grpc<S, D, R, G: Gate = NoBreaker> {
+    inner: Stack<S, D, R, G>,
     replay_cap: usize,
 }
 
 /// The layers inside [`Grpc`], outermost first.
-type Stack<S, D, R> = InheritDeadline<Resilience<TonicBody<S>, D, R>>;
+type Stack<S, D, R, G> = InheritDeadline<Resilience<TonicBody<S>, D, R, G>>;
 
 /// The response body of [`Grpc`]: the inner service's, bounded by the
 /// deadline, with a deadline overrun read as a `tonic::Status`.
@@ -125,11 +142,14 @@ pub type GrpcBody<T> = MapErr<DeadlineBody<T>, fn(BoxError) -> BoxError>;
 
 // ===== impl GrpcLayer =====
 
-impl<D, R> GrpcLayer<D, R> {
-    /// The stack for `resilience`'s deadline, attempt limit and retry policy
-    /// (usually [`presets::grpc`](crate::presets::grpc)), with request bodies
+impl<D, R, G> GrpcLayer<D, R, G> {
+    /// The stack for `resilience`'s deadline, attempt limit, retry policy and
+    /// circuit breaker, if it has one (usually
+    /// [`presets::grpc`](crate::presets::grpc), and
+    /// [`BreakerPolicy::grpc`](crate::breaker::BreakerPolicy::grpc) given with
+    /// [`with_breaker`](ResiliencePolicy::with_breaker)), with request bodies
     /// kept for replay up to [`DEFAULT_REPLAY_CAP`] bytes.
-    pub fn new(resilience: ResiliencePolicy<D, R>) -> Self {
+    pub fn new(resilience: ResiliencePolicy<D, R, G>) -> Self {
         Self {
             inherit: InheritDeadlineLayer::grpc(),
             resilience: resilience
@@ -148,7 +168,7 @@ impl<D, R> GrpcLayer<D, R> {
     }
 }
 
-impl<D, R> Clone for GrpcLayer<D, R> {
+impl<D, R, G: Clone> Clone for GrpcLayer<D, R, G> {
     fn clone(&self) -> Self {
         Self {
             inherit: self.inherit.clone(),
@@ -158,7 +178,7 @@ impl<D, R> Clone for GrpcLayer<D, R> {
     }
 }
 
-impl<D: fmt::Debug, R: fmt::Debug> fmt::Debug for GrpcLayer<D, R> {
+impl<D: fmt::Debug, R: fmt::Debug, G: fmt::Debug> fmt::Debug for GrpcLayer<D, R, G> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("GrpcLayer")
             .field("resilience", &self.resilience)
@@ -167,8 +187,8 @@ impl<D: fmt::Debug, R: fmt::Debug> fmt::Debug for GrpcLayer<D, R> {
     }
 }
 
-impl<S, D, R> Layer<S> for GrpcLayer<D, R> {
-    type Service = Grpc<S, D, R>;
+impl<S, D, R, G: Gate> Layer<S> for GrpcLayer<D, R, G> {
+    type Service = Grpc<S, D, R, G>;
 
     fn layer(&self, inner: S) -> Self::Service {
         let call = self.resilience.layer(TonicBody { inner });
@@ -181,7 +201,7 @@ impl<S, D, R> Layer<S> for GrpcLayer<D, R> {
 
 // ===== impl Grpc =====
 
-impl<S: Clone, D, R> Clone for Grpc<S, D, R> {
+impl<S: Clone, D, R, G: Gate> Clone for Grpc<S, D, R, G> {
     fn clone(&self) -> Self {
         Self {
             inner: self.inner.clone(),
@@ -190,7 +210,9 @@ impl<S: Clone, D, R> Clone for Grpc<S, D, R> {
     }
 }
 
-impl<S: fmt::Debug, D: fmt::Debug, R: fmt::Debug> fmt::Debug for Grpc<S, D, R> {
+impl<S: fmt::Debug, D: fmt::Debug, R: fmt::Debug, G: Gate + fmt::Debug> fmt::Debug
+    for Grpc<S, D, R, G>
+{
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Grpc")
             .field("inner", &self.inner)
@@ -199,9 +221,10 @@ impl<S: fmt::Debug, D: fmt::Debug, R: fmt::Debug> fmt::Debug for Grpc<S, D, R> {
     }
 }
 
-impl<S, D, R, B, T> Service<http::Request<B>> for Grpc<S, D, R>
+impl<S, D, R, G, B, T> Service<http::Request<B>> for Grpc<S, D, R, G>
 where
-    Stack<S, D, R>: Service<
+    G: Gate,
+    Stack<S, D, R, G>: Service<
         http::Request<ReplayBody<B>>,
         Response = http::Response<DeadlineBody<T>>,
         Error = BoxError,
@@ -212,7 +235,8 @@ where
 {
     type Response = http::Response<GrpcBody<T>>;
     type Error = BoxError;
-    type Future = ResponseFuture<<Stack<S, D, R> as Service<http::Request<ReplayBody<B>>>>::Future>;
+    type Future =
+        ResponseFuture<<Stack<S, D, R, G> as Service<http::Request<ReplayBody<B>>>>::Future>;
 
     fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
         self.inner.poll_ready(cx).map_err(into_status)
@@ -262,13 +286,21 @@ where
 
 /// A deadline overrun (the call's deadline, or the limit of its last
 /// attempt) as the `tonic::Status` gRPC defines for it,
-/// `DEADLINE_EXCEEDED`, with `err` as its source; any other error as it is.
+/// `DEADLINE_EXCEEDED`, and a call an open circuit turned away as
+/// `UNAVAILABLE` (gRPC's code for a client failing fast), each with `err` as
+/// its source; any other error as it is.
 pub fn into_status(err: BoxError) -> BoxError {
-    let overrun = is_caused_by::<DeadlineExceeded>(&*err) || is_caused_by::<AttemptTimedOut>(&*err);
-    if !overrun || err.is::<tonic::Status>() {
+    if err.is::<tonic::Status>() {
         return err;
     }
-    let mut status = tonic::Status::deadline_exceeded(err.to_string());
+    let overrun = is_caused_by::<DeadlineExceeded>(&*err) || is_caused_by::<AttemptTimedOut>(&*err);
+    let mut status = if overrun {
+        tonic::Status::deadline_exceeded(err.to_string())
+    } else if is_caused_by::<CircuitOpen>(&*err) {
+        tonic::Status::unavailable(err.to_string())
+    } else {
+        return err;
+    };
     status.set_source(Arc::from(err));
     Box::new(status)
 }

@@ -15,7 +15,9 @@ impl BreakerPolicy<GrpcDecoder> {
     /// `NOT_FOUND` is no outage), and counts as a success. The codes are
     /// read from a trailers-only response's headers, where a gRPC server
     /// puts an error status; a status that comes in the trailers of a
-    /// streamed body is not seen.
+    /// streamed body is not seen. (A tonic client made with `new` sends
+    /// path-only URIs, which have no authority to key on: see the
+    /// [`grpc`](crate::grpc) module.)
     ///
     /// # Example
     ///
