@@ -9,8 +9,9 @@ use std::time::Duration;
 /// Each field is named as the setting is in the errors of the setters
 /// ([`InvalidSetting::field`](crate::InvalidSetting::field)) and in the
 /// `breaker` section of a configuration file (module `config`, feature
-/// `serde`). It is a read-out: a policy is made with its setters, which
-/// check every value.
+/// `serde`), but for [`ramp`](Self::ramp), whose two values are
+/// `ramp_duration` and `ramp_steps` there. It is a read-out: a policy is
+/// made with its setters, which check every value.
 ///
 /// # Example
 ///
@@ -28,6 +29,15 @@ use std::time::Duration;
 /// // The others keep their defaults.
 /// assert_eq!(settings.failure_ratio, 0.1);
 /// assert_eq!(settings.max_keys, 1024);
+/// assert_eq!(settings.ramp, None);
+/// assert_eq!(settings.slow_call_threshold, None);
+///
+/// let ramped = policy
+///     .ramp(Duration::from_secs(20), 4)?
+///     .slow_calls(Duration::from_secs(2))?
+///     .settings();
+/// assert_eq!(ramped.ramp, Some((Duration::from_secs(20), 4)));
+/// assert_eq!(ramped.slow_call_threshold, Some(Duration::from_secs(2)));
 /// # Ok::<(), http_resilience::BoxError>(())
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -58,6 +68,14 @@ pub struct BreakerSettings {
     pub half_open_probes: u32,
     /// Successful probes that close the circuit.
     pub half_open_successes: u32,
+    /// The ramp after the probes, as its duration and its number of steps
+    /// ([`ramp`](BreakerPolicy::ramp)); `None` when off, the default: the
+    /// probes close the circuit.
+    pub ramp: Option<(Duration, u32)>,
+    /// A success that took at least this long counts as a failure
+    /// ([`slow_calls`](BreakerPolicy::slow_calls)); `None` when off, the
+    /// default.
+    pub slow_call_threshold: Option<Duration>,
     /// Circuits kept at most ([`max_keys`](BreakerPolicy::max_keys)).
     pub max_keys: usize,
     /// How long a circuit with no outcome is kept before it is evicted first.
@@ -83,6 +101,8 @@ impl<D> BreakerPolicy<D> {
             break_jitter: s.jitter,
             half_open_probes: s.probes,
             half_open_successes: s.successes,
+            ramp: s.ramp.map(|ramp| (ramp.duration, ramp.steps)),
+            slow_call_threshold: s.slow,
             max_keys: s.max_keys,
             idle_key_timeout: s.idle,
         }
@@ -102,6 +122,8 @@ mod tests {
             .and_then(|p| p.break_duration(secs(3), secs(40)))
             .and_then(|p| p.break_growth(1.5, 0.2))
             .and_then(|p| p.half_open(3, 2))
+            .and_then(|p| p.ramp(secs(20), 4))
+            .and_then(|p| p.slow_calls(Duration::from_millis(1500)))
             .and_then(|p| p.max_keys(16, secs(60)))
             .unwrap()
             .settings();
@@ -118,6 +140,8 @@ mod tests {
                 break_jitter: 0.2,
                 half_open_probes: 3,
                 half_open_successes: 2,
+                ramp: Some((secs(20), 4)),
+                slow_call_threshold: Some(Duration::from_millis(1500)),
                 max_keys: 16,
                 idle_key_timeout: secs(60),
             }
