@@ -3,7 +3,7 @@
 
 use super::{
     resolve::{DecoderFields, Fields, Origin},
-    written::{BreakerSection, Written},
+    written::{BreakerSection, DurationOrOff, Written},
 };
 use crate::{
     breaker::{AnyBreaker, BreakerPolicy, BreakerSettings},
@@ -62,10 +62,15 @@ impl BreakerFields {
 impl BreakerSection {
     /// `base` with this breaker table over it; `path` ends in `.breaker`.
     ///
-    /// A table that writes any field but `enabled` turns the breaker on,
-    /// unless it writes `enabled = false`.
+    /// A table that writes any field but `enabled` (a value `"off"` apart)
+    /// turns the breaker on, unless it writes `enabled = false`.
     pub(super) fn apply(&self, mut base: Fields, path: &str) -> Result<Fields, InvalidSetting> {
         self.apply_settings(&mut base, path)?;
+        self.apply_ramp(&mut base, path)?;
+        if let Some(threshold) = &self.slow_call_threshold {
+            let threshold = threshold.get("slow_call_threshold", path)?.0;
+            base.breaker.settings.slow_call_threshold = threshold;
+        }
         let written = self.written_decoder();
         if !written.is_empty() {
             // NOTE: a decoder of its own starts from the one it followed.
@@ -126,7 +131,49 @@ impl BreakerSection {
         Ok(())
     }
 
-    /// Whether a field other than `enabled` is written.
+    /// The ramp written, over `fields`' breaker: `ramp_duration` and
+    /// `ramp_steps` make one ramp, and one written alone takes the other
+    /// from the ramp of the base; `ramp_duration = "off"` turns it off.
+    fn apply_ramp(&self, fields: &mut Fields, path: &str) -> Result<(), InvalidSetting> {
+        let duration = match &self.ramp_duration {
+            Some(written) => Some(written.get("ramp_duration", path)?.0),
+            None => None,
+        };
+        let base = fields.breaker.settings.ramp;
+        let origin = fields.origins.ramp;
+        let missing = |field: &str, with: &str| {
+            let whose = match origin {
+                Origin::Here => "the section".to_owned(),
+                Origin::Default => "[default]".to_owned(),
+                Origin::Preset(name) => format!("preset {name}"),
+                Origin::Builtin => "the breaker's default".to_owned(),
+            };
+            let problem = format!("must be given with {with}: {whose} has no ramp to take it from");
+            InvalidSetting::new(field, problem).within(path)
+        };
+        let ramp = match (duration, self.ramp_steps) {
+            (None, None) => return Ok(()),
+            (Some(None), None) => None,
+            (Some(None), Some(_)) => {
+                let problem = "applies only to a ramp, got ramp_duration = \"off\"";
+                return Err(InvalidSetting::new("ramp_steps", problem).within(path));
+            }
+            (Some(Some(duration)), Some(steps)) => Some((duration, steps)),
+            (Some(Some(duration)), None) => {
+                let (_, steps) = base.ok_or_else(|| missing("ramp_steps", "ramp_duration"))?;
+                Some((duration, steps))
+            }
+            (None, Some(steps)) => {
+                let (duration, _) = base.ok_or_else(|| missing("ramp_duration", "ramp_steps"))?;
+                Some((duration, steps))
+            }
+        };
+        fields.breaker.settings.ramp = ramp;
+        fields.origins.ramp = Origin::Here;
+        Ok(())
+    }
+
+    /// Whether a field other than `enabled` is written, `"off"` apart.
     fn writes_a_setting(&self) -> bool {
         let Self {
             enabled: _,
@@ -140,6 +187,9 @@ impl BreakerSection {
             break_jitter,
             half_open_probes,
             half_open_successes,
+            ramp_duration,
+            ramp_steps,
+            slow_call_threshold,
             max_keys,
             idle_key_timeout,
             decoder: _,
@@ -161,6 +211,9 @@ impl BreakerSection {
             break_jitter.is_some(),
             half_open_probes.is_some(),
             half_open_successes.is_some(),
+            turns_on(ramp_duration),
+            ramp_steps.is_some(),
+            turns_on(slow_call_threshold),
             max_keys.is_some(),
             idle_key_timeout.is_some(),
             seed.is_some(),
@@ -168,6 +221,12 @@ impl BreakerSection {
         ]
         .contains(&true)
     }
+}
+
+/// Whether `written` is a value other than `"off"`: it turns a breaker on
+/// (a malformed one is refused before it matters).
+fn turns_on(written: &Option<Written<DurationOrOff>>) -> bool {
+    !matches!(written, None | Some(Written::Parsed(DurationOrOff(None))))
 }
 
 /// `value` into `slot`, if written.
@@ -201,6 +260,14 @@ impl Fields {
             .and_then(|p| p.break_duration(s.break_duration, s.max_break_duration))
             .and_then(|p| p.break_growth(s.break_multiplier, s.break_jitter))
             .and_then(|p| p.half_open(s.half_open_probes, s.half_open_successes))
+            .and_then(|p| match s.ramp {
+                Some((duration, steps)) => p.ramp(duration, steps),
+                None => Ok(p),
+            })
+            .and_then(|p| match s.slow_call_threshold {
+                Some(threshold) => p.slow_calls(threshold),
+                None => Ok(p),
+            })
             .and_then(|p| p.max_keys(s.max_keys, s.idle_key_timeout))
             .map_err(|err| self.with_origins(err).within(&path))?;
         let policy = match breaker.seed {

@@ -87,7 +87,7 @@
 //! | `retry.seed` | integer | exponential and grpc only: fixes the jitter's random sequence ([`ExponentialBackoff::with_seed`]) |
 //! | `retry.max_pushback` | duration | grpc only: the cap on a server's `grpc-retry-pushback-ms` ([`GrpcBackoff::with_max_pushback`]); default none, the server's wait whole (up to `i32::MAX` ms, about 24.8 days, when the deadline allows) |
 //! | `retry.min_attempt` | duration or `"off"` | deadline-aware scheduling: a retry whose wait plus this cannot fit before the deadline is not made ([`RetryPolicy::deadline_aware`](crate::retry::RetryPolicy::deadline_aware)); `"off"` turns off what a preset turned on |
-//! | `breaker.enabled` | bool | whether every attempt passes a circuit breaker per authority ([`BreakerPolicy`]; see [The breaker](#the-breaker)); `false` turns off one inherited; a `breaker` table that writes any other field turns it on; on in the `standard` preset, off in the others |
+//! | `breaker.enabled` | bool | whether every attempt passes a circuit breaker per authority ([`BreakerPolicy`]; see [The breaker](#the-breaker)); `false` turns off one inherited; a `breaker` table that writes any other field turns it on (a value `"off"` apart); on in the `standard` preset, off in the others |
 //! | `breaker.consecutive_failures` | integer ≥ 1 | a closed circuit trips after this many failures in a row; default 5 |
 //! | `breaker.failure_ratio` | number in (0, 1] | a closed circuit also trips when this share of the calls over the window failed; default 0.1 |
 //! | `breaker.sampling_window` | duration ≥ 10ms | the sliding window of the ratio; default 30s |
@@ -98,6 +98,9 @@
 //! | `breaker.break_jitter` | number in [0, 1] | up to this share of the break more, at random; default 0.1 |
 //! | `breaker.half_open_probes` | integer ≥ 1 | calls let through at once after the break; default 1 |
 //! | `breaker.half_open_successes` | integer ≥ 1 | successful probes that close the circuit; default 1 |
+//! | `breaker.ramp_duration` | duration or `"off"` | after the probes, the circuit ramps up for this long before it closes, letting a growing share of the calls through ([`BreakerPolicy::ramp`]); `"off"` turns off one inherited; default off |
+//! | `breaker.ramp_steps` | integer ≥ 1 | the ramp's steps, of equal length: step `k` lets `k` in `ramp_steps` calls through; with `ramp_duration` (see [The breaker](#the-breaker)); default off |
+//! | `breaker.slow_call_threshold` | duration or `"off"` | a success that took at least this long counts as a failure ([`BreakerPolicy::slow_calls`]); `"off"` turns off one inherited; default off |
 //! | `breaker.max_keys` | integer ≥ 1 | circuits kept at most; default 1024 |
 //! | `breaker.idle_key_timeout` | duration | a circuit with no outcome for this long is the first evicted when a new key needs room; default 5m |
 //! | `breaker.decoder`, `breaker.statuses`, `breaker.retry_after`, `breaker.codes` | as in `retry` | what counts as a failure (see [`BreakerPolicy`]); by default the retry's decoder |
@@ -160,7 +163,8 @@
 //!   handler, and five failures in a row); the other presets have none. A
 //!   section inherits its base's breaker, or its base's lack of one; a
 //!   `breaker` table that writes any field but `enabled` turns it on (the
-//!   fields it does not write take their defaults when the base had none);
+//!   fields it does not write take their defaults when the base had none),
+//!   unless all it writes is `"off"`;
 //!   `enabled = false` turns it off. A section with `enabled = false`
 //!   keeps its other fields (they are still checked), and the clients under
 //!   it that turn the breaker on get them.
@@ -171,6 +175,14 @@
 //!   on: it starts from that section's retry decoder, the fields written apply
 //!   over it as they do in `retry`, and the clients under the section inherit
 //!   it field by field.
+//! - **The ramp and slow calls.** Both are off by default, in the
+//!   `standard` preset too. `ramp_duration` and `ramp_steps` make one ramp:
+//!   a section that writes one of them keeps the other from the ramp it
+//!   inherits, and one with no ramp to inherit writes both (the one
+//!   missing is an error, under its path). `ramp_duration = "off"` turns
+//!   off an inherited ramp (with no `ramp_steps` beside it), and
+//!   `slow_call_threshold = "off"` an inherited slow-call rule, as
+//!   `enabled = false` turns off the whole breaker.
 //! - **The circuits.** Each call of [`ClientsConfig::policy`] and
 //!   [`ClientsConfig::layer`] makes a breaker with circuits of its own: make a
 //!   client's layer once and clone it (its clones share the circuits);
@@ -191,6 +203,7 @@
 //!
 //!     [clients.search.breaker]
 //!     break_duration = "10s"
+//!     slow_call_threshold = "2s"
 //!
 //!     [clients.batch.breaker]
 //!     enabled = false
@@ -201,6 +214,8 @@
 //! assert_eq!(settings.consecutive_failures, 3); // from [default]
 //! assert_eq!(settings.break_duration, Duration::from_secs(10)); // its own
 //! assert_eq!(settings.failure_ratio, 0.1); // from the standard preset
+//! assert_eq!(settings.slow_call_threshold, Some(Duration::from_secs(2)));
+//! assert_eq!(settings.ramp, None); // off by default
 //! assert!(config.policy("batch")?.breaker().policy().is_none());
 //!
 //! // A key of its own is code: the file's breaker takes one and goes back.
@@ -246,11 +261,17 @@
 //!   decoder without `statuses`;
 //! - in `breaker`, what the [`BreakerPolicy`] setters refuse, in their
 //!   words: a `failure_ratio` outside (0, 1], a `sampling_window` under 10ms,
-//!   a count of 0, a zero `break_duration` or `idle_key_timeout`, a
+//!   a count of 0 (`ramp_steps` too), a zero `break_duration`,
+//!   `idle_key_timeout`, `ramp_duration` or `slow_call_threshold`, a
 //!   `break_multiplier` below 1, a `break_jitter` outside [0, 1], and a
 //!   `max_break_duration` below the `break_duration` (one inherited is named
 //!   with where it came from: `clients.search.breaker.max_break_duration 60s,
 //!   inherited from preset standard, is below the break_duration 120s`);
+//! - in `breaker`, half a ramp: a `ramp_duration` or a `ramp_steps` with no
+//!   ramp to take the other from, named with where the lack of one came
+//!   from (`clients.search.breaker.ramp_steps must be given with
+//!   ramp_duration: preset standard has no ramp to take it from`), and a
+//!   `ramp_steps` beside `ramp_duration = "off"`;
 //! - a field written for another kind: `statuses` or `retry_after` with a
 //!   decoder other than `"statuses"` (in `retry`, or in `breaker` against the
 //!   decoder it judges with); `jitter` with a backoff other than
@@ -278,6 +299,8 @@
 //! [`ApacheDecoder`]: crate::policy::ApacheDecoder
 //! [`BreakerPolicy`]: crate::breaker::BreakerPolicy
 //! [`BreakerPolicy::default`]: crate::breaker::BreakerPolicy::default
+//! [`BreakerPolicy::ramp`]: crate::breaker::BreakerPolicy::ramp
+//! [`BreakerPolicy::slow_calls`]: crate::breaker::BreakerPolicy::slow_calls
 //! [`BreakerPolicy::with_key`]: crate::breaker::BreakerPolicy::with_key
 //! [`BreakerPolicy::with_listener`]: crate::breaker::BreakerPolicy::with_listener
 //! [`BreakerPolicy::with_seed`]: crate::breaker::BreakerPolicy::with_seed

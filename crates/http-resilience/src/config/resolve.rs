@@ -69,6 +69,8 @@ pub(super) struct Origins {
     pub(super) min_attempt: Origin,
     pub(super) break_duration: Origin,
     pub(super) max_break_duration: Origin,
+    /// The breaker's ramp, or its lack of one.
+    pub(super) ramp: Origin,
 }
 
 /// Where one value came from.
@@ -95,6 +97,7 @@ impl Origins {
             min_attempt: origin,
             break_duration: origin,
             max_break_duration: origin,
+            ramp: origin,
         }
     }
 
@@ -112,6 +115,7 @@ impl Origins {
             min_attempt: from(self.min_attempt),
             break_duration: from(self.break_duration),
             max_break_duration: from(self.max_break_duration),
+            ramp: from(self.ramp),
         }
     }
 }
@@ -613,6 +617,7 @@ impl Preset {
             // gets the breaker's defaults, not the preset's numbers.
             fields.origins.break_duration = Origin::Builtin;
             fields.origins.max_break_duration = Origin::Builtin;
+            fields.origins.ramp = Origin::Builtin;
         }
         fields
     }

@@ -709,6 +709,26 @@ fn invalid_breaker_settings_name_their_path() {
             "[clients.x.breaker]\nidle_key_timeout = \"0s\"",
             "clients.x.breaker.idle_key_timeout must be above zero",
         ),
+        (
+            "[clients.x.breaker]\nramp_duration = \"10s\"\nramp_steps = 0",
+            "clients.x.breaker.ramp_steps must be at least 1, got 0",
+        ),
+        (
+            "[default.breaker]\nramp_duration = \"0s\"\nramp_steps = 4",
+            "default.breaker.ramp_duration must be above zero",
+        ),
+        (
+            "[clients.x.breaker]\nslow_call_threshold = \"0s\"",
+            "clients.x.breaker.slow_call_threshold must be above zero",
+        ),
+        (
+            "[clients.x.breaker]\nenabled = false\nslow_call_threshold = \"0s\"",
+            "clients.x.breaker.slow_call_threshold must be above zero",
+        ),
+        (
+            "[clients.x.breaker]\nramp_duration = \"off\"\nramp_steps = 4",
+            "clients.x.breaker.ramp_steps applies only to a ramp, got ramp_duration = \"off\"",
+        ),
     ] {
         assert_eq!(refused(text), message, "{text}");
     }
@@ -743,6 +763,125 @@ fn an_inherited_break_cap_below_the_break_names_where_it_came_from() {
     assert_eq!(
         refused("[clients.x]\npreset = \"reactor\"\nbreaker.break_duration = \"2m\""),
         "clients.x.breaker.max_break_duration 60s, the default, is below the break_duration 120s"
+    );
+}
+
+#[test]
+fn the_ramp_and_the_slow_call_rule_are_inherited_field_by_field() {
+    let text = r#"
+        [default.breaker]
+        ramp_duration = "20s"
+        ramp_steps = 4
+        slow_call_threshold = "2s"
+
+        [clients.steps.breaker]
+        ramp_steps = 2
+
+        [clients.longer.breaker]
+        ramp_duration = "1m"
+        slow_call_threshold = "500ms"
+
+        [clients.off.breaker]
+        ramp_duration = "off"
+        slow_call_threshold = "off"
+
+        [clients.fresh]
+        preset = "standard"
+    "#;
+    let secs = Duration::from_secs;
+    let steps = breaker_settings(text, "steps");
+    assert_eq!(
+        steps.ramp,
+        Some((secs(20), 2)),
+        "its steps, [default]'s duration"
+    );
+    assert_eq!(steps.slow_call_threshold, Some(secs(2)), "from [default]");
+    let longer = breaker_settings(text, "longer");
+    assert_eq!(
+        longer.ramp,
+        Some((secs(60), 4)),
+        "its duration, [default]'s steps"
+    );
+    assert_eq!(longer.slow_call_threshold, Some(Duration::from_millis(500)));
+    let off = breaker_settings(text, "off");
+    assert_eq!((off.ramp, off.slow_call_threshold), (None, None));
+    let anyone = breaker_settings(text, "anyone");
+    assert_eq!(anyone.ramp, Some((secs(20), 4)));
+    assert_eq!(anyone.slow_call_threshold, Some(secs(2)));
+    let fresh = breaker_settings(text, "fresh");
+    assert_eq!((fresh.ramp, fresh.slow_call_threshold), (None, None));
+    // Off by default: the standard preset and a breaker turned on.
+    let plain = breaker_settings("", "anyone");
+    assert_eq!((plain.ramp, plain.slow_call_threshold), (None, None));
+}
+
+#[test]
+fn an_off_value_does_not_turn_a_breaker_on_and_a_duration_does() {
+    let text = r#"
+        [default]
+        preset = "reactor"
+
+        [clients.off.breaker]
+        ramp_duration = "off"
+        slow_call_threshold = "off"
+
+        [clients.slow.breaker]
+        slow_call_threshold = "2s"
+
+        [clients.ramped.breaker]
+        ramp_duration = "10s"
+        ramp_steps = 2
+    "#;
+    assert!(!has_a_breaker(text, "off"));
+    let slow = breaker_settings(text, "slow");
+    assert_eq!(slow.slow_call_threshold, Some(Duration::from_secs(2)));
+    assert_eq!(slow.consecutive_failures, 5, "the breaker's defaults");
+    let ramped = breaker_settings(text, "ramped");
+    assert_eq!(ramped.ramp, Some((Duration::from_secs(10), 2)));
+    assert_eq!(ramped.slow_call_threshold, None);
+}
+
+#[test]
+fn half_a_ramp_names_the_missing_field_and_where_no_ramp_came_from() {
+    assert_eq!(
+        refused("[clients.x.breaker]\nramp_steps = 4"),
+        "clients.x.breaker.ramp_duration must be given with ramp_steps: \
+         preset standard has no ramp to take it from"
+    );
+    assert_eq!(
+        refused("[default.breaker]\nramp_duration = \"10s\""),
+        "default.breaker.ramp_steps must be given with ramp_duration: \
+         preset standard has no ramp to take it from"
+    );
+    assert_eq!(
+        refused(
+            "[default.breaker]\nramp_duration = \"off\"\n\
+             [clients.x.breaker]\nramp_duration = \"10s\""
+        ),
+        "clients.x.breaker.ramp_steps must be given with ramp_duration: \
+         [default] has no ramp to take it from"
+    );
+    assert_eq!(
+        refused("[clients.x]\npreset = \"reactor\"\nbreaker.ramp_steps = 2"),
+        "clients.x.breaker.ramp_duration must be given with ramp_steps: \
+         the breaker's default has no ramp to take it from"
+    );
+    // A ramp to take it from: a zero steps over [default]'s duration is
+    // the setter's error.
+    assert_eq!(
+        refused(
+            "[default.breaker]\nramp_duration = \"10s\"\nramp_steps = 4\n\
+             [clients.x.breaker]\nramp_steps = 0"
+        ),
+        "clients.x.breaker.ramp_steps must be at least 1, got 0"
+    );
+    let malformed = refused("[clients.x.breaker]\nslow_call_threshold = \"soon\"");
+    assert!(
+        malformed.starts_with(
+            "clients.x.breaker.slow_call_threshold must be \"off\" or a duration such as \
+             \"500ms\", got \"soon\""
+        ),
+        "{malformed}"
     );
 }
 
@@ -784,4 +923,9 @@ fn the_docs_table_of_breaker_defaults_is_the_code() {
     );
     assert_eq!(count("max_keys"), s.max_keys as u64);
     assert_eq!(duration("idle_key_timeout"), s.idle_key_timeout);
+    // Off: no ramp, no slow calls.
+    let off = |field: &str| default_of(field) == "off";
+    assert_eq!(off("ramp_duration"), s.ramp.is_none());
+    assert_eq!(off("ramp_steps"), s.ramp.is_none());
+    assert_eq!(off("slow_call_threshold"), s.slow_call_threshold.is_none());
 }

@@ -36,7 +36,7 @@ pub(super) struct RetrySection {
     pub(super) jitter: Option<Written<Jitter>>,
     pub(super) seed: Option<u64>,
     pub(super) max_pushback: Option<Written<Duration>>,
-    pub(super) min_attempt: Option<Written<MinAttempt>>,
+    pub(super) min_attempt: Option<Written<DurationOrOff>>,
 }
 
 /// The `breaker` table of a section, as written: the settings named as the
@@ -56,6 +56,9 @@ pub(super) struct BreakerSection {
     pub(super) break_jitter: Option<f64>,
     pub(super) half_open_probes: Option<u32>,
     pub(super) half_open_successes: Option<u32>,
+    pub(super) ramp_duration: Option<Written<DurationOrOff>>,
+    pub(super) ramp_steps: Option<u32>,
+    pub(super) slow_call_threshold: Option<Written<DurationOrOff>>,
     pub(super) max_keys: Option<usize>,
     pub(super) idle_key_timeout: Option<Written<Duration>>,
     pub(super) decoder: Option<Written<DecoderKind>>,
@@ -226,13 +229,15 @@ impl FromText for Duration {
     }
 }
 
-/// `retry.min_attempt`: a duration turns deadline-aware scheduling on,
-/// `"off"` turns it off (it is on in the `standard` and `conservative`
-/// presets, which a section may sit on).
+/// A setting that a duration turns on and `"off"` turns off, when its base
+/// turned it on: `retry.min_attempt` (on in the `standard` and
+/// `conservative` presets, which a section may sit on),
+/// `breaker.ramp_duration` and `breaker.slow_call_threshold` (which a
+/// `[default]` section may turn on).
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub(super) struct MinAttempt(pub(super) Option<Duration>);
+pub(super) struct DurationOrOff(pub(super) Option<Duration>);
 
-impl FromText for MinAttempt {
+impl FromText for DurationOrOff {
     const EXPECTED: &'static str = "\"off\" or a duration such as \"500ms\"";
 
     fn from_text(text: &str) -> Result<Self, Option<String>> {
