@@ -725,3 +725,84 @@ async fn the_default_breaker_is_inherited_and_enabled_false_turns_it_off() {
         assert_eq!(open, 10 - sent, "{name}");
     }
 }
+
+/// An upstream that answers every request 200 after `delay`, and the count
+/// of requests it saw.
+fn answering_after(
+    delay: Duration,
+) -> (
+    impl tower::Service<Request<String>, Response = Response<String>, Error = Infallible> + Clone,
+    Arc<AtomicU32>,
+) {
+    let calls = Arc::new(AtomicU32::new(0));
+    let counter = Arc::clone(&calls);
+    let upstream = tower::service_fn(move |_: Request<String>| {
+        counter.fetch_add(1, Ordering::SeqCst);
+        async move {
+            tokio::time::sleep(delay).await;
+            Ok::<_, Infallible>(Response::new(String::new()))
+        }
+    });
+    (upstream, calls)
+}
+
+#[tokio::test(flavor = "current_thread", start_paused = true)]
+async fn a_slow_call_threshold_opens_the_circuit_on_slow_successes() {
+    // The upstream answers 200 after a second: a success for the retry,
+    // slow for `sluggish`'s breaker, and not for `patient`'s.
+    let config = ClientsConfig::from_toml_str(
+        r#"
+        [default]
+        preset = "reactor"
+
+        [default.breaker]
+        consecutive_failures = 2
+        break_duration = "10s"
+
+        [clients.sluggish.breaker]
+        slow_call_threshold = "500ms"
+
+        [clients.patient.breaker]
+        slow_call_threshold = "2s"
+        "#,
+    )
+    .unwrap();
+
+    let (upstream, calls) = answering_after(secs(1));
+    let svc = ServiceBuilder::new()
+        .layer(config.layer("sluggish").unwrap())
+        .service(upstream);
+    for call in 1..=2 {
+        let response = guarded(svc.clone().oneshot(get("http://slow.test/")))
+            .await
+            .unwrap();
+        assert_eq!(response.status(), StatusCode::OK, "call {call}");
+    }
+    assert_eq!(calls.load(Ordering::SeqCst), 2);
+    // Two slow successes in a row: the third call fails at once, unsent.
+    let started = Instant::now();
+    let err = guarded(svc.clone().oneshot(get("http://slow.test/")))
+        .await
+        .unwrap_err();
+    assert_eq!(FailureKind::of(&*err), FailureKind::CircuitOpen, "{err}");
+    assert_eq!(calls.load(Ordering::SeqCst), 2, "nothing sent while open");
+    assert_eq!(Instant::now(), started, "turned away without waiting");
+    let states = svc.breaker().policy().unwrap().states();
+    assert!(
+        matches!(states.as_slice(), [(_, CircuitState::Open { .. })]),
+        "{states:?}"
+    );
+
+    // Under a threshold above the upstream's second, the same calls pass.
+    let (upstream, calls) = answering_after(secs(1));
+    let svc = ServiceBuilder::new()
+        .layer(config.layer("patient").unwrap())
+        .service(upstream);
+    for call in 1..=5 {
+        let response = guarded(svc.clone().oneshot(get("http://slow.test/")))
+            .await
+            .unwrap();
+        assert_eq!(response.status(), StatusCode::OK, "call {call}");
+    }
+    assert_eq!(calls.load(Ordering::SeqCst), 5);
+}
