@@ -87,6 +87,15 @@ fn print_policy(name: &str, policy: &ResiliencePolicy<AnyDecoder, AnyRetryer, An
                 human(s.break_duration),
                 human(s.max_break_duration)
             );
+            if let Some((duration, steps)) = s.ramp {
+                println!("  then ramps up over {} in {steps} steps", human(duration));
+            }
+            if let Some(threshold) = s.slow_call_threshold {
+                println!(
+                    "  a success slower than {} counts as a failure",
+                    human(threshold)
+                );
+            }
         }
         None => println!("  no breaker"),
     }
