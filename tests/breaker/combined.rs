@@ -10,14 +10,14 @@
 //! combined service as for the three layers, the test runs both forms.
 
 use super::{
-    assert_open, breaker, client, get, guarded, key, retry, stack, stack_with, uri, Form,
-    SHORT_BREAK,
+    assert_open, breaker, client, get, guarded, key, refused_calls, retry, stack, stack_with, uri,
+    Form, SHORT_BREAK,
 };
 use http::StatusCode;
 use http_resilience::{
     breaker::{BreakerPolicy, CircuitState},
     policy::{RetryBudget, TransientDecoder},
-    FailureKind, ResiliencePolicy, RetryReport, Stop,
+    FailureKind, ResiliencePolicy,
 };
 use http_resilience_mock::{vacant_addr, MockResponse, MockServer};
 use std::{sync::Arc, time::Duration};
@@ -58,21 +58,8 @@ async fn the_combined_service_trips_on_refusals_sends_nothing_while_open_and_clo
     // The upstream comes up, but the circuit is open: nothing reaches it,
     // and every call fails at once with the typed error, not retried.
     let server = guarded(MockServer::start_on(down)).await.unwrap();
-    let start = Instant::now();
-    for _ in 0..OPEN_CALLS {
-        let report = RetryReport::new();
-        let mut request = get(uri(down));
-        request.extensions_mut().insert(report.clone());
-        let err = guarded(svc.clone().oneshot(request)).await.unwrap_err();
-        assert_eq!(assert_open(&err, down).retry_at(), until);
-        let summary = report.summary().unwrap();
-        assert_eq!(
-            (summary.get(), summary.stop()),
-            (1, Stop::Failed),
-            "not retried"
-        );
-    }
-    let each = start.elapsed() / OPEN_CALLS;
+    let took = refused_calls(&svc, down, until, OPEN_CALLS).await;
+    let each = took / OPEN_CALLS;
     assert!(
         each < FAST,
         "an open circuit's call took {each:?} on average"

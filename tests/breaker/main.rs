@@ -140,6 +140,34 @@ fn assert_open(err: &BoxError, addr: SocketAddr) -> &CircuitOpen {
     open
 }
 
+/// Makes `count` calls through `svc` to `down`, whose circuit is open until
+/// `until`: each fails with the typed error, not retried. The time they took.
+async fn refused_calls<S, B: std::fmt::Debug>(
+    svc: &S,
+    down: SocketAddr,
+    until: tokio::time::Instant,
+    count: u32,
+) -> Duration
+where
+    S: tower::Service<Request<Full<Bytes>>, Response = Response<B>, Error = BoxError> + Clone,
+{
+    let start = tokio::time::Instant::now();
+    for _ in 0..count {
+        let report = RetryReport::new();
+        let mut request = get(uri(down));
+        request.extensions_mut().insert(report.clone());
+        let err = guarded(svc.clone().oneshot(request)).await.unwrap_err();
+        assert_eq!(assert_open(&err, down).retry_at(), until);
+        let summary = report.summary().unwrap();
+        assert_eq!(
+            (summary.get(), summary.stop()),
+            (1, Stop::Failed),
+            "not retried"
+        );
+    }
+    start.elapsed()
+}
+
 #[tokio::test]
 async fn an_open_circuit_sends_nothing_until_a_probe_finds_the_upstream_back() {
     let down = vacant_addr().unwrap();
@@ -164,19 +192,7 @@ async fn an_open_circuit_sends_nothing_until_a_probe_finds_the_upstream_back() {
 
     // The upstream comes up, but the circuit is open: nothing reaches it.
     let server = guarded(MockServer::start_on(down)).await.unwrap();
-    for _ in 0..5 {
-        let report = RetryReport::new();
-        let mut request = get(uri(down));
-        request.extensions_mut().insert(report.clone());
-        let err = guarded(svc.clone().oneshot(request)).await.unwrap_err();
-        assert_eq!(assert_open(&err, down).retry_at(), until);
-        let summary = report.summary().unwrap();
-        assert_eq!(
-            (summary.get(), summary.stop()),
-            (1, Stop::Failed),
-            "not retried"
-        );
-    }
+    refused_calls(&svc, down, until, 5).await;
     assert_eq!(server.request_count(), 0, "no request while open");
 
     // Another authority on the same client is untouched.
