@@ -18,7 +18,7 @@ use http::{Request, Response, StatusCode};
 use http_body_util::Full;
 use http_resilience::{
     attempt_timeout::AttemptTimeoutLayer,
-    breaker::{BreakerPolicy, CircuitBreakerLayer},
+    breaker::{BreakerPolicy, CircuitBreakerLayer, Judges, NoBreaker},
     deadline::{body::DeadlineBody, DeadlineLayer},
     policy::{FixedDelay, StatusDecoder},
     retry::{RetryPolicy, StatusRetryLayer},
@@ -148,9 +148,7 @@ where
     S: Service<Req, Response = Response<T>> + Clone,
     S::Error: Into<tower::BoxError>,
 {
-    let resilience = ResiliencePolicy::new(CALL_LIMIT, ATTEMPT_LIMIT, retry_503())
-        .expect("the limits fit together");
-    tower::Layer::layer(&resilience.layer(), inner)
+    fused_with(inner, NoBreaker)
 }
 
 /// [`ours_fused`] with a circuit breaker of the default policy on every
@@ -162,9 +160,22 @@ where
     S: Service<Req, Response = Response<T>> + Clone,
     S::Error: Into<tower::BoxError>,
 {
+    fused_with(inner, BreakerPolicy::default())
+}
+
+/// Our stack combined, every attempt passing `breaker`.
+fn fused_with<S, T, G>(
+    inner: S,
+    breaker: G,
+) -> impl Service<Req, Response = Response<DeadlineBody<T>>, Error = tower::BoxError> + Clone
+where
+    S: Service<Req, Response = Response<T>> + Clone,
+    S::Error: Into<tower::BoxError>,
+    G: Judges<T>,
+{
     let resilience = ResiliencePolicy::new(CALL_LIMIT, ATTEMPT_LIMIT, retry_503())
         .expect("the limits fit together")
-        .with_breaker(BreakerPolicy::default());
+        .with_breaker(breaker);
     tower::Layer::layer(&resilience.layer(), inner)
 }
 
