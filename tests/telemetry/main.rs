@@ -1,4 +1,4 @@
-//! Telemetry: a `tracing` span per call and an event per attempt, read back
+//! Telemetry: a `tracing` span per call and per attempt, and events, read back
 //! with a small recording subscriber. Alone in its test binary, since
 //! `tracing` caches per call site whether anyone listens, across threads.
 
@@ -72,7 +72,7 @@ impl Subscriber for Lines {
 }
 
 #[test]
-fn a_span_per_call_and_an_event_per_attempt() {
+fn a_span_per_call_and_per_attempt_and_an_event_per_retry() {
     let subscriber = Lines::default();
     let lines = subscriber.lines.clone();
     let _guard = tracing::subscriber::set_default(subscriber);
@@ -106,20 +106,28 @@ fn a_span_per_call_and_an_event_per_attempt() {
     let lines = lines.lock().unwrap().clone();
     let ours: Vec<&String> = lines
         .iter()
-        .filter(|line| line.contains("retry") || line.contains("attempt"))
+        .filter(|line| line.contains("http_resilience"))
         .collect();
-    assert_eq!(ours.len(), 3, "{lines:#?}");
-    assert_eq!(ours[0], "span retry method=GET path=\"/items\"");
-    assert!(
-        ours[1].starts_with("event in retry: message=retrying attempt=1"),
-        "{}",
-        ours[1]
+    assert_eq!(ours.len(), 5, "{lines:#?}");
+    let request = "http.request.method=GET server.address=\"\" server.port=80";
+    assert_eq!(
+        *ours[0],
+        format!("span http_resilience.call otel.name=GET otel.kind=\"internal\" resilience.form=\"retry\" {request}")
     );
-    assert!(ours[1].contains("wait_ms=10 source=backoff"), "{}", ours[1]);
+    let attempt =
+        format!("span http_resilience.attempt otel.name=GET otel.kind=\"client\" {request}");
+    assert_eq!(*ours[1], attempt);
     assert!(
-        ours[2].starts_with("event in retry: message=done attempts=2"),
+        ours[2].starts_with("event in http_resilience.call: message=retrying attempt=1"),
         "{}",
         ours[2]
     );
-    assert!(ours[2].contains("stop=retries exhausted"), "{}", ours[2]);
+    assert!(ours[2].contains("wait_ms=10 source=backoff"), "{}", ours[2]);
+    assert_eq!(*ours[3], attempt);
+    assert!(
+        ours[4].starts_with("event in http_resilience.call: message=done attempts=2"),
+        "{}",
+        ours[4]
+    );
+    assert!(ours[4].contains("stop=retries exhausted"), "{}", ours[4]);
 }

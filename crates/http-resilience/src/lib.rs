@@ -205,6 +205,7 @@ pub mod resilience;
 pub mod retry;
 mod session;
 mod setting;
+pub mod telemetry;
 mod timer;
 #[cfg(feature = "transport")]
 pub mod transport;

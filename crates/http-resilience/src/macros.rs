@@ -96,6 +96,25 @@ macro_rules! define_policy_parts {
             self
         }
 
+        /// Makes the call's and every
+        #[doc = concat!($what, "'s")]
+        /// spans at `level` instead of `DEBUG` (see
+        /// [`telemetry`](crate::telemetry)): at `INFO`, a service that logs
+        /// at info level exports every call's spans.
+        #[must_use]
+        pub const fn with_span_level(mut self, level: tracing::Level) -> Self {
+            self.parts.telemetry.level = level;
+            self
+        }
+
+        /// Keeps the query in the spans' `url.full`. Off by default: a query
+        /// often carries keys and signatures.
+        #[must_use]
+        pub const fn with_url_query_in_spans(mut self) -> Self {
+            self.parts.telemetry.url_query = true;
+            self
+        }
+
         /// The least time a useful
         #[doc = concat!($what)]
         /// needs, when deadline-aware scheduling is on.

@@ -4,48 +4,83 @@
 //! and the end of a call exist once.
 
 use crate::{
-    extensions::FinalAttempt,
-    policy::{Parts, RetryEvent},
-    Attempts, RequestDeadline, RetryReport, Stop,
+    extensions::{AttemptNumber, FinalAttempt},
+    policy::{AttemptEnd, CallContext, Parts, Reason, RetryEvent, Verdict},
+    telemetry::{self, CallSpan},
+    Attempts, FailureKind, RequestDeadline, RetryReport, Stop,
 };
+use http::StatusCode;
 use std::time::Duration;
 use tokio::time::Instant;
+use tracing::Span;
 
-/// One call's bookkeeping: the attempts sent and the caller's report.
+/// One call's bookkeeping: the attempts sent, the caller's report, and what
+/// telemetry keeps of the call.
 #[derive(Debug)]
 pub(crate) struct Session {
     // Attempts sent so far, the current one included.
     attempts: u32,
     // The caller's report, if the request carried one.
     report: Option<RetryReport>,
+    // What a subscriber or a listener wants of the call (boxed, so that a
+    // call no one watches carries a pointer for it).
+    watch: Option<Box<Watch>>,
+    // The span of the attempt in flight, if anyone wants it (a hedge takes
+    // each copy's away).
+    attempt: Option<Box<Span>>,
+}
+
+/// What telemetry keeps of a watched call.
+#[derive(Debug)]
+struct Watch {
+    // The call's span, when a subscriber wants it.
+    span: Option<Span>,
+    // The call, for a listener.
+    context: Option<CallContext>,
+    // When the attempt in flight started, for a listener.
+    started: Instant,
+    hedge: bool,
 }
 
 // ===== impl Session =====
 
 impl Session {
-    /// The session of a call whose first attempt is `request`: a
-    /// [`FinalAttempt`] marker it brings is removed (only the layer that
-    /// decides the attempts knows which one is the last; one copied with the
-    /// extensions of another request must not stretch every attempt), the
-    /// attempt header is written for attempt 1, and the caller's report, if
-    /// the request carries one, is told of it.
+    /// The session of a call whose first attempt is `request`, and whose
+    /// span is `span`: a [`FinalAttempt`] marker or an [`AttemptNumber`] it
+    /// brings is removed (only the layer that decides the attempts knows
+    /// which one is the last; one copied with the extensions of another
+    /// request must not stretch or renumber every attempt), the attempt
+    /// header is written for attempt 1, the caller's report, if the request
+    /// carries one, is told of it, and the first attempt's span is made
+    /// within the call's.
     #[inline(always)]
-    pub(crate) fn begin<B, D>(parts: &Parts<D>, request: &mut http::Request<B>) -> Self {
+    pub(crate) fn begin<B, D>(
+        parts: &Parts<D>,
+        request: &mut http::Request<B>,
+        span: &CallSpan,
+    ) -> Self {
         // NOTE: most requests bring no extensions; the map's own lookups are
         // not inlined, so the empty case is told apart first.
         let report = if request.extensions().is_empty() {
             None
         } else {
             request.extensions_mut().remove::<FinalAttempt>();
+            request.extensions_mut().remove::<AttemptNumber>();
             request.extensions().get::<RetryReport>().cloned()
         };
         parts.number_attempt(request, 1);
         if let Some(report) = &report {
             report.record_attempt(1);
         }
+        let attempt = {
+            let _entered = span.enter();
+            telemetry::attempt_span(parts.telemetry, request, 1)
+        };
         Self {
             attempts: 1,
             report,
+            watch: Watch::of(parts, request, span),
+            attempt,
         }
     }
 
@@ -54,6 +89,8 @@ impl Session {
         Self {
             attempts: 1,
             report: None,
+            watch: None,
+            attempt: None,
         }
     }
 
@@ -62,15 +99,86 @@ impl Session {
         self.attempts
     }
 
-    /// Counts `request` as the next attempt: numbered, and told to the
-    /// caller's report. Returns its number.
+    /// Counts `request` as the next attempt: numbered (the attempt header
+    /// and an [`AttemptNumber`]), told to the caller's report, and given its
+    /// span within the span entered now (the call's). Returns its number.
     pub(crate) fn next<B, D>(&mut self, parts: &Parts<D>, request: &mut http::Request<B>) -> u32 {
         self.attempts = self.attempts.saturating_add(1);
-        parts.number_attempt(request, self.attempts);
+        let n = self.attempts;
+        parts.number_attempt(request, n);
+        request.extensions_mut().insert(AttemptNumber::new(n));
         if let Some(report) = &self.report {
-            report.record_attempt(self.attempts);
+            report.record_attempt(n);
         }
-        self.attempts
+        self.attempt = telemetry::attempt_span(parts.telemetry, request, n);
+        if let Some(watch) = &mut self.watch {
+            watch.started = Instant::now();
+        }
+        n
+    }
+
+    /// The span of the attempt in flight, entered while it is polled.
+    pub(crate) fn attempt_span(&self) -> Option<&Span> {
+        self.attempt.as_deref()
+    }
+
+    /// Takes the span of the attempt just begun or counted away, for a
+    /// hedge, which keeps each copy's.
+    pub(crate) fn take_attempt_span(&mut self) -> Option<Box<Span>> {
+        self.attempt.take()
+    }
+
+    /// Ends the attempt in flight with `verdict` on its outcome (of
+    /// `status`, for a response): its span records it, a listener hears it.
+    pub(crate) fn end_attempt<D>(
+        &mut self,
+        parts: &Parts<D>,
+        verdict: Verdict,
+        status: Option<StatusCode>,
+    ) {
+        let span = self.attempt.take();
+        let started = self.watch.as_ref().map(|watch| watch.started);
+        let number = self.attempts;
+        self.end_copy(parts, (span, number, started), verdict, status);
+    }
+
+    /// Ends copy `number` (with its `span`, started at `started`) with
+    /// `verdict` on its outcome: its span records it, a listener hears it.
+    pub(crate) fn end_copy<D>(
+        &self,
+        parts: &Parts<D>,
+        (span, number, started): (Option<Box<Span>>, u32, Option<Instant>),
+        verdict: Verdict,
+        status: Option<StatusCode>,
+    ) {
+        if let Some(span) = span {
+            telemetry::record_outcome(&span, verdict, status);
+        }
+        let (Some(listener), Some(watch)) = (&parts.listener, &self.watch) else {
+            return;
+        };
+        let (Some(context), Some(started)) = (&watch.context, started) else {
+            return;
+        };
+        let end = AttemptEnd {
+            attempt: number,
+            verdict,
+            status,
+            duration: started.elapsed(),
+        };
+        listener.on_attempt(&end, context);
+    }
+
+    /// Tells the listener, if there is one, of `event`, with the call's
+    /// context.
+    pub(crate) fn tell<D>(&self, parts: &Parts<D>, event: &RetryEvent) {
+        let Some(listener) = &parts.listener else {
+            return;
+        };
+        match self.watch.as_ref().and_then(|watch| watch.context.as_ref()) {
+            Some(context) => listener.on_call_event(event, context),
+            None => listener.on_event(event),
+        }
     }
 
     /// Whether another attempt is within `max` (if there is a most).
@@ -102,11 +210,18 @@ impl Session {
             remaining_ms = deadline.map(|d| whole_millis(d.remaining())),
             "done"
         );
-        parts.tell(&RetryEvent::Done {
-            attempts: summary.get(),
-            verdict: summary.verdict(),
-            stop: summary.stop(),
-        });
+        self.tell(
+            parts,
+            &RetryEvent::Done {
+                attempts: summary.get(),
+                verdict: summary.verdict(),
+                stop: summary.stop(),
+            },
+        );
+        if let Some(span) = self.watch.as_ref().and_then(|watch| watch.span.as_ref()) {
+            let status = outcome.as_ref().ok().map(http::Response::status);
+            self.record_end(span, summary, deadline, status);
+        }
         if let Some(report) = &self.report {
             report.record_summary(summary);
         }
@@ -118,6 +233,32 @@ impl Session {
                 response.extensions_mut().insert(summary);
             }
         }
+    }
+}
+
+impl Session {
+    /// Records the call's end on its span: the attempts, why it stopped, its
+    /// outcome, its budget, a hedge's winner, a breaker's rejection.
+    fn record_end(
+        &self,
+        span: &Span,
+        summary: Attempts,
+        deadline: Option<RequestDeadline>,
+        status: Option<StatusCode>,
+    ) {
+        span.record("resilience.attempts", summary.get());
+        span.record("resilience.stop", summary.stop().name());
+        if let Some(deadline) = deadline {
+            span.record("resilience.deadline_ms", whole_millis(deadline.budget()));
+        }
+        if self.watch.as_ref().is_some_and(|watch| watch.hedge) {
+            span.record("resilience.hedge.winner", summary.winner());
+        }
+        let verdict = summary.verdict();
+        if verdict.reason() == Some(Reason::Failure(FailureKind::CircuitOpen)) {
+            span.record("resilience.breaker.rejected", true);
+        }
+        telemetry::record_outcome(span, verdict, status);
     }
 }
 
@@ -134,39 +275,26 @@ pub(crate) fn whole_millis(duration: Duration) -> u64 {
     u64::try_from(duration.as_millis()).unwrap_or(u64::MAX)
 }
 
-/// Which form a call's span is named for.
-#[derive(Debug, Clone, Copy)]
-pub(crate) enum Form {
-    Retry,
-    Hedge,
-}
+// ===== impl Watch =====
 
-/// The span of a call: made from its first request, entered while the first
-/// attempt is called, then kept with the call's future only when a
-/// subscriber wants it (boxed, so that a call nobody traces carries a pointer
-/// for it).
-pub(crate) struct CallSpan(tracing::Span);
-
-impl CallSpan {
-    /// The span of a call of `form` whose first attempt is `request`.
+impl Watch {
+    /// What to keep of a call whose first attempt is `request`, when a
+    /// subscriber wants its span or the policy has a listener.
     #[inline(always)]
-    pub(crate) fn new<B>(form: Form, request: &http::Request<B>) -> Self {
-        let (method, path) = (request.method(), request.uri().path());
-        Self(match form {
-            Form::Retry => tracing::debug_span!("retry", %method, path),
-            Form::Hedge => tracing::debug_span!("hedge", %method, path),
-        })
-    }
-
-    /// Enters the span, until the guard is dropped.
-    #[inline(always)]
-    pub(crate) fn enter(&self) -> tracing::span::Entered<'_> {
-        self.0.enter()
-    }
-
-    /// The span to keep with the call's future, if anyone wants it.
-    #[inline(always)]
-    pub(crate) fn keep(self) -> Option<Box<tracing::Span>> {
-        (!self.0.is_disabled()).then(|| Box::new(self.0))
+    fn of<B, D>(
+        parts: &Parts<D>,
+        request: &http::Request<B>,
+        call: &CallSpan,
+    ) -> Option<Box<Self>> {
+        let span = call.wanted().cloned();
+        if span.is_none() && parts.listener.is_none() {
+            return None;
+        }
+        Some(Box::new(Self {
+            context: parts.listener.as_ref().map(|_| CallContext::of(request)),
+            started: Instant::now(),
+            hedge: call.is_hedge(),
+            span,
+        }))
     }
 }

@@ -190,6 +190,30 @@ impl FailureKind {
     }
 }
 
+impl FailureKind {
+    /// A short, stable, snake-case name of the kind, for a metric's or a
+    /// span's `error.type`: `attempt_timeout`, `connect_refused`, ...
+    pub const fn name(&self) -> &'static str {
+        match self {
+            FailureKind::Deadline => "deadline",
+            FailureKind::AttemptTimeout => "attempt_timeout",
+            FailureKind::ReadTimeout => "read_timeout",
+            FailureKind::ConnectTimeout => "connect_timeout",
+            FailureKind::ConnectRefused => "connect_refused",
+            FailureKind::Dns => "dns",
+            FailureKind::Tls => "tls",
+            FailureKind::Connect => "connect",
+            FailureKind::Unsent => "unsent",
+            FailureKind::Unprocessed => "unprocessed",
+            FailureKind::ConnectionReset => "connection_reset",
+            FailureKind::ConnectionClosed => "connection_closed",
+            FailureKind::Transport => "transport",
+            FailureKind::CircuitOpen => "circuit_open",
+            FailureKind::Other => "_OTHER",
+        }
+    }
+}
+
 impl fmt::Display for FailureKind {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.pad(match self {

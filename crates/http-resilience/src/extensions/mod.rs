@@ -1,6 +1,6 @@
 //! The values the layers pass to one another in a request's extensions: the
-//! call's deadline, which every layer below the one that set it reads, and
-//! the marker of a retry's last attempt. They live here, apart from every
+//! call's deadline, which every layer below the one that set it reads, the
+//! marker of a retry's last attempt, and the number of an attempt. They live here, apart from every
 //! layer, so that no layer has to reach into another for them.
 //!
 //! Both are plain values: copied onto another request, or built by hand, they
@@ -21,7 +21,8 @@
 //! # }
 //! ```
 
+mod attempt;
 mod deadline;
 mod final_attempt;
 
-pub use self::{deadline::RequestDeadline, final_attempt::FinalAttempt};
+pub use self::{attempt::AttemptNumber, deadline::RequestDeadline, final_attempt::FinalAttempt};

@@ -28,6 +28,8 @@ struct Inflight<F> {
     started: Instant,
     /// Whether its age has already started a hedge.
     past_limit: bool,
+    /// Its span, if anyone wants it.
+    span: Option<Box<tracing::Span>>,
 }
 
 /// What a call that may still hedge keeps.
@@ -94,7 +96,7 @@ where
     S: Service<http::Request<B>>,
 {
     pub(super) fn new(
-        first: S::Future,
+        (first, first_span): (S::Future, Option<Box<tracing::Span>>),
         hedging: Option<Box<Hedging<S, B>>>,
         policy: Arc<HedgePolicy<D>>,
         session: Session,
@@ -107,6 +109,7 @@ where
                 number: 1,
                 started: Instant::now(),
                 past_limit: false,
+                span: first_span,
             }],
             hedging,
             policy,
@@ -183,12 +186,18 @@ where
     fn poll_copies(&mut self, cx: &mut Context<'_>) -> Option<Output<S, B>> {
         let mut i = 0;
         while i < self.inflight.len() {
-            let Poll::Ready(outcome) = self.inflight[i].future.as_mut().poll(cx) else {
+            let copy = &mut self.inflight[i];
+            let polled = {
+                let _copy = copy.span.as_deref().map(tracing::Span::enter);
+                copy.future.as_mut().poll(cx)
+            };
+            let Poll::Ready(outcome) = polled else {
                 i += 1;
                 continue;
             };
             let done = self.inflight.remove(i);
-            if let Some(output) = self.judge(outcome, done.number, done.started) {
+            let copy = (done.span, done.number, Some(done.started));
+            if let Some(output) = self.judge(outcome, copy) {
                 return Some(output);
             }
         }
@@ -200,12 +209,17 @@ where
     fn judge(
         &mut self,
         outcome: Output<S, B>,
-        number: u32,
-        started: Instant,
+        copy: (Option<Box<tracing::Span>>, u32, Option<Instant>),
     ) -> Option<Output<S, B>> {
         let now = Instant::now();
-        self.policy.delay().record(now - started, now);
+        let number = copy.1;
+        if let Some(started) = copy.2 {
+            self.policy.delay().record(now - started, now);
+        }
         let verdict = self.policy.decoder().decode(&outcome);
+        let status = outcome.as_ref().ok().map(http::Response::status);
+        self.session
+            .end_copy(self.policy.parts(), copy, verdict, status);
         match verdict {
             Verdict::Accept => {
                 self.policy.parts().record(verdict);
@@ -281,18 +295,25 @@ where
         consume(hedging, trigger, &self.policy, now);
         // NOTE: every copy after the first takes a token, as a retry does.
         self.policy.parts().spend();
-        let future = hedging.service.call(request);
+        let span = self.session.take_attempt_span();
+        let future = {
+            let _copy = span.as_deref().map(tracing::Span::enter);
+            hedging.service.call(request)
+        };
         self.inflight.push(Inflight {
             future: Box::pin(future),
             number,
             started: now,
             past_limit: false,
+            span,
         });
-        self.policy.tell(&RetryEvent::Hedge {
+        let event = RetryEvent::Hedge {
             attempt: number,
             trigger,
             in_flight: self.inflight.len() as u32,
-        });
+        };
+        tracing::debug!(%event, "hedge");
+        self.session.tell(self.policy.parts(), &event);
     }
 
     /// The kept outcome, once nothing is in flight and no copy will be due.

@@ -159,7 +159,8 @@ use crate::{
     body::{Pristine, TryCloneBody},
     errors::AsError,
     policy::{is_idempotent, Decoder},
-    session::{CallSpan, Form, Session},
+    session::Session,
+    telemetry::{CallSpan, Form},
     Stop,
 };
 use std::{
@@ -269,18 +270,21 @@ where
     fn call(&mut self, mut request: http::Request<B>) -> Self::Future {
         // NOTE: begun before the copy is kept, so that a `FinalAttempt`
         // marker copied from another request stretches no copy.
-        let session = Session::begin(self.policy.parts(), &mut request);
+        let span = CallSpan::new(Form::Hedge, self.policy.parts().telemetry, &request);
+        let mut session = Session::begin(self.policy.parts(), &mut request, &span);
         let (hedging, stop) = match self.hedging_for(&request) {
             Ok(hedging) => (Some(hedging), None),
             Err(stop) => (None, Some(stop)),
         };
-        let span = CallSpan::new(Form::Hedge, &request);
+        let first_span = session.take_attempt_span();
         let first = {
             let _entered = span.enter();
+            let _attempt = first_span.as_deref().map(tracing::Span::enter);
             self.inner.call(request)
         };
         let span = span.keep();
         let policy = Arc::clone(&self.policy);
+        let first = (first, first_span);
         ResponseFuture::new(first, hedging, policy, session, stop, span)
     }
 }

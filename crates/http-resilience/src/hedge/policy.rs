@@ -2,10 +2,7 @@
 //! as an answer.
 
 use super::latency::Histogram;
-use crate::{
-    policy::{Parts, RetryEvent},
-    InvalidSetting,
-};
+use crate::{policy::Parts, InvalidSetting};
 use std::{fmt, sync::Arc, time::Duration};
 use tokio::time::Instant;
 
@@ -275,11 +272,6 @@ impl<D> HedgePolicy<D> {
     /// The cap on a delay the server asks for before the next copy.
     pub const fn max_server_delay(&self) -> Duration {
         self.max_server_delay
-    }
-
-    pub(crate) fn tell(&self, event: &RetryEvent) {
-        tracing::debug!(%event, "hedge");
-        self.parts.tell(event);
     }
 }
 

@@ -182,6 +182,102 @@ pub trait RetryListener: Send + Sync + 'static {
     /// Called for every event, on the task driving the call; it should be
     /// quick (bump a counter, record a histogram).
     fn on_event(&self, event: &RetryEvent);
+
+    /// Called for every event in place of [`on_event`](Self::on_event), with
+    /// the call it belongs to; by default, `on_event`.
+    fn on_call_event(&self, event: &RetryEvent, call: &CallContext) {
+        let _ = call;
+        self.on_event(event);
+    }
+
+    /// Called at the end of every attempt and every hedged copy that ended
+    /// with an outcome (not one dropped), with the call it belongs to; by
+    /// default, nothing. What OpenTelemetry's `http.client.request.duration`
+    /// is made of.
+    fn on_attempt(&self, attempt: &AttemptEnd, call: &CallContext) {
+        let _ = (attempt, call);
+    }
+}
+
+/// The call a listener hears of: its method, and the scheme and authority of
+/// its first request.
+///
+/// A call whose policy has a listener keeps one (made once per call; the
+/// method and the URI's parts are reference-counted or inline).
+#[derive(Debug, Clone)]
+pub struct CallContext {
+    method: http::Method,
+    scheme: Option<http::uri::Scheme>,
+    authority: Option<http::uri::Authority>,
+}
+
+impl CallContext {
+    /// The context of a call whose first attempt is `request`.
+    pub fn of<B>(request: &http::Request<B>) -> Self {
+        let uri = request.uri();
+        Self {
+            method: request.method().clone(),
+            scheme: uri.scheme().cloned(),
+            authority: uri.authority().cloned(),
+        }
+    }
+
+    /// The request's method.
+    pub const fn method(&self) -> &http::Method {
+        &self.method
+    }
+
+    /// The URI's scheme, if it has one.
+    pub fn scheme(&self) -> Option<&str> {
+        self.scheme.as_ref().map(http::uri::Scheme::as_str)
+    }
+
+    /// The host of the URI (OpenTelemetry's `server.address`), or `""` for a
+    /// URI with none (a path alone, as a tonic client made with `new` sends).
+    pub fn server_address(&self) -> &str {
+        self.authority
+            .as_ref()
+            .map_or("", http::uri::Authority::host)
+    }
+
+    /// The port of the URI, or its scheme's default (OpenTelemetry's
+    /// `server.port`).
+    pub fn server_port(&self) -> u16 {
+        let explicit = self
+            .authority
+            .as_ref()
+            .and_then(http::uri::Authority::port_u16);
+        explicit.unwrap_or(match self.scheme() {
+            Some("https") => 443,
+            _ => 80,
+        })
+    }
+}
+
+/// The end of one attempt (or hedged copy), as
+/// [`RetryListener::on_attempt`] hears it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct AttemptEnd {
+    /// The attempt's number (1 for the first).
+    pub attempt: u32,
+    /// The decoder's verdict on its outcome.
+    pub verdict: Verdict,
+    /// The response's status, when it got one.
+    pub status: Option<http::StatusCode>,
+    /// From the attempt's start to its outcome (the response head, or the
+    /// error).
+    pub duration: Duration,
+}
+
+impl AttemptEnd {
+    /// OpenTelemetry's `error.type` of the outcome: the status code for a
+    /// 4xx or 5xx response, the failure's
+    /// [`FailureKind::name`](crate::FailureKind::name) for an error, none for
+    /// a success.
+    pub fn error_type(&self) -> Option<&str> {
+        crate::telemetry::error_type(self.verdict, self.status.as_ref())
+    }
 }
 
 impl<F> RetryListener for F

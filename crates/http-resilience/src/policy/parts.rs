@@ -1,7 +1,8 @@
 //! The parts a retry policy and a hedging policy share, so that their
 //! settings are held, and applied, in one place.
 
-use super::{RetryBudget, RetryEvent, RetryListener, Stop, Verdict};
+use super::{RetryBudget, RetryListener, Stop, Verdict};
+use crate::telemetry::Telemetry;
 use http::HeaderName;
 use std::{fmt, sync::Arc, time::Duration};
 
@@ -14,6 +15,8 @@ pub(crate) struct Parts<D> {
     pub(crate) attempt_header: Option<AttemptHeader>,
     /// The least time a useful attempt needs (deadline-aware scheduling).
     pub(crate) deadline_margin: Option<Duration>,
+    /// How the spans are made.
+    pub(crate) telemetry: Telemetry,
 }
 
 // ===== impl Parts =====
@@ -26,6 +29,7 @@ impl<D> Parts<D> {
             listener: None,
             attempt_header: None,
             deadline_margin: None,
+            telemetry: Telemetry::DEFAULT,
         }
     }
 
@@ -37,6 +41,7 @@ impl<D> Parts<D> {
             listener: self.listener,
             attempt_header: self.attempt_header,
             deadline_margin: self.deadline_margin,
+            telemetry: self.telemetry,
         }
     }
 
@@ -46,13 +51,6 @@ impl<D> Parts<D> {
     pub(crate) fn number_attempt<B>(&self, request: &mut http::Request<B>, n: u32) {
         if let Some(header) = &self.attempt_header {
             header.write(request, n);
-        }
-    }
-
-    /// Tells the listener, if there is one.
-    pub(crate) fn tell(&self, event: &RetryEvent) {
-        if let Some(listener) = &self.listener {
-            listener.on_event(event);
         }
     }
 

@@ -38,6 +38,25 @@ pub enum Stop {
     NotReady,
 }
 
+impl Stop {
+    /// A short, stable, snake-case name of the reason, for a metric's or a
+    /// span's attribute: `accepted`, `exhausted`, `budget_exhausted`, ...
+    pub const fn name(&self) -> &'static str {
+        match self {
+            Stop::Accepted => "accepted",
+            Stop::Failed => "failed",
+            Stop::Exhausted => "exhausted",
+            Stop::NotReplayable => "not_replayable",
+            Stop::NotIdempotent => "not_idempotent",
+            Stop::DeadlinePassed => "deadline_passed",
+            Stop::Disabled => "disabled",
+            Stop::WouldMissDeadline => "would_miss_deadline",
+            Stop::BudgetExhausted => "budget_exhausted",
+            Stop::NotReady => "not_ready",
+        }
+    }
+}
+
 impl std::fmt::Display for Stop {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.pad(match self {

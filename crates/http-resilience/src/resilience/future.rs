@@ -307,7 +307,11 @@ where
         }
         // NOTE: the response is polled first, so a response ready in the
         // same poll as an attempt's limit counts.
-        if let Poll::Ready(outcome) = future.poll(cx) {
+        let polled = {
+            let _attempt = self.retry.attempt_span().map(tracing::Span::enter);
+            future.poll(cx)
+        };
+        if let Poll::Ready(outcome) = polled {
             return Poll::Ready(Step::Judge(outcome.map_err(Into::into)));
         }
         if !*ended {
@@ -371,7 +375,10 @@ where
             // timeout; the readiness is left for the next call.
             return Poll::Ready(Step::Judge(Err(open.into())));
         }
-        let future = self.service.call(request);
+        let future = {
+            let _attempt = self.retry.attempt_span().map(tracing::Span::enter);
+            self.service.call(request)
+        };
         state.set(State::Called {
             future,
             at: now,

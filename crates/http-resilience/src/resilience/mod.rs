@@ -47,7 +47,7 @@ use crate::{
     limits,
     policy::{AnyDecoder, AnyRetryer, Decoder, Retryer},
     retry::{RetryPolicy, RetryState},
-    session::{CallSpan, Form},
+    telemetry::{CallSpan, Form},
     BoxError, InvalidSetting, RequestDeadline,
 };
 use std::{
@@ -582,7 +582,8 @@ where
             let retry = RetryState::unsent(Arc::clone(&self.policy));
             return ResponseFuture::expired(self.call_with(retry, deadline, pass));
         }
-        let retry = RetryState::begin(Arc::clone(&self.policy), &mut request, false);
+        let span = CallSpan::new(Form::Retry, self.policy.parts().telemetry, &request);
+        let retry = RetryState::begin(Arc::clone(&self.policy), &mut request, false, &span);
         if let Some(header) = &self.limits.budget_header {
             let left = deadline.instant().saturating_duration_since(now);
             // NOTE: the deadline is ahead (checked above), so the budget is
@@ -592,13 +593,13 @@ where
                 return ResponseFuture::expired(self.call_with(retry, deadline, pass));
             }
         }
-        let span = CallSpan::new(Form::Retry, &request);
         if let Err(open) = G::enter(&mut pass) {
             let call = self.call_with(retry, deadline, pass);
             return ResponseFuture::refused(open, call, span.keep());
         }
         let future = {
             let _entered = span.enter();
+            let _attempt = retry.attempt_span().map(tracing::Span::enter);
             self.inner.call(request)
         };
         let span = span.keep();

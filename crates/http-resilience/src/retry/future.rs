@@ -103,7 +103,11 @@ where
         loop {
             match this.state.as_mut().project() {
                 StateProj::Called { future } => {
-                    let mut outcome = ready!(future.poll(cx));
+                    let polled = {
+                        let _attempt = this.retry.attempt_span().map(tracing::Span::enter);
+                        future.poll(cx)
+                    };
+                    let mut outcome = ready!(polled);
                     let deadline = this.retry.request_deadline();
                     match this.retry.decide(&mut outcome, deadline) {
                         Decision::Return => {
@@ -139,7 +143,11 @@ where
                         this.state.set(State::Done);
                         return Poll::Ready(this.retry.not_ready(error));
                     }
-                    let future = this.service.call(this.retry.next_request());
+                    let request = this.retry.next_request();
+                    let future = {
+                        let _attempt = this.retry.attempt_span().map(tracing::Span::enter);
+                        this.service.call(request)
+                    };
                     this.state.set(State::Called { future });
                 }
                 StateProj::Done => panic!("ResponseFuture polled after completion"),

@@ -162,7 +162,7 @@ pub use self::{layer::StatusRetryLayer, policy::RetryPolicy};
 
 use self::future::ResponseFuture;
 pub(crate) use self::state::{Decision, RetryState};
-use crate::session::{CallSpan, Form};
+use crate::telemetry::{CallSpan, Form};
 use crate::{
     body::TryCloneBody,
     policy::{Decoder, Retryer},
@@ -244,15 +244,16 @@ where
 
     #[inline]
     fn call(&mut self, mut request: http::Request<B>) -> Self::Future {
-        let retry = RetryState::begin(Arc::clone(&self.policy), &mut request, true);
+        let span = CallSpan::new(Form::Retry, self.policy.parts().telemetry, &request);
+        let retry = RetryState::begin(Arc::clone(&self.policy), &mut request, true, &span);
         // NOTE: `self.inner` reported ready, its clone did not. The ready one
         // sends this attempt (and is readied again by the next `poll_ready`);
         // the clone goes with the future, which readies it before any retry.
         // Cloning into the future, rather than swapping the two, spares two
         // moves of the service, which can be large (a pooled client).
-        let span = CallSpan::new(Form::Retry, &request);
         let future = {
             let _entered = span.enter();
+            let _attempt = retry.attempt_span().map(tracing::Span::enter);
             self.inner.call(request)
         };
         let span = span.keep();

@@ -8,6 +8,7 @@ use crate::FailureKind;
 use crate::{
     limits::{self, Scheduled},
     session::{self, whole_millis, Session},
+    telemetry::CallSpan,
     RequestDeadline,
 };
 use std::{sync::Arc, time::Duration};
@@ -59,12 +60,13 @@ impl<B, D, R> RetryState<B, D, R> {
         policy: Arc<RetryPolicy<D, R>>,
         request: &mut http::Request<B>,
         marks_final: bool,
+        span: &CallSpan,
     ) -> Self
     where
         B: TryCloneBody,
         R: Retryer,
     {
-        let session = Session::begin(policy.parts(), request);
+        let session = Session::begin(policy.parts(), request, span);
         let retryer = policy.start();
         let copy = if policy.is_enabled() && retryer.max_attempts() != Some(1) {
             Pristine::of(request)
@@ -105,6 +107,11 @@ impl<B, D, R> RetryState<B, D, R> {
     /// The number of attempts made so far.
     pub(crate) const fn attempts(&self) -> u32 {
         self.session.attempts()
+    }
+
+    /// The span of the attempt in flight, entered while it is polled.
+    pub(crate) fn attempt_span(&self) -> Option<&tracing::Span> {
+        self.session.attempt_span()
     }
 
     /// Whether the attempt in flight is the last one the retry can make.
@@ -171,6 +178,9 @@ impl<B: TryCloneBody, D, R: Retryer> RetryState<B, D, R> {
         let verdict = self.policy.decode(outcome);
         self.verdict = verdict;
         self.policy.parts().record(verdict);
+        let status = outcome.as_ref().ok().map(http::Response::status);
+        self.session
+            .end_attempt(self.policy.parts(), verdict, status);
         let wait = match verdict {
             Verdict::Retry { after, reason } => self.wait(after, reason, deadline),
             Verdict::Fail { .. } => Err(Stop::Failed),
@@ -219,13 +229,14 @@ impl<B: TryCloneBody, D, R: Retryer> RetryState<B, D, R> {
             remaining_ms = remaining.map(whole_millis),
             "retrying"
         );
-        self.policy.parts().tell(&RetryEvent::Retry {
+        let event = RetryEvent::Retry {
             attempt: self.attempts(),
             verdict,
             wait,
             source,
             remaining,
-        });
+        };
+        self.session.tell(self.policy.parts(), &event);
     }
 
     /// The wait before a retry asked for with `reason` (and the server's

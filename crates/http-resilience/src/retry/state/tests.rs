@@ -33,7 +33,12 @@ fn state(
     let report = RetryReport::new();
     let mut request = request;
     request.extensions_mut().insert(report.clone());
-    let state = RetryState::begin(Arc::new(policy), &mut request, true);
+    let span = crate::telemetry::CallSpan::new(
+        crate::telemetry::Form::Retry,
+        crate::telemetry::Telemetry::DEFAULT,
+        &request,
+    );
+    let state = RetryState::begin(Arc::new(policy), &mut request, true, &span);
     (state, report)
 }
 

@@ -1,0 +1,363 @@
+//! Telemetry in OpenTelemetry's terms: a `tracing` span for every call and
+//! one for every attempt, named and attributed as OpenTelemetry's HTTP
+//! client conventions say, so that `tracing-opentelemetry` exports them as
+//! they are; and events a listener reads with the call's context.
+//!
+//! # Spans
+//!
+//! Every form of the stack (the three layers' retry, the combined service,
+//! hedging) makes the same spans, from the same code:
+//!
+//! - **`http_resilience.call`**, the logical call, `otel.kind = "internal"`,
+//!   `otel.name` the method; made from the first request, entered while the
+//!   call runs. When the call ends it records `resilience.attempts`,
+//!   `resilience.stop` ([`Stop::name`](crate::Stop::name)), the final
+//!   `http.response.status_code` or `error.type`, `resilience.deadline_ms`
+//!   (the call's budget, when it had a deadline), `resilience.hedge.winner`
+//!   (the copy that answered, for a hedge) and `resilience.breaker.rejected`
+//!   (when an open circuit turned the last attempt away).
+//! - **`http_resilience.attempt`**, one per attempt and per hedged copy, a
+//!   child of the call's, `otel.kind = "client"`, `otel.name` the method:
+//!   `http.request.method`, `server.address`, `server.port`, `url.full`,
+//!   `http.request.resend_count` on every attempt after the first (1 for the
+//!   second), and when the attempt ends `http.response.status_code`, or
+//!   `error.type` (the status code for 4xx and 5xx, else
+//!   [`FailureKind::name`](crate::FailureKind::name)) with
+//!   `otel.status_code = "ERROR"`. An attempt its time limit ends records
+//!   `attempt_timeout`; one the caller or the deadline drops records nothing.
+//!
+//! Both have the request attributes `http.request.method`, `server.address`
+//! and `server.port` (the URI's, or the scheme's default port), and
+//! `url.full`: the URI with any user and password replaced by
+//! `REDACTED:REDACTED`, and without its query unless the policy allows it
+//! ([`with_url_query_in_spans`](crate::retry::RetryPolicy::with_url_query_in_spans)):
+//! a query often carries keys and signatures.
+//!
+//! # Levels
+//!
+//! Both spans are made at `DEBUG` by default, and at the level
+//! [`with_span_level`](crate::retry::RetryPolicy::with_span_level) sets.
+//! So at `RUST_LOG=info` a user sees nothing of the library but a breaker's
+//! changes of state (opened, half-open, ramping up, closed: `INFO`) and what
+//! is wrong (a malformed `Retry-After`: `WARN`); the retry decisions, the
+//! end of a call and a breaker's rejections are `DEBUG` events, inside the
+//! spans. With no subscriber, or one that wants none of this, a call makes
+//! no span: the cost is a check of the call site's interest.
+//!
+//! # The attempt number, below
+//!
+//! Every attempt after the first carries an
+//! [`AttemptNumber`](crate::extensions::AttemptNumber) in its request
+//! extensions, so that a layer of one's own below (tower-http's
+//! `TraceLayer`, a metrics layer) reads it without a header; the first
+//! attempt carries none, and reads as 1
+//! ([`AttemptNumber::of`](crate::extensions::AttemptNumber::of)).
+//!
+//! # Events
+//!
+//! A [`RetryListener`](crate::policy::RetryListener) hears every retry,
+//! hedge and end of a call through
+//! [`on_call_event`](crate::policy::RetryListener::on_call_event), and the
+//! end of every attempt and hedged copy through
+//! [`on_attempt`](crate::policy::RetryListener::on_attempt) (an
+//! [`AttemptEnd`](crate::policy::AttemptEnd): its number, verdict, status,
+//! duration and `error.type`), each with the call's
+//! [`CallContext`](crate::policy::CallContext) (method, scheme, authority).
+//! With a listener, a call keeps its context (one allocation) and reads the
+//! clock when each attempt starts.
+//!
+//! # Example
+//!
+//! ```
+//! use http::{Request, Response};
+//! use http_resilience::{
+//!     policy::{AttemptEnd, CallContext, FixedDelay, RetryEvent, RetryListener, StatusDecoder},
+//!     retry::{RetryPolicy, StatusRetryLayer},
+//! };
+//! use std::{
+//!     convert::Infallible,
+//!     sync::{Arc, Mutex},
+//!     time::Duration,
+//! };
+//! use tower::{ServiceBuilder, ServiceExt};
+//!
+//! /// Writes one line per attempt, with the call's method and authority.
+//! struct Lines(Arc<Mutex<Vec<String>>>);
+//!
+//! impl RetryListener for Lines {
+//!     fn on_event(&self, _: &RetryEvent) {}
+//!
+//!     fn on_attempt(&self, attempt: &AttemptEnd, call: &CallContext) {
+//!         let line = format!(
+//!             "{} {}:{} #{}: {}",
+//!             call.method(),
+//!             call.server_address(),
+//!             call.server_port(),
+//!             attempt.attempt,
+//!             attempt.error_type().unwrap_or("ok"),
+//!         );
+//!         self.0.lock().unwrap().push(line);
+//!     }
+//! }
+//!
+//! # #[tokio::main(flavor = "current_thread", start_paused = true)]
+//! # async fn main() -> Result<(), http_resilience::BoxError> {
+//! let lines = Arc::new(Mutex::new(Vec::new()));
+//! let policy = RetryPolicy::new(StatusDecoder::new([503])?, FixedDelay::new(Duration::from_millis(10), 1))
+//!     .with_listener(Lines(Arc::clone(&lines)));
+//! let svc = ServiceBuilder::new()
+//!     .layer(StatusRetryLayer::new(policy))
+//!     .service_fn(|_: Request<String>| async {
+//!         Ok::<_, Infallible>(Response::builder().status(503).body(String::new()).unwrap())
+//!     });
+//! let request = Request::get("http://api.test/items").body(String::new())?;
+//! svc.oneshot(request).await?;
+//! assert_eq!(*lines.lock().unwrap(), ["GET api.test:80 #1: 503", "GET api.test:80 #2: 503"]);
+//! # Ok(())
+//! # }
+//! ```
+
+use crate::policy::{Reason, Verdict};
+use crate::FailureKind;
+use http::StatusCode;
+use std::fmt::Write as _;
+use tracing::{field::Empty, Level, Span};
+
+/// How a policy's spans are made: their level, and whether `url.full`
+/// keeps the query.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Telemetry {
+    pub(crate) level: Level,
+    pub(crate) url_query: bool,
+}
+
+impl Telemetry {
+    /// Spans at `DEBUG`, without the query.
+    pub(crate) const DEFAULT: Self = Self {
+        level: Level::DEBUG,
+        url_query: false,
+    };
+}
+
+/// A span at a level chosen at run time: one call site per level, as
+/// `tracing` needs the level of a call site to be a constant.
+macro_rules! span_at {
+    ($level:expr, $($rest:tt)+) => {
+        match $level {
+            Level::TRACE => tracing::trace_span!($($rest)+),
+            Level::DEBUG => tracing::debug_span!($($rest)+),
+            Level::INFO => tracing::info_span!($($rest)+),
+            Level::WARN => tracing::warn_span!($($rest)+),
+            _ => tracing::error_span!($($rest)+),
+        }
+    };
+}
+
+/// Which form a call's span is made for.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Form {
+    Retry,
+    Hedge,
+}
+
+impl Form {
+    const fn name(self) -> &'static str {
+        match self {
+            Form::Retry => "retry",
+            Form::Hedge => "hedge",
+        }
+    }
+}
+
+/// The span of a call: made from its first request, entered while the first
+/// attempt is called, then kept with the call's future only when a
+/// subscriber wants it (boxed, so that a call nobody traces carries a pointer
+/// for it).
+pub(crate) struct CallSpan(Span, Form);
+
+impl CallSpan {
+    /// The span of a call of `form` whose first attempt is `request`.
+    #[inline(always)]
+    pub(crate) fn new<B>(form: Form, telemetry: Telemetry, request: &http::Request<B>) -> Self {
+        let (method, uri) = (request.method(), request.uri());
+        let span = span_at!(
+            telemetry.level,
+            "http_resilience.call",
+            otel.name = %method,
+            otel.kind = "internal",
+            resilience.form = form.name(),
+            http.request.method = %method,
+            server.address = uri.host().unwrap_or(""),
+            server.port = port(uri),
+            url.full = Empty,
+            resilience.attempts = Empty,
+            resilience.stop = Empty,
+            resilience.deadline_ms = Empty,
+            resilience.hedge.winner = Empty,
+            resilience.breaker.rejected = Empty,
+            http.response.status_code = Empty,
+            error.type = Empty,
+            otel.status_code = Empty,
+        );
+        if !span.is_disabled() {
+            span.record("url.full", url_full(uri, telemetry.url_query));
+        }
+        Self(span, form)
+    }
+
+    /// Whether the call hedges.
+    pub(crate) const fn is_hedge(&self) -> bool {
+        matches!(self.1, Form::Hedge)
+    }
+
+    /// Enters the span, until the guard is dropped.
+    #[inline(always)]
+    pub(crate) fn enter(&self) -> tracing::span::Entered<'_> {
+        self.0.enter()
+    }
+
+    /// The span, if anyone wants it.
+    #[inline(always)]
+    pub(crate) fn wanted(&self) -> Option<&Span> {
+        (!self.0.is_disabled()).then_some(&self.0)
+    }
+
+    /// The span to keep with the call's future, if anyone wants it.
+    #[inline(always)]
+    pub(crate) fn keep(self) -> Option<Box<Span>> {
+        (!self.0.is_disabled()).then(|| Box::new(self.0))
+    }
+}
+
+/// The span of attempt `number` (1 for the first), a child of the span
+/// entered now, if anyone wants it.
+#[inline(always)]
+pub(crate) fn attempt_span<B>(
+    telemetry: Telemetry,
+    request: &http::Request<B>,
+    number: u32,
+) -> Option<Box<Span>> {
+    let (method, uri) = (request.method(), request.uri());
+    let span = span_at!(
+        telemetry.level,
+        "http_resilience.attempt",
+        otel.name = %method,
+        otel.kind = "client",
+        http.request.method = %method,
+        server.address = uri.host().unwrap_or(""),
+        server.port = port(uri),
+        url.full = Empty,
+        http.request.resend_count = Empty,
+        http.response.status_code = Empty,
+        error.type = Empty,
+        otel.status_code = Empty,
+    );
+    if span.is_disabled() {
+        return None;
+    }
+    span.record("url.full", url_full(uri, telemetry.url_query));
+    if number > 1 {
+        span.record("http.request.resend_count", number - 1);
+    }
+    Some(Box::new(span))
+}
+
+/// Records an attempt's or a call's outcome on `span`: the response's
+/// status, or the error's type, from the `verdict` on it.
+pub(crate) fn record_outcome(span: &Span, verdict: Verdict, status: Option<StatusCode>) {
+    if let Some(status) = status {
+        span.record("http.response.status_code", status.as_u16());
+    }
+    if let Some(error) = error_type(verdict, status.as_ref()) {
+        span.record("error.type", error);
+        span.record("otel.status_code", "ERROR");
+    }
+}
+
+/// The `error.type` of an outcome: a 4xx or 5xx status, or the kind of the
+/// failure; none for a success.
+pub(crate) fn error_type(verdict: Verdict, status: Option<&StatusCode>) -> Option<&str> {
+    match status {
+        Some(status) if status.is_client_error() || status.is_server_error() => {
+            Some(status.as_str())
+        }
+        Some(_) => None,
+        None => Some(match verdict.reason() {
+            Some(Reason::Failure(kind)) => kind.name(),
+            _ => FailureKind::Other.name(),
+        }),
+    }
+}
+
+/// The port of `uri`, or its scheme's default.
+fn port(uri: &http::Uri) -> u16 {
+    uri.port_u16().unwrap_or(match uri.scheme_str() {
+        Some("https") => 443,
+        _ => 80,
+    })
+}
+
+/// `uri` as `url.full`: any user and password redacted, the query kept only
+/// when `query` says so.
+fn url_full(uri: &http::Uri, query: bool) -> String {
+    let mut url = String::new();
+    if let Some(scheme) = uri.scheme_str() {
+        let _ = write!(url, "{scheme}://");
+    }
+    if let Some(authority) = uri.authority() {
+        if authority.as_str().contains('@') {
+            url.push_str("REDACTED:REDACTED@");
+        }
+        url.push_str(authority.host());
+        if let Some(port) = authority.port_u16() {
+            let _ = write!(url, ":{port}");
+        }
+    }
+    url.push_str(uri.path());
+    if let (true, Some(q)) = (query, uri.query()) {
+        let _ = write!(url, "?{q}");
+    }
+    url
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn url_full_redacts_credentials_and_drops_the_query() {
+        let uri: http::Uri = "https://me:secret@api.test:8443/v1/items?sig=abc"
+            .parse()
+            .unwrap();
+        assert_eq!(
+            url_full(&uri, false),
+            "https://REDACTED:REDACTED@api.test:8443/v1/items"
+        );
+        assert_eq!(
+            url_full(&uri, true),
+            "https://REDACTED:REDACTED@api.test:8443/v1/items?sig=abc"
+        );
+        let plain: http::Uri = "http://api.test/".parse().unwrap();
+        assert_eq!(url_full(&plain, false), "http://api.test/");
+        assert_eq!(port(&plain), 80);
+        assert_eq!(port(&"https://a.test/".parse().unwrap()), 443);
+        assert_eq!(
+            url_full(&"/only/a/path".parse().unwrap(), false),
+            "/only/a/path"
+        );
+    }
+
+    #[test]
+    fn error_types_are_the_status_or_the_failure() {
+        let retry = Verdict::retry(Reason::Status(StatusCode::SERVICE_UNAVAILABLE));
+        let unavailable = StatusCode::SERVICE_UNAVAILABLE;
+        assert_eq!(error_type(retry, Some(&unavailable)), Some("503"));
+        assert_eq!(error_type(Verdict::Accept, Some(&StatusCode::OK)), None);
+        let refused = Verdict::retry(FailureKind::ConnectRefused);
+        assert_eq!(error_type(refused, None), Some("connect_refused"));
+        assert_eq!(
+            error_type(Verdict::fail(Reason::Error), None),
+            Some("_OTHER")
+        );
+    }
+}
