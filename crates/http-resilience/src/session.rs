@@ -25,9 +25,6 @@ pub(crate) struct Session {
     // What a subscriber or a listener wants of the call (boxed, so that a
     // call no one watches carries a pointer for it).
     watch: Option<Box<Watch>>,
-    // The span of the attempt in flight, if anyone wants it (a hedge takes
-    // each copy's away).
-    attempt: Option<Box<Span>>,
 }
 
 /// What telemetry keeps of a watched call.
@@ -40,6 +37,9 @@ struct Watch {
     // When the attempt in flight started, for a listener.
     started: Instant,
     hedge: bool,
+    // The span of the attempt in flight, if anyone wants it (a hedge takes
+    // each copy's away).
+    attempt: Option<Box<Span>>,
 }
 
 // ===== impl Session =====
@@ -59,9 +59,10 @@ impl Session {
         request: &mut http::Request<B>,
         span: &CallSpan,
     ) -> Self {
-        // NOTE: most requests bring no extensions; the map's own lookups are
-        // not inlined, so the empty case is told apart first.
-        let report = if request.extensions().is_empty() {
+        // NOTE: most requests bring no extensions, or (under a
+        // `DeadlineLayer`) the deadline alone; the map's own lookups are not
+        // inlined, so those cases are told apart first, with one lookup.
+        let report = if only_a_deadline(request.extensions()) {
             None
         } else {
             request.extensions_mut().remove::<FinalAttempt>();
@@ -72,15 +73,10 @@ impl Session {
         if let Some(report) = &report {
             report.record_attempt(1);
         }
-        let attempt = {
-            let _entered = span.enter();
-            telemetry::attempt_span(parts.telemetry, request, 1)
-        };
         Self {
             attempts: 1,
             report,
             watch: Watch::of(parts, request, span),
-            attempt,
         }
     }
 
@@ -90,7 +86,6 @@ impl Session {
             attempts: 1,
             report: None,
             watch: None,
-            attempt: None,
         }
     }
 
@@ -110,36 +105,40 @@ impl Session {
         if let Some(report) = &self.report {
             report.record_attempt(n);
         }
-        self.attempt = telemetry::attempt_span(parts.telemetry, request, n);
         if let Some(watch) = &mut self.watch {
+            watch.attempt = telemetry::attempt_span(parts.telemetry, request, n);
             watch.started = Instant::now();
         }
         n
     }
 
     /// The span of the attempt in flight, entered while it is polled.
+    #[inline(always)]
     pub(crate) fn attempt_span(&self) -> Option<&Span> {
-        self.attempt.as_deref()
+        self.watch.as_ref()?.attempt.as_deref()
     }
 
     /// Takes the span of the attempt just begun or counted away, for a
     /// hedge, which keeps each copy's.
+    #[inline(always)]
     pub(crate) fn take_attempt_span(&mut self) -> Option<Box<Span>> {
-        self.attempt.take()
+        self.watch.as_mut()?.attempt.take()
     }
 
     /// Ends the attempt in flight with `verdict` on its outcome (of
     /// `status`, for a response): its span records it, a listener hears it.
+    #[inline(always)]
     pub(crate) fn end_attempt<D>(
         &mut self,
         parts: &Parts<D>,
         verdict: Verdict,
         status: Option<StatusCode>,
     ) {
-        let span = self.attempt.take();
-        let started = self.watch.as_ref().map(|watch| watch.started);
-        let number = self.attempts;
-        self.end_copy(parts, (span, number, started), verdict, status);
+        let Some(watch) = &mut self.watch else {
+            return;
+        };
+        let copy = (watch.attempt.take(), self.attempts, Some(watch.started));
+        self.end_copy(parts, copy, verdict, status);
     }
 
     /// Ends copy `number` (with its `span`, started at `started`) with
@@ -262,6 +261,16 @@ impl Session {
     }
 }
 
+/// Whether `extensions` hold nothing but a [`RequestDeadline`], if that.
+#[inline(always)]
+fn only_a_deadline(extensions: &http::Extensions) -> bool {
+    match extensions.len() {
+        0 => true,
+        1 => extensions.get::<RequestDeadline>().is_some(),
+        _ => false,
+    }
+}
+
 /// Whether the request's `deadline`, if it has one, is still ahead at `now`.
 pub(crate) fn deadline_open(deadline: Option<RequestDeadline>, now: Instant) -> Result<(), Stop> {
     match deadline {
@@ -286,8 +295,16 @@ impl Watch {
         request: &http::Request<B>,
         call: &CallSpan,
     ) -> Option<Box<Self>> {
+        // NOTE: the one check a call no one watches makes.
+        if parts.listener.is_none() && !tracing::level_enabled!(parts.telemetry.level) {
+            return None;
+        }
+        let attempt = {
+            let _entered = call.enter();
+            telemetry::attempt_span(parts.telemetry, request, 1)
+        };
         let span = call.wanted().cloned();
-        if span.is_none() && parts.listener.is_none() {
+        if span.is_none() && attempt.is_none() && parts.listener.is_none() {
             return None;
         }
         Some(Box::new(Self {
@@ -295,6 +312,7 @@ impl Watch {
             started: Instant::now(),
             hedge: call.is_hedge(),
             span,
+            attempt,
         }))
     }
 }

@@ -179,6 +179,11 @@ impl CallSpan {
     /// The span of a call of `form` whose first attempt is `request`.
     #[inline(always)]
     pub(crate) fn new<B>(form: Form, telemetry: Telemetry, request: &http::Request<B>) -> Self {
+        // NOTE: one check of the level for a call no subscriber wants, rather
+        // than the interest of the call site of each level.
+        if !tracing::level_enabled!(telemetry.level) {
+            return Self(Span::none(), form);
+        }
         let (method, uri) = (request.method(), request.uri());
         let span = span_at!(
             telemetry.level,
@@ -237,6 +242,9 @@ pub(crate) fn attempt_span<B>(
     request: &http::Request<B>,
     number: u32,
 ) -> Option<Box<Span>> {
+    if !tracing::level_enabled!(telemetry.level) {
+        return None;
+    }
     let (method, uri) = (request.method(), request.uri());
     let span = span_at!(
         telemetry.level,
