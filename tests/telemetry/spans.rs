@@ -1,0 +1,314 @@
+//! The spans of a retried call, as the module docs of `telemetry` describe
+//! them, in both forms of the stack.
+
+use crate::{
+    harness::{
+        call_and_attempts, get, get_uri, normalized, request_fields, seed_policy, stack, status,
+        string, text, with, Form, Reply, Upstream, DEADLINE, DELAY, FORMS, URL_FULL,
+    },
+    recorder::{Recorder, SpanData, Value},
+};
+use http::StatusCode;
+use http_resilience::{
+    policy::{FixedDelay, TransientDecoder},
+    retry::RetryPolicy,
+    FailureKind, StatusRetryLayer,
+};
+use std::time::Duration;
+use tower::Layer;
+use tracing::{Instrument, Level};
+
+/// No field of `span` is recorded twice.
+fn recorded_once(span: &SpanData) {
+    let mut names = span.recorded_names();
+    names.sort_unstable();
+    let before = names.len();
+    names.dedup();
+    assert_eq!(names.len(), before, "a field recorded twice: {span:#?}");
+}
+
+/// 503, 503, then 200 to `harness::URI` in `form`: the spans it made.
+async fn retried_call(form: Form) -> Recorder {
+    let recorder = Recorder::default();
+    let _guard = recorder.install();
+    let upstream = Upstream::new(&recorder, [status(503), status(503), status(200)]);
+    let svc = stack(form, seed_policy(), None, upstream.clone());
+    assert_eq!(get(svc).await.unwrap(), StatusCode::OK, "{form:?}");
+    assert_eq!(upstream.seen().len(), 3, "{form:?}");
+    recorder
+}
+
+#[tokio::test(flavor = "current_thread", start_paused = true)]
+async fn a_retried_call_makes_a_call_span_and_a_child_span_per_attempt() {
+    for form in FORMS {
+        let recorder = retried_call(form).await;
+        let (call, attempts) = call_and_attempts(&recorder);
+        assert_eq!(attempts.len(), 3, "{form:?}");
+
+        assert_eq!(call.level, Level::DEBUG, "{form:?}");
+        assert_eq!(call.parent, None, "{form:?}: a root span");
+        let expected = with(
+            request_fields("internal"),
+            [
+                ("resilience.form", string("retry")),
+                ("resilience.attempts", Value::U64(3)),
+                ("resilience.stop", string("accepted")),
+                (
+                    "resilience.deadline_ms",
+                    Value::U64(DEADLINE.as_millis() as u64),
+                ),
+                ("http.response.status_code", Value::U64(200)),
+            ],
+        );
+        assert_eq!(call.fields(), expected, "{form:?}: the call");
+        recorded_once(&call);
+        assert!(call.closed, "{form:?}: the call span is closed");
+
+        for (n, attempt) in attempts.iter().enumerate() {
+            assert_eq!(attempt.level, Level::DEBUG, "{form:?}");
+            let resend = (n > 0).then_some(("http.request.resend_count", Value::U64(n as u64)));
+            let outcome: Vec<(&'static str, Value)> = if n < 2 {
+                vec![
+                    ("http.response.status_code", Value::U64(503)),
+                    ("error.type", string("503")),
+                    ("otel.status_code", string("ERROR")),
+                ]
+            } else {
+                vec![("http.response.status_code", Value::U64(200))]
+            };
+            let expected = with(request_fields("client"), resend.into_iter().chain(outcome));
+            assert_eq!(attempt.fields(), expected, "{form:?} attempt {}", n + 1);
+            recorded_once(attempt);
+            assert!(attempt.closed, "{form:?} attempt {} is closed", n + 1);
+        }
+    }
+}
+
+#[tokio::test(flavor = "current_thread", start_paused = true)]
+async fn both_forms_make_the_same_spans() {
+    let layers = normalized(&retried_call(Form::Layers).await);
+    let combined = normalized(&retried_call(Form::Combined).await);
+    assert_eq!(layers.len(), 4, "{layers:#?}");
+    assert_eq!(layers, combined);
+}
+
+#[tokio::test(flavor = "current_thread", start_paused = true)]
+async fn a_call_without_a_deadline_records_no_budget() {
+    let recorder = Recorder::default();
+    let _guard = recorder.install();
+    let upstream = Upstream::new(&recorder, [status(503), status(200)]);
+    let svc = StatusRetryLayer::new(seed_policy()).layer(upstream);
+    assert_eq!(get(svc).await.unwrap(), StatusCode::OK);
+    let (call, attempts) = call_and_attempts(&recorder);
+    assert_eq!(attempts.len(), 2);
+    assert_eq!(call.u64("resilience.attempts"), Some(2));
+    assert_eq!(
+        call.get("resilience.deadline_ms"),
+        None,
+        "{:?}",
+        call.fields()
+    );
+}
+
+#[tokio::test(flavor = "current_thread", start_paused = true)]
+async fn an_attempt_its_limit_ends_records_attempt_timeout() {
+    for form in FORMS {
+        let recorder = Recorder::default();
+        let _guard = recorder.install();
+        let upstream = Upstream::new(&recorder, [Reply::Never]);
+        let policy = RetryPolicy::new(TransientDecoder::new(), FixedDelay::new(DELAY, 2));
+        let svc = stack(form, policy, Some(Duration::from_secs(1)), upstream);
+        let error = get(svc).await.unwrap_err();
+        assert_eq!(
+            FailureKind::of(&*error),
+            FailureKind::AttemptTimeout,
+            "{form:?}"
+        );
+        let (call, attempts) = call_and_attempts(&recorder);
+        assert_eq!(attempts.len(), 1, "{form:?}");
+        let attempt = &attempts[0];
+        assert_eq!(
+            attempt.str("error.type"),
+            Some("attempt_timeout"),
+            "{form:?}"
+        );
+        assert_eq!(attempt.str("otel.status_code"), Some("ERROR"), "{form:?}");
+        assert_eq!(attempt.get("http.response.status_code"), None, "{form:?}");
+        assert_eq!(call.str("error.type"), Some("attempt_timeout"), "{form:?}");
+        assert_eq!(call.str("otel.status_code"), Some("ERROR"), "{form:?}");
+        assert_eq!(call.str("resilience.stop"), Some("failed"), "{form:?}");
+        assert_eq!(call.u64("resilience.attempts"), Some(1), "{form:?}");
+        assert_eq!(call.get("http.response.status_code"), None, "{form:?}");
+    }
+}
+
+/// NOTE: the module docs say an attempt its time limit ends records
+/// `attempt_timeout`, whatever the decoder; the span takes `error.type` from
+/// the decoder's verdict, and `StatusDecoder` (the seed's, and the crate's
+/// first example) gives `Reason::Error` for every error: the span reads
+/// `_OTHER`.
+#[tokio::test(flavor = "current_thread", start_paused = true)]
+#[ignore = "library bug: error.type of an error comes from the decoder's verdict, `_OTHER` under StatusDecoder"]
+async fn an_attempt_its_limit_ends_records_attempt_timeout_under_the_status_decoder() {
+    for form in FORMS {
+        let recorder = Recorder::default();
+        let _guard = recorder.install();
+        let upstream = Upstream::new(&recorder, [Reply::Never]);
+        let svc = stack(form, seed_policy(), Some(Duration::from_secs(1)), upstream);
+        let error = get(svc).await.unwrap_err();
+        assert_eq!(
+            FailureKind::of(&*error),
+            FailureKind::AttemptTimeout,
+            "{form:?}"
+        );
+        let (call, attempts) = call_and_attempts(&recorder);
+        assert_eq!(
+            attempts[0].str("error.type"),
+            Some("attempt_timeout"),
+            "{form:?}"
+        );
+        assert_eq!(call.str("error.type"), Some("attempt_timeout"), "{form:?}");
+    }
+}
+
+#[tokio::test(flavor = "current_thread", start_paused = true)]
+async fn an_attempt_the_deadline_drops_records_no_outcome() {
+    let mut runs = Vec::new();
+    for form in FORMS {
+        let recorder = Recorder::default();
+        let _guard = recorder.install();
+        let upstream = Upstream::new(&recorder, [Reply::Never]);
+        // NOTE: the attempt limit is above the deadline, which ends the call.
+        let svc = stack(form, seed_policy(), Some(DEADLINE * 2), upstream);
+        let error = get(svc).await.unwrap_err();
+        assert_eq!(FailureKind::of(&*error), FailureKind::Deadline, "{form:?}");
+        let (_, attempts) = call_and_attempts(&recorder);
+        assert_eq!(attempts.len(), 1, "{form:?}");
+        let attempt = &attempts[0];
+        assert_eq!(
+            attempt.fields(),
+            request_fields("client"),
+            "{form:?}: no outcome"
+        );
+        assert!(
+            attempt.closed,
+            "{form:?}: the dropped attempt's span is closed"
+        );
+        runs.push(normalized(&recorder));
+    }
+    assert_eq!(runs[0], runs[1], "both forms");
+}
+
+#[tokio::test(flavor = "current_thread", start_paused = true)]
+async fn spans_are_made_at_the_policy_level() {
+    for level in [
+        Level::TRACE,
+        Level::DEBUG,
+        Level::INFO,
+        Level::WARN,
+        Level::ERROR,
+    ] {
+        for form in FORMS {
+            let recorder = Recorder::default();
+            let _guard = recorder.install();
+            let upstream = Upstream::new(&recorder, [status(503), status(200)]);
+            let policy = seed_policy().with_span_level(level);
+            assert_eq!(get(stack(form, policy, None, upstream)).await.unwrap(), 200);
+            let (call, attempts) = call_and_attempts(&recorder);
+            assert_eq!(attempts.len(), 2, "{form:?}");
+            for span in std::iter::once(&call).chain(&attempts) {
+                assert_eq!(span.level, level, "{form:?} {}", span.name);
+            }
+        }
+    }
+}
+
+#[tokio::test(flavor = "current_thread", start_paused = true)]
+async fn the_query_is_kept_only_when_the_policy_allows_it() {
+    for form in FORMS {
+        let recorder = Recorder::default();
+        let _guard = recorder.install();
+        let upstream = Upstream::new(&recorder, [status(503), status(200)]);
+        let policy = seed_policy().with_url_query_in_spans();
+        assert_eq!(get(stack(form, policy, None, upstream)).await.unwrap(), 200);
+        let (call, attempts) = call_and_attempts(&recorder);
+        let kept = format!("{URL_FULL}?sig=abc");
+        for span in std::iter::once(&call).chain(&attempts) {
+            assert_eq!(
+                span.str("url.full"),
+                Some(kept.as_str()),
+                "{form:?} {}",
+                span.name
+            );
+        }
+    }
+}
+
+#[tokio::test(flavor = "current_thread", start_paused = true)]
+async fn the_port_is_the_schemes_when_the_uri_has_none() {
+    for (uri, port, url) in [
+        ("https://api.test/v1", 443, "https://api.test/v1"),
+        ("http://api.test/v1?k=v", 80, "http://api.test/v1"),
+    ] {
+        let recorder = Recorder::default();
+        let _guard = recorder.install();
+        let upstream = Upstream::new(&recorder, [status(200)]);
+        let svc = stack(Form::Combined, seed_policy(), None, upstream);
+        assert_eq!(get_uri(svc, uri).await.unwrap(), 200);
+        let (call, attempts) = call_and_attempts(&recorder);
+        for span in [&call, &attempts[0]] {
+            assert_eq!(span.u64("server.port"), Some(port), "{uri}");
+            assert_eq!(span.str("server.address"), Some("api.test"), "{uri}");
+            assert_eq!(span.str("url.full"), Some(url), "{uri}");
+        }
+    }
+}
+
+#[tokio::test(flavor = "current_thread", start_paused = true)]
+async fn the_call_span_is_a_child_of_the_callers_span() {
+    for form in FORMS {
+        let recorder = Recorder::default();
+        let _guard = recorder.install();
+        let upstream = Upstream::new(&recorder, [status(503), status(200)]);
+        let svc = stack(form, seed_policy(), None, upstream);
+        let caller = tracing::info_span!("caller");
+        let caller_id = caller.id().map(|id| id.into_u64());
+        assert_eq!(get(svc).instrument(caller).await.unwrap(), 200);
+        let (call, attempts) = call_and_attempts(&recorder);
+        assert_eq!(call.parent, caller_id, "{form:?}");
+        assert_eq!(attempts.len(), 2, "{form:?}");
+    }
+}
+
+#[tokio::test(flavor = "current_thread", start_paused = true)]
+async fn retries_and_the_end_are_events_inside_the_call_span() {
+    for form in FORMS {
+        let recorder = Recorder::default();
+        let _guard = recorder.install();
+        let upstream = Upstream::new(&recorder, [status(503), status(503), status(503)]);
+        assert_eq!(
+            get(stack(form, seed_policy(), None, upstream))
+                .await
+                .unwrap(),
+            503
+        );
+        let (call, _) = call_and_attempts(&recorder);
+        let messages: Vec<(Option<u64>, Level, Value)> = recorder
+            .events()
+            .into_iter()
+            .filter_map(|event| Some((event.span, event.level, event.get("message")?.clone())))
+            .collect();
+        let inside = |message: &str| (Some(call.id), Level::DEBUG, text(message));
+        assert_eq!(
+            messages,
+            [inside("retrying"), inside("retrying"), inside("done")],
+            "{form:?}"
+        );
+        let done = recorder.events().pop().unwrap();
+        assert_eq!(done.get("attempts"), Some(&Value::U64(3)));
+        assert_eq!(done.get("stop"), Some(&text("retries exhausted")));
+        assert_eq!(call.str("resilience.stop"), Some("exhausted"));
+        assert_eq!(call.str("error.type"), Some("503"));
+        assert_eq!(call.u64("http.response.status_code"), Some(503));
+    }
+}
