@@ -21,10 +21,20 @@
 //!   `http.request.method`, `server.address`, `server.port`, `url.full`,
 //!   `http.request.resend_count` on every attempt after the first (1 for the
 //!   second), and when the attempt ends `http.response.status_code`, or
-//!   `error.type` (the status code for 4xx and 5xx, else
-//!   [`FailureKind::name`](crate::FailureKind::name)) with
-//!   `otel.status_code = "ERROR"`. An attempt its time limit ends records
-//!   `attempt_timeout`; one the caller or the deadline drops records nothing.
+//!   `error.type` (the status code for 4xx and 5xx; for an error, the
+//!   [`FailureKind::name`](crate::FailureKind::name) of the kind the
+//!   decoder's verdict gives, `_OTHER` when it gives none) with
+//!   `otel.status_code = "ERROR"`. Under the decoders that classify errors
+//!   ([`TransientDecoder`](crate::policy::TransientDecoder), the gRPC, Apache
+//!   and Feign ones), an attempt its time limit ends records
+//!   `attempt_timeout`; [`StatusDecoder`](crate::policy::StatusDecoder)
+//!   judges every error alike, and its attempts record `_OTHER`. An attempt
+//!   the caller or the deadline drops records nothing.
+//!
+//! A call the deadline (or the caller) ends records no outcome on its span
+//! in either form: under the three layers the retry is dropped from outside
+//! and cannot tell why, and the combined service does the same, so that the
+//! two forms trace alike. The caller's error (`DeadlineExceeded`) says it.
 //!
 //! Both have the request attributes `http.request.method`, `server.address`
 //! and `server.port` (the URI's, or the scheme's default port), and

@@ -272,9 +272,11 @@ pub struct AttemptEnd {
 
 impl AttemptEnd {
     /// OpenTelemetry's `error.type` of the outcome: the status code for a
-    /// 4xx or 5xx response, the failure's
-    /// [`FailureKind::name`](crate::FailureKind::name) for an error, none for
-    /// a success.
+    /// 4xx or 5xx response; for an error, the
+    /// [`FailureKind::name`](crate::FailureKind::name) of the kind the
+    /// decoder's verdict gives (`_OTHER` when it gives none, as
+    /// [`StatusDecoder`](crate::policy::StatusDecoder)'s does); none for a
+    /// success.
     pub fn error_type(&self) -> Option<&str> {
         crate::telemetry::error_type(self.verdict, self.status.as_ref())
     }
