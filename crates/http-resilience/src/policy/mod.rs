@@ -64,7 +64,7 @@ pub use self::{
 
 #[cfg(feature = "serde")]
 pub(crate) use self::decoder::grpc_code_by_name;
-#[cfg(test)]
+#[cfg(any(test, feature = "otel"))]
 pub(crate) use self::decoder::grpc_code_name;
 pub(crate) use self::parts::{AttemptHeader, Parts};
 pub(crate) use self::retryer::Seeds;

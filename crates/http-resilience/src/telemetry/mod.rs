@@ -76,6 +76,15 @@
 //! With a listener, a call keeps its context (one allocation) and reads the
 //! clock when each attempt starts.
 //!
+//! # Metrics
+//!
+//! With the feature `otel`, `telemetry::otel::Metrics` is such a listener: it
+//! records the attempts, retries, hedges, ends of calls and a breaker's
+//! changes to OpenTelemetry instruments (`http.client.request.duration` and
+//! the `http_resilience.*` namespace). `examples/otel.rs` in the repository
+//! prints the metrics and the spans of a retried call and a hedged call
+//! (`cargo run --example otel`).
+//!
 //! # Example
 //!
 //! ```
@@ -126,6 +135,9 @@
 //! # Ok(())
 //! # }
 //! ```
+
+#[cfg(feature = "otel")]
+pub mod otel;
 
 use crate::policy::{Reason, Verdict};
 use crate::FailureKind;

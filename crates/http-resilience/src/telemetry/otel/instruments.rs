@@ -1,0 +1,237 @@
+//! The instruments, made once per [`Metrics`](super::Metrics), and what each
+//! records.
+
+use super::attributes as attr;
+use crate::breaker::BreakerEvent;
+use crate::policy::{AttemptEnd, CallContext, RetryEvent};
+use crate::Stop;
+use opentelemetry::{
+    metrics::{Counter, Histogram, Meter},
+    KeyValue,
+};
+use std::time::Duration;
+
+/// The bucket boundaries, in seconds, that OpenTelemetry's HTTP semantic
+/// conventions advise for `http.client.request.duration`; every histogram of
+/// seconds here uses them.
+pub(super) const SECONDS_BOUNDARIES: [f64; 14] = [
+    0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.25, 0.5, 0.75, 1.0, 2.5, 5.0, 7.5, 10.0,
+];
+
+/// The bucket boundaries of the attempts per call: one bucket per count up
+/// to gRPC's most (5), then up to 10.
+pub(super) const ATTEMPT_BOUNDARIES: [f64; 6] = [1.0, 2.0, 3.0, 4.0, 5.0, 10.0];
+
+/// An instrument's name, unit and description.
+#[derive(Debug, Clone, Copy)]
+struct Spec(&'static str, &'static str, &'static str);
+
+const REQUEST_DURATION: Spec = Spec(
+    "http.client.request.duration",
+    "s",
+    "Duration of HTTP client requests: every attempt and hedged copy.",
+);
+const RETRIES: Spec = Spec("http_resilience.retries", "{retry}", "Retries made.");
+const RETRY_DELAY: Spec = Spec(
+    "http_resilience.retry.delay",
+    "s",
+    "The wait before each retry.",
+);
+const HEDGES: Spec = Spec("http_resilience.hedges", "{hedge}", "Hedged copies sent.");
+const CALLS: Spec = Spec(
+    "http_resilience.calls",
+    "{call}",
+    "Calls ended by the retry or the hedge, by why no further attempt was made.",
+);
+const CALL_ATTEMPTS: Spec = Spec(
+    "http_resilience.call.attempts",
+    "{attempt}",
+    "Attempts per call, the first included.",
+);
+const CALL_DURATION: Spec = Spec(
+    "http_resilience.call.duration",
+    "s",
+    "Duration of whole calls, every attempt and wait included, to the response head.",
+);
+const OVERRUNS: Spec = Spec(
+    "http_resilience.deadline.overruns",
+    "{call}",
+    "Calls their deadline ended.",
+);
+const TRANSITIONS: Spec = Spec(
+    "http_resilience.breaker.transitions",
+    "{transition}",
+    "Changes of state of the circuits.",
+);
+const REJECTIONS: Spec = Spec(
+    "http_resilience.breaker.rejections",
+    "{call}",
+    "Calls an open circuit turned away, never sent.",
+);
+
+/// Every instrument a [`Metrics`](super::Metrics) records to, and the meter,
+/// for the gauges made on demand.
+pub(super) struct Instruments {
+    pub(super) meter: Meter,
+    request_duration: Histogram<f64>,
+    retries: Counter<u64>,
+    retry_delay: Histogram<f64>,
+    hedges: Counter<u64>,
+    calls: Counter<u64>,
+    call_attempts: Histogram<u64>,
+    call_duration: Histogram<f64>,
+    overruns: Counter<u64>,
+    transitions: Counter<u64>,
+    rejections: Counter<u64>,
+}
+
+// ===== impl Instruments =====
+
+impl Instruments {
+    /// The instruments of `meter`.
+    pub(super) fn new(meter: &Meter) -> Self {
+        Self {
+            meter: meter.clone(),
+            request_duration: seconds(meter, REQUEST_DURATION),
+            retries: counter(meter, RETRIES),
+            retry_delay: seconds(meter, RETRY_DELAY),
+            hedges: counter(meter, HEDGES),
+            calls: counter(meter, CALLS),
+            call_attempts: attempts(meter, CALL_ATTEMPTS),
+            call_duration: seconds(meter, CALL_DURATION),
+            overruns: counter(meter, OVERRUNS),
+            transitions: counter(meter, TRANSITIONS),
+            rejections: counter(meter, REJECTIONS),
+        }
+    }
+
+    /// Records the end of an attempt or a hedged copy of `call`.
+    pub(super) fn attempt(&self, attempt: &AttemptEnd, call: &CallContext) {
+        let mut attributes = attr::request(call);
+        if let Some(status) = attempt.status {
+            attributes.push(KeyValue::new(attr::STATUS_CODE, i64::from(status.as_u16())));
+        }
+        if let Some(error) = attempt.error_type() {
+            attributes.push(KeyValue::new(attr::ERROR_TYPE, error.to_owned()));
+        }
+        let seconds = attempt.duration.as_secs_f64();
+        self.request_duration.record(seconds, &attributes);
+    }
+
+    /// Records `event` of `call` (or of no call known).
+    pub(super) fn event(&self, event: &RetryEvent, call: Option<&CallContext>) {
+        let address =
+            call.map(|call| KeyValue::new(attr::SERVER_ADDRESS, call.server_address().to_owned()));
+        match *event {
+            RetryEvent::Retry {
+                verdict,
+                wait,
+                source,
+                ..
+            } => {
+                let source = KeyValue::new(attr::WAIT_SOURCE, attr::wait_source(source));
+                let reason = KeyValue::new(attr::REASON, attr::reason(verdict.reason()));
+                let mut attributes: Vec<KeyValue> = address.into_iter().collect();
+                attributes.push(source);
+                self.retry_delay.record(wait.as_secs_f64(), &attributes);
+                attributes.push(reason);
+                self.retries.add(1, &attributes);
+            }
+            RetryEvent::Hedge { trigger, .. } => {
+                let mut attributes: Vec<KeyValue> = address.into_iter().collect();
+                attributes.push(KeyValue::new(attr::TRIGGER, attr::trigger(trigger)));
+                self.hedges.add(1, &attributes);
+            }
+            RetryEvent::Done { attempts, stop, .. } => self.done(attempts, stop, call),
+        }
+    }
+
+    /// Records the end of `call` after `attempts`, for `stop`.
+    fn done(&self, attempts: u32, stop: Stop, call: Option<&CallContext>) {
+        let mut attributes: Vec<KeyValue> = call.map(attr::call).into_iter().flatten().collect();
+        self.call_attempts.record(u64::from(attempts), &attributes);
+        attributes.push(KeyValue::new(attr::STOP, stop.name()));
+        self.calls.add(1, &attributes);
+    }
+
+    /// Records a circuit's `event`.
+    pub(super) fn breaker(&self, event: &BreakerEvent<'_>) {
+        let (key, why) = match event {
+            BreakerEvent::Opened { key, why, .. } => (key, Some(*why)),
+            BreakerEvent::HalfOpen { key }
+            | BreakerEvent::RampingUp { key, .. }
+            | BreakerEvent::Closed { key }
+            | BreakerEvent::Rejected { key, .. } => (key, None),
+        };
+        let key = KeyValue::new(attr::BREAKER_KEY, key.to_string());
+        let Some(state) = attr::transition(event) else {
+            self.rejections.add(1, &[key]);
+            return;
+        };
+        let mut attributes = vec![key, KeyValue::new(attr::BREAKER_STATE, state)];
+        if let Some(why) = why {
+            attributes.push(KeyValue::new(attr::TRIP_REASON, attr::trip_reason(why)));
+        }
+        self.transitions.add(1, &attributes);
+    }
+
+    /// Records the end of a whole `call` after `elapsed`, as the layer sees
+    /// it: `outcome` is the response's status, or the error's kind.
+    pub(super) fn call_end(&self, call: &CallContext, elapsed: Duration, outcome: CallOutcome) {
+        let mut attributes = attr::request(call);
+        match outcome {
+            CallOutcome::Status(status) => {
+                attributes.push(KeyValue::new(attr::STATUS_CODE, i64::from(status.as_u16())));
+                if status.is_client_error() || status.is_server_error() {
+                    attributes.push(KeyValue::new(attr::ERROR_TYPE, status.as_str().to_owned()));
+                }
+            }
+            CallOutcome::Error(kind) => {
+                attributes.push(KeyValue::new(attr::ERROR_TYPE, kind.name()));
+                if kind == crate::FailureKind::Deadline {
+                    self.overruns.add(1, &attr::call(call));
+                }
+            }
+        }
+        self.call_duration
+            .record(elapsed.as_secs_f64(), &attributes);
+    }
+}
+
+/// A histogram of seconds, with [`SECONDS_BOUNDARIES`].
+fn seconds(meter: &Meter, Spec(name, unit, description): Spec) -> Histogram<f64> {
+    meter
+        .f64_histogram(name)
+        .with_unit(unit)
+        .with_description(description)
+        .with_boundaries(SECONDS_BOUNDARIES.to_vec())
+        .build()
+}
+
+/// The histogram of attempts per call, with [`ATTEMPT_BOUNDARIES`].
+fn attempts(meter: &Meter, Spec(name, unit, description): Spec) -> Histogram<u64> {
+    meter
+        .u64_histogram(name)
+        .with_unit(unit)
+        .with_description(description)
+        .with_boundaries(ATTEMPT_BOUNDARIES.to_vec())
+        .build()
+}
+
+/// A counter.
+fn counter(meter: &Meter, Spec(name, unit, description): Spec) -> Counter<u64> {
+    meter
+        .u64_counter(name)
+        .with_unit(unit)
+        .with_description(description)
+        .build()
+}
+
+/// What a whole call ended with, as the layer sees it.
+#[derive(Debug, Clone, Copy)]
+pub(super) enum CallOutcome {
+    /// A response, of this status.
+    Status(http::StatusCode),
+    /// An error, of this kind.
+    Error(crate::FailureKind),
+}

@@ -1,0 +1,313 @@
+//! Metrics in OpenTelemetry's terms (feature `otel`): [`Metrics`] records
+//! what the layers do to the instruments of an OpenTelemetry [`Meter`], as a
+//! [`RetryListener`] and a [`BreakerListener`], with a layer for what only
+//! the outside of a call sees and gauges read when the meter collects.
+//!
+//! Only OpenTelemetry's API crate (`opentelemetry`, its `metrics` feature) is
+//! used: the application brings the SDK, the exporter and any views. Until
+//! it sets a meter provider, the global meter's instruments record nothing.
+//!
+//! # Where each part goes
+//!
+//! ```text
+//! metrics.layer() -> DeadlineLayer -> StatusRetryLayer -> [CircuitBreakerLayer] -> AttemptTimeoutLayer -> client
+//! metrics.layer() -> Resilience
+//!                    retry or hedge policy: .with_listener(metrics.clone())
+//!                    breaker policy:        .with_listener(metrics.clone())
+//! ```
+//!
+//! - **As the listener of a retry policy** (or of a hedging policy), it
+//!   hears every attempt, retry, hedge and end of a call, with the call's
+//!   method and authority, in every form: the three layers, the combined
+//!   service ([`ResiliencePolicy`](crate::ResiliencePolicy) takes the same
+//!   retry policy) and hedging.
+//! - **As the listener of a breaker policy**, it hears every change of state
+//!   and every call turned away.
+//! - **As a layer, outermost** ([`Metrics::layer`]), it times whole calls and
+//!   counts deadline overruns. A call its deadline ends is dropped by the
+//!   [`DeadlineLayer`](crate::DeadlineLayer) (or ended by the combined
+//!   service's own timer) before the retry sees an outcome: no `Done` event,
+//!   nothing in `http_resilience.calls`. Only a layer outside the deadline
+//!   sees it end, with the deadline's error. Put inside the deadline, the
+//!   layer would be dropped with the retry and count nothing.
+//!
+//! # Instruments
+//!
+//! | instrument | kind | unit | attributes | recorded |
+//! |---|---|---|---|---|
+//! | `http.client.request.duration` | histogram | `s` | `http.request.method`, `server.address`, `server.port`, `url.scheme`; `http.response.status_code` with a response, `error.type` when it failed | at the end of every attempt and hedged copy with an outcome (OpenTelemetry's HTTP client convention) |
+//! | `http_resilience.retries` | counter | `{retry}` | `server.address`, `http_resilience.reason`, `http_resilience.wait_source` | for every retry the policy makes |
+//! | `http_resilience.retry.delay` | histogram | `s` | `server.address`, `http_resilience.wait_source` | the wait before every retry |
+//! | `http_resilience.hedges` | counter | `{hedge}` | `server.address`, `http_resilience.trigger` | for every hedged copy sent |
+//! | `http_resilience.calls` | counter | `{call}` | `http.request.method`, `server.address`, `http_resilience.stop` | for every call the retry or the hedge ended |
+//! | `http_resilience.call.attempts` | histogram | `{attempt}` | `http.request.method`, `server.address` | the attempts of every call the retry or the hedge ended, the first included |
+//! | `http_resilience.call.duration` | histogram | `s` | as `http.client.request.duration` | by the layer, for every call, to its response head or its error |
+//! | `http_resilience.deadline.overruns` | counter | `{call}` | `http.request.method`, `server.address` | by the layer, for every call whose error is the deadline's |
+//! | `http_resilience.breaker.transitions` | counter | `{transition}` | `http_resilience.breaker.key`, `http_resilience.breaker.state`; `http_resilience.breaker.trip_reason` when opened | for every change of state of a circuit |
+//! | `http_resilience.breaker.rejections` | counter | `{call}` | `http_resilience.breaker.key` | for every call an open circuit turned away |
+//! | `http_resilience.breaker.state` | gauge | `{state}` | `http_resilience.breaker.key` | read on collection, per circuit ([`Metrics::observe_breaker`]) |
+//! | `http_resilience.budget.tokens` | gauge | `{token}` | `http_resilience.budget.name` | read on collection ([`Metrics::observe_budget`]) |
+//!
+//! The names close to gRPC's retry metrics (proposal A96:
+//! `grpc.client.call.retries`, `.hedges`, `.retry_delay`) and Polly's
+//! `resilience.*`; the library's own are all under `http_resilience.`.
+//! Every histogram of seconds has the bucket boundaries the HTTP
+//! convention advises (5 ms to 10 s: 0.005, 0.01, 0.025, 0.05, 0.075, 0.1,
+//! 0.25, 0.5, 0.75, 1, 2.5, 5, 7.5, 10); `http_resilience.call.attempts` has
+//! 1, 2, 3, 4, 5 and 10. A view in the SDK changes them.
+//!
+//! # Attribute values
+//!
+//! - `http.request.method`: the method, or `_OTHER` for one the HTTP
+//!   convention does not know; `server.address` and `server.port`: the host
+//!   of the first request's URI and its port (or the scheme's default);
+//! - `error.type`: the status code for a 4xx or 5xx response (`"503"`), else
+//!   [`FailureKind::name`](crate::FailureKind::name) (`attempt_timeout`,
+//!   `deadline`, `connect_refused`, ...);
+//! - `http_resilience.reason`: why the decoder asked for the retry: a status
+//!   code (`"503"`), a failure's [`FailureKind::name`](crate::FailureKind::name),
+//!   a gRPC status's name (`UNAVAILABLE`), a header's name, a reason of one's
+//!   own, or `error`;
+//! - `http_resilience.wait_source`: `backoff`, `server` (`Retry-After`,
+//!   pushback) or `none`;
+//! - `http_resilience.trigger`: `delay`, `attempt_timeout` or `non_fatal`;
+//! - `http_resilience.stop`: [`Stop::name`](crate::Stop::name): `accepted`,
+//!   `exhausted`, `failed`, and the stops that a retry or a hedge was
+//!   refused for: `budget_exhausted`, `would_miss_deadline`,
+//!   `deadline_passed`, `not_idempotent`, `not_replayable`, ...;
+//! - `http_resilience.breaker.key`: the circuit's
+//!   [`BreakerKey`](crate::breaker::BreakerKey) as it displays
+//!   (`http://api.test:8080`); `http_resilience.breaker.state`: `opened`,
+//!   `half_open`, `ramping_up` or `closed`;
+//!   `http_resilience.breaker.trip_reason`: `consecutive_failures`,
+//!   `failure_ratio`, `probe_failed` or `ramp_failed`.
+//!
+//! # Gauges
+//!
+//! A gauge's callback is registered when it is asked for:
+//! [`observe_breaker`](Metrics::observe_breaker) reads the circuits of a
+//! breaker policy, 0 closed, 1 open, 2 half-open, 3 ramping up;
+//! [`observe_budget`](Metrics::observe_budget) the tokens left in a
+//! [`RetryBudget`](crate::policy::RetryBudget). Each returns an
+//! [`Observation`]: the gauge reads for as long as it is kept, and nothing
+//! once it is dropped (OpenTelemetry's SDK cannot take a callback back; the
+//! callback holds the handle's readings weakly).
+//!
+//! # What it costs
+//!
+//! A listener makes a call keep its context (one allocation) and read the
+//! clock when each attempt starts; each recording builds its attributes (the
+//! host is copied) and hands them to the SDK. The layer keeps the call's
+//! context and its start in its future. None of this exists without the
+//! feature, and none of it runs for a policy without the listener.
+//!
+//! `examples/otel.rs` in the repository prints the metrics and the spans
+//! of a retried call and a hedged call (`cargo run --example otel`).
+//!
+//! # Example
+//!
+//! Two 503s, then a 200, through the three layers, read back with the SDK's
+//! in-memory exporter:
+//!
+//! ```
+//! use http::{Request, Response};
+//! use http_resilience::{
+//!     policy::{FixedDelay, RetryBudget, StatusDecoder},
+//!     retry::{RetryPolicy, StatusRetryLayer},
+//!     telemetry::otel::Metrics,
+//!     AttemptTimeoutLayer, DeadlineLayer,
+//! };
+//! use opentelemetry::metrics::MeterProvider as _;
+//! use opentelemetry_sdk::metrics::{
+//!     data::{AggregatedMetrics, MetricData, ResourceMetrics},
+//!     InMemoryMetricExporter, PeriodicReader, SdkMeterProvider,
+//! };
+//! use std::{
+//!     convert::Infallible,
+//!     sync::{atomic::{AtomicU32, Ordering}, Arc},
+//!     time::Duration,
+//! };
+//! use tower::{ServiceBuilder, ServiceExt};
+//!
+//! /// The sum of the counter `name` over all its points.
+//! fn counted(metrics: &ResourceMetrics, name: &str) -> u64 {
+//!     let found = metrics.scope_metrics().flat_map(|scope| scope.metrics()).find(|m| m.name() == name);
+//!     match found.map(|metric| metric.data()) {
+//!         Some(AggregatedMetrics::U64(MetricData::Sum(sum))) => sum.data_points().map(|p| p.value()).sum(),
+//!         _ => 0,
+//!     }
+//! }
+//!
+//! # #[tokio::main(flavor = "current_thread", start_paused = true)]
+//! # async fn main() -> Result<(), http_resilience::BoxError> {
+//! let exporter = InMemoryMetricExporter::default();
+//! let provider = SdkMeterProvider::builder()
+//!     .with_reader(PeriodicReader::builder(exporter.clone()).build())
+//!     .build();
+//! let metrics = Metrics::new(&provider.meter("my-client"));
+//!
+//! let budget = Arc::new(RetryBudget::new(10, 0.1)?);
+//! let _tokens = metrics.observe_budget("api", Arc::clone(&budget));
+//! let policy = RetryPolicy::new(StatusDecoder::new([503])?, FixedDelay::new(Duration::from_millis(10), 2))
+//!     .with_budget(budget)
+//!     .with_listener(metrics.clone());
+//! let calls = Arc::new(AtomicU32::new(0));
+//! let svc = ServiceBuilder::new()
+//!     .layer(metrics.layer())
+//!     .layer(DeadlineLayer::new(Duration::from_secs(8)))
+//!     .layer(StatusRetryLayer::new(policy))
+//!     .layer(AttemptTimeoutLayer::new(Duration::from_secs(3)))
+//!     .service_fn(move |_: Request<String>| {
+//!         // A stand-in for the network: 503, 503, then 200.
+//!         let status = if calls.fetch_add(1, Ordering::Relaxed) < 2 { 503 } else { 200 };
+//!         async move { Ok::<_, Infallible>(Response::builder().status(status).body(String::new()).unwrap()) }
+//!     });
+//! let request = Request::get("http://api.test:8080/items").body(String::new())?;
+//! svc.oneshot(request).await?;
+//!
+//! provider.force_flush()?;
+//! let exported = exporter.get_finished_metrics()?;
+//! let last = exported.last().unwrap();
+//! assert_eq!(counted(last, "http_resilience.retries"), 2);
+//! assert_eq!(counted(last, "http_resilience.calls"), 1);
+//! # Ok(())
+//! # }
+//! ```
+
+mod attributes;
+pub mod future;
+mod gauges;
+mod instruments;
+mod layer;
+
+pub use self::{gauges::Observation, layer::CallMetricsLayer};
+
+use self::{future::ResponseFuture, instruments::Instruments};
+use crate::{
+    breaker::{BreakerEvent, BreakerListener},
+    errors::AsError,
+    policy::{AttemptEnd, CallContext, RetryEvent, RetryListener},
+};
+use opentelemetry::{metrics::Meter, InstrumentationScope};
+use std::{
+    fmt,
+    sync::Arc,
+    task::{Context, Poll},
+};
+use tower_service::Service;
+
+/// Records the library's metrics to the instruments of one [`Meter`]: a
+/// listener for retry, hedging and breaker policies, and the source of the
+/// call layer and the gauges.
+///
+/// See the [module docs](self) for the instruments and an example.
+///
+/// # Clone
+///
+/// The instruments are made once, in [`new`](Self::new), and kept behind an
+/// `Arc`: a clone copies a pointer, and every clone records to the same
+/// instruments.
+#[derive(Clone)]
+pub struct Metrics {
+    instruments: Arc<Instruments>,
+}
+
+// ===== impl Metrics =====
+
+impl Metrics {
+    /// The metrics, recorded to instruments of `meter`.
+    pub fn new(meter: &Meter) -> Self {
+        Self {
+            instruments: Arc::new(Instruments::new(meter)),
+        }
+    }
+
+    /// The metrics, recorded to the global meter provider's meter
+    /// `http-resilience` (with the crate's version). Made after
+    /// `opentelemetry::global::set_meter_provider`: instruments made before
+    /// it record nothing.
+    pub fn global() -> Self {
+        let scope = InstrumentationScope::builder("http-resilience")
+            .with_version(env!("CARGO_PKG_VERSION"))
+            .build();
+        Self::new(&opentelemetry::global::meter_with_scope(scope))
+    }
+
+    /// The layer that times whole calls and counts deadline overruns; it
+    /// goes outermost (see the module docs).
+    pub fn layer(&self) -> CallMetricsLayer {
+        CallMetricsLayer::new(self.clone())
+    }
+}
+
+impl fmt::Debug for Metrics {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Metrics").finish_non_exhaustive()
+    }
+}
+
+impl RetryListener for Metrics {
+    /// Records `event` without the call's attributes (the library tells a
+    /// listener with the call's context whenever it has one).
+    fn on_event(&self, event: &RetryEvent) {
+        self.instruments.event(event, None);
+    }
+
+    fn on_call_event(&self, event: &RetryEvent, call: &CallContext) {
+        self.instruments.event(event, Some(call));
+    }
+
+    fn on_attempt(&self, attempt: &AttemptEnd, call: &CallContext) {
+        self.instruments.attempt(attempt, call);
+    }
+}
+
+impl BreakerListener for Metrics {
+    fn on_event(&self, event: &BreakerEvent<'_>) {
+        self.instruments.breaker(event);
+    }
+}
+
+/// Times every call of the inner service, to its response head or its
+/// error, and counts the calls whose error is the deadline's; made by
+/// [`CallMetricsLayer`].
+///
+/// See the [module docs](self) for an example.
+///
+/// The response body is not timed: a deadline that ends the body while it
+/// is read is the body's error, which this service does not see.
+#[derive(Debug, Clone)]
+pub struct CallMetrics<S> {
+    inner: S,
+    metrics: Metrics,
+}
+
+// ===== impl CallMetrics =====
+
+impl<S> CallMetrics<S> {
+    /// Wraps `inner`, recording to `metrics`.
+    pub const fn new(inner: S, metrics: Metrics) -> Self {
+        Self { inner, metrics }
+    }
+
+    define_inner_service_accessors!();
+}
+
+impl<S, B, T> Service<http::Request<B>> for CallMetrics<S>
+where
+    S: Service<http::Request<B>, Response = http::Response<T>>,
+    S::Error: AsError,
+{
+    type Response = S::Response;
+    type Error = S::Error;
+    type Future = ResponseFuture<S::Future>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, request: http::Request<B>) -> Self::Future {
+        let call = CallContext::of(&request);
+        ResponseFuture::new(self.inner.call(request), self.metrics.clone(), call)
+    }
+}
