@@ -35,6 +35,9 @@
 //!   layers;
 //! - [`grpc`] (feature `grpc`): gRPC retries for tonic, as gRPC's retry
 //!   design says;
+//! - [`telemetry`]: the spans of every call and attempt, and the events a
+//!   listener hears; [`telemetry::otel`] (feature `otel`): metrics in
+//!   OpenTelemetry's terms;
 //! - [`propagate`]: sending each attempt's remaining budget upstream, and
 //!   taking a deadline over from an inbound request ([`RequestDeadline`]);
 //! - [`ResiliencePolicy`] and [`presets`]: the three layers' semantics from one
@@ -159,6 +162,10 @@
 //!   implies `serde`.
 //! - `reqwest`: [`reqwest_client::ReqwestService`], a `reqwest::Client` under
 //!   the layers; also lets [`FailureKind`] read reqwest's errors.
+//! - `otel`: [`telemetry::otel::Metrics`], the library's metrics recorded
+//!   to OpenTelemetry instruments (`http.client.request.duration` and the
+//!   `http_resilience.*` namespace), through the `opentelemetry` API crate
+//!   alone; the application brings the SDK.
 //! - `grpc`: [`grpc::GrpcLayer`], the layers around a tonic `Channel`, with
 //!   `grpc-timeout` propagation and deadline overruns as tonic statuses.
 //!   The gRPC policy parts ([`policy::GrpcDecoder`], [`policy::GrpcBackoff`],
