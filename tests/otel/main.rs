@@ -19,6 +19,7 @@ use opentelemetry_sdk::metrics::{
 use std::{
     collections::BTreeMap,
     convert::Infallible,
+    future::Future,
     sync::{
         atomic::{AtomicUsize, Ordering},
         Arc,
@@ -29,6 +30,15 @@ use tower::{Service, ServiceBuilder, ServiceExt};
 
 const MS: fn(u64) -> Duration = Duration::from_millis;
 const URI: &str = "http://api.test:8080/items";
+/// The guard on every call: far above every limit under test.
+const GUARD: Duration = Duration::from_secs(60);
+
+/// `call`, or a panic at the guard (on the paused clock, at once).
+async fn guarded<F: Future>(call: F) -> F::Output {
+    tokio::time::timeout(GUARD, call)
+        .await
+        .expect("the call ends before the guard")
+}
 
 /// A meter provider whose metrics are read back on demand.
 struct Reader {
@@ -260,7 +270,7 @@ async fn a_retried_call_through_the_three_layers() {
         Duration::from_secs(8),
         upstream(&[503, 503, 200]),
     );
-    let response = svc.oneshot(get()).await.unwrap();
+    let response = guarded(svc.oneshot(get())).await.unwrap();
     assert_eq!(response.status(), 200);
     assert_retried_twice(&reader.collect());
 }
@@ -274,7 +284,7 @@ async fn a_retried_call_through_the_combined_service() {
         Duration::from_secs(8),
         upstream(&[503, 503, 200]),
     );
-    let response = svc.oneshot(get()).await.unwrap();
+    let response = guarded(svc.oneshot(get())).await.unwrap();
     assert_eq!(response.status(), 200);
     assert_retried_twice(&reader.collect());
 }
@@ -302,7 +312,7 @@ async fn a_hedged_call_counts_its_hedge() {
                 Ok::<_, Infallible>(Response::new(String::new()))
             }
         });
-    svc.oneshot(get()).await.unwrap();
+    guarded(svc.oneshot(get())).await.unwrap();
 
     let points = reader.collect();
     let hedges = of(&points, "http_resilience.hedges");
@@ -353,10 +363,13 @@ async fn a_breaker_trip_counts_its_transitions_and_rejections_and_its_gauge_read
             }
         });
     for _ in 0..2 {
-        assert_eq!(svc.clone().oneshot(get()).await.unwrap().status(), 503);
+        assert_eq!(
+            guarded(svc.clone().oneshot(get())).await.unwrap().status(),
+            503
+        );
     }
     for _ in 0..3 {
-        let err = svc.clone().oneshot(get()).await.unwrap_err();
+        let err = guarded(svc.clone().oneshot(get())).await.unwrap_err();
         assert_eq!(FailureKind::of(&*err), FailureKind::CircuitOpen);
     }
 
@@ -391,7 +404,7 @@ async fn a_breaker_trip_counts_its_transitions_and_rejections_and_its_gauge_read
     // After the break, a good probe closes the circuit: half-open, then closed.
     status.store(200, Ordering::Relaxed);
     tokio::time::advance(Duration::from_secs(2)).await;
-    svc.clone().oneshot(get()).await.unwrap();
+    guarded(svc.clone().oneshot(get())).await.unwrap();
     let points = reader.collect();
     let changes: BTreeMap<_, _> = of(&points, "http_resilience.breaker.transitions")
         .into_iter()
@@ -419,7 +432,7 @@ async fn a_budget_gauge_reads_the_tokens_while_it_is_kept() {
         Duration::from_secs(8),
         upstream(&[503, 503, 200]),
     );
-    svc.oneshot(get()).await.unwrap();
+    guarded(svc.oneshot(get())).await.unwrap();
 
     // Two retryable failures took a token each; the success put 0.1 back.
     let points = reader.collect();
@@ -457,7 +470,7 @@ fn assert_overrun(points: &[Point]) {
 async fn a_deadline_overrun_is_counted_through_the_three_layers() {
     let (reader, metrics) = Reader::new();
     let svc = three_layers(&metrics, retry(&metrics), Duration::from_secs(1), silent());
-    let err = svc.oneshot(get()).await.unwrap_err();
+    let err = guarded(svc.oneshot(get())).await.unwrap_err();
     assert_eq!(FailureKind::of(&*err), FailureKind::Deadline);
     assert_overrun(&reader.collect());
 }
@@ -466,7 +479,7 @@ async fn a_deadline_overrun_is_counted_through_the_three_layers() {
 async fn a_deadline_overrun_is_counted_through_the_combined_service() {
     let (reader, metrics) = Reader::new();
     let svc = combined(&metrics, retry(&metrics), Duration::from_secs(1), silent());
-    let err = svc.oneshot(get()).await.unwrap_err();
+    let err = guarded(svc.oneshot(get())).await.unwrap_err();
     assert_eq!(FailureKind::of(&*err), FailureKind::Deadline);
     assert_overrun(&reader.collect());
 }

@@ -1,6 +1,6 @@
 //! Future types
 
-use super::{instruments::CallOutcome, Metrics};
+use super::Metrics;
 use crate::{errors::AsError, policy::CallContext, FailureKind};
 use pin_project_lite::pin_project;
 use std::{
@@ -55,8 +55,8 @@ where
         let outcome = ready!(this.response.poll(cx));
         if let Some(watch) = this.watch.take() {
             let ended = match &outcome {
-                Ok(response) => CallOutcome::Status(response.status()),
-                Err(err) => CallOutcome::Error(FailureKind::of(err.as_error())),
+                Ok(response) => Ok(response.status()),
+                Err(err) => Err(FailureKind::of(err.as_error())),
             };
             let instruments = &watch.metrics.instruments;
             instruments.call_end(&watch.call, watch.started.elapsed(), ended);

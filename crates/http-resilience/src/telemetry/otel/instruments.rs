@@ -3,8 +3,9 @@
 
 use super::attributes as attr;
 use crate::breaker::BreakerEvent;
-use crate::policy::{AttemptEnd, CallContext, RetryEvent};
-use crate::Stop;
+use crate::policy::{AttemptEnd, CallContext, RetryEvent, Verdict};
+use crate::{telemetry, FailureKind, Stop};
+use http::StatusCode;
 use opentelemetry::{
     metrics::{Counter, Histogram, Meter},
     KeyValue,
@@ -177,21 +178,27 @@ impl Instruments {
 
     /// Records the end of a whole `call` after `elapsed`, as the layer sees
     /// it: `outcome` is the response's status, or the error's kind.
-    pub(super) fn call_end(&self, call: &CallContext, elapsed: Duration, outcome: CallOutcome) {
+    pub(super) fn call_end(
+        &self,
+        call: &CallContext,
+        elapsed: Duration,
+        outcome: Result<StatusCode, FailureKind>,
+    ) {
         let mut attributes = attr::request(call);
-        match outcome {
-            CallOutcome::Status(status) => {
-                attributes.push(KeyValue::new(attr::STATUS_CODE, i64::from(status.as_u16())));
-                if status.is_client_error() || status.is_server_error() {
-                    attributes.push(KeyValue::new(attr::ERROR_TYPE, status.as_str().to_owned()));
-                }
-            }
-            CallOutcome::Error(kind) => {
-                attributes.push(KeyValue::new(attr::ERROR_TYPE, kind.name()));
-                if kind == crate::FailureKind::Deadline {
-                    self.overruns.add(1, &attr::call(call));
-                }
-            }
+        // NOTE: `error.type` by the rule of the spans and the attempts: the
+        // status for a 4xx or 5xx, else the failure's kind.
+        let (status, verdict) = match outcome {
+            Ok(status) => (Some(status), Verdict::Accept),
+            Err(kind) => (None, Verdict::fail(kind)),
+        };
+        if let Some(status) = status {
+            attributes.push(KeyValue::new(attr::STATUS_CODE, i64::from(status.as_u16())));
+        }
+        if let Some(error) = telemetry::error_type(verdict, status.as_ref()) {
+            attributes.push(KeyValue::new(attr::ERROR_TYPE, error.to_owned()));
+        }
+        if outcome == Err(FailureKind::Deadline) {
+            self.overruns.add(1, &attr::call(call));
         }
         self.call_duration
             .record(elapsed.as_secs_f64(), &attributes);
@@ -225,13 +232,4 @@ fn counter(meter: &Meter, Spec(name, unit, description): Spec) -> Counter<u64> {
         .with_unit(unit)
         .with_description(description)
         .build()
-}
-
-/// What a whole call ended with, as the layer sees it.
-#[derive(Debug, Clone, Copy)]
-pub(super) enum CallOutcome {
-    /// A response, of this status.
-    Status(http::StatusCode),
-    /// An error, of this kind.
-    Error(crate::FailureKind),
 }
