@@ -41,6 +41,8 @@ mod net;
 mod server;
 #[allow(dead_code)]
 mod support;
+#[path = "support/telemetry.rs"]
+mod telemetry;
 
 use bytes::Bytes;
 use http::{Response, StatusCode, Uri};
@@ -54,6 +56,7 @@ use support::{
     with_deadline_extension, with_request_copy, with_tower_resilience_breaker, Req, ATTEMPT_LIMIT,
     CALL_LIMIT, RETRIES,
 };
+use telemetry::{ours_fused_metrics, trace_everything};
 use tower::{BoxError, Service};
 
 /// Requests each network variant makes before the counted ones.
@@ -156,7 +159,8 @@ fn main() -> ExitCode {
         // then only says how to use it.
         eprintln!(
             "usage: instructions <variant> <calls>, the variant one of bare, extension, \
-             copy, floor, tower, ours, ours-combined, ours-combined-breaker, breaker, \
+             copy, floor, tower, ours, ours-spans, ours-combined, ours-combined-breaker, \
+             ours-combined-spans, ours-combined-metrics, breaker, \
              tower-resilience-breaker, net-{{bare,floor,tower,ours,ours-combined,ours-combined-breaker}}, \
              net503-{{hand,floor,tower,ours,ours-combined,ours-combined-breaker}} \
              (see BENCHMARKS.md)"
@@ -194,6 +198,15 @@ fn main() -> ExitCode {
             "ours" => run(ours(ok_service()), calls).await,
             "ours-combined" => run(ours_fused(ok_service()), calls).await,
             "ours-combined-breaker" => run(ours_fused_breaker(ok_service()), calls).await,
+            "ours-combined-metrics" => run(ours_fused_metrics(ok_service()), calls).await,
+            "ours-combined-spans" => {
+                trace_everything();
+                run(ours_fused(ok_service()), calls).await
+            }
+            "ours-spans" => {
+                trace_everything();
+                run(ours(ok_service()), calls).await
+            }
             "breaker" => run(with_breaker(ok_service()), calls).await,
             "tower-resilience-breaker" => {
                 run(with_tower_resilience_breaker(ok_service()), calls).await
