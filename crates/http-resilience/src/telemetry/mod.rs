@@ -48,11 +48,13 @@
 //! Both spans are made at `DEBUG` by default, and at the level
 //! [`with_span_level`](crate::retry::RetryPolicy::with_span_level) sets.
 //! So at `RUST_LOG=info` a user sees nothing of the library but a breaker's
-//! changes of state (opened, half-open, ramping up, closed: `INFO`) and what
-//! is wrong (a malformed `Retry-After`: `WARN`); the retry decisions, the
-//! end of a call and a breaker's rejections are `DEBUG` events, inside the
-//! spans. With no subscriber, or one that wants none of this, a call makes
-//! no span: the cost is a check of the call site's interest.
+//! changes of state (opened, half-open, ramping up, closed: `INFO` events);
+//! the retry decisions, the end of a call, a breaker's rejections and what an
+//! upstream sent malformed (a `Retry-After`, a timeout header) are `DEBUG`
+//! events, inside the spans: an upstream's mistakes are not the caller's to
+//! be warned of on every call. With no subscriber, or one that wants none of
+//! this, a call makes no span and keeps nothing for telemetry: the cost is
+//! one check of the level.
 //!
 //! # The attempt number, below
 //!
