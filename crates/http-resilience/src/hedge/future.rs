@@ -7,7 +7,7 @@ use crate::{
     limits::{self, Scheduled},
     policy::{Decoder, HedgeTrigger, RetryEvent, Verdict},
     session::{self, Session},
-    Attempts, RequestDeadline, Stop,
+    telemetry, Attempts, RequestDeadline, Stop,
 };
 use pin_project_lite::pin_project;
 use std::{
@@ -187,10 +187,7 @@ where
         let mut i = 0;
         while i < self.inflight.len() {
             let copy = &mut self.inflight[i];
-            let polled = {
-                let _copy = copy.span.as_deref().map(tracing::Span::enter);
-                copy.future.as_mut().poll(cx)
-            };
+            let polled = telemetry::poll_in(copy.span.as_deref(), copy.future.as_mut(), cx);
             let Poll::Ready(outcome) = polled else {
                 i += 1;
                 continue;
@@ -296,10 +293,7 @@ where
         // NOTE: every copy after the first takes a token, as a retry does.
         self.policy.parts().spend();
         let span = self.session.take_attempt_span();
-        let future = {
-            let _copy = span.as_deref().map(tracing::Span::enter);
-            hedging.service.call(request)
-        };
+        let future = telemetry::send_in(span.as_deref(), || hedging.service.call(request));
         self.inflight.push(Inflight {
             future: Box::pin(future),
             number,

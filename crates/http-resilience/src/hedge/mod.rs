@@ -160,7 +160,7 @@ use crate::{
     errors::AsError,
     policy::{is_idempotent, Decoder},
     session::Session,
-    telemetry::{CallSpan, Form},
+    telemetry::{self, CallSpan, Form},
     Stop,
 };
 use std::{
@@ -279,8 +279,7 @@ where
         let first_span = session.take_attempt_span();
         let first = {
             let _entered = span.enter();
-            let _attempt = first_span.as_deref().map(tracing::Span::enter);
-            self.inner.call(request)
+            telemetry::send_in(first_span.as_deref(), || self.inner.call(request))
         };
         let span = span.keep();
         let policy = Arc::clone(&self.policy);

@@ -8,6 +8,7 @@ use crate::{
     policy::{Decoder, Retryer},
     propagate::{send_budget, TimeoutFormat},
     retry::{Decision, RetryState},
+    telemetry,
     timer::{poll_timer, saturating_after},
     BoxError, RequestDeadline,
 };
@@ -307,10 +308,7 @@ where
         }
         // NOTE: the response is polled first, so a response ready in the
         // same poll as an attempt's limit counts.
-        let polled = {
-            let _attempt = self.retry.attempt_span().map(tracing::Span::enter);
-            future.poll(cx)
-        };
+        let polled = telemetry::poll_in(self.retry.attempt_span(), future, cx);
         if let Poll::Ready(outcome) = polled {
             return Poll::Ready(Step::Judge(outcome.map_err(Into::into)));
         }
@@ -375,10 +373,8 @@ where
             // timeout; the readiness is left for the next call.
             return Poll::Ready(Step::Judge(Err(open.into())));
         }
-        let future = {
-            let _attempt = self.retry.attempt_span().map(tracing::Span::enter);
-            self.service.call(request)
-        };
+        let span = self.retry.attempt_span();
+        let future = telemetry::send_in(span, || self.service.call(request));
         state.set(State::Called {
             future,
             at: now,

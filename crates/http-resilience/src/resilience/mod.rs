@@ -47,7 +47,7 @@ use crate::{
     limits,
     policy::{AnyDecoder, AnyRetryer, Decoder, Retryer},
     retry::{RetryPolicy, RetryState},
-    telemetry::{CallSpan, Form},
+    telemetry::{self, CallSpan, Form},
     BoxError, InvalidSetting, RequestDeadline,
 };
 use std::{
@@ -599,8 +599,7 @@ where
         }
         let future = {
             let _entered = span.enter();
-            let _attempt = retry.attempt_span().map(tracing::Span::enter);
-            self.inner.call(request)
+            telemetry::send_in(retry.attempt_span(), || self.inner.call(request))
         };
         let span = span.keep();
         let service = self.inner.clone();

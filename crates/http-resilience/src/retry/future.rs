@@ -4,6 +4,7 @@ use super::{
     state::{Decision, RetryState},
     Decoder, Retryer, TryCloneBody,
 };
+use crate::telemetry;
 use pin_project_lite::pin_project;
 use std::{
     fmt,
@@ -103,11 +104,8 @@ where
         loop {
             match this.state.as_mut().project() {
                 StateProj::Called { future } => {
-                    let polled = {
-                        let _attempt = this.retry.attempt_span().map(tracing::Span::enter);
-                        future.poll(cx)
-                    };
-                    let mut outcome = ready!(polled);
+                    let span = this.retry.attempt_span();
+                    let mut outcome = ready!(telemetry::poll_in(span, future, cx));
                     let deadline = this.retry.request_deadline();
                     match this.retry.decide(&mut outcome, deadline) {
                         Decision::Return => {
@@ -144,10 +142,8 @@ where
                         return Poll::Ready(this.retry.not_ready(error));
                     }
                     let request = this.retry.next_request();
-                    let future = {
-                        let _attempt = this.retry.attempt_span().map(tracing::Span::enter);
-                        this.service.call(request)
-                    };
+                    let span = this.retry.attempt_span();
+                    let future = telemetry::send_in(span, || this.service.call(request));
                     this.state.set(State::Called { future });
                 }
                 StateProj::Done => panic!("ResponseFuture polled after completion"),

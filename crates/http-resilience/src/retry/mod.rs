@@ -162,7 +162,7 @@ pub use self::{layer::StatusRetryLayer, policy::RetryPolicy};
 
 use self::future::ResponseFuture;
 pub(crate) use self::state::{Decision, RetryState};
-use crate::telemetry::{CallSpan, Form};
+use crate::telemetry::{self, CallSpan, Form};
 use crate::{
     body::TryCloneBody,
     policy::{Decoder, Retryer},
@@ -253,8 +253,7 @@ where
         // moves of the service, which can be large (a pooled client).
         let future = {
             let _entered = span.enter();
-            let _attempt = retry.attempt_span().map(tracing::Span::enter);
-            self.inner.call(request)
+            telemetry::send_in(retry.attempt_span(), || self.inner.call(request))
         };
         let span = span.keep();
         ResponseFuture::new(future, self.inner.clone(), retry, span)

@@ -294,6 +294,26 @@ pub(crate) fn attempt_span<B>(
     Some(Box::new(span))
 }
 
+/// Polls an attempt's `future` inside its `span`, if it has one, so that
+/// what the layers below do runs within it.
+#[inline(always)]
+pub(crate) fn poll_in<F: std::future::Future>(
+    span: Option<&Span>,
+    future: std::pin::Pin<&mut F>,
+    cx: &mut std::task::Context<'_>,
+) -> std::task::Poll<F::Output> {
+    let _entered = span.map(Span::enter);
+    future.poll(cx)
+}
+
+/// Runs `send` (an attempt's call of the inner service) inside the
+/// attempt's `span`, if it has one.
+#[inline(always)]
+pub(crate) fn send_in<T>(span: Option<&Span>, send: impl FnOnce() -> T) -> T {
+    let _entered = span.map(Span::enter);
+    send()
+}
+
 /// Records an attempt's or a call's outcome on `span`: the response's
 /// status, or the error's type, from the `verdict` on it.
 pub(crate) fn record_outcome(span: &Span, verdict: Verdict, status: Option<StatusCode>) {
