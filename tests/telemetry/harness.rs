@@ -269,7 +269,7 @@ pub(crate) fn request_fields(kind: &str) -> BTreeMap<&'static str, Value> {
         ("otel.kind", string(kind)),
         ("http.request.method", text("GET")),
         ("server.address", string("api.test")),
-        ("server.port", Value::U64(8080)),
+        ("server.port", Value::I64(8080)),
         ("url.full", string(URL_FULL)),
     ])
 }

@@ -73,14 +73,14 @@ async fn a_hedged_call_makes_a_span_per_copy_and_names_the_winner() {
         request_fields("internal"),
         [
             ("resilience.form", string("hedge")),
-            ("resilience.attempts", Value::U64(2)),
+            ("resilience.attempts", Value::I64(2)),
             ("resilience.stop", string("accepted")),
             (
                 "resilience.deadline_ms",
-                Value::U64(DEADLINE.as_millis() as u64),
+                Value::I64(DEADLINE.as_millis() as i64),
             ),
-            ("resilience.hedge.winner", Value::U64(2)),
-            ("http.response.status_code", Value::U64(200)),
+            ("resilience.hedge.winner", Value::I64(2)),
+            ("http.response.status_code", Value::I64(200)),
         ],
     );
     assert_eq!(call.fields(), expected, "the call");
@@ -95,8 +95,8 @@ async fn a_hedged_call_makes_a_span_per_copy_and_names_the_winner() {
     let expected = with(
         request_fields("client"),
         [
-            ("http.request.resend_count", Value::U64(1)),
-            ("http.response.status_code", Value::U64(200)),
+            ("http.request.resend_count", Value::I64(1)),
+            ("http.response.status_code", Value::I64(200)),
         ],
     );
     assert_eq!(winner.fields(), expected, "the winner");

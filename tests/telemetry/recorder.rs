@@ -22,7 +22,9 @@ use tracing::{
 
 /// A field's value, with the type `tracing` was given it as, since an
 /// exporter keeps that type (`server.port` an integer, `error.type` a
-/// string).
+/// string); `tracing-opentelemetry` exports an `i64` as an integer but a
+/// `u64` as a string, so the spans' integers are `i64`s (the events' are
+/// not attributes of a convention, and stay as they are).
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) enum Value {
     Str(String),
@@ -72,11 +74,11 @@ impl SpanData {
         }
     }
 
-    /// The unsigned value of `name`.
-    pub(crate) fn u64(&self, name: &str) -> Option<u64> {
+    /// The integer value of `name`, recorded as an `i64`.
+    pub(crate) fn int(&self, name: &str) -> Option<i64> {
         match self.get(name)? {
-            Value::U64(n) => Some(*n),
-            other => panic!("{} {name} is not an unsigned integer: {other:?}", self.name),
+            Value::I64(n) => Some(*n),
+            other => panic!("{} {name} is not an i64: {other:?}", self.name),
         }
     }
 

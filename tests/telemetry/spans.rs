@@ -51,13 +51,13 @@ async fn a_retried_call_makes_a_call_span_and_a_child_span_per_attempt() {
             request_fields("internal"),
             [
                 ("resilience.form", string("retry")),
-                ("resilience.attempts", Value::U64(3)),
+                ("resilience.attempts", Value::I64(3)),
                 ("resilience.stop", string("accepted")),
                 (
                     "resilience.deadline_ms",
-                    Value::U64(DEADLINE.as_millis() as u64),
+                    Value::I64(DEADLINE.as_millis() as i64),
                 ),
-                ("http.response.status_code", Value::U64(200)),
+                ("http.response.status_code", Value::I64(200)),
             ],
         );
         assert_eq!(call.fields(), expected, "{form:?}: the call");
@@ -66,15 +66,15 @@ async fn a_retried_call_makes_a_call_span_and_a_child_span_per_attempt() {
 
         for (n, attempt) in attempts.iter().enumerate() {
             assert_eq!(attempt.level, Level::DEBUG, "{form:?}");
-            let resend = (n > 0).then_some(("http.request.resend_count", Value::U64(n as u64)));
+            let resend = (n > 0).then_some(("http.request.resend_count", Value::I64(n as i64)));
             let outcome: Vec<(&'static str, Value)> = if n < 2 {
                 vec![
-                    ("http.response.status_code", Value::U64(503)),
+                    ("http.response.status_code", Value::I64(503)),
                     ("error.type", string("503")),
                     ("otel.status_code", string("ERROR")),
                 ]
             } else {
-                vec![("http.response.status_code", Value::U64(200))]
+                vec![("http.response.status_code", Value::I64(200))]
             };
             let expected = with(request_fields("client"), resend.into_iter().chain(outcome));
             assert_eq!(attempt.fields(), expected, "{form:?} attempt {}", n + 1);
@@ -101,7 +101,7 @@ async fn a_call_without_a_deadline_records_no_budget() {
     assert_eq!(get(svc).await.unwrap(), StatusCode::OK);
     let (call, attempts) = call_and_attempts(&recorder);
     assert_eq!(attempts.len(), 2);
-    assert_eq!(call.u64("resilience.attempts"), Some(2));
+    assert_eq!(call.int("resilience.attempts"), Some(2));
     assert_eq!(
         call.get("resilience.deadline_ms"),
         None,
@@ -137,7 +137,7 @@ async fn an_attempt_its_limit_ends_records_attempt_timeout() {
         assert_eq!(call.str("error.type"), Some("attempt_timeout"), "{form:?}");
         assert_eq!(call.str("otel.status_code"), Some("ERROR"), "{form:?}");
         assert_eq!(call.str("resilience.stop"), Some("failed"), "{form:?}");
-        assert_eq!(call.u64("resilience.attempts"), Some(1), "{form:?}");
+        assert_eq!(call.int("resilience.attempts"), Some(1), "{form:?}");
         assert_eq!(call.get("http.response.status_code"), None, "{form:?}");
     }
 }
@@ -249,7 +249,7 @@ async fn the_port_is_the_schemes_when_the_uri_has_none() {
         assert_eq!(get_uri(svc, uri).await.unwrap(), 200);
         let (call, attempts) = call_and_attempts(&recorder);
         for span in [&call, &attempts[0]] {
-            assert_eq!(span.u64("server.port"), Some(port), "{uri}");
+            assert_eq!(span.int("server.port"), Some(port), "{uri}");
             assert_eq!(span.str("server.address"), Some("api.test"), "{uri}");
             assert_eq!(span.str("url.full"), Some(url), "{uri}");
         }
@@ -301,6 +301,6 @@ async fn retries_and_the_end_are_events_inside_the_call_span() {
         assert_eq!(done.get("stop"), Some(&text("retries exhausted")));
         assert_eq!(call.str("resilience.stop"), Some("exhausted"));
         assert_eq!(call.str("error.type"), Some("503"));
-        assert_eq!(call.u64("http.response.status_code"), Some(503));
+        assert_eq!(call.int("http.response.status_code"), Some(503));
     }
 }

@@ -245,13 +245,16 @@ impl Session {
         deadline: Option<RequestDeadline>,
         status: Option<StatusCode>,
     ) {
-        span.record("resilience.attempts", summary.get());
+        span.record("resilience.attempts", i64::from(summary.get()));
         span.record("resilience.stop", summary.stop().name());
         if let Some(deadline) = deadline {
-            span.record("resilience.deadline_ms", whole_millis(deadline.budget()));
+            span.record(
+                "resilience.deadline_ms",
+                telemetry::int(whole_millis(deadline.budget())),
+            );
         }
         if self.watch.as_ref().is_some_and(|watch| watch.hedge) {
-            span.record("resilience.hedge.winner", summary.winner());
+            span.record("resilience.hedge.winner", i64::from(summary.winner()));
         }
         let verdict = summary.verdict();
         if verdict.reason() == Some(Reason::Failure(FailureKind::CircuitOpen)) {

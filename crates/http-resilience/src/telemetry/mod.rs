@@ -43,6 +43,12 @@
 //! ([`with_url_query_in_spans`](crate::retry::RetryPolicy::with_url_query_in_spans)):
 //! a query often carries keys and signatures.
 //!
+//! Every integer field (`server.port`, `http.request.resend_count`,
+//! `http.response.status_code`, `resilience.attempts`,
+//! `resilience.deadline_ms`, `resilience.hedge.winner`) is recorded as an
+//! `i64`, OpenTelemetry's integer type: `tracing-opentelemetry` exports a
+//! `u64` field as a string.
+//!
 //! # Levels
 //!
 //! Both spans are made at `DEBUG` by default, and at the level
@@ -217,7 +223,7 @@ impl CallSpan {
             resilience.form = form.name(),
             http.request.method = %method,
             server.address = uri.host().unwrap_or(""),
-            server.port = port(uri),
+            server.port = i64::from(port(uri)),
             url.full = Empty,
             resilience.attempts = Empty,
             resilience.stop = Empty,
@@ -277,7 +283,7 @@ pub(crate) fn attempt_span<B>(
         otel.kind = "client",
         http.request.method = %method,
         server.address = uri.host().unwrap_or(""),
-        server.port = port(uri),
+        server.port = i64::from(port(uri)),
         url.full = Empty,
         http.request.resend_count = Empty,
         http.response.status_code = Empty,
@@ -289,7 +295,7 @@ pub(crate) fn attempt_span<B>(
     }
     span.record("url.full", url_full(uri, telemetry.url_query));
     if number > 1 {
-        span.record("http.request.resend_count", number - 1);
+        span.record("http.request.resend_count", i64::from(number - 1));
     }
     Some(Box::new(span))
 }
@@ -314,11 +320,19 @@ pub(crate) fn send_in<T>(span: Option<&Span>, send: impl FnOnce() -> T) -> T {
     send()
 }
 
+/// `value` as a span's integer field: an `i64`, OpenTelemetry's one integer
+/// type, `i64::MAX` past it. (`tracing` hands a `u16`, `u32` or `u64` to a
+/// subscriber as a `u64`, which `tracing-opentelemetry` 0.34 exports as a
+/// string; every integer field of the spans is recorded as an `i64`.)
+pub(crate) fn int(value: u64) -> i64 {
+    i64::try_from(value).unwrap_or(i64::MAX)
+}
+
 /// Records an attempt's or a call's outcome on `span`: the response's
 /// status, or the error's type, from the `verdict` on it.
 pub(crate) fn record_outcome(span: &Span, verdict: Verdict, status: Option<StatusCode>) {
     if let Some(status) = status {
-        span.record("http.response.status_code", status.as_u16());
+        span.record("http.response.status_code", i64::from(status.as_u16()));
     }
     if let Some(error) = error_type(verdict, status.as_ref()) {
         span.record("error.type", error);
