@@ -1,6 +1,10 @@
 //! Metrics in OpenTelemetry's terms (feature `otel`): the instruments of
 //! `telemetry::otel::Metrics`, read back through the SDK's in-memory
-//! exporter, for every form of the stack, on tokio's paused clock.
+//! exporter, for every form of the stack, on tokio's paused clock; and the
+//! spans, through `tracing-opentelemetry` and the SDK's in-memory span
+//! exporter (`spans`).
+
+mod spans;
 
 use http::{Request, Response};
 use http_resilience::{

@@ -47,7 +47,10 @@
 //! `http.response.status_code`, `resilience.attempts`,
 //! `resilience.deadline_ms`, `resilience.hedge.winner`) is recorded as an
 //! `i64`, OpenTelemetry's integer type: `tracing-opentelemetry` exports a
-//! `u64` field as a string.
+//! `u64` field as a string. Through it, the `otel.*` fields become the span's
+//! name, kind and status and no attribute; every other field is an attribute
+//! of the same name (`tests/otel/spans.rs` in the repository reads them back
+//! from the SDK).
 //!
 //! # Levels
 //!
