@@ -37,6 +37,12 @@ const URI: &str = "http://api.test:8080/items";
 /// The guard on every call: far above every limit under test.
 const GUARD: Duration = Duration::from_secs(60);
 
+/// One test of this binary at a time. `tracing` caches per call site whether
+/// any subscriber listens, for the whole process; a call site first reached
+/// by a test with no subscriber (the metrics tests) while another installs
+/// one (the span tests) can stay cached as heard by no one.
+static ONE_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
 /// `call`, or a panic at the guard (on the paused clock, at once).
 async fn guarded<F: Future>(call: F) -> F::Output {
     tokio::time::timeout(GUARD, call)
@@ -267,6 +273,7 @@ fn assert_retried_twice(points: &[Point]) {
 
 #[tokio::test(flavor = "current_thread", start_paused = true)]
 async fn a_retried_call_through_the_three_layers() {
+    let _one = crate::ONE_AT_A_TIME.lock().await;
     let (reader, metrics) = Reader::new();
     let svc = three_layers(
         &metrics,
@@ -281,6 +288,7 @@ async fn a_retried_call_through_the_three_layers() {
 
 #[tokio::test(flavor = "current_thread", start_paused = true)]
 async fn a_retried_call_through_the_combined_service() {
+    let _one = crate::ONE_AT_A_TIME.lock().await;
     let (reader, metrics) = Reader::new();
     let svc = combined(
         &metrics,
@@ -295,6 +303,7 @@ async fn a_retried_call_through_the_combined_service() {
 
 #[tokio::test(flavor = "current_thread", start_paused = true)]
 async fn a_hedged_call_counts_its_hedge() {
+    let _one = crate::ONE_AT_A_TIME.lock().await;
     let (reader, metrics) = Reader::new();
     let policy = HedgePolicy::new(TransientDecoder::new(), HedgeDelay::fixed(MS(50)), 2)
         .unwrap()
@@ -342,6 +351,7 @@ async fn a_hedged_call_counts_its_hedge() {
 
 #[tokio::test(flavor = "current_thread", start_paused = true)]
 async fn a_breaker_trip_counts_its_transitions_and_rejections_and_its_gauge_reads_open() {
+    let _one = crate::ONE_AT_A_TIME.lock().await;
     let (reader, metrics) = Reader::new();
     let breaker = BreakerPolicy::default()
         .consecutive_failures(2)
@@ -426,6 +436,7 @@ async fn a_breaker_trip_counts_its_transitions_and_rejections_and_its_gauge_read
 
 #[tokio::test(flavor = "current_thread", start_paused = true)]
 async fn a_budget_gauge_reads_the_tokens_while_it_is_kept() {
+    let _one = crate::ONE_AT_A_TIME.lock().await;
     let (reader, metrics) = Reader::new();
     let budget = Arc::new(RetryBudget::new(10, 0.1).unwrap());
     let tokens = metrics.observe_budget("api", Arc::clone(&budget));
@@ -472,6 +483,7 @@ fn assert_overrun(points: &[Point]) {
 
 #[tokio::test(flavor = "current_thread", start_paused = true)]
 async fn a_deadline_overrun_is_counted_through_the_three_layers() {
+    let _one = crate::ONE_AT_A_TIME.lock().await;
     let (reader, metrics) = Reader::new();
     let svc = three_layers(&metrics, retry(&metrics), Duration::from_secs(1), silent());
     let err = guarded(svc.oneshot(get())).await.unwrap_err();
@@ -481,6 +493,7 @@ async fn a_deadline_overrun_is_counted_through_the_three_layers() {
 
 #[tokio::test(flavor = "current_thread", start_paused = true)]
 async fn a_deadline_overrun_is_counted_through_the_combined_service() {
+    let _one = crate::ONE_AT_A_TIME.lock().await;
     let (reader, metrics) = Reader::new();
     let svc = combined(&metrics, retry(&metrics), Duration::from_secs(1), silent());
     let err = guarded(svc.oneshot(get())).await.unwrap_err();

@@ -68,10 +68,15 @@ impl Traces {
         let subscriber = tracing_subscriber::registry()
             .with(tracing_opentelemetry::layer().with_tracer(provider.tracer("tests")))
             .with(LevelFilter::DEBUG);
+        let default = tracing::subscriber::set_default(subscriber);
+        // NOTE: a call site first reached by another test's thread while
+        // this subscriber was being installed can be left cached as heard by
+        // no one; asking again makes every call site ask this one too.
+        tracing::callsite::rebuild_interest_cache();
         Self {
             exporter,
             _provider: provider,
-            _default: tracing::subscriber::set_default(subscriber),
+            _default: default,
         }
     }
 
@@ -233,6 +238,7 @@ fn assert_retried_twice(traces: &Traces) {
 
 #[tokio::test(flavor = "current_thread", start_paused = true)]
 async fn a_retried_call_through_the_three_layers_exports_a_call_span_and_three_client_spans() {
+    let _one = crate::ONE_AT_A_TIME.lock().await;
     let traces = Traces::install();
     let svc = ServiceBuilder::new()
         .layer(DeadlineLayer::new(TOTAL))
@@ -246,6 +252,7 @@ async fn a_retried_call_through_the_three_layers_exports_a_call_span_and_three_c
 
 #[tokio::test(flavor = "current_thread", start_paused = true)]
 async fn a_retried_call_through_the_combined_service_exports_the_same_spans() {
+    let _one = crate::ONE_AT_A_TIME.lock().await;
     let traces = Traces::install();
     let policy = ResiliencePolicy::new(TOTAL, Duration::from_secs(3), retry()).unwrap();
     let svc = ServiceBuilder::new()
@@ -258,6 +265,7 @@ async fn a_retried_call_through_the_combined_service_exports_the_same_spans() {
 
 #[tokio::test(flavor = "current_thread", start_paused = true)]
 async fn a_hedged_call_exports_two_client_spans_under_one_call_span() {
+    let _one = crate::ONE_AT_A_TIME.lock().await;
     let traces = Traces::install();
     let policy = HedgePolicy::new(
         StatusDecoder::new([503]).unwrap(),

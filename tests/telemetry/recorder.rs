@@ -155,7 +155,12 @@ impl Recorder {
     /// Makes this the subscriber of the current thread, until the guard is
     /// dropped.
     pub(crate) fn install(&self) -> DefaultGuard {
-        tracing::subscriber::set_default(self.clone())
+        let guard = tracing::subscriber::set_default(self.clone());
+        // NOTE: a call site first reached by another test's thread while
+        // this subscriber was being installed can be left cached as heard by
+        // no one; asking again makes every call site ask this one too.
+        tracing::callsite::rebuild_interest_cache();
+        guard
     }
 
     /// Every span made so far, in the order they were made.
