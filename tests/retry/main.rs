@@ -8,5 +8,6 @@ mod decoders;
 mod replay;
 mod report;
 mod retry_after;
+mod retune;
 mod safety;
 mod schedules;

@@ -136,6 +136,58 @@ impl<D, R> RetryPolicy<D, R> {
         }
     }
 
+    /// The same policy judging with `decoder`, every other part kept.
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// use http_resilience::{policy::{FixedDelay, StatusDecoder, TransientDecoder}, retry::RetryPolicy};
+    ///
+    /// let policy = RetryPolicy::new(TransientDecoder::new(), FixedDelay::never())
+    ///     .with_decoder(StatusDecoder::new([503])?);
+    /// assert_eq!(policy.decoder().statuses().count(), 1);
+    /// # Ok::<(), http_resilience::BoxError>(())
+    /// ```
+    pub fn with_decoder<D2>(self, decoder: D2) -> RetryPolicy<D2, R> {
+        self.map(|_| decoder, |retryer| retryer)
+    }
+
+    /// The same policy waiting as `retryer` says, every other part kept.
+    pub fn with_retryer<R2>(self, retryer: R2) -> RetryPolicy<D, R2> {
+        self.map(|decoder| decoder, |_| retryer)
+    }
+
+    /// The same policy allowing at most `max` attempts in all (the first
+    /// included), every other setting of its retryer kept
+    /// ([`Retryer::with_max_attempts`]).
+    ///
+    /// # Errors
+    ///
+    /// [`InvalidSetting`](crate::InvalidSetting) (field `max_attempts`) when
+    /// `max` is zero, below 2 for gRPC's schedule, or the retryer (one of
+    /// one's own) has no bound to change.
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// use http_resilience::{policy::{FixedDelay, Retryer, StatusDecoder}, retry::RetryPolicy};
+    /// use std::time::Duration;
+    ///
+    /// let policy = RetryPolicy::new(StatusDecoder::new([503])?, FixedDelay::new(Duration::from_millis(10), 2))
+    ///     .with_max_attempts(5)?;
+    /// assert_eq!(policy.retryer().max_attempts(), Some(5));
+    /// assert_eq!(policy.retryer().delay(), Duration::from_millis(10), "the delay stays");
+    /// assert!(policy.with_max_attempts(0).is_err());
+    /// # Ok::<(), http_resilience::BoxError>(())
+    /// ```
+    pub fn with_max_attempts(mut self, max: u32) -> Result<Self, crate::InvalidSetting>
+    where
+        R: Retryer,
+    {
+        self.retryer = self.retryer.with_max_attempts(max)?;
+        Ok(self)
+    }
+
     /// A fresh retryer for one request.
     pub(crate) fn start(&self) -> R
     where

@@ -1,6 +1,7 @@
 //! The ready-made retryers as one type, chosen at run time.
 
 use super::{ExponentialBackoff, FeignRetryer, FixedDelay, GrpcBackoff, Retryer};
+use crate::InvalidSetting;
 use std::time::Duration;
 
 /// One of the ready-made retryers, chosen at run time (from a configuration
@@ -44,6 +45,15 @@ impl Retryer for AnyRetryer {
             AnyRetryer::Feign(r) => r.max_attempts(),
             AnyRetryer::Grpc(r) => Retryer::max_attempts(r),
         }
+    }
+
+    fn with_max_attempts(self, max: u32) -> Result<Self, InvalidSetting> {
+        Ok(match self {
+            AnyRetryer::Fixed(r) => AnyRetryer::Fixed(r.with_max_attempts(max)?),
+            AnyRetryer::Exponential(r) => AnyRetryer::Exponential(r.with_max_attempts(max)?),
+            AnyRetryer::Feign(r) => AnyRetryer::Feign(r.with_max_attempts(max)?),
+            AnyRetryer::Grpc(r) => AnyRetryer::Grpc(r.with_max_attempts(max)?),
+        })
     }
 }
 

@@ -260,6 +260,12 @@ impl Retryer for ExponentialBackoff {
     fn max_attempts(&self) -> Option<u32> {
         Some(self.max_attempts)
     }
+
+    fn with_max_attempts(mut self, max: u32) -> Result<Self, InvalidSetting> {
+        super::at_least_one_attempt(max)?;
+        self.max_attempts = max;
+        Ok(self)
+    }
 }
 
 /// `duration × u` for `u` in `[0, 1]`, never above `duration` and never

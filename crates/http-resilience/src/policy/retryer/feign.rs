@@ -1,6 +1,7 @@
 //! OpenFeign's `Retryer.Default`.
 
 use super::Retryer;
+use crate::InvalidSetting;
 use std::time::Duration;
 
 /// OpenFeign's `Retryer.Default`, to the millisecond.
@@ -107,6 +108,12 @@ impl Retryer for FeignRetryer {
             attempt: 1,
             ..*self
         }
+    }
+
+    fn with_max_attempts(mut self, max: u32) -> Result<Self, InvalidSetting> {
+        super::at_least_one_attempt(max)?;
+        self.max_attempts = max;
+        Ok(self)
     }
 
     fn max_attempts(&self) -> Option<u32> {

@@ -1,6 +1,7 @@
 //! The same wait before every retry.
 
 use super::Retryer;
+use crate::InvalidSetting;
 use std::time::Duration;
 
 /// A fixed wait between attempts, and a fixed number of retries.
@@ -84,5 +85,11 @@ impl Retryer for FixedDelay {
 
     fn max_attempts(&self) -> Option<u32> {
         Some(self.retries.saturating_add(1))
+    }
+
+    fn with_max_attempts(mut self, max: u32) -> Result<Self, InvalidSetting> {
+        super::at_least_one_attempt(max)?;
+        self.retries = max - 1;
+        Ok(self)
     }
 }

@@ -259,6 +259,17 @@ impl Retryer for GrpcBackoff {
     fn max_attempts(&self) -> Option<u32> {
         Some(GrpcBackoff::max_attempts(self))
     }
+
+    fn with_max_attempts(mut self, max: u32) -> Result<Self, InvalidSetting> {
+        if max < 2 {
+            return Err(InvalidSetting::new(
+                "max_attempts",
+                format!("must be at least 2 for a gRPC retry policy, got {max}"),
+            ));
+        }
+        self.max_attempts = max;
+        Ok(self)
+    }
 }
 
 #[cfg(test)]

@@ -30,6 +30,7 @@ pub use self::{
 
 pub(crate) use self::rng::Seeds;
 
+use crate::InvalidSetting;
 use std::time::Duration;
 
 /// Decides whether another attempt is made, and after how long.
@@ -92,6 +93,36 @@ pub trait Retryer: Clone {
     fn max_attempts(&self) -> Option<u32> {
         None
     }
+
+    /// The same retryer, allowing at most `max` attempts in all (the first
+    /// included), every other setting kept: what
+    /// [`RetryPolicy::with_max_attempts`](crate::retry::RetryPolicy::with_max_attempts)
+    /// calls. Every ready-made retryer can; by default a retryer of one's own
+    /// refuses.
+    ///
+    /// # Errors
+    ///
+    /// [`InvalidSetting`] (field `max_attempts`) when the retryer has no
+    /// bound to change, or `max` breaks its rules (zero; below 2 for
+    /// [`GrpcBackoff`](super::GrpcBackoff), as A6 says).
+    fn with_max_attempts(self, max: u32) -> Result<Self, InvalidSetting> {
+        let _ = max;
+        Err(InvalidSetting::new(
+            "max_attempts",
+            "this retryer has no bound on attempts to change",
+        ))
+    }
+}
+
+/// An error unless `max` allows the first attempt.
+pub(super) fn at_least_one_attempt(max: u32) -> Result<(), InvalidSetting> {
+    if max == 0 {
+        return Err(InvalidSetting::new(
+            "max_attempts",
+            "must be at least 1 (the first attempt), got 0",
+        ));
+    }
+    Ok(())
 }
 
 #[cfg(test)]
