@@ -58,3 +58,56 @@ fn every_snippet_line_is_a_line_of_its_example() {
         }
     }
 }
+
+/// The doc examples the docs tell a user to copy as they are ("... is the
+/// example") hide no line: pasted as shown, they are the whole code.
+#[test]
+fn an_example_to_copy_whole_hides_no_line() {
+    let root = concat!(env!("CARGO_MANIFEST_DIR"), "/crates/http-resilience/src");
+    let mut checked = 0;
+    for path in rust_files(std::path::Path::new(root)) {
+        let source = std::fs::read_to_string(&path).unwrap();
+        let docs: Vec<&str> = source
+            .lines()
+            .filter_map(|line| {
+                let line = line.trim_start();
+                line.strip_prefix("//!")
+                    .or_else(|| line.strip_prefix("///"))
+            })
+            .collect();
+        for (i, line) in docs.iter().enumerate() {
+            if !line.contains("is the example") {
+                continue;
+            }
+            checked += 1;
+            let block = docs[i..]
+                .iter()
+                .skip_while(|line| !line.trim().starts_with("```"))
+                .skip(1)
+                .take_while(|line| !line.trim().starts_with("```"));
+            for code in block {
+                let code = code.strip_prefix(' ').unwrap_or(code);
+                assert!(
+                    !(code.starts_with("# ") || code == "#"),
+                    "{}: an example to copy whole hides {code:?}",
+                    path.display()
+                );
+            }
+        }
+    }
+    assert!(checked > 0, "no example to copy whole was found");
+}
+
+/// Every `.rs` file under `dir`.
+fn rust_files(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut files = Vec::new();
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            files.extend(rust_files(&path));
+        } else if path.extension().is_some_and(|ext| ext == "rs") {
+            files.push(path);
+        }
+    }
+    files
+}

@@ -58,7 +58,10 @@
 //!
 //! A decoder and a retryer are tested without a network: a tower-test mock
 //! stands in for the upstream, and tokio's paused clock makes every wait
-//! exact. This whole test is the example:
+//! exact. This whole test is the example, as it goes in a test file; tokio's
+//! paused clock needs its `test-util` feature in the dev-dependencies
+//! (`tokio = { version = "1", features = ["macros", "rt", "test-util"] }`), and
+//! tower-test as one too:
 //!
 //! ```
 //! use http::{Request, Response};
@@ -71,8 +74,8 @@
 //! use tower::{Layer, ServiceExt};
 //! use tower_test::mock;
 //!
-//! # #[tokio::main(flavor = "current_thread", start_paused = true)]
-//! # async fn main() {
+//! #[tokio::main(flavor = "current_thread", start_paused = true)] // `#[tokio::test(start_paused = true)]` in a test
+//! async fn main() {
 //! let policy = RetryPolicy::new(TransientDecoder::new(), ExponentialBackoff::default());
 //! let (mock, mut upstream) = mock::pair::<Request<()>, Response<String>>();
 //! let svc = StatusRetryLayer::new(policy).layer(mock);
@@ -84,7 +87,7 @@
 //!     send.send_response(Response::builder().status(status).body(String::new()).unwrap());
 //! }
 //! assert_eq!(call.await.unwrap().unwrap().status(), 200);
-//! # }
+//! }
 //! ```
 //!
 //! # The committed point
