@@ -284,6 +284,7 @@ async fn answer(
         return;
     };
     let head_only = parts.method == Method::HEAD;
+    let script = crate::range::answer(script, &parts.method, &parts.headers);
     state.record(RecordedRequest::new(
         parts.method,
         parts.uri,
@@ -371,15 +372,21 @@ async fn respond_with(
             shared.command(Command::Close);
         }
         Behaviour::ResetMidBody { sent } => {
-            shared.watch(id);
-            let mut stream = respond.send_response(head, false)?;
+            send_part(respond, head, &body, sent, shared, id).await?;
+            shared.reset.store(true, Ordering::SeqCst);
+            shared.command(Command::Close);
+        }
+        Behaviour::CloseMidBody { sent } => {
+            send_part(respond, head, &body, sent, shared, id).await?;
+            shared.command(Command::Close);
+        }
+        Behaviour::StallMidBody { sent } => {
             let sent = sent.min(body.len());
+            let mut stream = respond.send_response(head, false)?;
             if sent > 0 {
                 stream.send_data(body.slice(..sent), false)?;
             }
-            shared.written(id, sent).await;
-            shared.reset.store(true, Ordering::SeqCst);
-            shared.command(Command::Close);
+            return Ok(Held::Stalled(stream));
         }
         Behaviour::GoAwayAfterProcessing => shared.command(Command::GoAway),
         // The refusals were dealt with before the body was read, the `GOAWAY` below the
@@ -387,6 +394,26 @@ async fn respond_with(
         Behaviour::RefuseStream | Behaviour::GoAwayUnprocessed => {}
     }
     Ok(Held::UntilClosed)
+}
+
+/// Sends the head and the first `sent` bytes of `body`, and waits until they are written to
+/// the connection (so that a close or reset of the connection comes after them).
+async fn send_part(
+    respond: &mut SendResponse<Bytes>,
+    head: http::Response<()>,
+    body: &Bytes,
+    sent: usize,
+    shared: &Shared,
+    id: u32,
+) -> Result<(), h2::Error> {
+    shared.watch(id);
+    let mut stream = respond.send_response(head, false)?;
+    let sent = sent.min(body.len());
+    if sent > 0 {
+        stream.send_data(body.slice(..sent), false)?;
+    }
+    shared.written(id, sent).await;
+    Ok(())
 }
 
 /// Sends `body` `chunk` bytes at a time, waiting `pause` before each piece, then ends the
@@ -766,6 +793,34 @@ mod tests {
         assert_eq!(&requests[0].body[..], b"{}");
         assert_eq!(server.connection_count(), 1);
         assert_eq!(server.refused_count(), 0);
+    }
+
+    #[tokio::test]
+    async fn a_range_is_served_over_http2_too() {
+        let server = MockServer::start_h2().await.unwrap();
+        let script = MockResponse::ok("0123456789").with_etag("\"v1\"");
+        server.enqueue(script.with_ranges().stall_after(2));
+        let client = connect(&server).await;
+        let response = timeout(LIMIT, async {
+            let mut ready = client.ready().await.unwrap();
+            let request = http::Request::get("http://127.0.0.1/file")
+                .header("range", "bytes=3-")
+                .header("if-range", "\"v1\"")
+                .body(())
+                .unwrap();
+            let (response, _) = ready.send_request(request, true).unwrap();
+            let response = response.await.unwrap();
+            let (head, mut body) = response.into_parts();
+            let first = body.data().await.unwrap().unwrap();
+            (head, first)
+        })
+        .await
+        .expect("the exchange hung");
+        let (head, first) = response;
+        assert_eq!(head.status, StatusCode::PARTIAL_CONTENT);
+        assert_eq!(head.headers["content-range"], "bytes 3-9/10");
+        assert_eq!(head.headers["content-length"], "7");
+        assert_eq!(&first[..], b"34", "the part stalls after two of its bytes");
     }
 
     #[tokio::test(flavor = "current_thread")]

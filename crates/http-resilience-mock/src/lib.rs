@@ -161,6 +161,42 @@
 //! # }
 //! ```
 //!
+//! ## A body cut part-way, then the rest as a range
+//!
+//! [`MockResponse::with_ranges`] serves `Range: bytes=N-` as a static file server does;
+//! [`MockResponse::reset_after`], [`close_after`](MockResponse::close_after) and
+//! [`stall_after`](MockResponse::stall_after) cut a body after `n` of its bytes.
+//!
+//! ```
+//! use http_resilience_mock::{MockResponse, MockServer};
+//! use tokio::io::{AsyncReadExt, AsyncWriteExt};
+//! use tokio::net::TcpStream;
+//!
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> std::io::Result<()> {
+//! let server = MockServer::start().await?;
+//! let file = || MockResponse::ok("0123456789").with_etag("\"v1\"").with_ranges();
+//! server.enqueue(file().close_after(4));
+//! server.enqueue(file());
+//!
+//! let mut client = TcpStream::connect(server.addr()).await?;
+//! client.write_all(b"GET /file HTTP/1.1\r\nhost: localhost\r\n\r\n").await?;
+//! let mut cut = String::new();
+//! client.read_to_string(&mut cut).await?;
+//! assert!(cut.contains("\r\ncontent-length: 10\r\n") && cut.ends_with("\r\n\r\n0123"));
+//!
+//! let mut client = TcpStream::connect(server.addr()).await?;
+//! client
+//!     .write_all(b"GET /file HTTP/1.1\r\nrange: bytes=4-\r\nif-range: \"v1\"\r\nconnection: close\r\n\r\n")
+//!     .await?;
+//! let mut rest = String::new();
+//! client.read_to_string(&mut rest).await?;
+//! assert!(rest.starts_with("HTTP/1.1 206 Partial Content\r\n"));
+//! assert!(rest.contains("\r\ncontent-range: bytes 4-9/10\r\n") && rest.ends_with("\r\n\r\n456789"));
+//! # Ok(())
+//! # }
+//! ```
+//!
 //! ## HTTP/2: a stream refused unprocessed, and a `GOAWAY`
 //!
 //! ```
@@ -196,6 +232,7 @@
 pub mod body;
 mod builder;
 mod http2;
+mod range;
 mod request;
 mod response;
 mod server;

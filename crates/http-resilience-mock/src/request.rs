@@ -133,6 +133,11 @@ impl RequestHead {
         &self.method
     }
 
+    /// Returns the request header fields.
+    pub(crate) fn headers(&self) -> &HeaderMap {
+        &self.headers
+    }
+
     /// Reports whether the client waits for `100 Continue` before sending its body.
     pub(crate) fn expects_continue(&self) -> bool {
         self.version == Version::HTTP_11

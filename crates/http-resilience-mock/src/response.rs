@@ -62,6 +62,21 @@ pub enum Behaviour {
         /// The number of body bytes written before the reset.
         sent: usize,
     },
+    /// Writes the head, whose `Content-Length` announces the whole body, then the first
+    /// `sent` bytes of the body (all of it if `sent` exceeds its length), then closes the
+    /// connection cleanly (FIN): to the client, a body cut short.
+    CloseMidBody {
+        /// The number of body bytes written before the close.
+        sent: usize,
+    },
+    /// Writes the head, whose `Content-Length` announces the whole body, then the first
+    /// `sent` bytes of the body (all of it if `sent` exceeds its length), then nothing more:
+    /// a body that stalls part-way. The socket stays open until the client closes it or the
+    /// server is dropped.
+    StallMidBody {
+        /// The number of body bytes written before the stall.
+        sent: usize,
+    },
     /// HTTP/2: answers the stream with `RST_STREAM` and the error code `REFUSED_STREAM`
     /// before reading its body. RFC 9113, section 8.7: the server did not process the
     /// request, so a client may retry it whatever its method. The connection stays open.
@@ -98,6 +113,13 @@ pub enum Behaviour {
 /// `Transfer-Encoding`, in which case they are written as given (which allows scripting a
 /// lying length or a pre-encoded chunked body).
 ///
+/// A response can also serve byte ranges ([`with_ranges`](Self::with_ranges)), as a static
+/// file server does: a request with `Range: bytes=N-` then gets `206 Partial Content` with
+/// the rest of the body, unless its `If-Range` no longer matches the scripted `ETag` or
+/// `Last-Modified`, in which case it gets the whole body. With
+/// [`reset_after`](Self::reset_after), [`close_after`](Self::close_after) or
+/// [`stall_after`](Self::stall_after) a body fails part-way, for clients that resume it.
+///
 /// # Examples
 ///
 /// ```
@@ -121,6 +143,7 @@ pub struct MockResponse {
     body: Bytes,
     head_delay: Duration,
     behaviour: Behaviour,
+    ranges: bool,
 }
 
 impl MockResponse {
@@ -135,6 +158,7 @@ impl MockResponse {
             body: Bytes::new(),
             head_delay: Duration::ZERO,
             behaviour: Behaviour::Respond,
+            ranges: false,
         }
     }
 
@@ -244,6 +268,93 @@ impl MockResponse {
         Ok(self)
     }
 
+    /// Adds an `ETag` header field carrying `tag` as written: `"\"v1\""` for a strong entity
+    /// tag, `"W/\"v1\""` for a weak one. A response that serves ranges
+    /// ([`with_ranges`](Self::with_ranges)) compares a request's `If-Range` with it.
+    ///
+    /// # Panics
+    ///
+    /// As [`with_header`](Self::with_header), if `tag` is not a valid header value.
+    #[track_caller]
+    pub fn with_etag(self, tag: &str) -> Self {
+        self.with_header("etag", tag)
+    }
+
+    /// Adds a `Last-Modified` header field carrying `date` as written (an HTTP date, such
+    /// as `"Tue, 15 Nov 1994 08:12:31 GMT"`). A response that serves ranges compares a
+    /// request's `If-Range` date with it, byte for byte.
+    ///
+    /// # Panics
+    ///
+    /// As [`with_header`](Self::with_header), if `date` is not a valid header value.
+    #[track_caller]
+    pub fn with_last_modified(self, date: &str) -> Self {
+        self.with_header("last-modified", date)
+    }
+
+    /// Serves byte ranges of the body, as a static file server does, and says so with
+    /// `Accept-Ranges: bytes`.
+    ///
+    /// A `200` that serves ranges answers a `GET` carrying `Range: bytes=START-` (or
+    /// `bytes=START-END`) with `206 Partial Content`, the part asked for and
+    /// `Content-Range: bytes START-END/LENGTH`; its behaviour then applies to that part
+    /// (so [`reset_after`](Self::reset_after) counts the bytes of the part). When the
+    /// request's `If-Range` does not match (an entity tag compared strongly with the
+    /// scripted `ETag`, or a date compared with the scripted `Last-Modified`), the whole
+    /// body is sent with the scripted status, as for a representation that changed. A start
+    /// at or past the end of the body is answered `416 Range Not Satisfiable` with
+    /// `Content-Range: bytes */LENGTH`. Any other `Range` (several ranges, a suffix range,
+    /// another unit) is ignored, as RFC 9110 allows. The request is recorded as it came.
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// use http_resilience_mock::{MockResponse, MockServer};
+    /// use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    /// use tokio::net::TcpStream;
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> std::io::Result<()> {
+    /// let server = MockServer::start().await?;
+    /// server.enqueue(MockResponse::ok("0123456789").with_etag("\"v1\"").with_ranges());
+    /// let mut client = TcpStream::connect(server.addr()).await?;
+    /// client
+    ///     .write_all(b"GET / HTTP/1.1\r\nrange: bytes=4-\r\nif-range: \"v1\"\r\nconnection: close\r\n\r\n")
+    ///     .await?;
+    /// let mut response = String::new();
+    /// client.read_to_string(&mut response).await?;
+    /// assert!(response.starts_with("HTTP/1.1 206 Partial Content\r\n"));
+    /// assert!(response.contains("\r\ncontent-range: bytes 4-9/10\r\n"));
+    /// assert!(response.ends_with("\r\n\r\n456789"));
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn with_ranges(mut self) -> Self {
+        if !self.ranges {
+            self.ranges = true;
+            self = self.with_header("accept-ranges", "bytes");
+        }
+        self
+    }
+
+    /// Writes the head and the first `sent` bytes of the body, then resets the connection
+    /// (RST) ([`Behaviour::ResetMidBody`]).
+    pub fn reset_after(self, sent: usize) -> Self {
+        self.with_behaviour(Behaviour::ResetMidBody { sent })
+    }
+
+    /// Writes the head and the first `sent` bytes of the body, then closes the connection
+    /// cleanly (FIN) ([`Behaviour::CloseMidBody`]).
+    pub fn close_after(self, sent: usize) -> Self {
+        self.with_behaviour(Behaviour::CloseMidBody { sent })
+    }
+
+    /// Writes the head and the first `sent` bytes of the body, then falls silent
+    /// ([`Behaviour::StallMidBody`]).
+    pub fn stall_after(self, sent: usize) -> Self {
+        self.with_behaviour(Behaviour::StallMidBody { sent })
+    }
+
     /// Replaces the body.
     pub fn with_body(mut self, body: impl Into<Bytes>) -> Self {
         self.body = body.into();
@@ -291,6 +402,17 @@ impl MockResponse {
     /// Returns how the response is delivered.
     pub fn behaviour(&self) -> Behaviour {
         self.behaviour
+    }
+
+    /// Reports whether the response serves byte ranges ([`with_ranges`](Self::with_ranges)).
+    pub fn serves_ranges(&self) -> bool {
+        self.ranges
+    }
+
+    /// Replaces the status code.
+    pub(crate) fn with_status(mut self, status: u16) -> Self {
+        self.status = status;
+        self
     }
 
     /// Returns the response sent when the queue is empty: `500` with `x-mock: unscripted`

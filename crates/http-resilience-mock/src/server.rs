@@ -433,8 +433,8 @@ async fn serve_requests(reader: &mut RequestReader<TcpStream>, state: &State) ->
         let body = reader.read_body(&head).await?;
         let keep_alive = head.keep_alive();
         let head_only = head.method() == Method::HEAD;
+        let response = crate::range::answer(state.next_response(), head.method(), head.headers());
         state.record(head.into_recorded(body));
-        let response = state.next_response();
         let after = respond(reader.get_mut(), &response, head_only, keep_alive).await?;
         if after != After::KeepAlive {
             return Ok(after);
@@ -498,13 +498,31 @@ async fn respond(
             Ok(After::Close)
         }
         Behaviour::ResetMidBody { sent } => {
-            let mut message = encode_head(response, false);
-            message.extend_from_slice(&body[..sent.min(body.len())]);
-            stream.write_all(&message).await?;
+            write_part(stream, response, body, sent).await?;
             arm_reset(stream)?;
             Ok(After::Abandon)
         }
+        Behaviour::CloseMidBody { sent } => {
+            write_part(stream, response, body, sent).await?;
+            Ok(After::Close)
+        }
+        Behaviour::StallMidBody { sent } => {
+            write_part(stream, response, body, sent).await?;
+            Ok(After::Idle)
+        }
     }
+}
+
+/// Writes the head, announcing the whole body, and the first `sent` bytes of `body`.
+async fn write_part(
+    stream: &mut TcpStream,
+    response: &MockResponse,
+    body: &[u8],
+    sent: usize,
+) -> io::Result<()> {
+    let mut message = encode_head(response, false);
+    message.extend_from_slice(&body[..sent.min(body.len())]);
+    stream.write_all(&message).await
 }
 
 /// Makes closing the socket reset the connection (RST) instead of finishing it (FIN).

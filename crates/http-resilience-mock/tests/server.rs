@@ -387,6 +387,80 @@ async fn reset_mid_body_sends_part_of_the_body_then_resets() {
 }
 
 #[tokio::test]
+async fn close_after_and_stall_after_cut_the_body_part_way() {
+    let server = start().await;
+    server.enqueue(MockResponse::ok("0123456789").close_after(3));
+    server.enqueue(MockResponse::ok("0123456789").stall_after(6));
+    let mut closed = Client::connect(server.addr()).await;
+    closed.send(b"GET / HTTP/1.1\r\n\r\n").await;
+    let (status, headers) = closed.read_head(false).await;
+    assert_eq!(status, 200);
+    assert!(headers.contains(&("content-length".to_owned(), "10".to_owned())));
+    let (received, ending) = closed.read_until_closed().await;
+    assert_eq!(received, b"012");
+    assert!(matches!(ending, Ending::Eof), "{ending:?}");
+
+    let mut stalled = Client::connect(server.addr()).await;
+    stalled.send(b"GET / HTTP/1.1\r\n\r\n").await;
+    stalled.read_head(false).await;
+    assert_eq!(stalled.read_body(6).await, b"012345");
+    stalled.assert_silent().await;
+}
+
+#[tokio::test]
+async fn a_response_that_serves_ranges_answers_the_rest_with_206() {
+    let server = start().await;
+    let script = || {
+        MockResponse::ok("0123456789")
+            .with_etag("\"v1\"")
+            .with_ranges()
+    };
+    server.enqueue(script().reset_after(4));
+    server.enqueue(script());
+    let mut first = Client::connect(server.addr()).await;
+    first.send(b"GET /file HTTP/1.1\r\n\r\n").await;
+    let (status, headers) = first.read_head(false).await;
+    assert_eq!(status, 200);
+    assert!(headers.contains(&("accept-ranges".to_owned(), "bytes".to_owned())));
+    assert!(headers.contains(&("etag".to_owned(), "\"v1\"".to_owned())));
+    let (received, ending) = first.read_until_closed().await;
+    assert_eq!(received, b"0123");
+    assert_reset_or_eof(&ending);
+
+    let mut rest = Client::connect(server.addr()).await;
+    rest.send(b"GET /file HTTP/1.1\r\nrange: bytes=4-\r\nif-range: \"v1\"\r\n\r\n")
+        .await;
+    let response = rest.read_response().await;
+    assert_eq!(response.status, 206);
+    assert_eq!(response.header("content-range"), Some("bytes 4-9/10"));
+    assert_eq!(response.header("content-length"), Some("6"));
+    assert_eq!(response.body, b"456789");
+    let recorded = server.requests();
+    assert_eq!(
+        recorded[1].headers["range"], "bytes=4-",
+        "recorded as it came"
+    );
+}
+
+#[tokio::test]
+async fn a_mismatched_if_range_gets_the_whole_body_with_200() {
+    let server = start().await;
+    server.enqueue(
+        MockResponse::ok("changed!")
+            .with_etag("\"v2\"")
+            .with_ranges(),
+    );
+    let mut client = Client::connect(server.addr()).await;
+    client
+        .send(b"GET / HTTP/1.1\r\nrange: bytes=4-\r\nif-range: \"v1\"\r\n\r\n")
+        .await;
+    let response = client.read_response().await;
+    assert_eq!(response.status, 200);
+    assert_eq!(response.header("content-range"), None);
+    assert_eq!(response.body, b"changed!");
+}
+
+#[tokio::test]
 async fn head_delay_postpones_the_response() {
     let server = start().await;
     let delay = Duration::from_millis(100);
