@@ -209,6 +209,7 @@ pub mod read_timeout;
 #[cfg(feature = "reqwest")]
 pub mod reqwest_client;
 pub mod resilience;
+pub mod resume;
 pub mod retry;
 mod session;
 mod setting;

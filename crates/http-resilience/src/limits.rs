@@ -78,6 +78,16 @@ pub(crate) fn attempt_end(
     }
 }
 
+/// Whether new work for a call (the resume of a response body) may start at
+/// `now` under the call's `deadline`: never once the deadline has passed (at
+/// its very instant it has), nor with less than `margin` left before it.
+#[inline]
+pub(crate) fn may_start(now: Instant, deadline: Option<RequestDeadline>, margin: Duration) -> bool {
+    deadline.is_none_or(|deadline| {
+        !deadline.has_passed_at(now) && deadline.instant().saturating_duration_since(now) >= margin
+    })
+}
+
 /// When the next attempt after a wait goes, or why it never does.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Scheduled {
@@ -171,6 +181,14 @@ mod tests {
             "a wait and an attempt that just fit are made"
         );
         assert_eq!(capped(Duration::MAX, MS(5)), MS(5));
+        let call = RequestDeadline::after_from(now, MS(1000));
+        assert!(may_start(now, None, Duration::MAX));
+        assert!(may_start(now, Some(call), MS(1000)), "just fits");
+        assert!(!may_start(now, Some(call), MS(1001)));
+        assert!(
+            !may_start(now + MS(1000), Some(call), Duration::ZERO),
+            "at the deadline"
+        );
         assert_eq!(capped(MS(1), MS(5)), MS(1));
     }
 }
