@@ -41,7 +41,7 @@ async fn nginx_answers_a_resume_with_206_and_the_body_arrives_whole() {
     let uri = format!("http://{}/file.bin", proxy.addr).parse().unwrap();
     let response = guarded(stack(Limits::default()).oneshot(get(uri)))
         .await
-        .unwrap();
+        .unwrap_or_else(|err| panic!("{err:?}\nnginx's log: {}", nginx.log()));
     assert!(
         response.body().get_ref().is_resumable(),
         "nginx's static file is resumable: {:?}",
@@ -96,15 +96,15 @@ impl Nginx {
                  it when it is missing"
             )
         });
+        let addr = free_port();
         let dir = std::env::temp_dir().join(format!(
-            "http-resilience-nginx-{}-{:?}",
+            "http-resilience-nginx-{}-{}",
             std::process::id(),
-            std::thread::current().id()
+            addr.port()
         ));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(dir.join("www")).unwrap();
         std::fs::write(dir.join("www/file.bin"), file).unwrap();
-        let addr = free_port();
         std::fs::write(dir.join("nginx.conf"), config(&dir, addr)).unwrap();
         let child = Command::new(&binary)
             .arg("-p")
@@ -267,8 +267,8 @@ async fn relay(
     let Ok(server) = TcpStream::connect(upstream).await else {
         return;
     };
-    let (mut from_client, mut to_server) = client.into_split();
-    let (mut from_server, mut to_client) = server.into_split();
+    let (mut from_client, mut to_client) = client.into_split();
+    let (mut from_server, mut to_server) = server.into_split();
     let requests = {
         let exchange = Arc::clone(&exchange);
         tokio::spawn(async move {
