@@ -4,8 +4,8 @@
 //! fails part-way. The body must arrive whole through one ranged resume, which
 //! nginx answers with `206`.
 //!
-//! nginx is a Debian package (`nginx-light` or `nginx`); `.ci/run` installs it
-//! when it is missing. Without it this test fails, naming the package.
+//! nginx is a Debian package (`nginx`, or `nginx-light`); `.ci/run` installs
+//! it when it is missing. Without it this test fails, naming the package.
 
 use super::support::{get, guarded};
 use super::{assert_same_bytes, pattern, read_to_end, stack, Limits};
@@ -92,7 +92,7 @@ impl Nginx {
         let binary = find_nginx().unwrap_or_else(|| {
             panic!(
                 "nginx is not installed: this test needs it. Install the Debian package \
-                 `nginx-light` (or `nginx`): `apt-get install -y nginx-light`; .ci/run installs \
+                 `nginx` (or `nginx-light`): `apt-get install -y nginx`; .ci/run installs \
                  it when it is missing"
             )
         });
