@@ -29,6 +29,9 @@
 //! - [`hedge`]: another copy of a slow request, the first good answer
 //!   winning ([`hedge::HedgeLayer`]);
 //! - [`read_timeout`]: the longest wait between reads, at the transport;
+//! - [`resume`]: a response body that fails part-way continued with a
+//!   ranged request (`Range`, `If-Range`), under the call's deadline
+//!   ([`resume::ResumeLayer`]), placed inside the deadline;
 //! - [`transport`] (feature `transport`): a hyper-util client with connect and
 //!   read timeouts and no hidden retry;
 //! - [`reqwest_client`] (feature `reqwest`): a `reqwest::Client` under the
