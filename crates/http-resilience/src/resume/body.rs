@@ -168,8 +168,15 @@ where
     }
 
     fn is_end_stream(&self) -> bool {
+        // NOTE: a body that may be resumed has ended only with every byte
+        // announced; before them, the next read reports the mismatch.
+        let complete = || {
+            self.session
+                .as_ref()
+                .is_none_or(|session| session.remaining().is_none_or(|left| left == 0))
+        };
         match &self.state {
-            State::Reading { body } => body.is_end_stream(),
+            State::Reading { body } => body.is_end_stream() && complete(),
             State::Readying | State::Calling { .. } => false,
             State::Done => true,
         }

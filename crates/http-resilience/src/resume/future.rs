@@ -67,7 +67,7 @@ where
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("ResponseFuture")
             .field("inner", &"...")
-            .field("resumable", &self.origin.is_some())
+            .field("may_resume", &self.origin.is_some())
             .finish()
     }
 }

@@ -198,7 +198,11 @@ impl<S, B> Session<S, B> {
     /// length.
     pub(crate) fn check<T>(&mut self, response: &Response<T>) -> Result<(), ResumeMismatch> {
         match self.mismatch(response.status(), response.headers()) {
-            None => Ok(()),
+            None => {
+                // NOTE: healed; a later failure has a cause of its own.
+                self.cause = None;
+                Ok(())
+            }
             Some(mismatch) => Err(self.error(mismatch)),
         }
     }

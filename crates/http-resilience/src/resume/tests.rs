@@ -302,6 +302,32 @@ async fn a_body_shorter_than_announced_is_a_length_mismatch() {
 }
 
 #[tokio::test(flavor = "current_thread", start_paused = true)]
+async fn a_healed_failure_is_not_the_cause_of_a_later_mismatch() {
+    let (svc, _) = upstream(vec![
+        response(200, FILE, Pieces::default().data("0123").reset()),
+        response(
+            206,
+            &[("content-range", "bytes 4-9/10")],
+            Pieces::default().data("45"),
+        ),
+    ]);
+    let response = Resume::new(svc, ResumePolicy::new(3))
+        .oneshot(get())
+        .await
+        .unwrap();
+    let err = response.into_body().collect().await.unwrap_err();
+    let mismatch = err.downcast_ref::<ResumeMismatch>().unwrap();
+    assert_eq!(
+        mismatch.mismatch(),
+        &Mismatch::Length {
+            expected: 10,
+            got: 6
+        }
+    );
+    assert_eq!(FailureKind::of(&*err), FailureKind::Other, "{err}");
+}
+
+#[tokio::test(flavor = "current_thread", start_paused = true)]
 async fn the_error_of_a_ranged_request_ends_the_body() {
     let (svc, seen) = upstream(vec![response(
         200,
@@ -348,7 +374,7 @@ async fn bodies_that_cannot_be_resumed_pass_through() {
     *post.method_mut() = http::Method::POST;
     let future = Resume::new(svc.clone(), ResumePolicy::new(3)).call_once(post);
     assert!(
-        format!("{future:?}").contains("resumable: false"),
+        format!("{future:?}").contains("may_resume: false"),
         "{future:?}"
     );
     let with_body = Request::get("http://upstream/")
@@ -356,17 +382,17 @@ async fn bodies_that_cannot_be_resumed_pass_through() {
         .unwrap();
     let future = Resume::new(svc.clone(), ResumePolicy::new(3)).call_once(with_body);
     assert!(
-        format!("{future:?}").contains("resumable: false"),
+        format!("{future:?}").contains("may_resume: false"),
         "{future:?}"
     );
     let future = Resume::new(svc.clone(), ResumePolicy::new(0)).call_once(get());
     assert!(
-        format!("{future:?}").contains("resumable: false"),
+        format!("{future:?}").contains("may_resume: false"),
         "{future:?}"
     );
     let future = Resume::new(svc, ResumePolicy::new(3)).call_once(get());
     assert!(
-        format!("{future:?}").contains("resumable: true"),
+        format!("{future:?}").contains("may_resume: true"),
         "{future:?}"
     );
 }
