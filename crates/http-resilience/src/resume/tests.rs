@@ -245,9 +245,15 @@ async fn a_range_that_does_not_continue_the_body_fails_it() {
 }
 
 #[tokio::test(flavor = "current_thread", start_paused = true)]
-async fn another_validator_or_an_encoding_is_a_mismatch() {
+async fn another_status_validator_or_an_encoding_is_a_mismatch() {
     let cases = [
         (
+            200,
+            &[("content-range", "bytes 4-9/10")][..],
+            Mismatch::Status(StatusCode::OK),
+        ),
+        (
+            206,
             &[("etag", "\"v2\""), ("content-range", "bytes 4-9/10")][..],
             Mismatch::Validator {
                 expected: http::HeaderValue::from_static("\"v1\""),
@@ -255,6 +261,7 @@ async fn another_validator_or_an_encoding_is_a_mismatch() {
             },
         ),
         (
+            206,
             &[
                 ("content-encoding", "gzip"),
                 ("content-range", "bytes 4-9/10"),
@@ -262,10 +269,10 @@ async fn another_validator_or_an_encoding_is_a_mismatch() {
             Mismatch::ContentEncoding(http::HeaderValue::from_static("gzip")),
         ),
     ];
-    for (headers, expected) in cases {
+    for (status, headers, expected) in cases {
         let (svc, _) = upstream(vec![
             response(200, FILE, Pieces::default().data("0123").reset()),
-            response(206, headers, Pieces::default().data("456789")),
+            response(status, headers, Pieces::default().data("456789")),
         ]);
         let response = Resume::new(svc, ResumePolicy::new(3))
             .oneshot(get())
