@@ -69,14 +69,16 @@ const FILE: &[(&str, &str)] = &[
     ("content-length", "10"),
 ];
 
+/// The headers of every request an upstream received, in order.
+type Seen = Arc<Mutex<Vec<HeaderMap>>>;
+
 /// A service answering with `responses` in order, recording every request's
 /// headers; an error once they are used up.
 fn upstream(
     responses: Vec<Response<Pieces>>,
 ) -> (
-    impl tower::Service<Request<String>, Response = Response<Pieces>, Error = BoxError, Future: Send>
-        + Clone,
-    Arc<Mutex<Vec<HeaderMap>>>,
+    impl tower::Service<Request<String>, Response = Response<Pieces>, Error = BoxError> + Clone,
+    Seen,
 ) {
     let queue = Arc::new(Mutex::new(VecDeque::from(responses)));
     let seen = Arc::new(Mutex::new(Vec::new()));
