@@ -29,11 +29,25 @@ const LEN: usize = 3 * 1024 * 1024 + 123;
 /// before it closes the connection: about a third of the file.
 const CUT: usize = 1024 * 1024 + 7;
 
+/// Set (as `.ci/run` does), nginx's absence fails the test instead of
+/// skipping it.
+const NGINX_REQUIRED: &str = "HTTP_RESILIENCE_REQUIRE_NGINX";
+
 /// How long nginx may take to start listening.
 const STARTUP: Duration = Duration::from_secs(5);
 
 #[tokio::test]
 async fn nginx_answers_a_resume_with_206_and_the_body_arrives_whole() {
+    if find_nginx().is_none() && std::env::var_os(NGINX_REQUIRED).is_none() {
+        // NOTE: so that the README's test command holds on a machine with
+        // nothing but cargo; CI sets the variable, installs nginx, and the
+        // test runs there.
+        eprintln!(
+            "SKIPPED: nginx is not installed (`apt-get install -y nginx`); \
+             set {NGINX_REQUIRED}=1 to make its absence a failure, as CI does"
+        );
+        return;
+    }
     let file = pattern(LEN);
     let nginx = Nginx::start(&file).await;
     let proxy = CuttingProxy::start(nginx.addr, CUT).await;
