@@ -3,25 +3,49 @@
 //!
 //! - every `Clone` body ([`TryCloneBody`]: `Full`, `String`, `Bytes`, ...)
 //!   is copied;
+//! - a body that can be opened again (a file, an object in storage,
+//!   generated data) goes through [`ReopenBody`], which opens it anew from a
+//!   factory ([`Reopen`]) for every attempt and keeps none of it;
 //! - a stream goes through [`ReplayBody`], which keeps what an attempt sends,
 //!   up to a cap, and hands what it never read to the next one;
 //! - or through [`SendOnce`], which is sent once and never again.
+//!
+//! # Large bodies
+//!
+//! A body larger than a replay cap is sent again only if it can be opened
+//! again: [`ReopenBody`] sends a 10 GiB upload twice holding no more than one
+//! frame of it, where [`ReplayBody`] would have to keep all of it (past its
+//! cap, the request is not repeatable). [`ReplayBody`] is for what cannot be
+//! opened again: a small stream, such as an inbound body passed on by a
+//! gateway. Every attempt of a [`ReopenBody`] sends the same length: one that
+//! comes out different fails with [`BodyChanged`], and a factory that fails
+//! with [`ReopenFailed`], both
+//! [`FailureKind::RequestBody`](crate::FailureKind::RequestBody), which no
+//! ready-made decoder retries.
 //!
 //! # Example
 //!
 //! ```
 //! use bytes::Bytes;
 //! use http_body_util::Full;
-//! use http_resilience::body::{SendOnce, TryCloneBody};
+//! use http_resilience::body::{ReopenBody, SendOnce, TryCloneBody};
 //!
 //! // `Clone` bodies replay; a stream goes through `SendOnce` and does not.
 //! assert!(Full::new(Bytes::from_static(b"{}")).try_clone_body().is_some());
 //! assert!(SendOnce::new(Full::new(Bytes::new())).try_clone_body().is_none());
+//!
+//! // A factory opens the body again for every copy.
+//! let reopened = ReopenBody::new(|| std::future::ready(Ok::<_, std::io::Error>(Full::new(Bytes::from("{}")))));
+//! assert!(reopened.try_clone_body().is_some());
 //! ```
 
+mod reopen;
 mod replay;
 
-pub use self::replay::{NotReplayable, ReplayBody, DEFAULT_REPLAY_CAP};
+pub use self::{
+    reopen::{BodyChanged, Reopen, ReopenBody, ReopenFailed},
+    replay::{NotReplayable, ReplayBody, DEFAULT_REPLAY_CAP},
+};
 
 use crate::RequestDeadline;
 use http_body::{Body, Frame, SizeHint};
@@ -39,8 +63,10 @@ use std::{
 /// Every `Clone` body is replayable: `Full`, `Empty`, `String`, `Bytes`,
 /// `Vec<u8>` and any body of one's own that is `Clone` just work. A body that
 /// cannot be copied (a stream, such as hyper's `Incoming` or axum's `Body`)
-/// goes through the layer wrapped in [`SendOnce`]: its request is attempted
-/// once, and that outcome is returned whatever the verdict.
+/// goes through the layer wrapped in [`ReplayBody`] (kept up to a cap while it
+/// is sent), in [`ReopenBody`] if it can be opened again (opened anew for
+/// every attempt), or in [`SendOnce`]: its request is then attempted once, and
+/// that outcome is returned whatever the verdict.
 ///
 /// # Example
 ///
@@ -59,7 +85,8 @@ use std::{
     message = "the request body `{Self}` cannot be sent again by the retry layer",
     label = "a body the retry layer can copy for another attempt is needed here",
     note = "`Clone` bodies (`Full`, `String`, `Bytes`, ...) replay as they are",
-    note = "wrap a streaming body (hyper's `Incoming`, axum's `Body`) in `ReplayBody::new(body)` to replay it, or in `SendOnce::new(body)` to send it once"
+    note = "wrap a streaming body (hyper's `Incoming`, axum's `Body`) in `ReplayBody::new(body)` to replay it, or in `SendOnce::new(body)` to send it once",
+    note = "a body that can be opened again (a file) goes in `ReopenBody::new(factory)`, which opens it anew for every attempt"
 )]
 pub trait TryCloneBody: Sized {
     /// A copy of the body that sends the same bytes, or `None` when it cannot

@@ -1,8 +1,12 @@
 //! Telling failures apart.
 
 use crate::{
-    attempt_timeout::error::AttemptTimedOut, breaker::error::CircuitOpen,
-    deadline::error::DeadlineExceeded, errors::chain, read_timeout::error::ReadTimedOut,
+    attempt_timeout::error::AttemptTimedOut,
+    body::{BodyChanged, ReopenFailed},
+    breaker::error::CircuitOpen,
+    deadline::error::DeadlineExceeded,
+    errors::chain,
+    read_timeout::error::ReadTimedOut,
 };
 use std::{error::Error, fmt, io};
 
@@ -74,6 +78,13 @@ pub enum FailureKind {
     /// ([`CircuitOpen`]): the request was never sent. The ready-made
     /// decoders never retry it.
     CircuitOpen,
+    /// The request body could not be produced as announced: a
+    /// [`ReopenBody`](crate::body::ReopenBody) opened to another length than
+    /// the one every attempt announces, or yielded fewer or more bytes
+    /// ([`BodyChanged`]), or its factory failed ([`ReopenFailed`]). Part of
+    /// the request may have been sent. Opening the body again would not mend
+    /// it, so the ready-made decoders never retry it.
+    RequestBody,
     /// Not a failure of the transport or of these layers (an error of the
     /// caller's own service, for example).
     Other,
@@ -102,7 +113,10 @@ impl FailureKind {
     /// of hyper, hyper-util or `std::io` is [`Transport`](Self::Transport).
     /// With the feature `reqwest`, a `reqwest::Error` is read the same way: a
     /// connect error is a connect kind, one while sending or reading the body,
-    /// or decoding it, a transport kind.
+    /// or decoding it, a transport kind. A request body that could not be
+    /// produced as announced ([`BodyChanged`], [`ReopenFailed`], which hyper
+    /// keeps as the cause of its own error) is
+    /// [`RequestBody`](Self::RequestBody), whatever error its factory gave.
     pub fn of(error: &(dyn Error + 'static)) -> Self {
         let mut connecting = false;
         let mut transport = false;
@@ -209,6 +223,7 @@ impl FailureKind {
             FailureKind::ConnectionClosed => "connection_closed",
             FailureKind::Transport => "transport",
             FailureKind::CircuitOpen => "circuit_open",
+            FailureKind::RequestBody => "request_body",
             FailureKind::Other => "_OTHER",
         }
     }
@@ -231,6 +246,7 @@ impl fmt::Display for FailureKind {
             FailureKind::ConnectionClosed => "connection closed",
             FailureKind::Transport => "transport error",
             FailureKind::CircuitOpen => "circuit open",
+            FailureKind::RequestBody => "request body error",
             FailureKind::Other => "other error",
         })
     }
@@ -261,6 +277,8 @@ fn own_kind(err: &(dyn Error + 'static)) -> Option<FailureKind> {
         Some(FailureKind::ReadTimeout)
     } else if err.is::<CircuitOpen>() {
         Some(FailureKind::CircuitOpen)
+    } else if err.is::<BodyChanged>() || err.is::<ReopenFailed>() {
+        Some(FailureKind::RequestBody)
     } else {
         None
     }
@@ -423,6 +441,22 @@ mod tests {
         assert!(FailureKind::CircuitOpen.is_before_send());
         assert!(!FailureKind::CircuitOpen.is_timeout());
         assert_eq!(FailureKind::CircuitOpen.to_string(), "circuit open");
+    }
+
+    #[test]
+    fn request_body_errors_are_found_below_wrappers_and_never_before_send() {
+        assert_eq!(kind(BodyChanged::new(10, 9)), FailureKind::RequestBody);
+        // The factory's own error does not decide: the body's failure does.
+        let refused = io::Error::from(io::ErrorKind::ConnectionRefused);
+        assert_eq!(kind(ReopenFailed::new(refused)), FailureKind::RequestBody);
+        assert_eq!(
+            kind(io::Error::other(BodyChanged::new(1, 2))),
+            FailureKind::RequestBody
+        );
+        assert!(!FailureKind::RequestBody.is_before_send());
+        assert!(!FailureKind::RequestBody.is_timeout());
+        assert_eq!(FailureKind::RequestBody.name(), "request_body");
+        assert_eq!(FailureKind::RequestBody.to_string(), "request body error");
     }
 
     #[test]

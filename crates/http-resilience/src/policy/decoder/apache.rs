@@ -11,7 +11,8 @@ use crate::{errors::AsError, FailureKind};
 /// (`UnknownHostException`: [`FailureKind::Dns`]), a refused or failed connect
 /// (`ConnectException`), and TLS failures (`SSLException`); the deadline is
 /// never retried either, nor is an open circuit
-/// ([`FailureKind::CircuitOpen`]). What remains is retried: a connection reset or closed
+/// ([`FailureKind::CircuitOpen`]) or a request body that could not be
+/// produced as announced ([`FailureKind::RequestBody`]). What remains is retried: a connection reset or closed
 /// without a response, a request that was never written, or one an HTTP/2
 /// upstream refused unprocessed ([`FailureKind::Unprocessed`]; Apache 5
 /// retries such a stream too). Whether a sent
@@ -60,8 +61,8 @@ impl ApacheDecoder {
         Self::never_retrying(Self::NEVER_RETRIED)
     }
 
-    /// Never retries `kinds` (nor the deadline, nor an open circuit); retries
-    /// every other failure.
+    /// Never retries `kinds` (nor the deadline, an open circuit or a request
+    /// body that could not be produced); retries every other failure.
     pub fn never_retrying(kinds: impl IntoIterator<Item = FailureKind>) -> Self {
         let never = kinds.into_iter().fold(0, |bits, kind| bits | bit(kind));
         Self { never }
@@ -71,7 +72,10 @@ impl ApacheDecoder {
     pub fn retries(&self, kind: FailureKind) -> bool {
         !matches!(
             kind,
-            FailureKind::Deadline | FailureKind::Other | FailureKind::CircuitOpen
+            FailureKind::Deadline
+                | FailureKind::Other
+                | FailureKind::CircuitOpen
+                | FailureKind::RequestBody
         ) && self.never & bit(kind) == 0
     }
 }

@@ -13,7 +13,8 @@ use crate::{errors::AsError, FailureKind};
 /// [`FailureKind`] of the transport, and the attempt, read and connect
 /// timeouts) is retryable. A malformed `Retry-After` makes the status a plain
 /// failure, as in Feign. The deadline of the whole call is never retried, nor
-/// is an open circuit ([`FailureKind::CircuitOpen`]).
+/// is an open circuit ([`FailureKind::CircuitOpen`]) or a request body that
+/// could not be produced as announced ([`FailureKind::RequestBody`]).
 ///
 /// # Example
 ///
@@ -57,9 +58,10 @@ impl<B, E: AsError> Decoder<B, E> for FeignDecoder {
             }
             Ok(_) => Verdict::Accept,
             Err(err) => match FailureKind::of(err.as_error()) {
-                kind @ (FailureKind::Deadline | FailureKind::Other | FailureKind::CircuitOpen) => {
-                    Verdict::fail(kind)
-                }
+                kind @ (FailureKind::Deadline
+                | FailureKind::Other
+                | FailureKind::CircuitOpen
+                | FailureKind::RequestBody) => Verdict::fail(kind),
                 kind => Verdict::retry(kind),
             },
         }

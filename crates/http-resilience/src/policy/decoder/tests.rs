@@ -353,3 +353,35 @@ fn no_ready_made_decoder_retries_an_open_circuit() {
         .decode(&open())
         .is_retry());
 }
+
+#[test]
+fn no_ready_made_decoder_retries_a_request_body_that_changed_or_failed_to_open() {
+    use crate::body::{BodyChanged, ReopenFailed};
+    // NOTE: the factory's error is one every decoder but the status one would
+    // retry on its own, and a reset one Apache's and Feign's would.
+    let failures = [
+        || error(BodyChanged::new(1024, 1000)),
+        || {
+            error(ReopenFailed::new(io::Error::from(
+                io::ErrorKind::ConnectionRefused,
+            )))
+        },
+        || error(io::Error::other(BodyChanged::new(5, 6))),
+    ];
+    let fail = Verdict::fail(FailureKind::RequestBody);
+    for outcome in failures {
+        let decoders: [AnyDecoder; 6] = [
+            TransientDecoder::new().into(),
+            FeignDecoder::new().into(),
+            ApacheDecoder::new().into(),
+            ApacheDecoder::never_retrying([]).into(),
+            GrpcDecoder::default().into(),
+            StatusDecoder::new([503]).unwrap().into(),
+        ];
+        for decoder in &decoders[..5] {
+            assert_eq!(decoder.decode(&outcome()), fail, "{decoder:?}");
+        }
+        assert!(!decoders[5].decode(&outcome()).is_retry());
+    }
+    assert!(!ApacheDecoder::never_retrying([]).retries(FailureKind::RequestBody));
+}

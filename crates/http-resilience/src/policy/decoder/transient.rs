@@ -13,7 +13,9 @@ use crate::{errors::AsError, FailureKind};
 /// `retriable-status-codes`, and gRPC's `UNAVAILABLE`. Timeouts and failures
 /// after the request was sent are *not* retried: the upstream may have acted
 /// on the request. An open circuit ([`FailureKind::CircuitOpen`]) is not
-/// retried either: the circuit would turn the retry away too.
+/// retried either: the circuit would turn the retry away too; nor is a
+/// request body that could not be produced as announced
+/// ([`FailureKind::RequestBody`]).
 ///
 /// # Example
 ///
