@@ -187,6 +187,37 @@ async fn a_streamed_post_is_sent_again_after_refused_connections() {
 }
 
 #[tokio::test]
+async fn a_reopened_body_is_opened_again_for_the_retry() {
+    use http_resilience::body::ReopenBody;
+    let server = guarded(MockServer::start()).await.unwrap();
+    server.enqueue(MockResponse::new(503));
+    server.enqueue(MockResponse::ok("stored"));
+    let svc = ServiceBuilder::new()
+        .layer(DeadlineLayer::new(TOTAL))
+        .layer(StatusRetryLayer::new(RetryPolicy::new(
+            StatusDecoder::new([503]).unwrap(),
+            FixedDelay::new(Duration::from_millis(10), 2),
+        )))
+        .layer(AttemptTimeoutLayer::new(ATTEMPT))
+        .service(client());
+    // NOTE: reqwest needs a `Sync` body: an `async` block over `Sync`
+    // values, opening a `Sync` body, makes one.
+    let opened = std::sync::Arc::new(std::sync::atomic::AtomicU32::new(0));
+    let counted = opened.clone();
+    let body = ReopenBody::new(move || {
+        counted.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        async { Ok::<_, std::io::Error>(ScriptedBody::new().data("one ").data("upload")) }
+    });
+    let request = Request::put(server.uri("/objects/7")).body(body).unwrap();
+    let response = guarded(svc.oneshot(request)).await.unwrap();
+    assert_eq!(response.status(), StatusCode::OK);
+    assert_eq!(opened.load(std::sync::atomic::Ordering::Relaxed), 2);
+    let seen = server.requests();
+    assert_eq!(seen.len(), 2);
+    assert!(seen.iter().all(|request| request.body == "one upload"));
+}
+
+#[tokio::test]
 async fn a_retry_after_is_honoured() {
     let server = guarded(MockServer::start()).await.unwrap();
     server.enqueue(MockResponse::new(503).with_header("retry-after", "1"));

@@ -20,7 +20,7 @@
 //!   (decoders, retryers, the budget, events), and its report on a response
 //!   or for an error ([`Attempts`], [`RetryReport`], [`Stop`]);
 //! - [`body`]: the request bodies that can be sent again
-//!   ([`body::ReplayBody`]);
+//!   ([`body::ReplayBody`], and [`body::ReopenBody`] for large ones);
 //! - [`extensions`]: the values the layers pass each other in a request
 //!   ([`RequestDeadline`], [`extensions::FinalAttempt`]);
 //! - [`breaker`]: a circuit per authority that fails calls fast while an

@@ -1,8 +1,9 @@
 //! A `reqwest::Client` as a tower service, under the layers (feature
 //! `reqwest`).
 //!
-//! [`ReqwestService`] takes an `http::Request<B>` of any body `B` (a
-//! [`ReplayBody`](crate::body::ReplayBody) included), sends it with the
+//! [`ReqwestService`] takes an `http::Request<B>` of any `Sync` body `B` (a
+//! [`ReplayBody`](crate::body::ReplayBody) or a
+//! [`ReopenBody`](crate::body::ReopenBody) included), sends it with the
 //! client, and answers an `http::Response<reqwest::Body>` or a
 //! [`BoxError`] whose source is the `reqwest::Error`. The decoders and
 //! [`FailureKind::of`](crate::FailureKind::of) read reqwest's failures: a

@@ -58,7 +58,9 @@
 //! lost), it hands the unread rest to the others, which go on. A body longer
 //! than the replay cap cannot be copied once its start is gone: no hedge is
 //! sent then, and a hedge already following it ends (its failure is not
-//! counted against the call; the first copy goes on alone).
+//! counted against the call; the first copy goes on alone). A
+//! [`ReopenBody`] has no such limit: each copy opens the body anew and sends
+//! it whole, however large.
 //!
 //! # A layer of its own
 //!
@@ -97,6 +99,7 @@
 //! [`RetryReport`]: crate::RetryReport
 //! [`RequestDeadline`]: crate::RequestDeadline
 //! [`ReplayBody`]: crate::body::ReplayBody
+//! [`ReopenBody`]: crate::body::ReopenBody
 //! [`StatusRetryLayer`]: crate::StatusRetryLayer
 //! [`Decoder`]: crate::policy::Decoder
 //! [`RetryListener`]: crate::policy::RetryListener

@@ -106,7 +106,9 @@
 //! up to a cap, with bookkeeping bounded by the cap too whatever the frame
 //! sizes (see its `# Memory`), and what it never read passes on to the next
 //! attempt, so a request that never reached the upstream is sent again in
-//! full, whatever its size. Wrapped in [`SendOnce`] instead, it is sent once: its first
+//! full, whatever its size. A body that can be opened again (a file, a large
+//! upload) goes through [`ReopenBody`] instead: every attempt opens it anew,
+//! and nothing is kept. Wrapped in [`SendOnce`] instead, it is sent once: its first
 //! outcome is returned, whatever the verdict.
 //!
 //! # Readiness
@@ -154,6 +156,7 @@
 //! [`Stop::DeadlinePassed`]: crate::Stop::DeadlinePassed
 //! [`RetryReport`]: crate::RetryReport
 //! [`ReplayBody`]: crate::body::ReplayBody
+//! [`ReopenBody`]: crate::body::ReopenBody
 //! [`SendOnce`]: crate::body::SendOnce
 
 pub mod future;
