@@ -15,7 +15,10 @@
 //! - [`HANG`]: never answers; the handler's future is dropped when the client
 //!   closes the connection;
 //! - [`CONNECTIONS`]: 200 with the number of connections accepted so far as
-//!   the body, so that a bench can tell whether a client reused them.
+//!   the body, so that a bench can tell whether a client reused them;
+//! - [`UPLOAD`]: reads the request body to its end, keeping none of it, then
+//!   answers 503 and then 200 for the same [`REQUEST_ID`], with the number
+//!   of body bytes received as the body.
 //!
 //! The child runs on a current-thread runtime: on two cores, the server gets
 //! one and the calling bench the other.
@@ -48,7 +51,9 @@ pub(crate) const FLAKY: &str = "flaky";
 pub(crate) const HANG: &str = "hang";
 /// [`MODE`]: answer the number of connections accepted so far.
 pub(crate) const CONNECTIONS: &str = "connections";
-/// The request header that keys the [`FLAKY`] counter.
+/// [`MODE`]: read the body, then 503 and then 200 per [`REQUEST_ID`].
+pub(crate) const UPLOAD: &str = "upload";
+/// The request header that keys the [`FLAKY`] and [`UPLOAD`] counters.
 pub(crate) const REQUEST_ID: &str = "x-bench-request-id";
 /// The child stops by itself after this long, whatever happens to the parent.
 const LIFETIME: Duration = Duration::from_secs(900);
@@ -106,7 +111,7 @@ fn serve() {
 /// What the connections share.
 #[derive(Default)]
 struct State {
-    /// Attempts seen per [`REQUEST_ID`] in [`FLAKY`] mode.
+    /// Attempts seen per [`REQUEST_ID`] in [`FLAKY`] and [`UPLOAD`] modes.
     flaky: Mutex<HashMap<u64, u32>>,
     /// Connections accepted.
     accepted: AtomicU64,
@@ -141,22 +146,13 @@ async fn answer(
             let accepted = state.accepted.load(Ordering::Relaxed).to_string();
             return Ok(Response::new(Full::new(Bytes::from(accepted))));
         }
-        Some(mode) if mode == FLAKY.as_bytes() => {
-            let id = request
-                .headers()
-                .get(REQUEST_ID)
-                .and_then(|value| value.to_str().ok())
-                .and_then(|value| value.parse::<u64>().ok())
-                .unwrap_or(0);
-            let mut counts = state.flaky.lock().expect("the counter lock");
-            let seen = counts.entry(id).or_insert(0);
-            *seen += 1;
-            if *seen < 3 {
-                StatusCode::SERVICE_UNAVAILABLE
-            } else {
-                counts.remove(&id);
-                StatusCode::OK
-            }
+        Some(mode) if mode == FLAKY.as_bytes() => fail_first(&request, &state, 2),
+        Some(mode) if mode == UPLOAD.as_bytes() => {
+            let status = fail_first(&request, &state, 1);
+            let received = drain(request.into_body()).await.to_string();
+            let mut response = Response::new(Full::new(Bytes::from(received)));
+            *response.status_mut() = status;
+            return Ok(response);
         }
         Some(mode) if mode == HANG.as_bytes() => std::future::pending().await,
         _ => StatusCode::OK,
@@ -164,6 +160,35 @@ async fn answer(
     let mut response = Response::new(Full::new(Bytes::from_static(b"ok")));
     *response.status_mut() = status;
     Ok(response)
+}
+
+/// 503 for the first `failures` requests of a [`REQUEST_ID`], then 200.
+fn fail_first(request: &Request<Incoming>, state: &State, failures: u32) -> StatusCode {
+    let id = request
+        .headers()
+        .get(REQUEST_ID)
+        .and_then(|value| value.to_str().ok())
+        .and_then(|value| value.parse::<u64>().ok())
+        .unwrap_or(0);
+    let mut counts = state.flaky.lock().expect("the counter lock");
+    let seen = counts.entry(id).or_insert(0);
+    *seen += 1;
+    if *seen <= failures {
+        StatusCode::SERVICE_UNAVAILABLE
+    } else {
+        counts.remove(&id);
+        StatusCode::OK
+    }
+}
+
+/// Reads `body` to its end; the data bytes it had.
+async fn drain(mut body: Incoming) -> u64 {
+    use http_body_util::BodyExt;
+    let mut received = 0;
+    while let Some(Ok(frame)) = body.frame().await {
+        received += frame.data_ref().map_or(0, Bytes::len) as u64;
+    }
+    received
 }
 
 // ===== impl Server =====
