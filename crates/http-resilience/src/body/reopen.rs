@@ -122,11 +122,12 @@ where
 /// - a body already in memory: a `Clone` body (`Full<Bytes>`), copied for
 ///   free.
 ///
-/// A factory may also open a `ReplayBody`, a `reqwest::Body`
-/// (`reqwest::Body::wrap(body)` makes one of any body) or a tonic body
-/// (`tonic::body::Body::new(body)`): any [`Body`] will do. Through
+/// A factory may open any [`Body`]: a `reqwest::Body`
+/// (`reqwest::Body::wrap(body)` makes one of any body), a tonic body
+/// (`tonic::body::Body::new(body)`), a body of one's own. Through
 /// [`ReqwestService`](crate::reqwest_client::ReqwestService), which needs a
-/// `Sync` body, the factory's future and the body it opens must be `Sync`.
+/// `Sync` body, the factory must be `Send + Sync`, and its future and the
+/// body it opens `Sync` (as an `async` block over `Sync` values is).
 ///
 /// # Example
 ///
@@ -333,6 +334,9 @@ impl<R: Reopen> ReopenBody<R> {
     }
 }
 
+// NOTE: `ReopenBody` is deliberately not `Clone`, which is what lets this
+// impl stand beside the blanket one for `Clone` bodies (a derived `Clone`
+// would not compile).
 impl<R: Reopen> TryCloneBody for ReopenBody<R> {
     /// A copy that shares the factory, unopened: it opens the body again
     /// when it is read. Always `Some`.
