@@ -8,6 +8,7 @@ use crate::{
     errors::chain,
     read_timeout::error::ReadTimedOut,
 };
+use super::AsError;
 use std::{error::Error, fmt, io};
 
 /// What kind of failure an error is: one helper that classifies any error
@@ -117,7 +118,27 @@ impl FailureKind {
     /// produced as announced ([`BodyChanged`], [`ReopenFailed`], which hyper
     /// keeps as the cause of its own error) is
     /// [`RequestBody`](Self::RequestBody), whatever error its factory gave.
-    pub fn of(error: &(dyn Error + 'static)) -> Self {
+    ///
+    /// It takes the error as one holds it: a `&BoxError` (what the layers
+    /// return), a `&dyn Error`, or an error of hyper, hyper-util or
+    /// `std::io` ([`AsError`]).
+    ///
+    /// ```
+    /// use http_resilience::{deadline::error::DeadlineExceeded, BoxError, FailureKind};
+    /// use std::time::Duration;
+    ///
+    /// let err: BoxError = DeadlineExceeded::new(Duration::from_secs(1)).into();
+    /// assert_eq!(FailureKind::of(&err), FailureKind::Deadline);
+    /// assert_eq!(FailureKind::of(&*err), FailureKind::Deadline);
+    /// let refused = std::io::Error::from(std::io::ErrorKind::ConnectionRefused);
+    /// assert_eq!(FailureKind::of(&refused), FailureKind::ConnectRefused);
+    /// ```
+    pub fn of<E: AsError + ?Sized>(error: &E) -> Self {
+        Self::of_error(error.as_error())
+    }
+
+    /// [`of`](Self::of), for the error as a trait object.
+    fn of_error(error: &(dyn Error + 'static)) -> Self {
         let mut connecting = false;
         let mut transport = false;
         let mut closed = false;

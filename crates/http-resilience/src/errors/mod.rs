@@ -32,8 +32,11 @@ use std::{error::Error, fmt, io};
 /// classify them with [`FailureKind::of`](crate::FailureKind::of).
 ///
 /// Implemented for [`BoxError`](crate::BoxError) (what the layers of this
-/// crate return), `std::io::Error`, `Infallible` and, with the `transport`
-/// feature, the errors of hyper and hyper-util's client.
+/// crate return), the `dyn Error` trait objects (`&*err`), this crate's own
+/// error types, `std::io::Error`, `Infallible` and, with the `transport` and
+/// `reqwest` features, the errors of hyper, hyper-util's client and reqwest.
+/// An error type of one's own is looked at as `&err as &dyn Error`, or
+/// implements it in one line.
 #[diagnostic::on_unimplemented(
     message = "the ready-made decoders cannot look at the error type `{Self}`",
     label = "the inner service's error must be one the decoders can classify",
@@ -43,12 +46,6 @@ use std::{error::Error, fmt, io};
 pub trait AsError {
     /// The error as a trait object.
     fn as_error(&self) -> &(dyn Error + 'static);
-}
-
-impl AsError for crate::BoxError {
-    fn as_error(&self) -> &(dyn Error + 'static) {
-        &**self
-    }
 }
 
 impl AsError for io::Error {
@@ -72,6 +69,55 @@ impl AsError for hyper::Error {
 
 #[cfg(feature = "transport")]
 impl AsError for hyper_util::client::legacy::Error {
+    fn as_error(&self) -> &(dyn Error + 'static) {
+        self
+    }
+}
+
+impl AsError for crate::BoxError {
+    fn as_error(&self) -> &(dyn Error + 'static) {
+        &**self
+    }
+}
+
+/// `AsError` for error types that are `Error`, each looked at as itself.
+macro_rules! as_error_itself {
+    ($($error:ty),+ $(,)?) => {
+        $(
+            impl AsError for $error {
+                fn as_error(&self) -> &(dyn Error + 'static) {
+                    self
+                }
+            }
+        )+
+    };
+}
+
+as_error_itself!(
+    crate::deadline::error::DeadlineExceeded,
+    crate::attempt_timeout::error::AttemptTimedOut,
+    crate::read_timeout::error::ReadTimedOut,
+    crate::breaker::error::CircuitOpen,
+    crate::body::BodyChanged,
+    crate::body::ReopenFailed,
+    crate::body::NotReplayable,
+    crate::resume::error::ResumeMismatch,
+    DnsError,
+    TcpError,
+    NoResponse,
+    TlsError,
+);
+
+#[cfg(feature = "reqwest")]
+as_error_itself!(reqwest::Error);
+
+impl AsError for dyn Error + 'static {
+    fn as_error(&self) -> &(dyn Error + 'static) {
+        self
+    }
+}
+
+impl AsError for dyn Error + Send + Sync + 'static {
     fn as_error(&self) -> &(dyn Error + 'static) {
         self
     }
