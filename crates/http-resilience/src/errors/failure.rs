@@ -1,5 +1,6 @@
 //! Telling failures apart.
 
+use super::AsError;
 use crate::{
     attempt_timeout::error::AttemptTimedOut,
     body::{BodyChanged, ReopenFailed},
@@ -8,7 +9,6 @@ use crate::{
     errors::chain,
     read_timeout::error::ReadTimedOut,
 };
-use super::AsError;
 use std::{error::Error, fmt, io};
 
 /// What kind of failure an error is: one helper that classifies any error
