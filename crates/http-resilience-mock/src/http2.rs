@@ -371,6 +371,24 @@ async fn respond_with(
             shared.written(id, 0).await;
             shared.command(Command::Close);
         }
+        Behaviour::GoAwayAfterProcessing => shared.command(Command::GoAway),
+        // The refusals were dealt with before the body was read, the `GOAWAY` below the
+        // stream before it was answered at all.
+        Behaviour::RefuseStream | Behaviour::GoAwayUnprocessed => {}
+        partial => return respond_in_part(respond, (head, body), partial, shared, id).await,
+    }
+    Ok(Held::UntilClosed)
+}
+
+/// [`respond_with`] for the behaviours that cut a body part-way.
+async fn respond_in_part(
+    respond: &mut SendResponse<Bytes>,
+    (head, body): (http::Response<()>, Bytes),
+    behaviour: Behaviour,
+    shared: &Shared,
+    id: u32,
+) -> Result<Held, h2::Error> {
+    match behaviour {
         Behaviour::ResetMidBody { sent } => {
             send_part(respond, head, &body, sent, shared, id).await?;
             shared.reset.store(true, Ordering::SeqCst);
@@ -388,10 +406,8 @@ async fn respond_with(
             }
             return Ok(Held::Stalled(stream));
         }
-        Behaviour::GoAwayAfterProcessing => shared.command(Command::GoAway),
-        // The refusals were dealt with before the body was read, the `GOAWAY` below the
-        // stream before it was answered at all.
-        Behaviour::RefuseStream | Behaviour::GoAwayUnprocessed => {}
+        // NOTE: every other behaviour is `respond_with`'s own.
+        _ => {}
     }
     Ok(Held::UntilClosed)
 }

@@ -456,12 +456,23 @@ async fn respond(
     if behaviour != Behaviour::NoResponse && !response.head_delay().is_zero() {
         tokio::time::sleep(response.head_delay()).await;
     }
+    act(stream, response, body, keep_alive).await
+}
+
+/// Writes what `response`'s behaviour says (its head, all or part of `body`,
+/// a reset) and says what becomes of the connection.
+async fn act(
+    stream: &mut TcpStream,
+    response: &MockResponse,
+    body: &[u8],
+    keep_alive: bool,
+) -> io::Result<After> {
     let after_body = if keep_alive {
         After::KeepAlive
     } else {
         After::Close
     };
-    match behaviour {
+    match response.behaviour() {
         Behaviour::Respond => {
             let mut message = encode_head(response, !keep_alive);
             message.extend_from_slice(body);
@@ -472,16 +483,6 @@ async fn respond(
         Behaviour::StallAfterHead => {
             stream.write_all(&encode_head(response, false)).await?;
             Ok(After::Idle)
-        }
-        Behaviour::Drip { chunk, pause } => {
-            stream
-                .write_all(&encode_head(response, !keep_alive))
-                .await?;
-            for piece in body.chunks(chunk.max(1)) {
-                tokio::time::sleep(pause).await;
-                stream.write_all(piece).await?;
-            }
-            Ok(after_body)
         }
         // NOTE: the HTTP/2 refusals have no HTTP/1.1 counterpart; the nearest is a close
         // without a response (the request was read, so it is recorded).
@@ -497,6 +498,33 @@ async fn respond(
             stream.write_all(&encode_head(response, false)).await?;
             Ok(After::Close)
         }
+        partial => act_on_body(stream, response, body, (partial, keep_alive)).await,
+    }
+}
+
+/// [`act`] for the behaviours that send the body in parts: a drip, or a
+/// body cut part-way.
+async fn act_on_body(
+    stream: &mut TcpStream,
+    response: &MockResponse,
+    body: &[u8],
+    (behaviour, keep_alive): (Behaviour, bool),
+) -> io::Result<After> {
+    match behaviour {
+        Behaviour::Drip { chunk, pause } => {
+            stream
+                .write_all(&encode_head(response, !keep_alive))
+                .await?;
+            for piece in body.chunks(chunk.max(1)) {
+                tokio::time::sleep(pause).await;
+                stream.write_all(piece).await?;
+            }
+            Ok(if keep_alive {
+                After::KeepAlive
+            } else {
+                After::Close
+            })
+        }
         Behaviour::ResetMidBody { sent } => {
             write_part(stream, response, body, sent).await?;
             arm_reset(stream)?;
@@ -510,6 +538,8 @@ async fn respond(
             write_part(stream, response, body, sent).await?;
             Ok(After::Idle)
         }
+        // NOTE: every other behaviour is `act`'s own.
+        _ => Ok(After::Close),
     }
 }
 
