@@ -806,3 +806,106 @@ async fn a_slow_call_threshold_opens_the_circuit_on_slow_successes() {
     }
     assert_eq!(calls.load(Ordering::SeqCst), 5);
 }
+
+/// An upstream that takes 1s to answer 503 to the first request and answers
+/// 200 at once to the others, and the `(header, value)` pairs of `names` that
+/// each request brought (`None` for one absent).
+#[allow(clippy::type_complexity)]
+fn recording(
+    names: &'static [&'static str],
+) -> (
+    impl tower::Service<Request<String>, Response = Response<String>, Error = Infallible> + Clone,
+    Arc<std::sync::Mutex<Vec<Vec<Option<String>>>>>,
+) {
+    let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let record = Arc::clone(&seen);
+    let upstream = tower::service_fn(move |request: Request<String>| {
+        let values = names
+            .iter()
+            .map(|name| {
+                request
+                    .headers()
+                    .get(*name)
+                    .map(|value| value.to_str().unwrap().to_owned())
+            })
+            .collect();
+        let first = {
+            let mut seen = record.lock().unwrap();
+            seen.push(values);
+            seen.len() == 1
+        };
+        async move {
+            let status = if first {
+                tokio::time::sleep(secs(1)).await;
+                StatusCode::SERVICE_UNAVAILABLE
+            } else {
+                StatusCode::OK
+            };
+            Ok::<_, Infallible>(
+                Response::builder()
+                    .status(status)
+                    .body(String::new())
+                    .unwrap(),
+            )
+        }
+    });
+    (upstream, seen)
+}
+
+#[tokio::test(flavor = "current_thread", start_paused = true)]
+async fn the_attempt_header_and_the_propagated_budget_arrive_as_configured() {
+    let config = load(
+        r#"
+        [clients.envoy]
+        deadline = "2s"
+        attempt_timeout = "1500ms"
+        propagate = "envoy"
+        retry.attempt_header = "x-attempt"
+
+        [clients.grpc]
+        deadline = "2s"
+        attempt_timeout = "1500ms"
+        propagate_header = "x-budget"
+        propagate_format = "grpc"
+        retry.previous_attempts_header = "grpc-previous-rpc-attempts"
+        "#,
+    );
+
+    let names = &["x-envoy-expected-rq-timeout-ms", "x-attempt"];
+    let (upstream, seen) = recording(names);
+    let svc = ServiceBuilder::new()
+        .layer(config.layer("envoy").unwrap())
+        .service(upstream);
+    let response = guarded(svc.oneshot(get("http://envoy.test/")))
+        .await
+        .unwrap();
+    assert_eq!(response.status(), StatusCode::OK);
+    let some = |value: &str| Some(value.to_owned());
+    // The first attempt's budget is its limit; the second starts 1s + 10ms
+    // in, with 990ms left of the deadline.
+    assert_eq!(
+        *seen.lock().unwrap(),
+        [vec![some("1500"), some("1")], vec![some("990"), some("2")]]
+    );
+
+    let names = &[
+        "x-budget",
+        "grpc-previous-rpc-attempts",
+        "x-envoy-expected-rq-timeout-ms",
+    ];
+    let (upstream, seen) = recording(names);
+    let svc = ServiceBuilder::new()
+        .layer(config.layer("grpc").unwrap())
+        .service(upstream);
+    let response = guarded(svc.oneshot(get("http://grpc.test/")))
+        .await
+        .unwrap();
+    assert_eq!(response.status(), StatusCode::OK);
+    assert_eq!(
+        *seen.lock().unwrap(),
+        [
+            vec![some("1500000u"), None, None],
+            vec![some("990000u"), some("1"), None]
+        ]
+    );
+}

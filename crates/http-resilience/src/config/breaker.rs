@@ -142,12 +142,7 @@ impl BreakerSection {
         let base = fields.breaker.settings.ramp;
         let origin = fields.origins.ramp;
         let missing = |field: &str, with: &str| {
-            let whose = match origin {
-                Origin::Here => "the section".to_owned(),
-                Origin::Default => "[default]".to_owned(),
-                Origin::Preset(name) => format!("preset {name}"),
-                Origin::Builtin => "the breaker's default".to_owned(),
-            };
+            let whose = origin.whose("the breaker's default");
             let problem = format!("must be given with {with}: {whose} has no ramp to take it from");
             InvalidSetting::new(field, problem).within(path)
         };

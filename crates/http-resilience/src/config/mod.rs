@@ -74,6 +74,9 @@
 //! | `preset` | `"reactor"`, `"feign"`, `"standard"`, `"conservative"`, `"apache"` or `"grpc"` | the base of the section (see [Resolution](#resolution)) |
 //! | `deadline` | duration | the budget of the whole call |
 //! | `attempt_timeout` | duration | the limit of each attempt; at most the deadline |
+//! | `propagate` | `"envoy"`, `"grpc"` or `"off"` | sends every attempt's budget upstream ([`ResiliencePolicy::propagating`](crate::ResiliencePolicy::propagating)): `"envoy"` is `propagate_header = "x-envoy-expected-rq-timeout-ms"` with `propagate_format = "millis"`, `"grpc"` is `"grpc-timeout"` with `"grpc"`; `"off"` turns off one inherited; default off |
+//! | `propagate_header` | header name | the header of the budget; over `propagate`, or alone over the one inherited (see [The propagated budget](#the-propagated-budget)) |
+//! | `propagate_format` | `"millis"` or `"grpc"` | how the budget is written ([`TimeoutFormat::Millis`], [`TimeoutFormat::Grpc`]); as `propagate_header` |
 //! | `retry.decoder` | `"statuses"`, `"feign"`, `"transient"`, `"apache"` or `"grpc"` | [`StatusDecoder`], [`FeignDecoder`], [`TransientDecoder`], [`ApacheDecoder`] or [`GrpcDecoder`]; `"grpc"` also sends `grpc-previous-rpc-attempts` |
 //! | `retry.statuses` | list of codes in `100..=599` | the statuses retried; `statuses` decoder only, and required by it |
 //! | `retry.retry_after` | bool | read `Retry-After` on 429 and 503 ([`StatusDecoder::with_retry_after`]); `statuses` decoder only; default `false` |
@@ -86,6 +89,11 @@
 //! | `retry.jitter` | `"none"`, `"full"`, `"equal"` or `"decorrelated"` | exponential only; default `"none"` ([`Jitter`]) |
 //! | `retry.seed` | integer | exponential and grpc only: fixes the jitter's random sequence ([`ExponentialBackoff::with_seed`]) |
 //! | `retry.max_pushback` | duration | grpc only: the cap on a server's `grpc-retry-pushback-ms` ([`GrpcBackoff::with_max_pushback`]); default none, the server's wait whole (up to `i32::MAX` ms, about 24.8 days, when the deadline allows) |
+//! | `retry.budget.max_tokens` | integer in `1..=1000` | gRPC's retry throttling ([`RetryBudget`]): the tokens of the bucket, full at first; with `token_ratio` (one written alone takes the other from the budget inherited); any decoder and preset; default none (10 under the `grpc` preset) |
+//! | `retry.budget.token_ratio` | number in `0.001..=1` | the tokens each accepted outcome puts back; with `max_tokens`; default none (0.1 under the `grpc` preset) |
+//! | `retry.budget.enabled` | bool | `false` turns off one inherited (with no other `budget` field beside it) |
+//! | `retry.attempt_header` | header name | sends the number of each attempt, 1 for the first ([`RetryPolicy::with_attempt_header`](crate::retry::RetryPolicy::with_attempt_header)); default none |
+//! | `retry.previous_attempts_header` | header name | sends the number of attempts before each one, none on the first ([`RetryPolicy::with_previous_attempts_header`](crate::retry::RetryPolicy::with_previous_attempts_header)); default `grpc-previous-rpc-attempts` with the `grpc` decoder, none with the others |
 //! | `retry.min_attempt` | duration or `"off"` | deadline-aware scheduling: a retry whose wait plus this cannot fit before the deadline is not made ([`RetryPolicy::deadline_aware`](crate::retry::RetryPolicy::deadline_aware)); `"off"` turns off what a preset turned on |
 //! | `breaker.enabled` | bool | whether every attempt passes a circuit breaker per authority ([`BreakerPolicy`]; see [The breaker](#the-breaker)); `false` turns off one inherited; a `breaker` table that writes any other field turns it on (a value `"off"` apart); on in the `standard` preset, off in the others |
 //! | `breaker.consecutive_failures` | integer ≥ 1 | a closed circuit trips after this many failures in a row; default 5 |
@@ -118,11 +126,38 @@
 //! | `standard` | 30s | 10s | transient | exponential | 2s | 30s | 4 | `multiplier = 2.0`, `jitter = "decorrelated"`, `min_attempt = "500ms"`, a breaker with the defaults |
 //! | `conservative` | 10s | 5s | transient | exponential | 500ms | 2s | 2 | `multiplier = 2.0`, `jitter = "full"`, `min_attempt = "500ms"` |
 //! | `apache` | 60s | 10s | apache | fixed | 0s | 1s | 4 | |
-//! | `grpc` | 30s | 30s | grpc | grpc | 100ms | 1s | 5 | `codes = ["UNAVAILABLE"]`, `multiplier = 2.0`, budget 10 / 0.1, `min_attempt = "100ms"` |
+//! | `grpc` | 30s | 30s | grpc | grpc | 100ms | 1s | 5 | `codes = ["UNAVAILABLE"]`, `multiplier = 2.0`, `budget.max_tokens = 10`, `budget.token_ratio = 0.1`, `min_attempt = "100ms"` |
 //!
 //! The `grpc` preset brings gRPC's retry throttling ([`RetryBudget`]: 10
-//! tokens, 0.1 back per success), which no field sets; a section built on it
-//! keeps it, and every client gets a full bucket of its own.
+//! tokens, 0.1 back per success); a section built on it keeps it unless it
+//! writes `retry.budget`, and any other section may write one. A budget is
+//! never shared between clients: each call of [`ClientsConfig::policy`] and
+//! [`ClientsConfig::layer`] gets a full bucket of its own, which the clones
+//! of that layer share (as they share the breaker's circuits), so make a
+//! client's layer once and clone it. Two clients with the same settings
+//! drain two buckets: a budget in a file throttles one client's retries,
+//! not an upstream's; share one `Arc<RetryBudget>` in code
+//! ([`RetryPolicy::with_budget`](crate::retry::RetryPolicy::with_budget),
+//! through [`ResiliencePolicy::map_retry`](crate::ResiliencePolicy::map_retry))
+//! for that.
+//!
+//! # The propagated budget
+//!
+//! With `propagate`, or `propagate_header` and `propagate_format`, every
+//! attempt sends its budget upstream: the time left before the deadline
+//! when it starts, capped by the attempt timeout. The two fields are
+//! inherited one by one: a section that writes one keeps the other from
+//! the base, and one with nothing to inherit writes both (the one missing
+//! is an error, under its path, naming where the lack came from: no preset
+//! sends a budget). `propagate` sets both at once, and a field written
+//! beside it applies over it (`propagate = "grpc"` with `propagate_header =
+//! "x-budget"` writes gRPC's format in `x-budget`); `propagate = "off"`
+//! turns off an inherited one, with neither field beside it.
+//!
+//! `retry.attempt_header` and `retry.previous_attempts_header` are the one
+//! attempt header of the retry: a section writes one or the other, and the
+//! one it writes replaces the one it inherits, the `grpc` decoder's
+//! `grpc-previous-rpc-attempts` too.
 //!
 //! # Resolution
 //!
@@ -259,6 +294,18 @@
 //!   `delay`;
 //! - a status outside `100..=599`, an empty `statuses`, or the `statuses`
 //!   decoder without `statuses`;
+//! - a malformed header name (`propagate_header`, `retry.attempt_header`,
+//!   `retry.previous_attempts_header`), an unknown `propagate` or
+//!   `propagate_format` name, half a propagated budget with none to take
+//!   the other half from (`clients.x.propagate_format must be given with
+//!   propagate_header: preset standard sends no budget to take it from`),
+//!   and a field beside `propagate = "off"`;
+//! - in `retry.budget`, what [`RetryBudget::new`] refuses (a `max_tokens`
+//!   outside `1..=1000`, a `token_ratio` outside `0.001..=1`), half a budget
+//!   with none to take the other half from (named with where the lack came
+//!   from, as for the ramp below), and a field beside `enabled = false`;
+//! - `retry.attempt_header` and `retry.previous_attempts_header` in one
+//!   section;
 //! - in `breaker`, what the [`BreakerPolicy`] setters refuse, in their
 //!   words: a `failure_ratio` outside (0, 1], a `sampling_window` under 10ms,
 //!   a count of 0 (`ramp_steps` too), a zero `break_duration`,
@@ -313,6 +360,9 @@
 //! [`GrpcBackoff::with_max_pushback`]: crate::policy::GrpcBackoff::with_max_pushback
 //! [`GrpcDecoder`]: crate::policy::GrpcDecoder
 //! [`RetryBudget`]: crate::policy::RetryBudget
+//! [`RetryBudget::new`]: crate::policy::RetryBudget::new
+//! [`TimeoutFormat::Grpc`]: crate::propagate::TimeoutFormat::Grpc
+//! [`TimeoutFormat::Millis`]: crate::propagate::TimeoutFormat::Millis
 //! [`FixedDelay`]: crate::policy::FixedDelay
 //! [`FixedDelay::with_max_delay`]: crate::policy::FixedDelay::with_max_delay
 //! [`Jitter`]: crate::policy::Jitter

@@ -4,7 +4,10 @@
 use super::{
     breaker::BreakerFields,
     validate::{only_for, positive},
-    written::{BackoffKind, DecoderKind, Preset, RetrySection, Section, WrittenDecoder},
+    written::{
+        BackoffKind, BudgetSection, DecoderKind, Preset, Propagate, RetrySection, Section,
+        WrittenDecoder,
+    },
 };
 use crate::{
     breaker::AnyBreaker,
@@ -14,9 +17,11 @@ use crate::{
         StatusDecoder, TransientDecoder, GRPC_PREVIOUS_RPC_ATTEMPTS,
     },
     presets,
+    propagate::{TimeoutFormat, EXPECTED_RQ_TIMEOUT_MS, GRPC_TIMEOUT},
     retry::RetryPolicy,
     InvalidSetting, ResiliencePolicy,
 };
+use http::HeaderName;
 use std::{fmt, sync::Arc, time::Duration};
 
 /// Every field of a section with a value: a preset, or a section applied over
@@ -25,6 +30,9 @@ use std::{fmt, sync::Arc, time::Duration};
 pub(super) struct Fields {
     pub(super) deadline: Duration,
     pub(super) attempt_timeout: Duration,
+    /// The header and the format of the budget sent on every attempt, if
+    /// any.
+    pub(super) propagate: Option<(HeaderName, TimeoutFormat)>,
     /// The retry's decoder.
     pub(super) decoder: DecoderFields,
     pub(super) backoff: BackoffKind,
@@ -38,13 +46,26 @@ pub(super) struct Fields {
     pub(super) max_pushback: Option<Duration>,
     /// Deadline-aware scheduling: the least useful attempt time, if on.
     pub(super) min_attempt: Option<Duration>,
-    /// The retry budget (tokens, ratio) a preset brings; every policy built
-    /// gets a full bucket of its own.
+    /// The retry budget (tokens, ratio); every policy built gets a full
+    /// bucket of its own.
     pub(super) budget: Option<(u32, f64)>,
+    /// The attempt header a section wrote; `None` for the decoder's own
+    /// (`grpc-previous-rpc-attempts` for the `grpc` decoder, none for the
+    /// others).
+    pub(super) attempt_header: Option<AttemptHeaderField>,
     /// The circuit breaker, on or off.
     pub(super) breaker: BreakerFields,
     /// Where the values that checks combine came from, for their messages.
     pub(super) origins: Origins,
+}
+
+/// `retry.attempt_header` or `retry.previous_attempts_header`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) enum AttemptHeaderField {
+    /// The number of each attempt, 1 for the first.
+    This(HeaderName),
+    /// The number of attempts before each one; none on the first.
+    Previous(HeaderName),
 }
 
 /// A decoder's kind and the settings that belong to it: the retry's, or the
@@ -71,6 +92,10 @@ pub(super) struct Origins {
     pub(super) max_break_duration: Origin,
     /// The breaker's ramp, or its lack of one.
     pub(super) ramp: Origin,
+    /// The propagated budget's header and format, or their lack.
+    pub(super) propagate: Origin,
+    /// The retry budget, or its lack.
+    pub(super) budget: Origin,
 }
 
 /// Where one value came from.
@@ -98,6 +123,8 @@ impl Origins {
             break_duration: origin,
             max_break_duration: origin,
             ramp: origin,
+            propagate: origin,
+            budget: origin,
         }
     }
 
@@ -116,6 +143,21 @@ impl Origins {
             break_duration: from(self.break_duration),
             max_break_duration: from(self.max_break_duration),
             ramp: from(self.ramp),
+            propagate: from(self.propagate),
+            budget: from(self.budget),
+        }
+    }
+}
+
+impl Origin {
+    /// The place, as the subject of a message ("preset standard has no
+    /// ramp"); `builtin` names a setting's default.
+    pub(super) fn whose(self, builtin: &str) -> String {
+        match self {
+            Origin::Here => "the section".to_owned(),
+            Origin::Default => "[default]".to_owned(),
+            Origin::Preset(name) => format!("preset {name}"),
+            Origin::Builtin => builtin.to_owned(),
         }
     }
 }
@@ -151,8 +193,67 @@ impl Section {
             base.attempt_timeout = timeout.get("attempt_timeout", path)?;
             base.origins.attempt_timeout = Origin::Here;
         }
+        self.apply_propagate(&mut base, path)?;
         let base = self.retry.apply(base, &format!("{path}.retry"))?;
         self.breaker.apply(base, &format!("{path}.breaker"))
+    }
+
+    /// The propagated budget written, over `base`'s: `propagate` names a
+    /// header and a format together (or `"off"`), and `propagate_header` or
+    /// `propagate_format` written alone takes the other from the base.
+    fn apply_propagate(&self, base: &mut Fields, path: &str) -> Result<(), InvalidSetting> {
+        let preset = match &self.propagate {
+            Some(written) => Some(written.get("propagate", path)?),
+            None => None,
+        };
+        let header = match &self.propagate_header {
+            Some(written) => Some(written.get("propagate_header", path)?),
+            None => None,
+        };
+        let format = match &self.propagate_format {
+            Some(written) => Some(written.get("propagate_format", path)?),
+            None => None,
+        };
+        if preset.is_none() && header.is_none() && format.is_none() {
+            return Ok(());
+        }
+        let inherited = match preset {
+            Some(Propagate::Off) => {
+                let field = if header.is_some() {
+                    "propagate_header"
+                } else if format.is_some() {
+                    "propagate_format"
+                } else {
+                    base.propagate = None;
+                    base.origins.propagate = Origin::Here;
+                    return Ok(());
+                };
+                let problem = "applies only to a propagated budget, got propagate = \"off\"";
+                return Err(InvalidSetting::new(field, problem).within(path));
+            }
+            Some(Propagate::Envoy) => Some((EXPECTED_RQ_TIMEOUT_MS, TimeoutFormat::Millis)),
+            Some(Propagate::Grpc) => Some((GRPC_TIMEOUT, TimeoutFormat::Grpc)),
+            None => base.propagate.clone(),
+        };
+        let origin = base.origins.propagate;
+        let missing = |field: &str, with: &str| {
+            let problem = format!(
+                "must be given with {with}: {} sends no budget to take it from",
+                origin.whose("the default")
+            );
+            InvalidSetting::new(field, problem).within(path)
+        };
+        let propagate = match (header, format, inherited) {
+            (Some(header), Some(format), _) => (header, format),
+            (Some(header), None, Some((_, format))) => (header, format),
+            (None, Some(format), Some((header, _))) => (header, format),
+            (None, None, Some(both)) => both,
+            (Some(_), None, None) => return Err(missing("propagate_format", "propagate_header")),
+            (None, _, None) => return Err(missing("propagate_header", "propagate_format")),
+        };
+        base.propagate = Some(propagate);
+        base.origins.propagate = Origin::Here;
+        Ok(())
     }
 }
 
@@ -167,7 +268,28 @@ impl RetrySection {
             base.min_attempt = min_attempt.get("min_attempt", path)?.0;
             base.origins.min_attempt = Origin::Here;
         }
+        self.budget.apply(&mut base, &format!("{path}.budget"))?;
+        self.apply_attempt_header(&mut base, path)?;
         Ok(base)
+    }
+
+    /// The attempt header written, over `base`'s: one of the two fields
+    /// replaces whichever the base sends.
+    fn apply_attempt_header(&self, base: &mut Fields, path: &str) -> Result<(), InvalidSetting> {
+        let header = match (&self.attempt_header, &self.previous_attempts_header) {
+            (None, None) => return Ok(()),
+            (Some(_), Some(_)) => {
+                let problem =
+                    "must not be given with attempt_header: an attempt sends one or the other";
+                return Err(InvalidSetting::new("previous_attempts_header", problem).within(path));
+            }
+            (Some(name), None) => AttemptHeaderField::This(name.get("attempt_header", path)?),
+            (None, Some(name)) => {
+                AttemptHeaderField::Previous(name.get("previous_attempts_header", path)?)
+            }
+        };
+        base.attempt_header = Some(header);
+        Ok(())
     }
 
     /// `base` with the backoff and its settings over it.
@@ -217,6 +339,52 @@ impl RetrySection {
             base.max_pushback = Some(max_pushback.get("max_pushback", path)?);
         }
         Ok(base)
+    }
+}
+
+// ===== impl BudgetSection =====
+
+impl BudgetSection {
+    /// The budget written, over `base`'s: `max_tokens` or `token_ratio`
+    /// written alone takes the other from the base's budget; `enabled =
+    /// false` turns it off. `path` ends in `.retry.budget`.
+    fn apply(&self, base: &mut Fields, path: &str) -> Result<(), InvalidSetting> {
+        if self.enabled == Some(false) {
+            let field = match (self.max_tokens, self.token_ratio) {
+                (None, None) => {
+                    base.budget = None;
+                    base.origins.budget = Origin::Here;
+                    return Ok(());
+                }
+                (Some(_), _) => "max_tokens",
+                (None, Some(_)) => "token_ratio",
+            };
+            let problem = "applies only to a budget, got enabled = false";
+            return Err(InvalidSetting::new(field, problem).within(path));
+        }
+        if self.enabled.is_none() && self.max_tokens.is_none() && self.token_ratio.is_none() {
+            return Ok(());
+        }
+        let origin = base.origins.budget;
+        let missing = |field: &str, with: &str| {
+            let problem = format!(
+                "must be given with {with}: {} has no budget to take it from",
+                origin.whose("the default")
+            );
+            InvalidSetting::new(field, problem).within(path)
+        };
+        let budget = match (self.max_tokens, self.token_ratio, base.budget) {
+            (Some(tokens), Some(ratio), _) => (tokens, ratio),
+            (Some(tokens), None, Some((_, ratio))) => (tokens, ratio),
+            (None, Some(ratio), Some((tokens, _))) => (tokens, ratio),
+            (None, None, Some(both)) => both,
+            (Some(_), None, None) => return Err(missing("token_ratio", "max_tokens")),
+            (None, Some(_), None) => return Err(missing("max_tokens", "token_ratio")),
+            (None, None, None) => return Err(missing("max_tokens", "enabled = true")),
+        };
+        base.budget = Some(budget);
+        base.origins.budget = Origin::Here;
+        Ok(())
     }
 }
 
@@ -345,6 +513,7 @@ impl Fields {
         Fields {
             deadline: policy.deadline(),
             attempt_timeout: policy.attempt_timeout(),
+            propagate: policy.budget_header().cloned(),
             breaker: BreakerFields::of(policy.breaker(), &decoder),
             decoder,
             backoff: schedule.backoff,
@@ -359,6 +528,10 @@ impl Fields {
             budget: retry
                 .budget()
                 .map(|budget| (budget.max_tokens(), budget.token_ratio())),
+            // NOTE: the one a preset sends is the `grpc` decoder's own, which
+            // `build` adds back; read as a field, a section that changed the
+            // decoder would keep sending it.
+            attempt_header: None,
             origins: Origins::all(Origin::Here),
         }
     }
@@ -385,14 +558,23 @@ impl Fields {
             retry = retry.deadline_aware(min_attempt);
         }
         if let Some((tokens, ratio)) = self.budget {
-            let budget = RetryBudget::new(tokens, ratio).map_err(within_retry)?;
+            let budget = RetryBudget::new(tokens, ratio)
+                .map_err(|err| err.within(&format!("{retry_path}.budget")))?;
             retry = retry.with_budget(Arc::new(budget));
         }
-        if grpc {
-            retry = retry.with_previous_attempts_header(GRPC_PREVIOUS_RPC_ATTEMPTS);
-        }
-        let policy = ResiliencePolicy::new(self.deadline, self.attempt_timeout, retry)
+        retry = match &self.attempt_header {
+            Some(AttemptHeaderField::This(name)) => retry.with_attempt_header(name.clone()),
+            Some(AttemptHeaderField::Previous(name)) => {
+                retry.with_previous_attempts_header(name.clone())
+            }
+            None if grpc => retry.with_previous_attempts_header(GRPC_PREVIOUS_RPC_ATTEMPTS),
+            None => retry,
+        };
+        let mut policy = ResiliencePolicy::new(self.deadline, self.attempt_timeout, retry)
             .map_err(|err| err.within(path))?;
+        if let Some((header, format)) = &self.propagate {
+            policy = policy.propagating(header.clone(), *format);
+        }
         Ok(policy.with_breaker(breaker))
     }
 

@@ -235,7 +235,8 @@ fn the_docs_table_of_presets_as_fields_is_the_code() {
         }
         if let Some((tokens, ratio)) = fields.budget {
             assert!(
-                other.contains(&format!("budget {tokens} / {ratio}")),
+                other.contains(&format!("`budget.max_tokens = {tokens}`"))
+                    && other.contains(&format!("`budget.token_ratio = {ratio}`")),
                 "{name}: {other}"
             );
         }
@@ -928,4 +929,258 @@ fn the_docs_table_of_breaker_defaults_is_the_code() {
     assert_eq!(off("ramp_duration"), s.ramp.is_none());
     assert_eq!(off("ramp_steps"), s.ramp.is_none());
     assert_eq!(off("slow_call_threshold"), s.slow_call_threshold.is_none());
+}
+
+/// The budget header and format of client `name`'s policy.
+fn propagated(
+    config: &ClientsConfig,
+    name: &str,
+) -> Option<(String, crate::propagate::TimeoutFormat)> {
+    let policy = config.policy(name).unwrap();
+    policy
+        .budget_header()
+        .map(|(header, format)| (header.as_str().to_owned(), *format))
+}
+
+#[test]
+fn propagate_is_inherited_field_by_field_and_off_turns_it_off() {
+    use crate::propagate::TimeoutFormat::{Grpc, Millis};
+    let config = ClientsConfig::from_toml_str(
+        r#"
+        [default]
+        propagate = "envoy"
+
+        [clients.grpc]
+        propagate = "grpc"
+
+        [clients.renamed]
+        propagate_header = "X-Timeout-Ms"
+
+        [clients.reformatted]
+        propagate_format = "grpc"
+
+        [clients.both]
+        propagate = "grpc"
+        propagate_header = "x-grpc-budget"
+
+        [clients.none]
+        propagate = "off"
+
+        [clients.fresh]
+        preset = "reactor"
+        propagate_header = "x-budget"
+        propagate_format = "millis"
+        "#,
+    )
+    .unwrap();
+    let envoy = Some(("x-envoy-expected-rq-timeout-ms".to_owned(), Millis));
+    assert_eq!(propagated(&config, "anyone"), envoy);
+    assert_eq!(
+        propagated(&config, "grpc"),
+        Some(("grpc-timeout".to_owned(), Grpc))
+    );
+    assert_eq!(
+        propagated(&config, "renamed"),
+        Some(("x-timeout-ms".to_owned(), Millis))
+    );
+    assert_eq!(
+        propagated(&config, "reformatted"),
+        Some(("x-envoy-expected-rq-timeout-ms".to_owned(), Grpc))
+    );
+    assert_eq!(
+        propagated(&config, "both"),
+        Some(("x-grpc-budget".to_owned(), Grpc))
+    );
+    assert_eq!(propagated(&config, "none"), None);
+    assert_eq!(
+        propagated(&config, "fresh"),
+        Some(("x-budget".to_owned(), Millis))
+    );
+    // No preset sends one.
+    assert_eq!(propagated(&ClientsConfig::default(), "anyone"), None);
+}
+
+#[test]
+fn invalid_propagate_settings_name_their_path_and_origin() {
+    assert_eq!(
+        refused("[clients.x]\npropagate_header = \"bad name\"\npropagate_format = \"millis\""),
+        "clients.x.propagate_header must be a header name such as \"x-timeout-ms\", got \"bad name\""
+    );
+    assert_eq!(
+        refused("[default]\npropagate = \"envoy\"\n[clients.x]\npropagate_format = \"seconds\""),
+        "clients.x.propagate_format must be one of \"millis\", \"grpc\", got \"seconds\""
+    );
+    assert_eq!(
+        refused("[default]\npropagate = \"istio\""),
+        "default.propagate must be one of \"envoy\", \"grpc\", \"off\", got \"istio\""
+    );
+    assert_eq!(
+        refused("[clients.x]\npropagate_header = \"x-budget\""),
+        "clients.x.propagate_format must be given with propagate_header: \
+         preset standard sends no budget to take it from"
+    );
+    assert_eq!(
+        refused(
+            "[default]\npropagate = \"off\"\n\
+             [clients.x]\npropagate_format = \"grpc\""
+        ),
+        "clients.x.propagate_header must be given with propagate_format: \
+         [default] sends no budget to take it from"
+    );
+    assert_eq!(
+        refused("[clients.x]\npropagate = \"off\"\npropagate_format = \"grpc\""),
+        "clients.x.propagate_format applies only to a propagated budget, got propagate = \"off\""
+    );
+}
+
+/// The budget (tokens, ratio) of client `name`'s policy.
+fn budget_of(config: &ClientsConfig, name: &str) -> Option<(u32, f64)> {
+    let policy = config.policy(name).unwrap();
+    policy
+        .retry()
+        .budget()
+        .map(|budget| (budget.max_tokens(), budget.token_ratio()))
+}
+
+#[test]
+fn a_retry_budget_is_inherited_field_by_field_under_any_preset() {
+    let config = ClientsConfig::from_toml_str(
+        r#"
+        [default.retry.budget]
+        max_tokens = 20
+        token_ratio = 0.5
+
+        [clients.fewer.retry.budget]
+        max_tokens = 4
+
+        [clients.off.retry.budget]
+        enabled = false
+
+        [clients.grpc]
+        preset = "grpc"
+        retry.budget.token_ratio = 0.2
+
+        [clients.plain]
+        preset = "feign"
+        "#,
+    )
+    .unwrap();
+    assert_eq!(budget_of(&config, "anyone"), Some((20, 0.5)));
+    assert_eq!(budget_of(&config, "fewer"), Some((4, 0.5)));
+    assert_eq!(budget_of(&config, "off"), None);
+    assert_eq!(budget_of(&config, "grpc"), Some((10, 0.2)));
+    assert_eq!(budget_of(&config, "plain"), None);
+    // Each policy a full bucket of its own.
+    let a = config.policy("anyone").unwrap();
+    let b = config.policy("anyone").unwrap();
+    assert!(!std::ptr::eq(
+        a.retry().budget().unwrap(),
+        b.retry().budget().unwrap()
+    ));
+}
+
+#[test]
+fn invalid_retry_budgets_name_their_path_and_origin() {
+    assert_eq!(
+        refused("[clients.x.retry.budget]\nmax_tokens = 0\ntoken_ratio = 0.1"),
+        "clients.x.retry.budget.max_tokens must be in 1..=1000, got 0"
+    );
+    assert_eq!(
+        refused("[clients.x]\npreset = \"grpc\"\nretry.budget.token_ratio = 1.5"),
+        "clients.x.retry.budget.token_ratio must be in 0.001..=1, got 1.5"
+    );
+    assert_eq!(
+        refused("[default.retry.budget]\nmax_tokens = 10"),
+        "default.retry.budget.token_ratio must be given with max_tokens: \
+         preset standard has no budget to take it from"
+    );
+    assert_eq!(
+        refused(
+            "[default]\npreset = \"grpc\"\nretry.budget.enabled = false\n\
+             [clients.x.retry.budget]\ntoken_ratio = 0.5"
+        ),
+        "clients.x.retry.budget.max_tokens must be given with token_ratio: \
+         [default] has no budget to take it from"
+    );
+    assert_eq!(
+        refused("[clients.x.retry.budget]\nenabled = false\nmax_tokens = 3"),
+        "clients.x.retry.budget.max_tokens applies only to a budget, got enabled = false"
+    );
+    assert_eq!(
+        refused("[clients.x.retry.budget]\nenabled = true"),
+        "clients.x.retry.budget.max_tokens must be given with enabled = true: \
+         preset standard has no budget to take it from"
+    );
+}
+
+/// The attempt header of client `name`'s policy, and whether it counts the
+/// attempts before.
+fn attempt_header_of(config: &ClientsConfig, name: &str) -> Option<(String, bool)> {
+    let policy = config.policy(name).unwrap();
+    policy
+        .retry()
+        .parts()
+        .attempt_header
+        .as_ref()
+        .map(|header| (header.name().as_str().to_owned(), header.counts_previous()))
+}
+
+#[test]
+fn attempt_headers_are_inherited_and_replace_the_grpc_decoders_own() {
+    let config = ClientsConfig::from_toml_str(
+        r#"
+        [default.retry]
+        attempt_header = "x-attempt"
+
+        [clients.previous.retry]
+        previous_attempts_header = "x-previous"
+
+        [clients.grpc]
+        preset = "grpc"
+
+        [clients.grpc-numbered]
+        preset = "grpc"
+        retry.attempt_header = "x-attempt"
+
+        [clients.plain]
+        preset = "reactor"
+        "#,
+    )
+    .unwrap();
+    let this = |name: &str| Some((name.to_owned(), false));
+    let previous = |name: &str| Some((name.to_owned(), true));
+    assert_eq!(attempt_header_of(&config, "anyone"), this("x-attempt"));
+    assert_eq!(
+        attempt_header_of(&config, "previous"),
+        previous("x-previous")
+    );
+    assert_eq!(
+        attempt_header_of(&config, "grpc"),
+        previous("grpc-previous-rpc-attempts")
+    );
+    assert_eq!(
+        attempt_header_of(&config, "grpc-numbered"),
+        this("x-attempt")
+    );
+    assert_eq!(attempt_header_of(&config, "plain"), None);
+}
+
+#[test]
+fn invalid_attempt_headers_name_their_path() {
+    assert_eq!(
+        refused(
+            "[clients.x.retry]\nattempt_header = \"x-attempt\"\n\
+             previous_attempts_header = \"grpc-previous-rpc-attempts\""
+        ),
+        "clients.x.retry.previous_attempts_header must not be given with attempt_header: \
+         an attempt sends one or the other"
+    );
+    assert_eq!(
+        refused("[default.retry]\nattempt_header = \"x attempt\""),
+        "default.retry.attempt_header must be a header name such as \"x-timeout-ms\", got \"x attempt\""
+    );
+    assert_eq!(
+        refused("[clients.x.retry]\nprevious_attempts_header = \"\""),
+        "clients.x.retry.previous_attempts_header must be a header name such as \"x-timeout-ms\", got \"\""
+    );
 }

@@ -1,6 +1,7 @@
 //! The sections as written: what a file holds, parsed as it is read.
 
-use crate::{policy::Jitter, InvalidSetting};
+use crate::{policy::Jitter, propagate::TimeoutFormat, InvalidSetting};
+use http::HeaderName;
 use serde::{
     de::{self, Deserializer, Visitor},
     Deserialize,
@@ -14,6 +15,9 @@ pub(super) struct Section {
     pub(super) preset: Option<Written<Preset>>,
     pub(super) deadline: Option<Written<Duration>>,
     pub(super) attempt_timeout: Option<Written<Duration>>,
+    pub(super) propagate: Option<Written<Propagate>>,
+    pub(super) propagate_header: Option<Written<HeaderName>>,
+    pub(super) propagate_format: Option<Written<TimeoutFormat>>,
     #[serde(default)]
     pub(super) retry: RetrySection,
     #[serde(default)]
@@ -37,6 +41,20 @@ pub(super) struct RetrySection {
     pub(super) seed: Option<u64>,
     pub(super) max_pushback: Option<Written<Duration>>,
     pub(super) min_attempt: Option<Written<DurationOrOff>>,
+    #[serde(default)]
+    pub(super) budget: BudgetSection,
+    pub(super) attempt_header: Option<Written<HeaderName>>,
+    pub(super) previous_attempts_header: Option<Written<HeaderName>>,
+}
+
+/// The `retry.budget` table of a section, as written: the arguments of
+/// [`RetryBudget::new`](crate::policy::RetryBudget::new).
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct BudgetSection {
+    pub(super) enabled: Option<bool>,
+    pub(super) max_tokens: Option<u32>,
+    pub(super) token_ratio: Option<f64>,
 }
 
 /// The `breaker` table of a section, as written: the settings named as the
@@ -126,6 +144,17 @@ pub(super) enum Preset {
     Conservative,
     Apache,
     Grpc,
+}
+
+/// A `propagate` name: a header and its format together, or none.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Propagate {
+    /// `x-envoy-expected-rq-timeout-ms` in milliseconds.
+    Envoy,
+    /// `grpc-timeout` in gRPC's format.
+    Grpc,
+    /// No budget sent.
+    Off,
 }
 
 /// A `retry.decoder` name.
@@ -261,6 +290,14 @@ impl FromText for GrpcCodeName {
     }
 }
 
+impl FromText for HeaderName {
+    const EXPECTED: &'static str = "a header name such as \"x-timeout-ms\"";
+
+    fn from_text(text: &str) -> Result<Self, Option<String>> {
+        HeaderName::from_bytes(text.as_bytes()).map_err(|_| None)
+    }
+}
+
 /// `FromText` for a closed set of names.
 macro_rules! names {
     ($ty:ty, $expected:literal, { $($name:literal => $value:expr),* $(,)? }) => {
@@ -284,6 +321,17 @@ names!(Preset, "one of \"reactor\", \"feign\", \"standard\", \"conservative\", \
     "conservative" => Preset::Conservative,
     "apache" => Preset::Apache,
     "grpc" => Preset::Grpc,
+});
+
+names!(Propagate, "one of \"envoy\", \"grpc\", \"off\"", {
+    "envoy" => Propagate::Envoy,
+    "grpc" => Propagate::Grpc,
+    "off" => Propagate::Off,
+});
+
+names!(TimeoutFormat, "one of \"millis\", \"grpc\"", {
+    "millis" => TimeoutFormat::Millis,
+    "grpc" => TimeoutFormat::Grpc,
 });
 
 names!(DecoderKind, "one of \"statuses\", \"feign\", \"transient\", \"apache\", \"grpc\"", {

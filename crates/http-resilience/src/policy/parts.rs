@@ -128,6 +128,13 @@ impl AttemptHeader {
         }
     }
 
+    /// Whether it counts the attempts before each one, as
+    /// [`previous`](Self::previous) makes it.
+    #[cfg(test)]
+    pub(crate) fn counts_previous(&self) -> bool {
+        self.numbering == AttemptNumbering::Previous
+    }
+
     /// The number of attempts before each one in `name`; none on the first.
     pub(crate) const fn previous(name: HeaderName) -> Self {
         Self {

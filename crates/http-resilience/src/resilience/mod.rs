@@ -275,6 +275,13 @@ impl<D, R, G> ResiliencePolicy<D, R, G> {
         self
     }
 
+    /// The header and the format of the budget sent on every attempt, if
+    /// any ([`propagating`](Self::propagating)).
+    #[cfg(any(test, feature = "serde"))]
+    pub(crate) const fn budget_header(&self) -> Option<&(http::HeaderName, TimeoutFormat)> {
+        self.budget_header.as_ref()
+    }
+
     /// The same limits with the retry policy `f` makes of this one: a
     /// listener, a budget, another retryer. It cannot make the limits invalid,
     /// so it cannot fail.
