@@ -159,6 +159,34 @@
 //! one it writes replaces the one it inherits, the `grpc` decoder's
 //! `grpc-previous-rpc-attempts` too.
 //!
+//! ```
+//! use http_resilience::config::ClientsConfig;
+//!
+//! let config = ClientsConfig::from_toml_str(
+//!     r#"
+//!     [default]
+//!     propagate = "envoy"
+//!     retry.attempt_header = "x-attempt"
+//!
+//!     [clients.search]
+//!     preset = "grpc"
+//!     propagate = "grpc"
+//!     retry.budget.max_tokens = 20 # token_ratio 0.1 from the preset
+//!     "#,
+//! )?;
+//! let weather = config.policy("weather")?; // [default]'s
+//! assert_eq!(weather.retry().attempt_header().unwrap(), "x-attempt");
+//! let search = config.policy("search")?; // the preset's
+//! assert_eq!(search.retry().attempt_header().unwrap(), "grpc-previous-rpc-attempts");
+//!
+//! let err = ClientsConfig::from_toml_str("[clients.x]\npropagate_header = \"x budget\"").unwrap_err();
+//! assert_eq!(
+//!     err.to_string(),
+//!     "clients.x.propagate_header must be a header name such as \"x-timeout-ms\", got \"x budget\"",
+//! );
+//! # Ok::<(), http_resilience::BoxError>(())
+//! ```
+//!
 //! # Resolution
 //!
 //! A client's policy is resolved in three steps:
