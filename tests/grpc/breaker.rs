@@ -138,11 +138,15 @@ fn key(addr: SocketAddr) -> BreakerKey {
 /// A breaker that counts `codes` as failures, trips after `failures` of
 /// them in a row, and stays open for [`PAUSE`].
 fn breaker(codes: &[Code], failures: u32) -> BreakerPolicy<GrpcDecoder> {
-    BreakerPolicy::new(GrpcDecoder::new(codes.iter().copied()).unwrap())
-        .consecutive_failures(failures)
-        .and_then(|p| p.break_duration(PAUSE, PAUSE))
-        .and_then(|p| p.break_growth(1.0, 0.0))
-        .unwrap()
+    BreakerPolicy::new(
+        GrpcDecoder::new()
+            .with_codes(codes.iter().copied())
+            .unwrap(),
+    )
+    .consecutive_failures(failures)
+    .and_then(|p| p.break_duration(PAUSE, PAUSE))
+    .and_then(|p| p.break_growth(1.0, 0.0))
+    .unwrap()
 }
 
 /// What a tonic client takes as its transport, whichever stack is under it.

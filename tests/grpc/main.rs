@@ -358,7 +358,11 @@ async fn a_code_that_is_not_retryable_is_not_retried() {
     // Unless the policy lists it.
     let listed = quick().map_retry(|retry| {
         retry.map(
-            |_| GrpcDecoder::new([Code::Unavailable, Code::PermissionDenied]).unwrap(),
+            |_| {
+                GrpcDecoder::new()
+                    .with_codes([Code::Unavailable, Code::PermissionDenied])
+                    .unwrap()
+            },
             |retryer| retryer,
         )
     });

@@ -262,7 +262,7 @@ async fn a_retry_and_a_hedge_make_the_same_wait_for_retry_after() {
 
 #[tokio::test(start_paused = true)]
 async fn a_retry_and_a_hedge_make_the_same_wait_for_grpc_pushback() {
-    let decoder = GrpcDecoder::new([14]).unwrap();
+    let decoder = GrpcDecoder::new().with_codes([14]).unwrap();
     let scenarios = [
         Scenario {
             name: "the longest pushback ends the call at the deadline",

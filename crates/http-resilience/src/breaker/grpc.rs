@@ -28,7 +28,8 @@ impl BreakerPolicy<GrpcDecoder> {
     /// assert_eq!(policy.decoder().retryable_codes().collect::<Vec<_>>(), [8, 14]);
     /// ```
     pub fn grpc() -> Self {
-        let decoder = GrpcDecoder::new([UNAVAILABLE, RESOURCE_EXHAUSTED])
+        let decoder = GrpcDecoder::new()
+            .with_codes([UNAVAILABLE, RESOURCE_EXHAUSTED])
             .expect("two codes gRPC defines, neither OK");
         Self::new(decoder)
     }

@@ -472,7 +472,8 @@ impl DecoderFields {
             DecoderKind::Transient => AnyDecoder::Transient(TransientDecoder::new()),
             DecoderKind::Apache => AnyDecoder::Apache(ApacheDecoder::new()),
             DecoderKind::Grpc => AnyDecoder::Grpc(match &self.codes {
-                Some(codes) => GrpcDecoder::new(codes.iter().copied())
+                Some(codes) => GrpcDecoder::new()
+                    .with_codes(codes.iter().copied())
                     .map_err(|err| InvalidSetting::new("codes", err.problem().to_owned()))?,
                 None => GrpcDecoder::default(),
             }),

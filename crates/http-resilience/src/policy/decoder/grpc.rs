@@ -114,7 +114,8 @@ pub(crate) fn grpc_code_by_name(name: &str) -> Option<i32> {
 /// assert!(judge(Response::new(())).is_accept());
 ///
 /// // Other codes, by number or as tonic's `Code`.
-/// let decoder = GrpcDecoder::new([14, 8])?;
+/// assert_eq!(GrpcDecoder::new(), GrpcDecoder::default(), "UNAVAILABLE only");
+/// let decoder = GrpcDecoder::new().with_codes([14, 8])?;
 /// assert!(decoder.is_retryable(8));
 /// # Ok::<(), BoxError>(())
 /// ```
@@ -127,14 +128,26 @@ pub struct GrpcDecoder {
 // ===== impl GrpcDecoder =====
 
 impl GrpcDecoder {
-    /// A decoder that retries `codes`: numbers in `1..=16`, or tonic's
-    /// `Code` values (which convert to their numbers).
+    /// A decoder that retries `UNAVAILABLE` only, as A6's example policy and
+    /// gRPC's status-code guide advise; [`with_codes`](Self::with_codes)
+    /// sets others.
+    pub const fn new() -> Self {
+        Self {
+            retryable: 1 << UNAVAILABLE,
+        }
+    }
+
+    /// The same decoder retrying `codes` instead: numbers in `1..=16`, or
+    /// tonic's `Code` values (which convert to their numbers).
     ///
     /// # Errors
     ///
     /// [`InvalidSetting`] (field `retryable_codes`) when `codes` is empty,
     /// holds `OK` (0), or a number gRPC does not define.
-    pub fn new<C: Into<i32>>(codes: impl IntoIterator<Item = C>) -> Result<Self, InvalidSetting> {
+    pub fn with_codes<C: Into<i32>>(
+        self,
+        codes: impl IntoIterator<Item = C>,
+    ) -> Result<Self, InvalidSetting> {
         let mut retryable = 0;
         for code in codes {
             let code = code.into();
@@ -207,12 +220,9 @@ impl GrpcDecoder {
 }
 
 impl Default for GrpcDecoder {
-    /// Retries `UNAVAILABLE` only, as A6's example policy and gRPC's
-    /// status-code guide advise.
+    /// [`GrpcDecoder::new`]: `UNAVAILABLE` only.
     fn default() -> Self {
-        Self {
-            retryable: 1 << UNAVAILABLE,
-        }
+        Self::new()
     }
 }
 
@@ -289,7 +299,7 @@ mod tests {
 
     #[test]
     fn a_configured_set_replaces_the_default() {
-        let decoder = GrpcDecoder::new([8, 10]).unwrap();
+        let decoder = GrpcDecoder::new().with_codes([8, 10]).unwrap();
         assert!(judge(&decoder, trailers_only("8").body(()).unwrap()).is_retry());
         assert!(judge(&decoder, trailers_only("10").body(()).unwrap()).is_retry());
         assert!(!judge(&decoder, trailers_only("14").body(()).unwrap()).is_retry());
@@ -317,7 +327,7 @@ mod tests {
                 "retryable_codes must be gRPC codes in 1..=16, got -1",
             ),
         ] {
-            let err = GrpcDecoder::new(codes).unwrap_err();
+            let err = GrpcDecoder::new().with_codes(codes).unwrap_err();
             assert_eq!(err.to_string(), message);
         }
         assert!(!GrpcDecoder::default().is_retryable(-3));
