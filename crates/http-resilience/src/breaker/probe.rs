@@ -6,7 +6,6 @@ use crate::{
     policy::{Decoder, Reason, Verdict},
     FailureKind,
 };
-use std::error::Error;
 use tokio::time::Instant;
 
 /// A decoder that retries an attempt an open circuit turned away, at the end
@@ -70,7 +69,7 @@ impl<B, E: AsError, D: Decoder<B, E>> Decoder<B, E> for WaitForProbe<D> {
         let open = outcome
             .as_ref()
             .err()
-            .and_then(|e| open_circuit(e.as_error()));
+            .and_then(|e| crate::errors::find::<CircuitOpen>(e.as_error()));
         match open {
             Some(open) => Verdict::Retry {
                 after: Some(open.retry_at().saturating_duration_since(Instant::now())),
@@ -79,18 +78,6 @@ impl<B, E: AsError, D: Decoder<B, E>> Decoder<B, E> for WaitForProbe<D> {
             None => self.inner.decode(outcome),
         }
     }
-}
-
-/// The open-circuit error in `error`'s chain, if there is one.
-fn open_circuit<'a>(error: &'a (dyn Error + 'static)) -> Option<&'a CircuitOpen> {
-    let mut next = Some(error);
-    while let Some(err) = next {
-        if let Some(open) = err.downcast_ref() {
-            return Some(open);
-        }
-        next = err.source();
-    }
-    None
 }
 
 /// Whether `verdict` retries an attempt an open circuit turned away.

@@ -247,10 +247,7 @@ impl CallContext {
             .authority
             .as_ref()
             .and_then(http::uri::Authority::port_u16);
-        explicit.unwrap_or(match self.scheme() {
-            Some("https") => 443,
-            _ => 80,
-        })
+        crate::telemetry::server_port(self.scheme(), explicit)
     }
 }
 

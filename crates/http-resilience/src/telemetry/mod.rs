@@ -360,7 +360,13 @@ pub(crate) fn error_type(verdict: Verdict, status: Option<&StatusCode>) -> Optio
 
 /// The port of `uri`, or its scheme's default.
 fn port(uri: &http::Uri) -> u16 {
-    uri.port_u16().unwrap_or(match uri.scheme_str() {
+    server_port(uri.scheme_str(), uri.port_u16())
+}
+
+/// OpenTelemetry's `server.port`: the `explicit` port, or the `scheme`'s
+/// default (443 for https, else 80).
+pub(crate) fn server_port(scheme: Option<&str>, explicit: Option<u16>) -> u16 {
+    explicit.unwrap_or(match scheme {
         Some("https") => 443,
         _ => 80,
     })
