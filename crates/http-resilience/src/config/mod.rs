@@ -92,8 +92,8 @@
 //! | `retry.budget.max_tokens` | integer in `1..=1000` | gRPC's retry throttling ([`RetryBudget`]): the tokens of the bucket, full at first; with `token_ratio` (one written alone takes the other from the budget inherited); any decoder and preset; default none (10 under the `grpc` preset) |
 //! | `retry.budget.token_ratio` | number in `0.001..=1` | the tokens each accepted outcome puts back; with `max_tokens`; default none (0.1 under the `grpc` preset) |
 //! | `retry.budget.enabled` | bool | `false` turns off one inherited (with no other `budget` field beside it) |
-//! | `retry.attempt_header` | header name | sends the number of each attempt, 1 for the first ([`RetryPolicy::with_attempt_header`](crate::retry::RetryPolicy::with_attempt_header)); default none |
-//! | `retry.previous_attempts_header` | header name | sends the number of attempts before each one, none on the first ([`RetryPolicy::with_previous_attempts_header`](crate::retry::RetryPolicy::with_previous_attempts_header)); default `grpc-previous-rpc-attempts` with the `grpc` decoder, none with the others |
+//! | `retry.attempt_header` | header name or `"off"` | sends the number of each attempt, 1 for the first ([`RetryPolicy::with_attempt_header`](crate::retry::RetryPolicy::with_attempt_header)); `"off"` sends none, whatever the base sent; default none |
+//! | `retry.previous_attempts_header` | header name or `"off"` | sends the number of attempts before each one, none on the first ([`RetryPolicy::with_previous_attempts_header`](crate::retry::RetryPolicy::with_previous_attempts_header)); `"off"` as above; default `grpc-previous-rpc-attempts` with the `grpc` decoder, none with the others |
 //! | `retry.min_attempt` | duration or `"off"` | deadline-aware scheduling: a retry whose wait plus this cannot fit before the deadline is not made ([`RetryPolicy::deadline_aware`](crate::retry::RetryPolicy::deadline_aware)); `"off"` turns off what a preset turned on |
 //! | `breaker.enabled` | bool | whether every attempt passes a circuit breaker per authority ([`BreakerPolicy`]; see [The breaker](#the-breaker)); `false` turns off one inherited; a `breaker` table that writes any other field turns it on (a value `"off"` apart); on in the `standard` preset, off in the others |
 //! | `breaker.consecutive_failures` | integer ≥ 1 | a closed circuit trips after this many failures in a row; default 5 |
@@ -157,7 +157,9 @@
 //! `retry.attempt_header` and `retry.previous_attempts_header` are the one
 //! attempt header of the retry: a section writes one or the other, and the
 //! one it writes replaces the one it inherits, the `grpc` decoder's
-//! `grpc-previous-rpc-attempts` too.
+//! `grpc-previous-rpc-attempts` too. Either written `"off"` sends no attempt
+//! header, the `grpc` decoder's included, in that section and the clients
+//! that inherit from it.
 //!
 //! ```
 //! use http_resilience::config::ClientsConfig;

@@ -66,6 +66,8 @@ pub(super) enum AttemptHeaderField {
     This(HeaderName),
     /// The number of attempts before each one; none on the first.
     Previous(HeaderName),
+    /// No attempt header, whatever the decoder sends by default.
+    Off,
 }
 
 /// A decoder's kind and the settings that belong to it: the retry's, or the
@@ -283,10 +285,14 @@ impl RetrySection {
                     "must not be given with attempt_header: an attempt sends one or the other";
                 return Err(InvalidSetting::new("previous_attempts_header", problem).within(path));
             }
-            (Some(name), None) => AttemptHeaderField::This(name.get("attempt_header", path)?),
-            (None, Some(name)) => {
-                AttemptHeaderField::Previous(name.get("previous_attempts_header", path)?)
-            }
+            (Some(name), None) => match name.get("attempt_header", path)?.0 {
+                Some(name) => AttemptHeaderField::This(name),
+                None => AttemptHeaderField::Off,
+            },
+            (None, Some(name)) => match name.get("previous_attempts_header", path)?.0 {
+                Some(name) => AttemptHeaderField::Previous(name),
+                None => AttemptHeaderField::Off,
+            },
         };
         base.attempt_header = Some(header);
         Ok(())
@@ -569,7 +575,7 @@ impl Fields {
                 retry.with_previous_attempts_header(name.clone())
             }
             None if grpc => retry.with_previous_attempts_header(GRPC_PREVIOUS_RPC_ATTEMPTS),
-            None => retry,
+            None | Some(AttemptHeaderField::Off) => retry,
         };
         let mut policy = ResiliencePolicy::new(self.deadline, self.attempt_timeout, retry)
             .map_err(|err| err.within(path))?;

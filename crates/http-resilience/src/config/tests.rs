@@ -1166,6 +1166,52 @@ fn attempt_headers_are_inherited_and_replace_the_grpc_decoders_own() {
 }
 
 #[test]
+fn off_turns_off_an_inherited_attempt_header_and_the_grpc_decoders_own() {
+    let config = ClientsConfig::from_toml_str(
+        r#"
+        [default.retry]
+        attempt_header = "x-attempt"
+
+        [clients.quiet.retry]
+        attempt_header = "off"
+
+        [clients.grpc-quiet]
+        preset = "grpc"
+        retry.previous_attempts_header = "off"
+
+        [clients.grpc-kept]
+        preset = "grpc"
+        retry.max_attempts = 3
+        "#,
+    )
+    .unwrap();
+    assert_eq!(
+        attempt_header_of(&config, "anyone"),
+        Some(("x-attempt".to_owned(), false))
+    );
+    assert_eq!(attempt_header_of(&config, "quiet"), None);
+    assert_eq!(attempt_header_of(&config, "grpc-quiet"), None);
+    assert_eq!(
+        attempt_header_of(&config, "grpc-kept"),
+        Some(("grpc-previous-rpc-attempts".to_owned(), true))
+    );
+
+    // Inherited: a client under a section that turned it off sends none, and
+    // one that changes its decoder to the grpc decoder does not get it back.
+    let config = ClientsConfig::from_toml_str(
+        r#"
+        [default.retry]
+        attempt_header = "off"
+
+        [clients.grpc-decoder.retry]
+        decoder = "grpc"
+        "#,
+    )
+    .unwrap();
+    assert_eq!(attempt_header_of(&config, "grpc-decoder"), None);
+}
+
+#[test]
 fn invalid_attempt_headers_name_their_path() {
     assert_eq!(
         refused(
@@ -1177,10 +1223,10 @@ fn invalid_attempt_headers_name_their_path() {
     );
     assert_eq!(
         refused("[default.retry]\nattempt_header = \"x attempt\""),
-        "default.retry.attempt_header must be a header name such as \"x-timeout-ms\", got \"x attempt\""
+        "default.retry.attempt_header must be \"off\" or a header name such as \"x-attempt\", got \"x attempt\""
     );
     assert_eq!(
         refused("[clients.x.retry]\nprevious_attempts_header = \"\""),
-        "clients.x.retry.previous_attempts_header must be a header name such as \"x-timeout-ms\", got \"\""
+        "clients.x.retry.previous_attempts_header must be \"off\" or a header name such as \"x-attempt\", got \"\""
     );
 }

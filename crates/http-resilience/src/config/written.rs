@@ -43,8 +43,8 @@ pub(super) struct RetrySection {
     pub(super) min_attempt: Option<Written<DurationOrOff>>,
     #[serde(default)]
     pub(super) budget: BudgetSection,
-    pub(super) attempt_header: Option<Written<HeaderName>>,
-    pub(super) previous_attempts_header: Option<Written<HeaderName>>,
+    pub(super) attempt_header: Option<Written<HeaderOrOff>>,
+    pub(super) previous_attempts_header: Option<Written<HeaderOrOff>>,
 }
 
 /// The `retry.budget` table of a section, as written: the arguments of
@@ -295,6 +295,25 @@ impl FromText for HeaderName {
 
     fn from_text(text: &str) -> Result<Self, Option<String>> {
         HeaderName::from_bytes(text.as_bytes()).map_err(|_| None)
+    }
+}
+
+/// An attempt header a section sends, or `"off"`: none, whatever its base
+/// sent (the `grpc` decoder's `grpc-previous-rpc-attempts` included).
+///
+/// NOTE: `off` is a valid header name too; no client sends a header of that
+/// name, so the word means what it means in the other settings.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct HeaderOrOff(pub(super) Option<HeaderName>);
+
+impl FromText for HeaderOrOff {
+    const EXPECTED: &'static str = "\"off\" or a header name such as \"x-attempt\"";
+
+    fn from_text(text: &str) -> Result<Self, Option<String>> {
+        if text == "off" {
+            return Ok(Self(None));
+        }
+        HeaderName::from_text(text).map(|name| Self(Some(name)))
     }
 }
 
