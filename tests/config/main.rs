@@ -526,6 +526,7 @@ fn min_attempt_turns_deadline_awareness_on_and_off() {
 }
 
 mod limits;
+mod loopback;
 
 #[test]
 fn a_policy_that_can_never_retry_is_refused_with_the_fields_and_their_origins() {

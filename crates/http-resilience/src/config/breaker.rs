@@ -3,7 +3,7 @@
 
 use super::{
     resolve::{DecoderFields, Fields, Origin},
-    written::{BreakerSection, DurationOrOff, Written},
+    written::{turns_on, BreakerSection, Written},
 };
 use crate::{
     breaker::{AnyBreaker, BreakerPolicy, BreakerSettings},
@@ -216,12 +216,6 @@ impl BreakerSection {
         ]
         .contains(&true)
     }
-}
-
-/// Whether `written` is a value other than `"off"`: it turns a breaker on
-/// (a malformed one is refused before it matters).
-fn turns_on(written: &Option<Written<DurationOrOff>>) -> bool {
-    !matches!(written, None | Some(Written::Parsed(DurationOrOff(None))))
 }
 
 /// `value` into `slot`, if written.

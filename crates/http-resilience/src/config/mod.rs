@@ -113,6 +113,15 @@
 //! | `breaker.idle_key_timeout` | duration | a circuit with no outcome for this long is the first evicted when a new key needs room; default 5m |
 //! | `breaker.decoder`, `breaker.statuses`, `breaker.retry_after`, `breaker.codes` | as in `retry` | what counts as a failure (see [`BreakerPolicy`]); by default the retry's decoder |
 //! | `breaker.seed` | integer | fixes the random sequence of the breaks' jitter ([`BreakerPolicy::with_seed`]) |
+//! | `hedge.enabled` | bool | whether the client hedges instead of retrying ([`HedgePolicy`]; see [Hedging](#hedging)); `false` turns off one inherited; a `hedge` table that writes any other field turns it on (a value `"off"` apart); off in every preset |
+//! | `hedge.delay` | duration | another copy after this long with no outcome ([`HedgeDelay::fixed`], gRPC's `hedgingDelay`); this or `percentile` is required to hedge |
+//! | `hedge.percentile` | number in (0, 100) | instead of `delay`: the delay is this percentile of the latencies observed ([`HedgeDelay::percentile`]) |
+//! | `hedge.min_samples` | integer | percentile only: the latencies needed before the percentile is used; default 100 |
+//! | `hedge.window` | duration | percentile only: how long a latency counts; default 10s |
+//! | `hedge.max_attempts` | integer ≥ 1 | copies in all, the first included; default 2 |
+//! | `hedge.max_in_flight` | integer ≥ 1 | copies in flight at once ([`HedgePolicy::with_max_in_flight`]); default `max_attempts` |
+//! | `hedge.on_attempt_timeout` | duration or `"off"` | another copy when one is this old, which goes on ([`HedgePolicy::hedge_on_attempt_timeout`]); default off |
+//! | `hedge.max_server_delay` | duration | the cap on a delay the server asks for before the next copy ([`HedgePolicy::with_max_server_delay`]); default 1s |
 //!
 //! Durations are written for people and read by `humantime`: `"250ms"`, `"2s"`,
 //! `"1m 30s"`.
@@ -297,6 +306,69 @@
 //! back with [`with_breaker`](crate::ResiliencePolicy::with_breaker), as
 //! above.
 //!
+//! # Hedging
+//!
+//! A `hedge` table makes the client hedge instead of retrying, as a gRPC
+//! method has a retry policy or a hedging policy: while no copy of a call
+//! has answered, another is sent after `delay` (see [`hedge`](crate::hedge)).
+//! The hedge judges with the client's retry decoder (its `Retry` verdicts
+//! are gRPC's non-fatal codes), draws on its `retry.budget`, sends its
+//! `retry.attempt_header` and follows its `retry.min_attempt`; the `retry`
+//! table's backoff and `max_attempts` do not apply. The table is inherited
+//! field by field, as `breaker` is.
+//!
+//! [`ClientsConfig::hedge`] gives the [`HedgePolicy`], and the client's
+//! [`policy`](ClientsConfig::policy) the rest of its stack: the deadline
+//! outside, the breaker and the attempt timeout for each copy inside.
+//! [`ClientsConfig::layer`] refuses a client that hedges, since the
+//! combined service retries.
+//!
+//! ```
+//! use http::{Request, Response};
+//! use http_resilience::{
+//!     breaker::CircuitBreakerLayer, config::ClientsConfig, hedge::HedgeLayer,
+//!     AttemptTimeoutLayer, Attempts, DeadlineLayer,
+//! };
+//! use std::{convert::Infallible, sync::{atomic::{AtomicU32, Ordering}, Arc}, time::Duration};
+//! use tower::{ServiceBuilder, ServiceExt};
+//!
+//! # #[tokio::main(flavor = "current_thread", start_paused = true)]
+//! # async fn main() -> Result<(), http_resilience::BoxError> {
+//! let config = ClientsConfig::from_toml_str(
+//!     r#"
+//!     [clients.search]
+//!     deadline = "2s"
+//!     attempt_timeout = "1s"
+//!     hedge.delay = "50ms"
+//!     hedge.max_attempts = 3
+//!     "#,
+//! )?;
+//! let policy = config.policy("search")?;
+//! let hedge = config.hedge("search")?.expect("search hedges");
+//! assert!(config.layer("search").is_err());
+//!
+//! let calls = Arc::new(AtomicU32::new(0));
+//! let svc = ServiceBuilder::new()
+//!     .layer(DeadlineLayer::new(policy.deadline()))
+//!     .layer(HedgeLayer::new(hedge))
+//!     .option_layer(policy.breaker().policy().cloned().map(CircuitBreakerLayer::new))
+//!     .layer(AttemptTimeoutLayer::new(policy.attempt_timeout()))
+//!     .service_fn(move |_: Request<String>| {
+//!         // A stand-in for the network: the first copy is slow.
+//!         let slow = calls.fetch_add(1, Ordering::SeqCst) == 0;
+//!         async move {
+//!             if slow {
+//!                 tokio::time::sleep(Duration::from_millis(500)).await;
+//!             }
+//!             Ok::<_, Infallible>(Response::new(String::new()))
+//!         }
+//!     });
+//! let response = svc.oneshot(Request::new(String::new())).await?;
+//! assert_eq!(response.extensions().get::<Attempts>().map(Attempts::winner), Some(2));
+//! # Ok(())
+//! # }
+//! ```
+//!
 //! # Validation
 //!
 //! [`ClientsConfig::from_toml_str`] validates the `[default]` section and every
@@ -319,7 +391,8 @@
 //! - with deadline-aware scheduling (`retry.min_attempt`), a `deadline` that
 //!   leaves no room for any retry: the shortest first wait the retryer can
 //!   draw plus `min_attempt` does not fit before it, so the policy would load
-//!   and never retry;
+//!   and never retry (a client that hedges is not checked for it: it makes
+//!   no retries);
 //! - `max_attempts` of 0, a `multiplier` below 1, a `max_delay` below the
 //!   `delay`;
 //! - a status outside `100..=599`, an empty `statuses`, or the `statuses`
@@ -349,6 +422,11 @@
 //!   from (`clients.search.breaker.ramp_steps must be given with
 //!   ramp_duration: preset standard has no ramp to take it from`), and a
 //!   `ramp_steps` beside `ramp_duration = "off"`;
+//! - in `hedge`, what the [`HedgePolicy`] setters refuse (a `max_attempts`
+//!   or `max_in_flight` of 0, a `percentile` outside (0, 100), a zero
+//!   `window`), `delay` and `percentile` in one section, `min_samples` or
+//!   `window` with a fixed delay, and a hedge turned on with no delay
+//!   written or inherited;
 //! - a field written for another kind: `statuses` or `retry_after` with a
 //!   decoder other than `"statuses"` (in `retry`, or in `breaker` against the
 //!   decoder it judges with); `jitter` with a backoff other than
@@ -394,6 +472,12 @@
 //! [`TimeoutFormat::Grpc`]: crate::propagate::TimeoutFormat::Grpc
 //! [`TimeoutFormat::Millis`]: crate::propagate::TimeoutFormat::Millis
 //! [`FixedDelay`]: crate::policy::FixedDelay
+//! [`HedgePolicy`]: crate::hedge::HedgePolicy
+//! [`HedgeDelay::fixed`]: crate::hedge::HedgeDelay::fixed
+//! [`HedgeDelay::percentile`]: crate::hedge::HedgeDelay::percentile
+//! [`HedgePolicy::hedge_on_attempt_timeout`]: crate::hedge::HedgePolicy::hedge_on_attempt_timeout
+//! [`HedgePolicy::with_max_in_flight`]: crate::hedge::HedgePolicy::with_max_in_flight
+//! [`HedgePolicy::with_max_server_delay`]: crate::hedge::HedgePolicy::with_max_server_delay
 //! [`FixedDelay::with_max_delay`]: crate::policy::FixedDelay::with_max_delay
 //! [`Jitter`]: crate::policy::Jitter
 //! [`StatusDecoder`]: crate::policy::StatusDecoder
@@ -402,6 +486,7 @@
 
 mod breaker;
 mod error;
+mod hedge;
 mod resolve;
 #[cfg(test)]
 mod tests;
@@ -419,6 +504,7 @@ use self::{
 };
 use crate::{
     breaker::AnyBreaker,
+    hedge::HedgePolicy,
     policy::{AnyDecoder, AnyRetryer},
     InvalidSetting, ResilienceLayer, ResiliencePolicy,
 };
@@ -496,8 +582,55 @@ impl ClientsConfig {
         &self,
         name: &str,
     ) -> Result<ResiliencePolicy<AnyDecoder, AnyRetryer, AnyBreaker>, ConfigError> {
+        let (fields, path) = self.resolve(name)?;
+        Ok(fields.build(&path)?)
+    }
+
+    /// The hedging of the client `name`, if its `hedge` table turns it on
+    /// (see [Hedging](self#hedging)): judged by the client's retry decoder,
+    /// with its retry budget, attempt header and deadline-aware margin.
+    ///
+    /// Each call makes a budget of its own, as [`policy`](Self::policy) does.
+    ///
+    /// # Errors
+    ///
+    /// As [`policy`](Self::policy).
+    pub fn hedge(&self, name: &str) -> Result<Option<HedgePolicy<AnyDecoder>>, ConfigError> {
+        let (fields, path) = self.resolve(name)?;
+        Ok(fields.build_with_hedge(&path)?.1)
+    }
+
+    /// The layer for the client `name`: one call builds the deadline, the
+    /// retry, the circuit breaker and the attempt timeout of its
+    /// [`policy`](Self::policy), with the semantics of the layers in the
+    /// canonical order ([`ResiliencePolicy::layer`]).
+    ///
+    /// Each call makes a breaker with circuits of its own: make the layer
+    /// once per client and clone it.
+    ///
+    /// # Errors
+    ///
+    /// As [`policy`](Self::policy), and when the client hedges: its calls
+    /// are not retried but hedged, in the stack [Hedging](self#hedging)
+    /// shows, which this layer is not.
+    pub fn layer(
+        &self,
+        name: &str,
+    ) -> Result<ResilienceLayer<AnyDecoder, AnyRetryer, AnyBreaker>, ConfigError> {
+        let (fields, path) = self.resolve(name)?;
+        let (policy, hedge) = fields.build_with_hedge(&path)?;
+        if hedge.is_some() {
+            let problem = "is on: the client hedges instead of retrying; build its stack \
+                           with ClientsConfig::hedge and HedgeLayer, as the config docs show";
+            return Err(InvalidSetting::new("hedge", problem).within(&path).into());
+        }
+        Ok(policy.layer())
+    }
+
+    /// The fields of the client `name`, resolved, and its section's path.
+    fn resolve(&self, name: &str) -> Result<(Fields, String), ConfigError> {
         let Some(section) = self.clients.get(name) else {
-            return Ok(self.default_fields()?.build("default")?);
+            return Ok((self.default_fields()?, "default".to_owned()));
         };
         let path = client_path(name);
         if name == "default" {
@@ -515,25 +648,8 @@ impl ClientsConfig {
                 fields
             }
         };
-        Ok(section.apply(base, &path)?.build(&path)?)
-    }
-
-    /// The layer for the client `name`: one call builds the deadline, the
-    /// retry, the circuit breaker and the attempt timeout of its
-    /// [`policy`](Self::policy), with the semantics of the layers in the
-    /// canonical order ([`ResiliencePolicy::layer`]).
-    ///
-    /// Each call makes a breaker with circuits of its own: make the layer
-    /// once per client and clone it.
-    ///
-    /// # Errors
-    ///
-    /// As [`policy`](Self::policy).
-    pub fn layer(
-        &self,
-        name: &str,
-    ) -> Result<ResilienceLayer<AnyDecoder, AnyRetryer, AnyBreaker>, ConfigError> {
-        self.policy(name).map(ResiliencePolicy::layer)
+        let fields = section.apply(base, &path)?;
+        Ok((fields, path))
     }
 
     /// The default section resolved over its base, and checked on its own.

@@ -3,6 +3,7 @@
 
 use super::{
     breaker::BreakerFields,
+    hedge::HedgeFields,
     validate::{only_for, positive},
     written::{
         BackoffKind, BudgetSection, DecoderKind, Preset, Propagate, RetrySection, Section,
@@ -11,6 +12,7 @@ use super::{
 };
 use crate::{
     breaker::AnyBreaker,
+    hedge::HedgePolicy,
     policy::{
         AnyDecoder, AnyRetryer, ApacheDecoder, ExponentialBackoff, FeignDecoder, FeignRetryer,
         FixedDelay, GrpcBackoff, GrpcDecoder, InvalidStatus, Jitter, RetryBudget, Retryer,
@@ -55,9 +57,17 @@ pub(super) struct Fields {
     pub(super) attempt_header: Option<AttemptHeaderField>,
     /// The circuit breaker, on or off.
     pub(super) breaker: BreakerFields,
+    /// Hedging instead of retries, on or off.
+    pub(super) hedge: HedgeFields,
     /// Where the values that checks combine came from, for their messages.
     pub(super) origins: Origins,
 }
+
+/// A client's policy and its hedging, if on.
+pub(super) type Built = (
+    ResiliencePolicy<AnyDecoder, AnyRetryer, AnyBreaker>,
+    Option<HedgePolicy<AnyDecoder>>,
+);
 
 /// `retry.attempt_header` or `retry.previous_attempts_header`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -197,7 +207,8 @@ impl Section {
         }
         self.apply_propagate(&mut base, path)?;
         let base = self.retry.apply(base, &format!("{path}.retry"))?;
-        self.breaker.apply(base, &format!("{path}.breaker"))
+        let base = self.breaker.apply(base, &format!("{path}.breaker"))?;
+        self.hedge.apply(base, &format!("{path}.hedge"))
     }
 
     /// The propagated budget written, over `base`'s: `propagate` names a
@@ -522,6 +533,7 @@ impl Fields {
             attempt_timeout: policy.attempt_timeout(),
             propagate: policy.budget_header().cloned(),
             breaker: BreakerFields::of(policy.breaker(), &decoder),
+            hedge: HedgeFields::off(),
             decoder,
             backoff: schedule.backoff,
             delay: schedule.delay,
@@ -543,8 +555,28 @@ impl Fields {
         }
     }
 
-    /// The policy, checked; `path` is the section's, for errors.
+    /// The policy, checked with its hedging; `path` is the section's, for
+    /// errors.
     pub(super) fn build(
+        &self,
+        path: &str,
+    ) -> Result<ResiliencePolicy<AnyDecoder, AnyRetryer, AnyBreaker>, InvalidSetting> {
+        self.build_with_hedge(path).map(|(policy, _)| policy)
+    }
+
+    /// The policy and its hedging, if on, checked; the hedge takes the
+    /// retry's parts (its decoder, its budget, the same `Arc`, its attempt
+    /// header and its deadline-aware margin).
+    pub(super) fn build_with_hedge(&self, path: &str) -> Result<Built, InvalidSetting> {
+        let policy = self.build_policy(path)?;
+        let hedge = self
+            .hedge
+            .build(policy.retry().parts(), &format!("{path}.hedge"))?;
+        Ok((policy, hedge))
+    }
+
+    /// The policy alone, checked.
+    fn build_policy(
         &self,
         path: &str,
     ) -> Result<ResiliencePolicy<AnyDecoder, AnyRetryer, AnyBreaker>, InvalidSetting> {
@@ -556,8 +588,11 @@ impl Fields {
         positive("attempt_timeout", self.attempt_timeout).map_err(|err| err.within(path))?;
         self.attempt_within_deadline()
             .map_err(|err| err.within(path))?;
-        self.room_for_a_retry(&backoff)
-            .map_err(|err| err.within(path))?;
+        if !self.hedge.enabled {
+            // NOTE: a client that hedges makes no retries.
+            self.room_for_a_retry(&backoff)
+                .map_err(|err| err.within(path))?;
+        }
         let breaker = self.breaker(&decoder, path)?;
         let grpc = matches!(decoder, AnyDecoder::Grpc(_));
         let mut retry = RetryPolicy::new(decoder, backoff);

@@ -1230,3 +1230,5 @@ fn invalid_attempt_headers_name_their_path() {
         "clients.x.retry.previous_attempts_header must be \"off\" or a header name such as \"x-attempt\", got \"\""
     );
 }
+
+mod hedge;

@@ -22,6 +22,8 @@ pub(super) struct Section {
     pub(super) retry: RetrySection,
     #[serde(default)]
     pub(super) breaker: BreakerSection,
+    #[serde(default)]
+    pub(super) hedge: HedgeSection,
 }
 
 /// The `retry` table of a section, as written.
@@ -84,6 +86,23 @@ pub(super) struct BreakerSection {
     pub(super) retry_after: Option<bool>,
     pub(super) codes: Option<Vec<Written<GrpcCodeName>>>,
     pub(super) seed: Option<u64>,
+}
+
+/// The `hedge` table of a section, as written: the
+/// [`HedgePolicy`](crate::hedge::HedgePolicy) settings, named as its setters'
+/// errors name them.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct HedgeSection {
+    pub(super) enabled: Option<bool>,
+    pub(super) delay: Option<Written<Duration>>,
+    pub(super) percentile: Option<f64>,
+    pub(super) min_samples: Option<u64>,
+    pub(super) window: Option<Written<Duration>>,
+    pub(super) max_attempts: Option<u32>,
+    pub(super) max_in_flight: Option<u32>,
+    pub(super) on_attempt_timeout: Option<Written<DurationOrOff>>,
+    pub(super) max_server_delay: Option<Written<Duration>>,
 }
 
 /// The decoder fields of a table (`retry` or `breaker`), as written.
@@ -275,6 +294,13 @@ impl FromText for DurationOrOff {
         }
         Duration::from_text(text).map(|d| Self(Some(d)))
     }
+}
+
+/// Whether `written` is a value other than `"off"`: written in a `breaker`
+/// or `hedge` table, it turns the table's feature on (a malformed one is
+/// refused before it matters).
+pub(super) fn turns_on(written: &Option<Written<DurationOrOff>>) -> bool {
+    !matches!(written, None | Some(Written::Parsed(DurationOrOff(None))))
 }
 
 /// An entry of `retry.codes`: a gRPC code by its canonical name

@@ -249,6 +249,13 @@ impl<D> HedgePolicy<D> {
 
     define_policy_parts!("copy");
 
+    /// The parts a retry policy has too, to give a hedge a retry's (the
+    /// configuration's hedging takes the client's).
+    #[cfg(feature = "serde")]
+    pub(crate) fn parts_mut(&mut self) -> &mut Parts<D> {
+        &mut self.parts
+    }
+
     /// The delay.
     pub const fn delay(&self) -> &HedgeDelay {
         &self.delay
