@@ -204,6 +204,7 @@ pub mod extensions;
 #[cfg(feature = "grpc")]
 pub mod grpc;
 pub mod hedge;
+mod keyed;
 mod limits;
 pub mod policy;
 pub mod presets;

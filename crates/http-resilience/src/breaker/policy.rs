@@ -7,7 +7,7 @@ use std::{fmt, sync::Arc, time::Duration};
 use tokio::time::Instant;
 
 /// A key function of one's own.
-pub(crate) type KeyFn = dyn Fn(&http::Uri, &http::HeaderMap) -> BreakerKey + Send + Sync;
+pub(crate) use crate::keyed::KeyFn;
 
 /// The settings of a breaker, validated.
 #[derive(Debug, Clone, Copy, PartialEq)]
