@@ -18,10 +18,6 @@ pub(crate) type KeyFn = dyn Fn(&http::Uri, &http::HeaderMap) -> BreakerKey + Sen
 
 /// What a [`Registry`] keeps for one key.
 pub(crate) trait Keyed: Sized {
-    /// The state of a key first seen at `now` (nanoseconds from the
-    /// registry owner's base instant).
-    fn make(key: BreakerKey, now: u64) -> Self;
-
     /// Its key.
     fn key(&self) -> &BreakerKey;
 
@@ -126,14 +122,16 @@ impl<T: Keyed> Registry<T> {
         self.read().find(hash, key).cloned()
     }
 
-    /// The entry of `key`, made at `now()` (and room made for it within
-    /// `room`) if none is kept: idle entries go first, then the one used
-    /// least recently, a quiet one before a busy one.
+    /// The entry of `key`, made by `make` at `now()` (nanoseconds on the
+    /// owner's clock), with room made for it within `room`, if none is kept:
+    /// idle entries go first, then the one used least recently, a quiet one
+    /// before a busy one.
     pub(crate) fn get_or_make(
         &self,
         key: KeyRef<'_>,
         now: impl FnOnce() -> u64,
         room: Room,
+        make: impl FnOnce(BreakerKey, u64) -> T,
     ) -> Arc<T> {
         let hash = self.hash(key);
         if let Some(entry) = self.find(hash, key) {
@@ -150,7 +148,7 @@ impl<T: Keyed> Registry<T> {
         if map.len >= room.max_keys {
             map.evict_least_recent();
         }
-        let entry = Arc::new(T::make(BreakerKey::from_ref(key), now));
+        let entry = Arc::new(make(BreakerKey::from_ref(key), now));
         map.entries
             .entry(hash)
             .or_default()
@@ -280,18 +278,37 @@ impl<T: Keyed> Held<T> {
     }
 }
 
+/// How a [`Registry`] finds or makes the entry of a request's key.
+pub(crate) struct Lookup<'a, T, N, M> {
+    pub(crate) registry: &'a Registry<T>,
+    pub(crate) key_fn: Option<&'a KeyFn>,
+    pub(crate) room: Room,
+    /// The owner's clock, read only when an entry is made.
+    pub(crate) now: N,
+    pub(crate) make: M,
+}
+
 /// The entry of `request`'s key (by `key_fn`, or its authority): the one at
-/// hand when it is that key's and still kept, else the registry's (made at
-/// `now()` if none is), which becomes the one at hand.
+/// hand when it is that key's and still kept, else the registry's (made if
+/// none is), which becomes the one at hand.
 #[inline]
-pub(crate) fn entry_for<T: Keyed, B>(
-    registry: &Registry<T>,
-    key_fn: Option<&KeyFn>,
+pub(crate) fn entry_for<T, B, N, M>(
+    lookup: Lookup<'_, T, N, M>,
     at_hand: &mut AtHand<T>,
     request: &http::Request<B>,
-    now: impl FnOnce() -> u64,
-    room: Room,
-) -> Arc<T> {
+) -> Arc<T>
+where
+    T: Keyed,
+    N: FnOnce() -> u64,
+    M: FnOnce(BreakerKey, u64) -> T,
+{
+    let Lookup {
+        registry,
+        key_fn,
+        room,
+        now,
+        make,
+    } = lookup;
     let uri = request.uri();
     let custom = match key_fn {
         None => match &at_hand.0 {
@@ -309,7 +326,7 @@ pub(crate) fn entry_for<T: Keyed, B>(
             return Arc::clone(&held.entry);
         }
     }
-    let entry = registry.get_or_make(key, now, room);
+    let entry = registry.get_or_make(key, now, room, make);
     at_hand.0 = Some(Held {
         entry: Arc::clone(&entry),
         scheme: uri.scheme().cloned(),

@@ -206,6 +206,7 @@ pub mod grpc;
 pub mod hedge;
 mod keyed;
 mod limits;
+pub mod overload;
 pub mod policy;
 pub mod presets;
 pub mod propagate;

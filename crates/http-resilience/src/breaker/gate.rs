@@ -109,14 +109,14 @@ pub(crate) fn circuit_for<D, B>(
     request: &http::Request<B>,
 ) -> Arc<Circuit> {
     let ctx = Ctx::of(shared);
-    keyed::entry_for(
-        &shared.registry,
-        shared.key_fn.as_deref(),
-        &mut at_hand.0,
-        request,
-        || ctx.nanos(Instant::now()),
-        registry::room(ctx),
-    )
+    let lookup = keyed::Lookup {
+        registry: &shared.registry,
+        key_fn: shared.key_fn.as_deref(),
+        room: registry::room(ctx),
+        now: || ctx.nanos(Instant::now()),
+        make: Circuit::new,
+    };
+    keyed::entry_for(lookup, &mut at_hand.0, request)
 }
 
 // ===== impl NoBreaker =====

@@ -15,10 +15,6 @@ use tokio::time::Instant;
 pub(crate) type Registry = keyed::Registry<Circuit>;
 
 impl Keyed for Circuit {
-    fn make(key: BreakerKey, now: u64) -> Self {
-        Circuit::new(key, now)
-    }
-
     fn key(&self) -> &BreakerKey {
         Circuit::key(self)
     }
@@ -41,7 +37,7 @@ impl keyed::Registry<Circuit> {
     /// The circuit of `key`, made (and room made for it) if none is kept.
     #[cfg(test)]
     pub(crate) fn get_or_insert(&self, key: KeyRef<'_>, ctx: Ctx<'_>) -> std::sync::Arc<Circuit> {
-        self.get_or_make(key, || ctx.nanos(Instant::now()), room(ctx))
+        self.get_or_make(key, || ctx.nanos(Instant::now()), room(ctx), Circuit::new)
     }
 
     /// The state of every circuit kept.

@@ -98,6 +98,7 @@ as_error_itself!(
     crate::attempt_timeout::error::AttemptTimedOut,
     crate::read_timeout::error::ReadTimedOut,
     crate::breaker::error::CircuitOpen,
+    crate::overload::error::Overloaded,
     crate::body::BodyChanged,
     crate::body::ReopenFailed,
     crate::body::NotReplayable,

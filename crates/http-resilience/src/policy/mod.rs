@@ -66,5 +66,6 @@ pub use self::{
 pub(crate) use self::decoder::grpc_code_by_name;
 #[cfg(any(test, feature = "otel"))]
 pub(crate) use self::decoder::grpc_code_name;
+pub(crate) use self::decoder::grpc_status_of;
 pub(crate) use self::parts::{AttemptHeader, Parts};
-pub(crate) use self::retryer::Seeds;
+pub(crate) use self::retryer::{Seeds, SplitMix64};
