@@ -35,7 +35,8 @@
 //! - [`transport`] (feature `transport`): a hyper-util client with connect and
 //!   read timeouts and no hidden retry;
 //! - [`reqwest_client`] (feature `reqwest`): a `reqwest::Client` under the
-//!   layers;
+//!   layers, with reqwest's own request builder and response
+//!   ([`reqwest_client::ResilientClient`]);
 //! - [`grpc`] (feature `grpc`): gRPC retries for tonic, as gRPC's retry
 //!   design says;
 //! - [`telemetry`]: the spans of every call and attempt, and the events a
@@ -163,8 +164,15 @@
 //!   written for people (`"250ms"`, `"1m 30s"`).
 //! - `toml`: [`config::ClientsConfig::from_toml_str`], the same read from TOML;
 //!   implies `serde`.
-//! - `reqwest`: [`reqwest_client::ReqwestService`], a `reqwest::Client` under
-//!   the layers; also lets [`FailureKind`] read reqwest's errors.
+//! - `reqwest`: [`reqwest_client::ResilientClient`], reqwest's request
+//!   builder in front of the layers, and [`reqwest_client::ReqwestService`],
+//!   a `reqwest::Client` as a tower service; also lets [`FailureKind`] read
+//!   reqwest's errors.
+//! - `reqwest-json`, `reqwest-query`, `reqwest-form`: the `json`, `query` and
+//!   `form` methods of [`reqwest_client::ResilientRequestBuilder`], each
+//!   turning on reqwest's feature of the same name (without them,
+//!   [`map_reqwest`](reqwest_client::ResilientRequestBuilder::map_reqwest)
+//!   reaches whatever reqwest features the application has).
 //! - `otel`: [`telemetry::otel::Metrics`], the library's metrics recorded
 //!   to OpenTelemetry instruments (`http.client.request.duration` and the
 //!   `http_resilience.*` namespace), through the `opentelemetry` API crate
