@@ -299,10 +299,10 @@ async fn a_deadline_after_a_retry(client: ResilientClient<impl Stack>) -> BoxErr
     server.enqueue(MockResponse::new(503));
     server.enqueue(MockResponse::no_response());
     let start = Instant::now();
-    let err = guarded(client.get(server.uri("/value").to_string()).send())
-        .await
-        .unwrap_err();
+    let url = server.uri("/value").to_string();
+    let err = guarded(client.get(&url).send()).await.unwrap_err();
     assert!(start.elapsed() < ATTEMPT * 2, "{:?}", start.elapsed());
+    assert_eq!(err.url().map(|url| url.as_str()), Some(url.as_str()));
     assert!(!err.is_reqwest(), "{err:?}");
     assert!(err.is_deadline() && err.is_timeout() && !err.is_connect());
     assert_eq!(FailureKind::of(&err), FailureKind::Deadline);
@@ -409,4 +409,24 @@ async fn the_response_url_is_the_one_redirected_to() {
     assert_eq!(response.url().path(), "/final");
     assert_eq!(guarded(response.text()).await.unwrap(), "moved here");
     assert_eq!(server.request_count(), 2);
+}
+
+#[tokio::test]
+async fn a_stack_from_elsewhere_answers_with_the_requests_url() {
+    let server = guarded(MockServer::start()).await.unwrap();
+    server.enqueue(MockResponse::ok("plain"));
+    let reqwest = reqwest();
+    // A stack that keeps no extensions of the transport's response.
+    let service = ServiceBuilder::new()
+        .map_response(|response: http::Response<reqwest::Body>| {
+            let (mut parts, body) = response.into_parts();
+            parts.extensions.clear();
+            http::Response::from_parts(parts, body)
+        })
+        .service(ReqwestService::new(reqwest.clone()));
+    let client = ResilientClient::from_service(reqwest, service);
+    let url = format!("http://{}/plain?x=1", server.addr());
+    let response = guarded(client.get(&url).send()).await.unwrap();
+    assert_eq!(response.url().as_str(), url);
+    assert_eq!(guarded(response.text()).await.unwrap(), "plain");
 }
