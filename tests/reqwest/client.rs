@@ -430,3 +430,20 @@ async fn a_stack_from_elsewhere_answers_with_the_requests_url() {
     assert_eq!(response.url().as_str(), url);
     assert_eq!(guarded(response.text()).await.unwrap(), "plain");
 }
+
+#[tokio::test]
+async fn the_deadline_bounds_a_body_read_with_reqwest() {
+    let server = guarded(MockServer::start()).await.unwrap();
+    server.enqueue(MockResponse::stall_after_head(200));
+    let total = Duration::from_millis(500);
+    let client = layered(total, ATTEMPT);
+    let start = Instant::now();
+    let response = guarded(client.get(server.uri("/slow").to_string()).send())
+        .await
+        .unwrap();
+    let err = guarded(response.text()).await.unwrap_err();
+    assert!(err.is_body() || err.is_decode(), "{err:?}");
+    assert_eq!(FailureKind::of(&err), FailureKind::Deadline, "{err:?}");
+    assert!(errors::is_caused_by::<DeadlineExceeded>(&err));
+    assert!(start.elapsed() >= total && start.elapsed() < ATTEMPT);
+}

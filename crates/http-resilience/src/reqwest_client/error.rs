@@ -171,7 +171,10 @@ impl Error {
         self.kind() == FailureKind::Deadline
     }
 
-    /// The status reqwest's error carries, if any (`reqwest::Error::status`).
+    /// The status reqwest's error carries, if any (`reqwest::Error::status`;
+    /// reqwest gives one only from `Response::error_for_status`). A status the
+    /// retries did not get past is no error here: it comes back as the
+    /// response.
     pub fn status(&self) -> Option<StatusCode> {
         self.reqwest().and_then(reqwest::Error::status)
     }

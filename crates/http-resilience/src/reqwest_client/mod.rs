@@ -153,8 +153,8 @@
 //! # How it differs from reqwest's own retries
 //!
 //! reqwest's `retry` module retries without backoff or `Retry-After`, and
-//! reqwest-retry ignores `Retry-After`, idempotency, streaming bodies and a
-//! deadline over the body. Under these layers the client should do neither:
+//! reqwest-retry ignores `Retry-After` and idempotency, refuses streamed
+//! bodies, and has no deadline over the waits and the body. Under these layers the client should do neither:
 //! build it with no timeout of its own (the layers' deadline and attempt
 //! timeout bound the call, the body included) and with its retries off
 //! (`reqwest::retry::never()`), so that every attempt is one the retry layer
