@@ -64,7 +64,7 @@ pub use self::{
 
 #[cfg(feature = "serde")]
 pub(crate) use self::decoder::grpc_code_by_name;
-#[cfg(any(test, feature = "otel"))]
+#[cfg(any(test, feature = "otel", feature = "grpc"))]
 pub(crate) use self::decoder::grpc_code_name;
 pub(crate) use self::decoder::grpc_status_of;
 pub(crate) use self::parts::{AttemptHeader, Parts};

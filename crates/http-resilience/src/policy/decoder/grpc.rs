@@ -137,6 +137,14 @@ impl GrpcDecoder {
         }
     }
 
+    /// A decoder that retries no code, only calls that never reached the
+    /// server: a hedging policy with no `nonFatalStatusCodes`, for which
+    /// every status but `OK` ends the call.
+    #[cfg(feature = "grpc")]
+    pub(crate) const fn none() -> Self {
+        Self { retryable: 0 }
+    }
+
     /// The same decoder retrying `codes` instead: numbers in `1..=16`, or
     /// tonic's `Code` values (which convert to their numbers).
     ///

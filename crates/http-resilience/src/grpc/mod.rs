@@ -95,6 +95,14 @@
 //! # }
 //! ```
 
+mod hedge;
+pub mod service_config;
+
+pub use self::{
+    hedge::{GrpcHedge, GrpcHedgeLayer},
+    service_config::{InvalidServiceConfig, ServiceConfig, ServiceConfigLayer, ServiceConfigured},
+};
+
 use crate::{
     attempt_timeout::error::AttemptTimedOut,
     body::{ReplayBody, DEFAULT_REPLAY_CAP},
@@ -256,6 +264,13 @@ pin_project! {
     pub struct ResponseFuture<F> {
         #[pin]
         inner: F,
+    }
+}
+
+impl<F> ResponseFuture<F> {
+    /// The future of a stack whose outcome is to be read as tonic reads it.
+    pub(crate) const fn new(inner: F) -> Self {
+        Self { inner }
     }
 }
 
