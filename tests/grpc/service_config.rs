@@ -425,3 +425,21 @@ fn configs_grpc_would_refuse_are_refused_with_the_fields_path() {
         ServiceConfigLayer::from_json(json).unwrap();
     }
 }
+
+#[tokio::test]
+async fn retry_throttling_stops_retries_once_half_the_bucket_is_gone() {
+    // Two tokens: one retryable failure leaves one, which is not more than
+    // half, so the call ends with the server's UNAVAILABLE.
+    let json = RETRY_EXAMPLE.replacen(
+        "{\n  \"methodConfig\"",
+        "{\n  \"retryThrottling\": {\"maxTokens\": 2, \"tokenRatio\": 0.5},\n  \"methodConfig\"",
+        1,
+    );
+    let script = Script::new([Step::Status(14, None), Step::Status(14, None)]);
+    let mut client = health_client(&json, &script).await;
+
+    let status = guarded(client.check(check())).await.unwrap_err();
+
+    assert_eq!(status.code(), Code::Unavailable);
+    assert_eq!(script.seen().len(), 1);
+}
