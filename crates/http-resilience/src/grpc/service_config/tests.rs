@@ -158,6 +158,13 @@ fn a_hedging_policy_is_built_as_written() {
     };
     assert_eq!(hedge.decoder().retryable_codes().count(), 0);
     assert_eq!(format!("{:?}", hedge.delay()), "Fixed(0ns)");
+    // More than A6's cap of 5 copies is read as 5.
+    let json = r#"{"methodConfig": [{"name": [{}], "hedgingPolicy": {"maxAttempts": 9}}]}"#;
+    let config = ServiceConfig::from_json(json).unwrap();
+    let MethodPolicy::Hedge(hedge) = config.methods()[0].policy() else {
+        panic!("a hedging policy");
+    };
+    assert_eq!(hedge.max_attempts(), 5);
 }
 
 #[test]
