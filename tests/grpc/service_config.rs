@@ -186,6 +186,21 @@ async fn a_call_its_caller_marks_not_idempotent_is_not_hedged() {
 }
 
 #[tokio::test]
+async fn the_hedging_delay_holds_the_next_copy_back() {
+    // A delay of 5 s and a timeout of 0.5 s: no second copy is ever due.
+    let json = HEDGE_EXAMPLE
+        .replace("\"0.05s\"", "\"5s\"")
+        .replace("\"10s\"", "\"0.5s\"");
+    let script = Script::new([Step::Silent]);
+    let mut client = health_client(&json, &script).await;
+
+    let status = guarded(client.check(check())).await.unwrap_err();
+
+    assert_eq!(status.code(), Code::DeadlineExceeded, "{status:?}");
+    assert_eq!(script.seen().len(), 1);
+}
+
+#[tokio::test]
 async fn a_non_fatal_code_sends_the_next_copy_at_once() {
     let json = HEDGE_EXAMPLE.replace("\"0.05s\"", "\"5s\"");
     let script = Script::new([Step::Status(14, None)]);
@@ -222,6 +237,23 @@ async fn a_timeout_ends_a_silent_call_with_deadline_exceeded() {
     );
     assert_eq!(script.seen().len(), 1);
     assert!(sent_timeouts(&script)[0] <= Duration::from_millis(300));
+}
+
+#[tokio::test]
+async fn a_timeout_bounds_a_retried_method_too() {
+    let json = RETRY_EXAMPLE.replacen(
+        "\"retryPolicy\"",
+        "\"timeout\": \"0.4s\",\n    \"retryPolicy\"",
+        1,
+    );
+    let script = Script::new([Step::Silent]);
+    let mut client = health_client(&json, &script).await;
+
+    let status = guarded(client.check(check())).await.unwrap_err();
+
+    assert_eq!(status.code(), Code::DeadlineExceeded, "{status:?}");
+    assert_eq!(script.seen().len(), 1);
+    assert!(sent_timeouts(&script)[0] <= Duration::from_millis(400));
 }
 
 #[tokio::test]
