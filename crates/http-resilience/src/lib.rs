@@ -37,8 +37,9 @@
 //! - [`reqwest_client`] (feature `reqwest`): a `reqwest::Client` under the
 //!   layers, with reqwest's own request builder and response
 //!   ([`reqwest_client::ResilientClient`]);
-//! - [`grpc`] (feature `grpc`): gRPC retries for tonic, as gRPC's retry
-//!   design says;
+//! - [`grpc`] (feature `grpc`): gRPC retries and hedging for tonic, as
+//!   gRPC's retry design says, and gRPC's service config
+//!   ([`grpc::ServiceConfigLayer`]);
 //! - [`telemetry`]: the spans of every call and attempt, and the events a
 //!   listener hears; [`telemetry::otel`] (feature `otel`): metrics in
 //!   OpenTelemetry's terms;
@@ -177,8 +178,12 @@
 //!   to OpenTelemetry instruments (`http.client.request.duration` and the
 //!   `http_resilience.*` namespace), through the `opentelemetry` API crate
 //!   alone; the application brings the SDK.
-//! - `grpc`: [`grpc::GrpcLayer`], the layers around a tonic `Channel`, with
-//!   `grpc-timeout` propagation and deadline overruns as tonic statuses.
+//! - `grpc`: [`grpc::GrpcLayer`] and [`grpc::GrpcHedgeLayer`], the layers
+//!   around a tonic `Channel`, with `grpc-timeout` propagation and deadline
+//!   overruns as tonic statuses; [`grpc::ServiceConfigLayer`], the same per
+//!   method from gRPC's service config, read with `serde_json` (which this
+//!   feature brings, `std` only: a service config is how gRPC clients are
+//!   given their policies, so reading one belongs with the gRPC glue).
 //!   The gRPC policy parts ([`policy::GrpcDecoder`], [`policy::GrpcBackoff`],
 //!   [`presets::grpc`]) need no feature. tonic 0.14.2 to 0.14.8 build on this
 //!   crate's minimum Rust; 0.14.9 needs 1.88.
