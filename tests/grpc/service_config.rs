@@ -339,7 +339,9 @@ async fn a_method_no_entry_names_is_sent_once_under_the_callers_timeout() {
         .await
         .unwrap_err();
     assert_eq!(status.code(), Code::Unavailable);
-    assert_eq!(script.seen().len(), 1);
+    let seen = script.seen();
+    assert_eq!(seen.len(), 1);
+    assert_eq!(seen[0].timeout, None, "no deadline, so no grpc-timeout");
 
     let script = Script::new([Step::Silent]);
     let timeout = Duration::from_millis(300);

@@ -150,8 +150,16 @@ fn once(timeout: Option<Duration>) -> GrpcLayer<GrpcDecoder, GrpcBackoff> {
     let schedule =
         GrpcBackoff::known_good(2, Duration::from_millis(100), Duration::from_secs(1), 2.0);
     let retry = RetryPolicy::new(GrpcDecoder::new(), schedule).disabled();
-    let deadline = timeout.unwrap_or(Duration::MAX);
-    GrpcLayer::new(ResiliencePolicy::known_good(deadline, deadline, retry))
+    match timeout {
+        Some(timeout) => GrpcLayer::new(ResiliencePolicy::known_good(timeout, timeout, retry)),
+        // NOTE: nothing of the layer's own to send; the caller's
+        // `grpc-timeout`, if tonic wrote one, is the time left, and it is
+        // still enforced (inherited as the call's deadline).
+        None => {
+            let unbounded = ResiliencePolicy::known_good(Duration::MAX, Duration::MAX, retry);
+            GrpcLayer::sending_as_is(unbounded)
+        }
+    }
 }
 
 /// What [`ServiceConfigLayer`] makes of a service `S` (a tonic `Channel`):
