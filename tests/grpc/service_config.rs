@@ -477,3 +477,25 @@ async fn retry_throttling_stops_retries_once_half_the_bucket_is_gone() {
     assert_eq!(status.code(), Code::Unavailable);
     assert_eq!(script.seen().len(), 1);
 }
+
+#[tokio::test]
+async fn retry_throttling_holds_back_hedged_copies_too() {
+    // Two tokens; every copy after the first takes one, as a retry does.
+    // The first call's second copy leaves one, which is not more than half:
+    // the next call sends no second copy.
+    let json = HEDGE_EXAMPLE.replacen(
+        "{\n  \"methodConfig\"",
+        "{\n  \"retryThrottling\": {\"maxTokens\": 2, \"tokenRatio\": 0.5},\n  \"methodConfig\"",
+        1,
+    );
+    let script = Script::new(std::iter::repeat_n(Step::Status(14, None), 3));
+    let mut client = health_client(&json, &script).await;
+
+    let status = guarded(client.check(check())).await.unwrap_err();
+    assert_eq!(status.code(), Code::Unavailable);
+    assert_eq!(script.seen().len(), 2, "the first call is hedged");
+
+    let status = guarded(client.check(check())).await.unwrap_err();
+    assert_eq!(status.code(), Code::Unavailable);
+    assert_eq!(script.seen().len(), 3, "the second is throttled");
+}

@@ -23,7 +23,11 @@
 //!   ([`into_status`](super::into_status));
 //! - `retryThrottling`: one [`RetryBudget`] (A6's token bucket) shared by
 //!   every retry and hedge the config makes, the budget `presets::grpc`
-//!   uses.
+//!   uses. A retryable status takes a token and an accepted call puts
+//!   `tokenRatio` back, as A6 says; for hedging, the library's engine takes
+//!   the token when it sends a copy after the first rather than when a copy
+//!   comes back with a non-fatal status, so a hedge the bucket cannot pay
+//!   for is never sent.
 //!
 //! # Choosing the entry of a call
 //!
