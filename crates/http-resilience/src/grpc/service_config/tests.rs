@@ -130,6 +130,13 @@ fn a_retry_policy_is_built_as_written() {
         5,
         "A6 reads more than 5 as 5"
     );
+    // A maximum below the initial backoff is valid in A6: every wait is
+    // the maximum, as gRPC's formula gives it.
+    let inverted = ServiceConfig::from_json(&retry_with("initialBackoff", "\"2s\"")).unwrap();
+    let MethodPolicy::Retry(retry) = inverted.methods()[0].policy() else {
+        panic!("a retry policy");
+    };
+    assert_eq!(retry.retryer().initial(), Duration::from_secs(1));
 }
 
 #[test]
@@ -292,4 +299,124 @@ fn the_most_specific_name_wins() {
     let none =
         ServiceConfig::from_json(r#"{"methodConfig": [{"name": [{"service": "a"}]}]}"#).unwrap();
     assert!(none.method_config("b", "m").is_none());
+}
+
+// ===== on the paused clock =====
+
+mod timing {
+    use super::super::ServiceConfigLayer;
+    use std::{
+        sync::{Arc, Mutex},
+        time::Duration,
+    };
+    use tokio::time::Instant;
+    use tower::{Layer, ServiceExt};
+
+    /// A trailers-only response with `grpc-status: code`.
+    fn status(code: u8) -> http::Response<tonic::body::Body> {
+        http::Response::builder()
+            .header("content-type", "application/grpc")
+            .header("grpc-status", code.to_string())
+            .body(tonic::body::Body::empty())
+            .unwrap()
+    }
+
+    fn check() -> http::Request<tonic::body::Body> {
+        http::Request::post("/grpc.health.v1.Health/Check")
+            .body(tonic::body::Body::empty())
+            .unwrap()
+    }
+
+    /// When each call came.
+    type Seen = Arc<Mutex<Vec<Instant>>>;
+
+    /// A service that answers with `codes` in turn (then OK, or never when
+    /// `then_silent`), recording in `seen` when each call came.
+    fn upstream(
+        codes: Vec<u8>,
+        then_silent: bool,
+        seen: &Seen,
+    ) -> impl tower_service::Service<
+        http::Request<tonic::body::Body>,
+        Response = http::Response<tonic::body::Body>,
+        Error = std::convert::Infallible,
+        Future = impl Send,
+    > + Clone {
+        let record = Arc::clone(seen);
+        tower::service_fn(move |_: http::Request<tonic::body::Body>| {
+            let mut seen = record.lock().unwrap();
+            seen.push(Instant::now());
+            let code = codes.get(seen.len() - 1).copied();
+            async move {
+                match code {
+                    Some(code) => Ok(status(code)),
+                    None if then_silent => std::future::pending().await,
+                    None => Ok(status(0)),
+                }
+            }
+        })
+    }
+
+    #[tokio::test(flavor = "current_thread", start_paused = true)]
+    async fn the_retry_examples_waits_follow_its_backoff() {
+        let layer = ServiceConfigLayer::from_json(
+            r#"{"methodConfig": [{"name": [{"service": "grpc.health.v1.Health"}],
+                "retryPolicy": {"maxAttempts": 4, "initialBackoff": "0.1s", "maxBackoff": "1s",
+                                "backoffMultiplier": 2, "retryableStatusCodes": ["UNAVAILABLE"]}}]}"#,
+        )
+        .unwrap();
+        let seen = Seen::default();
+        let upstream = upstream(vec![14, 14, 14], false, &seen);
+
+        let response = layer.layer(upstream).oneshot(check()).await.unwrap();
+
+        assert_eq!(response.headers()["grpc-status"], "0");
+        let seen = seen.lock().unwrap();
+        let gaps: Vec<Duration> = seen.windows(2).map(|w| w[1] - w[0]).collect();
+        // 0.1 s, 0.2 s, 0.4 s, each within A6's ±20 %.
+        let ms = Duration::from_millis;
+        for (gap, base) in gaps.iter().zip([100, 200, 400]) {
+            assert!(
+                *gap >= ms(base * 8 / 10) && *gap <= ms(base * 12 / 10),
+                "{gaps:?}"
+            );
+        }
+        assert_eq!(gaps.len(), 3);
+    }
+
+    #[tokio::test(flavor = "current_thread", start_paused = true)]
+    async fn a_timeout_ends_the_call_at_its_instant() {
+        let layer = ServiceConfigLayer::from_json(
+            r#"{"methodConfig": [{"name": [{}], "timeout": "1.5s"}]}"#,
+        )
+        .unwrap();
+        let upstream = upstream(vec![], true, &Seen::default());
+        let start = Instant::now();
+
+        let err = layer.layer(upstream).oneshot(check()).await.unwrap_err();
+
+        let status = err.downcast_ref::<tonic::Status>().expect("a tonic status");
+        assert_eq!(status.code(), tonic::Code::DeadlineExceeded);
+        assert_eq!(start.elapsed(), Duration::from_millis(1500));
+    }
+
+    #[tokio::test(flavor = "current_thread", start_paused = true)]
+    async fn a_hedge_goes_out_after_the_hedging_delay() {
+        let layer = ServiceConfigLayer::from_json(
+            r#"{"methodConfig": [{"name": [{}], "timeout": "10s",
+                "hedgingPolicy": {"maxAttempts": 3, "hedgingDelay": "0.25s"}}]}"#,
+        )
+        .unwrap();
+        let seen = Seen::default();
+        let upstream = upstream(vec![], true, &seen);
+        let start = Instant::now();
+
+        let err = layer.layer(upstream).oneshot(check()).await.unwrap_err();
+
+        let status = err.downcast_ref::<tonic::Status>().expect("a tonic status");
+        assert_eq!(status.code(), tonic::Code::DeadlineExceeded);
+        let offsets: Vec<Duration> = seen.lock().unwrap().iter().map(|at| *at - start).collect();
+        let ms = Duration::from_millis;
+        assert_eq!(offsets, [ms(0), ms(250), ms(500)]);
+    }
 }
