@@ -45,6 +45,7 @@ struct Routes {
 enum Route {
     /// A retry policy, or none (retries turned off).
     Retry(GrpcLayer<GrpcDecoder, GrpcBackoff>),
+    /// A hedging policy.
     Hedge(GrpcHedgeLayer<GrpcDecoder>),
 }
 

@@ -13,9 +13,10 @@
 //! - `hedgingPolicy`: [`GrpcHedgeLayer`](super::GrpcHedgeLayer)'s stack, with
 //!   a [`HedgePolicy`] of a fixed `hedgingDelay` and a [`GrpcDecoder`] whose
 //!   codes are the `nonFatalStatusCodes`;
-//! - neither: the call is sent once, with its body kept for nothing more
-//!   than that and its deadline taken from `grpc-timeout`, as for a method
-//!   no entry names;
+//! - neither, or a method no entry names: every call is sent once, under
+//!   its entry's `timeout` if there is one and under the caller's
+//!   `grpc-timeout` (inherited as its deadline and enforced); with no
+//!   timeout in the entry, the layer writes no `grpc-timeout` of its own;
 //! - `timeout`: the deadline of every call of the method, waits and
 //!   response stream included; a timeout the caller sets with tonic's
 //!   `Request::set_timeout` wins when it is the earlier one. A deadline
@@ -72,9 +73,9 @@
 //! server's pushback, so `grpc-retry-pushback-ms` is capped at 30 s there
 //! ([`GrpcBackoff::with_max_pushback`]); with a timeout, the deadline bounds
 //! it as in `presets::grpc`. With no deadline from the caller either, the
-//! `grpc-timeout` each attempt sends is the layer's stand-in for none, about
-//! thirty years (a value every gRPC server reads as a plain, distant
-//! deadline).
+//! `grpc-timeout` each attempt of a retried or hedged method sends is the
+//! layer's stand-in for none, about thirty years (a value every gRPC server
+//! reads as a plain, distant deadline).
 //!
 //! # Example
 //!
