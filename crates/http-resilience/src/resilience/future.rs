@@ -7,7 +7,7 @@ use crate::{
     limits::{self, Expiry},
     overload::{Admit, NoOverload},
     policy::{Decoder, Retryer},
-    propagate::{send_budget, TimeoutFormat},
+    propagate::{send_budget, time_left, TimeoutFormat},
     retry::{Decision, RetryState},
     telemetry,
     timer::{poll_timer, saturating_after},
@@ -245,9 +245,9 @@ impl<S, B, D, R, G: Gate, O: Admit> Call<S, B, D, R, G, O> {
         let Some(header) = &self.limits.budget_header else {
             return Ok(());
         };
-        let left = self.deadline.instant().saturating_duration_since(now);
+        let left = time_left(self.deadline, now);
         let limit = self.limits.sent_limit(self.retry.on_final_attempt());
-        send_budget(request, &header.0, header.1, Some(left), limit).map_err(|_| ())
+        send_budget(request, &header.0, header.1, left, limit).map_err(|_| ())
     }
 }
 
