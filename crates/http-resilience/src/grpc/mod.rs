@@ -109,7 +109,7 @@
 //! ([`ResiliencePolicy::with_overload`]): `RESOURCE_EXHAUSTED` and attempts
 //! that time out shrink an adaptive limit, and a call turned away reaches
 //! the caller as `UNAVAILABLE`, its source the
-//! [`Overloaded`](crate::overload::error::Overloaded) error.
+//! [`Overloaded`] error.
 //!
 //! Circuits (and overload control's slots) are keyed by the request's authority, and a tonic client made
 //! with `new(transport)` sends only the path: every server it calls would
