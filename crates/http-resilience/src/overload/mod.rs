@@ -123,7 +123,7 @@ mod throttle;
 pub(crate) use self::pass::Admission;
 
 pub use self::{
-    admit::{Admit, NoOverload},
+    admit::{Admit, AnyOverload, NoOverload},
     error::{Overloaded, Rejection},
     events::{OverloadEvent, OverloadListener},
     limit::{AdaptiveLimit, Limit},
