@@ -23,24 +23,27 @@ pub enum Limit {
 ///
 /// # The algorithm
 ///
-/// Latency is read as Netflix's `Gradient2` limit reads it (from the
-/// `concurrency-limits` library, itself after TCP Vegas): every successful
-/// call's latency is a short-term sample, and an exponential average over
-/// about the last 600 samples is the long-term one. Their ratio, the
-/// gradient `tolerance × long / short` kept within `[0.5, 1]`, says whether a
-/// queue is building at the upstream:
+/// The limit follows the ratio of the upstream's latency now to its latency
+/// unloaded, as the gradient limits of Netflix's `concurrency-limits`
+/// library (`Gradient2`) and of Envoy's adaptive concurrency filter do,
+/// after TCP Vegas:
 ///
-/// - at 1 (latency as usual) the limit moves toward `limit + 4`, so that a
-///   little headroom probes for more capacity;
-/// - below 1 (latency above the tolerance) it moves toward
+/// - the latency unloaded is the least latency of a successful call over
+///   the last five to ten seconds (kept as two windows of five seconds, the
+///   older one forgotten as a new one starts), as Vegas and Envoy take a
+///   minimum rather than an average: an average comes to follow a queue
+///   that lasts, and stops seeing it;
+/// - each successful call's latency is a sample, and the gradient
+///   `tolerance × unloaded / sample`, kept within `[0.5, 1]`, says whether a
+///   queue is building at the upstream;
+/// - at 1 (latency within the tolerance, 1.5 times the unloaded by
+///   default) the limit moves toward `limit + 4`, so that a little headroom
+///   probes for more capacity; below 1 it moves toward
 ///   `limit × gradient + 4`, at most halving it;
 /// - the move is smoothed: the limit goes `smoothing` (0.2) of the way to
 ///   the new value on every sample;
 /// - the limit does not grow while fewer than half of it are in flight (the
-///   client, not the upstream, sets the pace then);
-/// - when the long-term latency is more than twice the short one (load has
-///   gone), it is lowered by 5 % per sample, so that the limit recovers
-///   without waiting for the average to forget.
+///   client, not the upstream, sets the pace then).
 ///
 /// An overload signal (a 429 or 503 response, a gRPC `RESOURCE_EXHAUSTED`,
 /// an attempt that timed out) cuts the limit at once, as AIMD does:
@@ -70,8 +73,10 @@ pub struct AdaptiveLimit {
 /// The headroom the limit probes with: calls beyond the latency's estimate.
 const HEADROOM: f64 = 4.0;
 
-/// The samples the long-term latency averages over.
-const LONG_WINDOW: f64 = 600.0;
+/// How long each of the two windows of the least latency lasts, in
+/// nanoseconds: the unloaded latency is the least of the last five to ten
+/// seconds.
+const MIN_WINDOW: u64 = 5_000_000_000;
 
 impl Default for AdaptiveLimit {
     /// From 20, within `[1, 1000]`; smoothing 0.2, tolerance 1.5, backoff
@@ -197,8 +202,11 @@ pub(crate) enum LimitState {
 pub(crate) struct Adaptive {
     settings: AdaptiveLimit,
     limit: f64,
-    /// The long-term latency in nanoseconds; 0 before the first sample.
-    long: f64,
+    /// The least latency of the window that started at `since`, and of the
+    /// one before it, in nanoseconds; 0 for none yet.
+    least: f64,
+    least_before: f64,
+    since: u64,
 }
 
 // ===== impl LimitState =====
@@ -222,10 +230,11 @@ impl LimitState {
     }
 
     /// Learns from a call the upstream accepted in `latency`, admitted with
-    /// `in_flight` calls in flight (itself included).
-    pub(crate) fn on_success(&mut self, latency: Duration, in_flight: u32) {
+    /// `in_flight` calls in flight (itself included), ended at `now`
+    /// (nanoseconds on the slots' clock).
+    pub(crate) fn on_success(&mut self, latency: Duration, in_flight: u32, now: u64) {
         if let LimitState::Adaptive(adaptive) = self {
-            adaptive.on_success(latency, in_flight);
+            adaptive.on_success(latency, in_flight, now);
         }
     }
 
@@ -244,7 +253,9 @@ impl Adaptive {
         Self {
             settings,
             limit: f64::from(settings.initial),
-            long: 0.0,
+            least: 0.0,
+            least_before: 0.0,
+            since: 0,
         }
     }
 
@@ -258,23 +269,34 @@ impl Adaptive {
         self.limit = limit.clamp(f64::from(s.min), f64::from(s.max));
     }
 
-    pub(crate) fn on_success(&mut self, latency: Duration, in_flight: u32) {
+    /// The least latency of the last five to ten seconds at `now`, with
+    /// `sample` counted.
+    fn unloaded(&mut self, sample: f64, now: u64) -> f64 {
+        if now.saturating_sub(self.since) >= MIN_WINDOW {
+            self.least_before = self.least;
+            self.least = 0.0;
+            self.since = now;
+        }
+        if self.least == 0.0 || sample < self.least {
+            self.least = sample;
+        }
+        if self.least_before == 0.0 {
+            self.least
+        } else {
+            self.least.min(self.least_before)
+        }
+    }
+
+    pub(crate) fn on_success(&mut self, latency: Duration, in_flight: u32, now: u64) {
         // NOTE: a zero latency (a clock that did not move) reads as one
         // nanosecond, so that the ratio stays finite.
-        let short = (latency.as_nanos() as f64).max(1.0);
-        self.long = if self.long == 0.0 {
-            short
-        } else {
-            self.long + (short - self.long) * 2.0 / (LONG_WINDOW + 1.0)
-        };
-        if self.long / short > 2.0 {
-            self.long *= 0.95;
-        }
+        let sample = (latency.as_nanos() as f64).max(1.0);
+        let unloaded = self.unloaded(sample, now);
         if f64::from(in_flight) < self.limit / 2.0 {
             return;
         }
         let s = self.settings;
-        let gradient = (s.tolerance * self.long / short).clamp(0.5, 1.0);
+        let gradient = (s.tolerance * unloaded / sample).clamp(0.5, 1.0);
         let estimate = self.limit * gradient + HEADROOM;
         self.clamp(self.limit + (estimate - self.limit) * s.smoothing);
     }
@@ -294,13 +316,23 @@ mod tests {
         Adaptive::new(AdaptiveLimit::new(initial, min, max).unwrap())
     }
 
+    /// Samples `latency` `n` times, 1 ms apart from `at` (nanoseconds), each
+    /// with the limit in flight; the instant after.
+    fn full(limit: &mut Adaptive, latency: Duration, n: u64, at: u64) -> u64 {
+        for i in 0..n {
+            let in_flight = limit.get();
+            limit.on_success(latency, in_flight, at + i * 1_000_000);
+        }
+        at + n * 1_000_000
+    }
+
     #[test]
     fn the_limit_grows_while_latency_holds_and_the_calls_fill_it() {
         let mut limit = adaptive(10, 1, 40);
         let mut seen = vec![limit.get()];
-        for _ in 0..200 {
-            let full = limit.get();
-            limit.on_success(20 * MS, full);
+        for i in 0..200 {
+            let in_flight = limit.get();
+            limit.on_success(20 * MS, in_flight, i);
             seen.push(limit.get());
         }
         assert!(
@@ -313,8 +345,8 @@ mod tests {
     #[test]
     fn the_limit_does_not_grow_while_the_client_sets_the_pace() {
         let mut limit = adaptive(20, 1, 100);
-        for _ in 0..100 {
-            limit.on_success(20 * MS, 9);
+        for i in 0..100 {
+            limit.on_success(20 * MS, 9, i);
         }
         assert_eq!(limit.get(), 20);
     }
@@ -322,31 +354,34 @@ mod tests {
     #[test]
     fn the_limit_shrinks_when_latency_rises_at_most_halving_per_estimate() {
         let mut limit = adaptive(100, 1, 100);
-        for _ in 0..50 {
-            limit.on_success(20 * MS, 100);
-        }
+        let at = full(&mut limit, 20 * MS, 50, 0);
         assert_eq!(limit.get(), 100);
         // Ten times slower: the gradient is at its floor, 0.5.
-        limit.on_success(200 * MS, 100);
+        limit.on_success(200 * MS, 100, at);
         // 100 + (100 * 0.5 + 4 - 100) * 0.2
         assert_eq!(limit.get(), 90);
         // Toward the point where halving and the headroom balance: 8.
-        for _ in 0..60 {
-            let full = limit.get();
-            limit.on_success(200 * MS, full);
-        }
+        full(&mut limit, 200 * MS, 60, at);
         assert!((8..=9).contains(&limit.get()), "{}", limit.get());
+    }
+
+    #[test]
+    fn a_queue_that_lasts_keeps_the_limit_down() {
+        // Unloaded 20 ms; then three times slower for eight seconds: the
+        // least latency remembered keeps seeing the queue.
+        let mut limit = adaptive(40, 1, 40);
+        let mut at = full(&mut limit, 20 * MS, 100, 0);
+        for _ in 0..8 {
+            at = full(&mut limit, 60 * MS, 1000, at);
+            assert!(limit.get() <= 9, "{} at {at}", limit.get());
+        }
     }
 
     #[test]
     fn within_the_tolerance_a_slower_upstream_keeps_its_limit() {
         let mut limit = adaptive(50, 1, 50);
-        for _ in 0..100 {
-            limit.on_success(20 * MS, 50);
-        }
-        for _ in 0..100 {
-            limit.on_success(28 * MS, 50);
-        }
+        let at = full(&mut limit, 20 * MS, 100, 0);
+        full(&mut limit, 28 * MS, 100, at);
         assert_eq!(limit.get(), 50, "1.4 times slower, under the 1.5 tolerance");
     }
 
@@ -364,20 +399,25 @@ mod tests {
     #[test]
     fn the_limit_recovers_once_the_load_is_gone() {
         let mut limit = adaptive(40, 1, 40);
-        for _ in 0..100 {
-            limit.on_success(20 * MS, 40);
-        }
-        for _ in 0..30 {
-            let full = limit.get();
-            limit.on_success(400 * MS, full);
-        }
+        let at = full(&mut limit, 20 * MS, 100, 0);
+        let at = full(&mut limit, 400 * MS, 30, at);
         let low = limit.get();
         assert!(low < 10, "{low}");
-        for _ in 0..100 {
-            let full = limit.get();
-            limit.on_success(20 * MS, full);
-        }
+        full(&mut limit, 20 * MS, 100, at);
         assert_eq!(limit.get(), 40, "back to the max from {low}");
+    }
+
+    #[test]
+    fn an_upstream_slower_for_good_is_the_new_unloaded_within_ten_seconds() {
+        let mut limit = adaptive(40, 1, 40);
+        let at = full(&mut limit, 20 * MS, 100, 0);
+        // Slower for good (another region, say): once both windows have
+        // forgotten 20 ms, 60 ms is the unloaded latency and the limit
+        // grows back.
+        let at = full(&mut limit, 60 * MS, 11_000, at);
+        assert!(limit.get() > 30, "{}", limit.get());
+        full(&mut limit, 60 * MS, 100, at);
+        assert_eq!(limit.get(), 40);
     }
 
     #[test]

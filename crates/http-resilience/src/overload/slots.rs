@@ -250,7 +250,7 @@ impl State {
                 } else {
                     self.latency + (sample - self.latency) * LATENCY_SMOOTHING
                 };
-                self.limit.on_success(latency, in_flight);
+                self.limit.on_success(latency, in_flight, now);
             }
             Signal::Overload => self.limit.on_overload(),
             Signal::Failed | Signal::Nothing => {}
