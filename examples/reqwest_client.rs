@@ -1,5 +1,6 @@
-//! A `reqwest::Client` under the three layers: a flaky loopback upstream, the
-//! standard preset, and what came back.
+//! A `reqwest::Client` under the standard preset, against a flaky loopback
+//! upstream: first with reqwest's own request builder (`ResilientClient`),
+//! then as a tower service (`ReqwestService`).
 //!
 //! ```text
 //! cargo run --example reqwest_client
@@ -7,7 +8,10 @@
 
 use http_body_util::BodyExt;
 use http_resilience::{
-    policy::RetryEvent, presets, reqwest_client::ReqwestService, Attempts, BoxError,
+    policy::RetryEvent,
+    presets,
+    reqwest_client::{ReqwestService, ResilientClient},
+    Attempts, BoxError,
 };
 use http_resilience_mock::{MockResponse, MockServer};
 use std::time::Duration;
@@ -16,8 +20,10 @@ use tower::{Layer, ServiceExt};
 #[tokio::main]
 async fn main() -> Result<(), BoxError> {
     let upstream = MockServer::start().await?;
-    upstream.enqueue(MockResponse::new(503).with_header("retry-after", "0"));
-    upstream.enqueue(MockResponse::ok("fresh weather"));
+    for _ in 0..2 {
+        upstream.enqueue(MockResponse::new(503).with_header("retry-after", "0"));
+        upstream.enqueue(MockResponse::ok("fresh weather"));
+    }
 
     // The client retries nothing and times nothing out: the layers do both.
     let client = reqwest::Client::builder()
@@ -28,12 +34,27 @@ async fn main() -> Result<(), BoxError> {
         .with_attempt_timeout(Duration::from_secs(2))?
         .with_deadline(Duration::from_secs(5))?
         .map_retry(|retry| retry.with_listener(|event: &RetryEvent| println!("  {event}")));
-    let svc = policy.layer().layer(ReqwestService::new(client));
 
+    println!("GET {} with reqwest's builder", upstream.uri("/weather"));
+    let resilient = ResilientClient::new(client.clone(), policy.clone().layer());
+    let response = resilient
+        .get(upstream.uri("/weather").to_string())
+        .query(&[("city", "Lyon")])
+        .send()
+        .await?;
+    let attempts = response
+        .extensions()
+        .get::<Attempts>()
+        .map_or(1, Attempts::get);
     println!(
-        "GET {} through reqwest and the standard preset",
-        upstream.uri("/weather")
+        "{} from {} after {attempts} attempt(s)",
+        response.status(),
+        response.url()
     );
+    println!("{:?}", response.text().await?);
+
+    println!("GET {} as a tower service", upstream.uri("/weather"));
+    let svc = policy.layer().layer(ReqwestService::new(client));
     let request = http::Request::get(upstream.uri("/weather")).body(String::new())?;
     let response = svc.oneshot(request).await?;
     let status = response.status();

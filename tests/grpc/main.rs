@@ -509,18 +509,14 @@ async fn a_streamed_request_is_retried_after_a_refused_connection() {
     assert_eq!(script.seen().len(), 1, "the server saw the call once");
 }
 
-/// Hedging a gRPC call, composed by hand from the public parts: the request
-/// body replayed, a deadline over everything, a hedge after 50 ms, the
-/// channel's error as a `BoxError`, tonic's body type at the channel. The method is marked safe to repeat in the tonic
-/// request's extensions, as the hedging docs say.
+/// Hedging a gRPC call with one layer: the body replayed, the deadline
+/// inherited and sent, a hedge after 50 ms, the method marked safe to
+/// repeat, all by `GrpcHedgeLayer`.
 #[tokio::test]
 async fn a_hedged_check_takes_the_copy_that_answers() {
     use http_resilience::{
-        body::ReplayBody,
-        grpc::TonicBody,
-        hedge::{HedgeDelay, HedgeLayer, HedgePolicy},
-        policy::Idempotency,
-        BoxError, DeadlineLayer,
+        grpc::GrpcHedgeLayer,
+        hedge::{HedgeDelay, HedgePolicy},
     };
     let script = Script::new([Step::Silent]);
     let channel = server(&script).await;
@@ -529,22 +525,12 @@ async fn a_hedged_check_takes_the_copy_that_answers() {
         HedgeDelay::fixed(Duration::from_millis(50)),
         2,
     )
-    .unwrap()
-    .with_previous_attempts_header(http_resilience::policy::GRPC_PREVIOUS_RPC_ATTEMPTS);
-    let svc = tower::ServiceBuilder::new()
-        .map_request(|request: http::Request<tonic::body::Body>| request.map(ReplayBody::new))
-        .layer(DeadlineLayer::new(Duration::from_secs(10)))
-        .layer(HedgeLayer::new(policy))
-        // NOTE: the decoders classify `BoxError`; the compiler says so, with
-        // this fix, when the map is missing.
-        .map_err(BoxError::from)
-        .service(TonicBody::new(channel));
-    let mut client = HealthClient::new(svc);
+    .unwrap();
+    let layer = GrpcHedgeLayer::new(policy).with_deadline(Duration::from_secs(10));
+    let mut client = HealthClient::new(layer.layer(channel));
 
-    let mut request = check();
-    request.extensions_mut().insert(Idempotency::Idempotent);
     let start = Instant::now();
-    let response = guarded(client.check(request)).await.unwrap();
+    let response = guarded(client.check(check())).await.unwrap();
 
     assert!(
         start.elapsed() < Duration::from_secs(5),
@@ -558,14 +544,42 @@ async fn a_hedged_check_takes_the_copy_that_answers() {
         .map(Attempts::winner);
     assert_eq!(winner, Some(2));
     // Every attempt after the first carries the count of those before it,
-    // hedged ones included, as gRPC's retry design says.
-    let previous: Vec<_> = script
-        .seen()
-        .into_iter()
-        .map(|s| s.previous_attempts)
-        .collect();
+    // hedged ones included, as gRPC's retry design says; every copy carries
+    // the time left.
+    let seen = script.seen();
+    let previous: Vec<_> = seen.iter().map(|s| s.previous_attempts.clone()).collect();
     assert_eq!(previous, [None, Some("1".to_owned())]);
+    for copy in &seen {
+        let value = copy.timeout.as_deref().expect("grpc-timeout on every copy");
+        let left = parse_timeout(&value.parse().unwrap(), TimeoutFormat::Grpc).unwrap();
+        assert!(
+            left > Duration::ZERO && left <= Duration::from_secs(10),
+            "{left:?}"
+        );
+    }
+}
+
+/// The one layer's deadline reaches tonic as `DEADLINE_EXCEEDED` when no
+/// copy answers.
+#[tokio::test]
+async fn a_hedged_check_that_no_copy_answers_ends_with_deadline_exceeded() {
+    use http_resilience::{
+        grpc::GrpcHedgeLayer,
+        hedge::{HedgeDelay, HedgePolicy},
+    };
+    let script = Script::new([Step::Silent, Step::Silent]);
+    let channel = server(&script).await;
+    let delay = HedgeDelay::fixed(Duration::from_millis(50));
+    let policy = HedgePolicy::new(GrpcDecoder::default(), delay, 2).unwrap();
+    let layer = GrpcHedgeLayer::new(policy).with_deadline(Duration::from_millis(400));
+    let mut client = HealthClient::new(layer.layer(channel));
+
+    let status = guarded(client.check(check())).await.unwrap_err();
+
+    assert_eq!(status.code(), Code::DeadlineExceeded, "{status:?}");
+    assert_eq!(script.seen().len(), 2);
 }
 
 mod breaker;
 mod pushback;
+mod service_config;

@@ -500,3 +500,66 @@ async fn a_deadline_overrun_is_counted_through_the_combined_service() {
     assert_eq!(FailureKind::of(&*err), FailureKind::Deadline);
     assert_overrun(&reader.collect());
 }
+
+/// Polls `future` once: its output, if it had one.
+async fn futures_poll_once<F: Future>(future: std::pin::Pin<&mut F>) -> Option<F::Output> {
+    let mut future = Some(future);
+    std::future::poll_fn(move |cx| {
+        let polled = future.take().expect("polled once").poll(cx);
+        std::task::Poll::Ready(match polled {
+            std::task::Poll::Ready(output) => Some(output),
+            std::task::Poll::Pending => None,
+        })
+    })
+    .await
+}
+
+#[tokio::test(flavor = "current_thread", start_paused = true)]
+async fn overload_control_counts_its_rejections_and_its_gauges_read_the_slots() {
+    use http_resilience::overload::{OverloadLayer, OverloadPolicy};
+    let _one = crate::ONE_AT_A_TIME.lock().await;
+    let (reader, metrics) = Reader::new();
+    let overload = OverloadPolicy::bulkhead(1)
+        .unwrap()
+        .with_listener(metrics.clone());
+    let slots = metrics.observe_overload(&overload);
+    let svc = ServiceBuilder::new()
+        .layer(OverloadLayer::new(overload))
+        .service(silent());
+    // One call holds the only slot; two more are turned away.
+    let mut held = Box::pin(svc.clone().oneshot(get()));
+    assert!(futures_poll_once(held.as_mut()).await.is_none());
+    for _ in 0..2 {
+        let err = guarded(svc.clone().oneshot(get())).await.unwrap_err();
+        assert_eq!(FailureKind::of(&*err), FailureKind::Overloaded);
+    }
+
+    let key = ("http_resilience.overload.key", "http://api.test:8080");
+    let points = reader.collect();
+    let rejections = of(&points, "http_resilience.overload.rejections");
+    let full = attributes(&[key, ("http_resilience.overload.reason", "queue_full")]);
+    assert_eq!(rejections.len(), 1, "{rejections:?}");
+    assert_eq!(
+        (&rejections[0].attributes, rejections[0].value),
+        (&full, 2.0)
+    );
+    for (gauge, value) in [
+        ("http_resilience.overload.limit", 1.0),
+        ("http_resilience.overload.in_flight", 1.0),
+        ("http_resilience.overload.queued", 0.0),
+        ("http_resilience.overload.rejection_probability", 0.0),
+    ] {
+        let read = of(&points, gauge);
+        assert_eq!(read.len(), 1, "{gauge}: {read:?}");
+        assert_eq!(
+            (&read[0].attributes, read[0].value),
+            (&attributes(&[key]), value),
+            "{gauge}"
+        );
+    }
+
+    drop(held);
+    drop(slots);
+    let points = reader.collect();
+    assert!(of(&points, "http_resilience.overload.in_flight").is_empty());
+}

@@ -1,12 +1,13 @@
 //! The README's snippets of use with other crates are lines of the examples
 //! that CI builds and runs, so they cannot drift from code that compiles.
 
-/// Each `rust,ignore` block of the section, with the example it names.
-fn snippets(readme: &str) -> Vec<(String, Vec<String>)> {
+/// Each `rust,ignore` block of the section whose title starts with `title`,
+/// with the example it names.
+fn snippets(readme: &str, title: &str) -> Vec<(String, Vec<String>)> {
     let section = readme
         .split("\n## ")
-        .find(|part| part.starts_with("Use with"))
-        .expect("a \"Use with\" section");
+        .find(|part| part.starts_with(title))
+        .unwrap_or_else(|| panic!("a {title:?} section"));
     let mut found = Vec::new();
     let mut example = None;
     let mut block: Option<Vec<String>> = None;
@@ -34,13 +35,29 @@ fn snippets(readme: &str) -> Vec<(String, Vec<String>)> {
 #[test]
 fn every_snippet_line_is_a_line_of_its_example() {
     let readme = include_str!("../../README.md");
-    let snippets = snippets(readme);
+    let snippets = snippets(readme, "Use with");
     let names: Vec<&str> = snippets.iter().map(|(name, _)| name.as_str()).collect();
     assert_eq!(
         names,
         ["axum_gateway.rs", "tonic_client.rs", "reqwest_client.rs"],
         "one snippet per example with a block"
     );
+    assert_lines_of_examples(snippets);
+}
+
+/// The reqwest-retry side and this crate's side of "Coming from
+/// reqwest-retry" are both lines of the example that builds and runs them.
+#[test]
+fn the_reqwest_retry_comparison_is_lines_of_its_example() {
+    let readme = include_str!("../../README.md");
+    let snippets = snippets(readme, "Coming from reqwest-retry");
+    let names: Vec<&str> = snippets.iter().map(|(name, _)| name.as_str()).collect();
+    assert_eq!(names, ["reqwest_retry.rs", "reqwest_retry.rs"]);
+    assert_lines_of_examples(snippets);
+}
+
+/// Every non-empty line of each snippet, trimmed, is a line of its example.
+fn assert_lines_of_examples(snippets: Vec<(String, Vec<String>)>) {
     for (name, lines) in snippets {
         assert!(lines.len() <= 20, "{name}: {} lines", lines.len());
         let path = format!("{}/examples/{name}", env!("CARGO_MANIFEST_DIR"));

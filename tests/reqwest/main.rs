@@ -1,9 +1,12 @@
 //! A real `reqwest::Client` under the layers, over loopback: Reactor
 //! WebClient's contracts, a request retried after refused connections, and a
-//! `Retry-After`. Real clock; limits far apart.
+//! `Retry-After`; and `ResilientClient`, reqwest's own builder in front of the
+//! layers (`client.rs`). Real clock; limits far apart.
 
 #[path = "../support/mod.rs"]
 mod support;
+
+mod client;
 
 use http::{Request, StatusCode};
 use http_body_util::BodyExt;

@@ -35,9 +35,11 @@
 //! - [`transport`] (feature `transport`): a hyper-util client with connect and
 //!   read timeouts and no hidden retry;
 //! - [`reqwest_client`] (feature `reqwest`): a `reqwest::Client` under the
-//!   layers;
-//! - [`grpc`] (feature `grpc`): gRPC retries for tonic, as gRPC's retry
-//!   design says;
+//!   layers, with reqwest's own request builder and response
+//!   ([`reqwest_client::ResilientClient`]);
+//! - [`grpc`] (feature `grpc`): gRPC retries and hedging for tonic, as
+//!   gRPC's retry design says, and gRPC's service config
+//!   ([`grpc::ServiceConfigLayer`]);
 //! - [`telemetry`]: the spans of every call and attempt, and the events a
 //!   listener hears; [`telemetry::otel`] (feature `otel`): metrics in
 //!   OpenTelemetry's terms;
@@ -163,14 +165,25 @@
 //!   written for people (`"250ms"`, `"1m 30s"`).
 //! - `toml`: [`config::ClientsConfig::from_toml_str`], the same read from TOML;
 //!   implies `serde`.
-//! - `reqwest`: [`reqwest_client::ReqwestService`], a `reqwest::Client` under
-//!   the layers; also lets [`FailureKind`] read reqwest's errors.
+//! - `reqwest`: [`reqwest_client::ResilientClient`], reqwest's request
+//!   builder in front of the layers, and [`reqwest_client::ReqwestService`],
+//!   a `reqwest::Client` as a tower service; also lets [`FailureKind`] read
+//!   reqwest's errors.
+//! - `reqwest-json`, `reqwest-query`, `reqwest-form`: the `json`, `query` and
+//!   `form` methods of [`reqwest_client::ResilientRequestBuilder`], each
+//!   turning on reqwest's feature of the same name (without them,
+//!   [`map_reqwest`](reqwest_client::ResilientRequestBuilder::map_reqwest)
+//!   reaches whatever reqwest features the application has).
 //! - `otel`: [`telemetry::otel::Metrics`], the library's metrics recorded
 //!   to OpenTelemetry instruments (`http.client.request.duration` and the
 //!   `http_resilience.*` namespace), through the `opentelemetry` API crate
 //!   alone; the application brings the SDK.
-//! - `grpc`: [`grpc::GrpcLayer`], the layers around a tonic `Channel`, with
-//!   `grpc-timeout` propagation and deadline overruns as tonic statuses.
+//! - `grpc`: [`grpc::GrpcLayer`] and [`grpc::GrpcHedgeLayer`], the layers
+//!   around a tonic `Channel`, with `grpc-timeout` propagation and deadline
+//!   overruns as tonic statuses; [`grpc::ServiceConfigLayer`], the same per
+//!   method from gRPC's service config, read with `serde_json` (which this
+//!   feature brings, `std` only: a service config is how gRPC clients are
+//!   given their policies, so reading one belongs with the gRPC glue).
 //!   The gRPC policy parts ([`policy::GrpcDecoder`], [`policy::GrpcBackoff`],
 //!   [`presets::grpc`]) need no feature. tonic 0.14.2 to 0.14.8 build on this
 //!   crate's minimum Rust; 0.14.9 needs 1.88.
@@ -204,7 +217,9 @@ pub mod extensions;
 #[cfg(feature = "grpc")]
 pub mod grpc;
 pub mod hedge;
+mod keyed;
 mod limits;
+pub mod overload;
 pub mod policy;
 pub mod presets;
 pub mod propagate;

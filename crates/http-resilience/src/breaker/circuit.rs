@@ -8,7 +8,7 @@ use super::{
     events::{emit, BreakerEvent, BreakerListener, TripReason},
     policy::{judge_timed, Judged, Ramp, Settings, Shared},
     window::{Window, BUCKETS},
-    BreakerKey, CircuitState, KeyRef,
+    BreakerKey, CircuitState,
 };
 use crate::policy::{Seeds, Verdict};
 use std::{
@@ -138,18 +138,9 @@ impl Circuit {
         &self.key
     }
 
-    /// Whether this circuit, still kept in its map, is the one of `key`.
-    pub(crate) fn is_current(&self, key: KeyRef<'_>) -> bool {
-        !self.evicted.load(Ordering::Relaxed) && self.key.as_ref().matches(key)
-    }
-
-    /// Whether this circuit is still kept in its map.
-    pub(crate) fn is_kept(&self) -> bool {
-        !self.evicted.load(Ordering::Relaxed)
-    }
-
-    pub(crate) fn evict(&self) {
-        self.evicted.store(true, Ordering::Relaxed);
+    /// Set once the circuit is evicted from its map.
+    pub(crate) const fn evicted(&self) -> &AtomicBool {
+        &self.evicted
     }
 
     pub(crate) fn last_used(&self) -> u64 {

@@ -4,16 +4,16 @@
 use super::{
     circuit::{Circuit, Ctx, Ticket},
     error::CircuitOpen,
-    key::KeyRef,
     policy::Shared,
-    BreakerPolicy,
+    registry, BreakerPolicy,
 };
 use crate::{
+    keyed,
     policy::{AnyDecoder, Decoder},
     BoxError,
 };
-use http::uri::{Authority, Scheme};
 use std::sync::Arc;
+use tokio::time::Instant;
 
 mod sealed {
     pub trait Sealed {}
@@ -76,33 +76,11 @@ pub trait Judges<T>: Gate {
 /// of its last key, and the scheme and authority of the request that found
 /// it.
 #[derive(Debug, Clone, Default)]
-pub struct AtHand(Option<Held>);
+pub struct AtHand(keyed::AtHand<Circuit>);
 
 impl AtHand {
     /// No circuit at hand yet.
-    pub(crate) const EMPTY: Self = Self(None);
-}
-
-#[derive(Debug, Clone)]
-struct Held {
-    circuit: Arc<Circuit>,
-    scheme: Option<Scheme>,
-    authority: Option<Authority>,
-}
-
-impl Held {
-    /// Whether the circuit, still kept, is the one of `uri`'s authority key.
-    ///
-    /// NOTE: the same scheme and authority (compared as `http` compares
-    /// them, without regard to case) always make the same key, so a request
-    /// for the authority of the last one is served without parsing its host
-    /// and port again.
-    #[inline]
-    fn serves(&self, uri: &http::Uri) -> bool {
-        self.circuit.is_kept()
-            && uri.authority() == self.authority.as_ref()
-            && uri.scheme() == self.scheme.as_ref()
-    }
+    pub(crate) const EMPTY: Self = Self(keyed::AtHand::EMPTY);
 }
 
 /// A call's pass through a [`BreakerPolicy`]'s circuit.
@@ -130,30 +108,15 @@ pub(crate) fn circuit_for<D, B>(
     at_hand: &mut AtHand,
     request: &http::Request<B>,
 ) -> Arc<Circuit> {
-    let uri = request.uri();
-    let custom = match &shared.key_fn {
-        None => match &at_hand.0 {
-            Some(held) if held.serves(uri) => return Arc::clone(&held.circuit),
-            _ => None,
-        },
-        Some(key) => Some(key(uri, request.headers())),
+    let ctx = Ctx::of(shared);
+    let lookup = keyed::Lookup {
+        registry: &shared.registry,
+        key_fn: shared.key_fn.as_deref(),
+        room: registry::room(ctx),
+        now: || ctx.nanos(Instant::now()),
+        make: Circuit::new,
     };
-    let key = match &custom {
-        Some(custom) => custom.as_ref(),
-        None => KeyRef::of_uri(uri),
-    };
-    if let (Some(held), Some(_)) = (&at_hand.0, &custom) {
-        if held.circuit.is_current(key) {
-            return Arc::clone(&held.circuit);
-        }
-    }
-    let circuit = shared.registry.get_or_insert(key, Ctx::of(shared));
-    at_hand.0 = Some(Held {
-        circuit: Arc::clone(&circuit),
-        scheme: uri.scheme().cloned(),
-        authority: uri.authority().cloned(),
-    });
-    circuit
+    keyed::entry_for(lookup, &mut at_hand.0, request)
 }
 
 // ===== impl NoBreaker =====

@@ -180,7 +180,8 @@ pub use self::{
 
 pub(crate) use self::probe::waits_for_probe;
 
-use self::{circuit::Circuit, circuit::Ctx, future::ResponseFuture, key::KeyRef};
+pub(crate) use self::key::KeyRef;
+use self::{circuit::Circuit, circuit::Ctx, future::ResponseFuture};
 use crate::{policy::Decoder, BoxError};
 use std::{
     fmt,

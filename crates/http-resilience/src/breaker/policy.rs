@@ -2,12 +2,12 @@
 
 use super::{events::BreakerListener, registry::Registry, BreakerKey, CircuitState};
 use crate::policy::{AnyDecoder, Decoder, Reason, TransientDecoder, Verdict};
-use crate::{policy::Seeds, FailureKind, InvalidSetting};
+use crate::{policy::Seeds, InvalidSetting};
 use std::{fmt, sync::Arc, time::Duration};
 use tokio::time::Instant;
 
 /// A key function of one's own.
-pub(crate) type KeyFn = dyn Fn(&http::Uri, &http::HeaderMap) -> BreakerKey + Send + Sync;
+pub(crate) use crate::keyed::KeyFn;
 
 /// The settings of a breaker, validated.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -566,14 +566,14 @@ impl<D> Shared<D> {
 /// What a circuit makes of `verdict` on an outcome (an error when
 /// `is_error`): see the policy's docs.
 pub(crate) fn judge(verdict: Verdict, is_error: bool) -> Judged {
-    match verdict {
-        Verdict::Retry {
-            reason: Reason::Failure(FailureKind::CircuitOpen),
-            ..
+    // NOTE: a call turned away below (an open circuit, overload control)
+    // never reached the upstream.
+    if let Some(Reason::Failure(kind)) = verdict.reason() {
+        if kind.is_turned_away() {
+            return Judged::Ignored;
         }
-        | Verdict::Fail {
-            reason: Reason::Failure(FailureKind::CircuitOpen),
-        } => Judged::Ignored,
+    }
+    match verdict {
         Verdict::Retry { .. } => Judged::Failure(verdict),
         Verdict::Fail { .. } if is_error => Judged::Failure(verdict),
         _ => Judged::Success,

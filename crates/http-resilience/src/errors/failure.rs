@@ -79,6 +79,12 @@ pub enum FailureKind {
     /// ([`CircuitOpen`]): the request was never sent. The ready-made
     /// decoders never retry it.
     CircuitOpen,
+    /// Overload control turned the call away ([`Overloaded`]): no slot
+    /// in time, or throttled; the request was never sent. The ready-made
+    /// decoders never retry it.
+    ///
+    /// [`Overloaded`]: crate::overload::error::Overloaded
+    Overloaded,
     /// The request body could not be produced as announced: a
     /// [`ReopenBody`](crate::body::ReopenBody) opened to another length than
     /// the one every attempt announces, or yielded fewer or more bytes
@@ -204,16 +210,26 @@ impl FailureKind {
         )
     }
 
+    /// Whether the client turned the call away itself, before sending it: a
+    /// circuit breaker ([`CircuitOpen`](Self::CircuitOpen)) or overload
+    /// control ([`Overloaded`](Self::Overloaded)). Sending it again at once
+    /// would meet the same refusal, so the ready-made decoders never retry
+    /// it, and it costs no retry budget token.
+    pub const fn is_turned_away(&self) -> bool {
+        matches!(self, FailureKind::CircuitOpen | FailureKind::Overloaded)
+    }
+
     /// Whether the upstream cannot have acted on the request: it was never
     /// sent (connecting failed, or the connection closed before the request
     /// was written), or the upstream said it did not process it
-    /// ([`Unprocessed`](Self::Unprocessed)), or a circuit breaker turned the
-    /// call away ([`CircuitOpen`](Self::CircuitOpen)). Repeating the request
-    /// is safe for any method.
+    /// ([`Unprocessed`](Self::Unprocessed)), or the client turned it away
+    /// itself ([`is_turned_away`](Self::is_turned_away)). Repeating the
+    /// request is safe for any method.
     pub const fn is_before_send(&self) -> bool {
         matches!(
             self,
             FailureKind::CircuitOpen
+                | FailureKind::Overloaded
                 | FailureKind::ConnectTimeout
                 | FailureKind::ConnectRefused
                 | FailureKind::Dns
@@ -244,6 +260,7 @@ impl FailureKind {
             FailureKind::ConnectionClosed => "connection_closed",
             FailureKind::Transport => "transport",
             FailureKind::CircuitOpen => "circuit_open",
+            FailureKind::Overloaded => "overloaded",
             FailureKind::RequestBody => "request_body",
             FailureKind::Other => "_OTHER",
         }
@@ -267,6 +284,7 @@ impl fmt::Display for FailureKind {
             FailureKind::ConnectionClosed => "connection closed",
             FailureKind::Transport => "transport error",
             FailureKind::CircuitOpen => "circuit open",
+            FailureKind::Overloaded => "overloaded",
             FailureKind::RequestBody => "request body error",
             FailureKind::Other => "other error",
         })
@@ -298,6 +316,8 @@ fn own_kind(err: &(dyn Error + 'static)) -> Option<FailureKind> {
         Some(FailureKind::ReadTimeout)
     } else if err.is::<CircuitOpen>() {
         Some(FailureKind::CircuitOpen)
+    } else if err.is::<crate::overload::error::Overloaded>() {
+        Some(FailureKind::Overloaded)
     } else if err.is::<BodyChanged>() || err.is::<ReopenFailed>() {
         Some(FailureKind::RequestBody)
     } else {

@@ -34,7 +34,8 @@ use std::{error::Error, fmt, io};
 /// Implemented for [`BoxError`](crate::BoxError) (what the layers of this
 /// crate return), the `dyn Error` trait objects (`&*err`), this crate's own
 /// error types, `std::io::Error`, `Infallible` and, with the `transport` and
-/// `reqwest` features, the errors of hyper, hyper-util's client and reqwest.
+/// `reqwest` features, the errors of hyper, hyper-util's client and reqwest
+/// (and [`reqwest_client::Error`](crate::reqwest_client::Error)).
 /// An error type of one's own is looked at as `&err as &dyn Error`, or
 /// implements it in one line.
 #[diagnostic::on_unimplemented(
@@ -98,6 +99,7 @@ as_error_itself!(
     crate::attempt_timeout::error::AttemptTimedOut,
     crate::read_timeout::error::ReadTimedOut,
     crate::breaker::error::CircuitOpen,
+    crate::overload::error::Overloaded,
     crate::body::BodyChanged,
     crate::body::ReopenFailed,
     crate::body::NotReplayable,
@@ -109,7 +111,7 @@ as_error_itself!(
 );
 
 #[cfg(feature = "reqwest")]
-as_error_itself!(reqwest::Error);
+as_error_itself!(reqwest::Error, crate::reqwest_client::Error);
 
 impl AsError for dyn Error + 'static {
     fn as_error(&self) -> &(dyn Error + 'static) {

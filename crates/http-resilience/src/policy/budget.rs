@@ -110,6 +110,19 @@ impl RetryBudget {
         }
     }
 
+    /// A full bucket of `max_milli` thousandths of a token, refilled by
+    /// `ratio_milli` thousandths per success (a service config's
+    /// `retryThrottling`, which gRPC keeps in thousandths). A ratio above the
+    /// bucket fills it, as the bucket's cap makes it anyway.
+    #[cfg(feature = "grpc")]
+    pub(crate) fn from_milli(max_milli: u64, ratio_milli: u64) -> Self {
+        Self {
+            tokens: AtomicU64::new(max_milli),
+            max: max_milli,
+            ratio: ratio_milli.min(max_milli),
+        }
+    }
+
     /// Whether a retry may be made now: more than half the bucket is left.
     pub fn can_retry(&self) -> bool {
         self.tokens.load(Ordering::Relaxed) > self.max / 2

@@ -64,7 +64,8 @@ pub use self::{
 
 #[cfg(feature = "serde")]
 pub(crate) use self::decoder::grpc_code_by_name;
-#[cfg(any(test, feature = "otel"))]
+#[cfg(any(test, feature = "otel", feature = "grpc"))]
 pub(crate) use self::decoder::grpc_code_name;
+pub(crate) use self::decoder::grpc_status_of;
 pub(crate) use self::parts::{AttemptHeader, Parts};
-pub(crate) use self::retryer::Seeds;
+pub(crate) use self::retryer::{Seeds, SplitMix64};

@@ -2,9 +2,10 @@
 
 use crate::{
     body::TryCloneBody,
-    breaker::{error::CircuitOpen, Gate, Judges, NoBreaker},
+    breaker::{Gate, Judges, NoBreaker},
     deadline::{body::DeadlineBody, error::DeadlineExceeded},
     limits::{self, Expiry},
+    overload::{Admit, NoOverload},
     policy::{Decoder, Retryer},
     propagate::{send_budget, TimeoutFormat},
     retry::{Decision, RetryState},
@@ -34,29 +35,32 @@ pin_project! {
     /// (never past the deadline), a wait before the next attempt, or the
     /// deadline. It is made at the first step that must wait, inline, and
     /// moved (not made again) for every later step.
-    pub struct ResponseFuture<S, B, D, R, G = NoBreaker>
+    pub struct ResponseFuture<S, B, D, R, G = NoBreaker, O = NoOverload>
     where
         S: Service<http::Request<B>>,
         G: Gate,
+        O: Admit,
     {
         #[pin]
-        state: State<S::Future>,
+        state: State<S::Future, B>,
         #[pin]
         sleep: Option<Sleep>,
-        call: Call<S, B, D, R, G>,
+        call: Call<S, B, D, R, G, O>,
         span: Option<Box<tracing::Span>>,
     }
 }
 
 /// What the call keeps besides the attempt in flight and the timer.
-pub(super) struct Call<S, B, D, R, G: Gate> {
+pub(super) struct Call<S, B, D, R, G: Gate, O: Admit> {
     // The clone that makes every attempt after the first.
     service: S,
-    retry: RetryState<B, D, R>,
+    pub(super) retry: RetryState<B, D, R>,
     deadline: RequestDeadline,
     limits: Limits,
     // The call's circuit, and the place of the attempt in flight.
-    pass: G::Pass,
+    pub(super) pass: G::Pass,
+    // The call's slots, and the slot of the attempt in flight.
+    pub(super) slot: O::Pass,
 }
 
 /// The limit of every attempt, and whether the last one runs until the
@@ -89,7 +93,7 @@ impl Limits {
 
 pin_project! {
     #[project = StateProj]
-    enum State<F> {
+    enum State<F, B> {
         // An attempt is in flight until its end, its limit or the deadline:
         // `at` is its start until it first waits, and from then its end
         // (`ended` says which), so that an attempt answered at once
@@ -107,7 +111,13 @@ pin_project! {
         },
         // Waiting for the inner service to be ready for the next attempt.
         Readying,
-        // The circuit turned the first attempt away: it was never sent.
+        // The first attempt waits for a slot of its key, with its request.
+        // (Boxed, so that the state stays small.)
+        Queued {
+            request: Option<Box<http::Request<B>>>,
+        },
+        // The circuit or overload control turned the first attempt away: it
+        // was never sent.
         // (Boxed, as the caller gets it, so that the state stays small.)
         Refused {
             error: Option<BoxError>,
@@ -123,6 +133,9 @@ pin_project! {
 /// What the caller gets.
 type Output<T> = Result<http::Response<DeadlineBody<T>>, BoxError>;
 
+/// An attempt's outcome, as the retry judges it.
+type Outcome<T> = Result<http::Response<T>, BoxError>;
+
 /// What a step of the call came to.
 enum Step<O, T> {
     /// An attempt's outcome, for the retry to judge.
@@ -133,60 +146,60 @@ enum Step<O, T> {
     Again,
 }
 
-impl<S, B, D, R, G> ResponseFuture<S, B, D, R, G>
+impl<S, B, D, R, G, O> ResponseFuture<S, B, D, R, G, O>
 where
     S: Service<http::Request<B>>,
     G: Gate,
+    O: Admit,
 {
     /// The future of a call whose first attempt, `future`, was sent at
-    /// `started`; the other parts are its [`Call`]'s.
+    /// `started`.
     #[inline(always)]
     pub(super) fn new(
         future: S::Future,
         started: Instant,
-        service: S,
-        retry: RetryState<B, D, R>,
-        (deadline, limits): (RequestDeadline, Limits),
-        pass: G::Pass,
+        call: Call<S, B, D, R, G, O>,
         span: Option<Box<tracing::Span>>,
     ) -> Self {
-        Self {
-            state: State::Called {
-                future,
-                at: started,
-                ended: false,
-            },
-            sleep: None,
-            call: Call {
-                service,
-                retry,
-                deadline,
-                limits,
-                pass,
-            },
-            span,
-        }
+        let state = State::Called {
+            future,
+            at: started,
+            ended: false,
+        };
+        Self::starting(state, call, span)
     }
 
     /// The future of a call that sent nothing: its deadline had passed.
-    pub(super) fn expired(call: Call<S, B, D, R, G>) -> Self {
+    pub(super) fn expired(call: Call<S, B, D, R, G, O>) -> Self {
         Self::starting(State::Expired, call, None)
     }
 
-    /// The future of a call whose first attempt the circuit turned away.
+    /// The future of a call whose first attempt was turned away (an open
+    /// circuit, overload control) with `error`.
     pub(super) fn refused(
-        error: CircuitOpen,
-        call: Call<S, B, D, R, G>,
+        error: BoxError,
+        call: Call<S, B, D, R, G, O>,
         span: Option<Box<tracing::Span>>,
     ) -> Self {
-        let error = Some(error.into());
+        let error = Some(error);
         Self::starting(State::Refused { error }, call, span)
+    }
+
+    /// The future of a call whose first attempt, `request`, waits for a
+    /// slot.
+    pub(super) fn queued(
+        request: http::Request<B>,
+        call: Call<S, B, D, R, G, O>,
+        span: Option<Box<tracing::Span>>,
+    ) -> Self {
+        let request = Some(Box::new(request));
+        Self::starting(State::Queued { request }, call, span)
     }
 
     #[inline(always)]
     fn starting(
-        state: State<S::Future>,
-        call: Call<S, B, D, R, G>,
+        state: State<S::Future, B>,
+        call: Call<S, B, D, R, G, O>,
         span: Option<Box<tracing::Span>>,
     ) -> Self {
         Self {
@@ -198,16 +211,17 @@ where
     }
 }
 
-impl<S, B, D, R, G: Gate> Call<S, B, D, R, G> {
+impl<S, B, D, R, G: Gate, O: Admit> Call<S, B, D, R, G, O> {
     /// What a call keeps: the clone that makes every attempt after the
-    /// first, the retry's state, the deadline and limits, and the pass.
+    /// first, the retry's state, the deadline and limits, and the passes of
+    /// the breaker and overload control.
     #[inline(always)]
-    pub(super) const fn new(
+    pub(super) fn new(
         service: S,
         retry: RetryState<B, D, R>,
         deadline: RequestDeadline,
         limits: Limits,
-        pass: G::Pass,
+        (pass, slot): (G::Pass, O::Pass),
     ) -> Self {
         Self {
             service,
@@ -215,7 +229,25 @@ impl<S, B, D, R, G: Gate> Call<S, B, D, R, G> {
             deadline,
             limits,
             pass,
+            slot,
         }
+    }
+
+    /// Writes the attempt's budget in `request`, if it is sent: the time
+    /// left at `now`, capped by the attempt's limit. `Err` when none is
+    /// left to write.
+    #[inline(always)]
+    pub(super) fn stamp_budget(
+        &self,
+        request: &mut http::Request<B>,
+        now: Instant,
+    ) -> Result<(), ()> {
+        let Some(header) = &self.limits.budget_header else {
+            return Ok(());
+        };
+        let left = self.deadline.instant().saturating_duration_since(now);
+        let limit = self.limits.sent_limit(self.retry.on_final_attempt());
+        send_budget(request, &header.0, header.1, Some(left), limit).map_err(|_| ())
     }
 }
 
@@ -230,7 +262,7 @@ fn deadline_fired(sleep: Pin<&mut Option<Sleep>>, deadline: Instant) -> bool {
         .is_some_and(|timer| timer.deadline() == deadline && timer.is_elapsed())
 }
 
-impl<S, B, T, D, R, G> Future for ResponseFuture<S, B, D, R, G>
+impl<S, B, T, D, R, G, O> Future for ResponseFuture<S, B, D, R, G, O>
 where
     S: Service<http::Request<B>, Response = http::Response<T>>,
     S::Error: Into<BoxError>,
@@ -238,6 +270,7 @@ where
     D: Decoder<T, BoxError>,
     R: Retryer,
     G: Judges<T>,
+    O: Admit,
 {
     type Output = Result<http::Response<DeadlineBody<T>>, BoxError>;
 
@@ -263,6 +296,17 @@ where
                 StateProj::Readying => {
                     ready!(call.poll_send(this.state.as_mut(), this.sleep.as_mut(), cx))
                 }
+                StateProj::Queued { request } => {
+                    match ready!(call.poll_slot(this.sleep.as_mut(), cx)) {
+                        Some(step) => step,
+                        None => {
+                            let request = *request
+                                .take()
+                                .expect("ResponseFuture polled after completion");
+                            call.send(request, this.state.as_mut())
+                        }
+                    }
+                }
                 StateProj::Refused { error } => Step::Judge(Err(refused(error))),
                 StateProj::Expired => Step::End(Err(call.exceeded())),
                 StateProj::Done => panic!("ResponseFuture polled after completion"),
@@ -283,7 +327,7 @@ where
 
 // ===== impl Call =====
 
-impl<S, B, T, D, R, G> Call<S, B, D, R, G>
+impl<S, B, T, D, R, G, O> Call<S, B, D, R, G, O>
 where
     S: Service<http::Request<B>, Response = http::Response<T>>,
     S::Error: Into<BoxError>,
@@ -291,6 +335,7 @@ where
     D: Decoder<T, BoxError>,
     R: Retryer,
     G: Judges<T>,
+    O: Admit,
 {
     /// Polls the attempt in flight against its end: its outcome, the
     /// attempt timeout, or the deadline, which ends the call.
@@ -302,7 +347,7 @@ where
         ended: &mut bool,
         mut sleep: Pin<&mut Option<Sleep>>,
         cx: &mut Context<'_>,
-    ) -> Poll<Step<Result<http::Response<T>, BoxError>, T>> {
+    ) -> Poll<Step<Outcome<T>, T>> {
         if deadline_fired(sleep.as_mut(), self.deadline.instant()) {
             return Poll::Ready(Step::End(Err(self.exceeded())));
         }
@@ -337,10 +382,10 @@ where
     #[inline(always)]
     fn poll_send(
         &mut self,
-        mut state: Pin<&mut State<S::Future>>,
+        state: Pin<&mut State<S::Future, B>>,
         mut sleep: Pin<&mut Option<Sleep>>,
         cx: &mut Context<'_>,
-    ) -> Poll<Step<Result<http::Response<T>, BoxError>, T>> {
+    ) -> Poll<Step<Outcome<T>, T>> {
         let deadline = self.deadline;
         if deadline_fired(sleep.as_mut(), deadline.instant()) {
             return Poll::Ready(Step::End(Err(self.exceeded())));
@@ -355,23 +400,55 @@ where
             let outcome = self.retry.not_ready(error.into());
             return Poll::Ready(Step::End(outcome.map(|r| with_deadline(r, deadline))));
         }
-        let now = Instant::now();
-        if deadline.has_passed_at(now) {
-            return Poll::Ready(Step::End(Err(self.exceeded())));
+        if let Some(step) = ready!(self.poll_slot(sleep, cx)) {
+            return Poll::Ready(step);
         }
-        let mut request = self.retry.next_request();
-        if let Some(header) = &self.limits.budget_header {
-            let left = deadline.instant().saturating_duration_since(now);
-            let limit = self.limits.sent_limit(self.retry.on_final_attempt());
-            if send_budget(&mut request, &header.0, header.1, Some(left), limit).is_err() {
-                return Poll::Ready(Step::End(Err(self.exceeded())));
+        let request = self.retry.next_request();
+        Poll::Ready(self.send(request, state))
+    }
+
+    /// Waits for a slot for the next attempt, within the deadline: `None`
+    /// once it has one, else the step the call takes instead.
+    #[inline(always)]
+    fn poll_slot(
+        &mut self,
+        mut sleep: Pin<&mut Option<Sleep>>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Step<Outcome<T>, T>>> {
+        let deadline = self.deadline;
+        if deadline_fired(sleep.as_mut(), deadline.instant())
+            || deadline.has_passed_at(Instant::now())
+        {
+            return Poll::Ready(Some(Step::End(Err(self.exceeded()))));
+        }
+        match O::poll_admit(&mut self.slot, deadline, cx) {
+            Poll::Ready(Ok(())) => Poll::Ready(None),
+            Poll::Ready(Err(error)) => Poll::Ready(Some(Step::Judge(Err(error)))),
+            Poll::Pending => {
+                // NOTE: the wait for a slot is bounded by the deadline too.
+                ready!(poll_timer(sleep, deadline.instant(), cx));
+                Poll::Ready(Some(Step::End(Err(self.exceeded()))))
             }
+        }
+    }
+
+    /// Sends `request` as the next attempt, which has its slot: its budget
+    /// written, through the circuit.
+    #[inline(always)]
+    fn send(
+        &mut self,
+        mut request: http::Request<B>,
+        mut state: Pin<&mut State<S::Future, B>>,
+    ) -> Step<Outcome<T>, T> {
+        let now = Instant::now();
+        if self.stamp_budget(&mut request, now).is_err() {
+            return Step::End(Err(self.exceeded()));
         }
         if let Err(open) = G::enter(&mut self.pass) {
             // NOTE: the attempt is numbered but never sent, as under a
             // `CircuitBreaker` between the three layers' retry and attempt
             // timeout; the readiness is left for the next call.
-            return Poll::Ready(Step::Judge(Err(open.into())));
+            return Step::Judge(Err(open.into()));
         }
         let span = self.retry.attempt_span();
         let future = telemetry::send_in(span, || self.service.call(request));
@@ -380,7 +457,7 @@ where
             at: now,
             ended: false,
         });
-        Poll::Ready(Step::Again)
+        Step::Again
     }
 
     /// Judges an attempt's outcome: sets the next step, or gives the call's
@@ -389,10 +466,11 @@ where
     fn judge(
         &mut self,
         mut outcome: Result<http::Response<T>, BoxError>,
-        mut state: Pin<&mut State<S::Future>>,
+        mut state: Pin<&mut State<S::Future, B>>,
     ) -> Option<Output<T>> {
         let deadline = self.deadline;
         G::settle(&mut self.pass, &outcome);
+        O::settle(&mut self.slot, &outcome);
         let next = match self.retry.decide(&mut outcome, Some(deadline)) {
             Decision::Return => return Some(outcome.map(|r| with_deadline(r, deadline))),
             Decision::Retry(wait) if wait.is_zero() => State::Readying,
@@ -418,7 +496,7 @@ fn refused(error: &mut Option<BoxError>) -> BoxError {
         .expect("ResponseFuture polled after completion")
 }
 
-impl<S, B, D, R, G: Gate> Call<S, B, D, R, G> {
+impl<S, B, D, R, G: Gate, O: Admit> Call<S, B, D, R, G, O> {
     /// The error of a call its deadline ended.
     fn exceeded(&self) -> BoxError {
         DeadlineExceeded::new(self.deadline.budget()).into()
@@ -432,17 +510,19 @@ fn with_deadline<T>(
     response.map(|body| DeadlineBody::new(body, deadline))
 }
 
-impl<S, B, D, R, G> fmt::Debug for ResponseFuture<S, B, D, R, G>
+impl<S, B, D, R, G, O> fmt::Debug for ResponseFuture<S, B, D, R, G, O>
 where
     S: Service<http::Request<B>>,
     G: Gate,
+    O: Admit,
 {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let state = match &self.state {
             State::Called { .. } => "called",
             State::Waiting { .. } => "waiting",
             State::Readying => "readying",
-            State::Refused { .. } => "refused by the circuit",
+            State::Queued { .. } => "waiting for a slot",
+            State::Refused { .. } => "turned away",
             State::Expired => "deadline already passed",
             State::Done => "done",
         };

@@ -39,12 +39,13 @@ pub mod future;
 
 use self::future::{Call, Limits, ResponseFuture};
 
-use crate::propagate::{send_budget, TimeoutFormat};
+use crate::propagate::TimeoutFormat;
 use crate::{
     body::TryCloneBody,
     breaker::{AnyBreaker, Gate, Judges, NoBreaker},
     deadline::body::DeadlineBody,
     limits,
+    overload::{Admission, Admit, NoOverload},
     policy::{AnyDecoder, AnyRetryer, Decoder, Retryer},
     retry::{RetryPolicy, RetryState},
     telemetry::{self, CallSpan, Form},
@@ -92,7 +93,7 @@ use tower_service::Service;
 /// ```
 ///
 #[derive(Clone)]
-pub struct ResiliencePolicy<D, R, G = NoBreaker> {
+pub struct ResiliencePolicy<D, R, G = NoBreaker, O = NoOverload> {
     deadline: Duration,
     attempt_timeout: Duration,
     final_uses_deadline: bool,
@@ -100,6 +101,7 @@ pub struct ResiliencePolicy<D, R, G = NoBreaker> {
     budget_header: Option<(http::HeaderName, TimeoutFormat)>,
     retry: RetryPolicy<D, R>,
     breaker: G,
+    overload: O,
 }
 
 // ===== impl ResiliencePolicy =====
@@ -163,11 +165,12 @@ impl<D, R> ResiliencePolicy<D, R> {
             budget_header: None,
             retry,
             breaker: NoBreaker,
+            overload: NoOverload,
         }
     }
 }
 
-impl<D, R, G> ResiliencePolicy<D, R, G> {
+impl<D, R, G, O> ResiliencePolicy<D, R, G, O> {
     /// The same policy with every attempt passing the circuits of `breaker`
     /// (a [`BreakerPolicy`](crate::breaker::BreakerPolicy)), as a
     /// [`CircuitBreakerLayer`](crate::breaker::CircuitBreakerLayer) between
@@ -190,7 +193,7 @@ impl<D, R, G> ResiliencePolicy<D, R, G> {
     /// let policy = presets::reactor().with_breaker(breaker.clone());
     /// assert_eq!(policy.breaker().key_limit(), breaker.key_limit());
     /// ```
-    pub fn with_breaker<G2: Gate>(self, breaker: G2) -> ResiliencePolicy<D, R, G2> {
+    pub fn with_breaker<G2: Gate>(self, breaker: G2) -> ResiliencePolicy<D, R, G2, O> {
         ResiliencePolicy {
             deadline: self.deadline,
             attempt_timeout: self.attempt_timeout,
@@ -198,7 +201,52 @@ impl<D, R, G> ResiliencePolicy<D, R, G> {
             budget_header: self.budget_header,
             retry: self.retry,
             breaker,
+            overload: self.overload,
         }
+    }
+
+    /// The same policy with every attempt asking `overload` (an
+    /// [`OverloadPolicy`](crate::overload::OverloadPolicy)) for a slot of its
+    /// key, as an [`OverloadLayer`](crate::overload::OverloadLayer) between
+    /// the retry and the circuit breaker (or the attempt timeout) of the
+    /// three layers would: an attempt waits for a slot within the call's
+    /// deadline, or is turned away, never sent, with
+    /// [`Overloaded`](crate::overload::error::Overloaded), which the
+    /// ready-made decoders do not retry and which costs no budget token.
+    /// Every attempt of a call takes a slot of its first attempt's key, and
+    /// holds it until its response head (or its error) comes. [`NoOverload`]
+    /// takes it away.
+    ///
+    /// The policy's state is shared with every clone of `overload`: a
+    /// three-layer or hedging stack given a clone of it counts its calls in
+    /// the same slots.
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// use http_resilience::{overload::OverloadPolicy, presets};
+    ///
+    /// let bulkhead = OverloadPolicy::bulkhead(32)?.with_queue(32);
+    /// let policy = presets::standard().with_overload(bulkhead);
+    /// assert_eq!(policy.overload().settings().max_queued, 32);
+    /// # Ok::<(), http_resilience::InvalidSetting>(())
+    /// ```
+    pub fn with_overload<O2: Admit>(self, overload: O2) -> ResiliencePolicy<D, R, G, O2> {
+        ResiliencePolicy {
+            deadline: self.deadline,
+            attempt_timeout: self.attempt_timeout,
+            final_uses_deadline: self.final_uses_deadline,
+            budget_header: self.budget_header,
+            retry: self.retry,
+            breaker: self.breaker,
+            overload,
+        }
+    }
+
+    /// The overload control every attempt passes: [`NoOverload`] unless
+    /// [`with_overload`](Self::with_overload) set one.
+    pub const fn overload(&self) -> &O {
+        &self.overload
     }
 
     /// The circuit breaker every attempt passes: [`NoBreaker`] unless
@@ -298,7 +346,7 @@ impl<D, R, G> ResiliencePolicy<D, R, G> {
     pub fn map_retry<D2, R2>(
         self,
         f: impl FnOnce(RetryPolicy<D, R>) -> RetryPolicy<D2, R2>,
-    ) -> ResiliencePolicy<D2, R2, G> {
+    ) -> ResiliencePolicy<D2, R2, G, O> {
         ResiliencePolicy {
             deadline: self.deadline,
             attempt_timeout: self.attempt_timeout,
@@ -306,11 +354,12 @@ impl<D, R, G> ResiliencePolicy<D, R, G> {
             budget_header: self.budget_header,
             retry: f(self.retry),
             breaker: self.breaker,
+            overload: self.overload,
         }
     }
 
     /// The same policy judging with `decoder`, every other part kept.
-    pub fn with_decoder<D2>(self, decoder: D2) -> ResiliencePolicy<D2, R, G> {
+    pub fn with_decoder<D2>(self, decoder: D2) -> ResiliencePolicy<D2, R, G, O> {
         self.map_retry(|retry| retry.with_decoder(decoder))
     }
 
@@ -333,7 +382,7 @@ impl<D, R, G> ResiliencePolicy<D, R, G> {
     /// assert!(quick.retry().deadline_margin().is_some(), "the preset's other settings stay");
     /// # Ok::<(), http_resilience::BoxError>(())
     /// ```
-    pub fn with_retryer<R2>(self, retryer: R2) -> ResiliencePolicy<D, R2, G> {
+    pub fn with_retryer<R2>(self, retryer: R2) -> ResiliencePolicy<D, R2, G, O> {
         self.map_retry(|retry| retry.with_retryer(retryer))
     }
 
@@ -395,7 +444,7 @@ impl<D, R, G> ResiliencePolicy<D, R, G> {
     /// that policies built in different ways (presets, a configuration file)
     /// have one type. A breaker's policy is erased too, with circuits of its
     /// own: erase before handing the breaker out.
-    pub fn erase(self) -> ResiliencePolicy<AnyDecoder, AnyRetryer, AnyBreaker>
+    pub fn erase(self) -> ResiliencePolicy<AnyDecoder, AnyRetryer, AnyBreaker, O>
     where
         D: Into<AnyDecoder>,
         R: Into<AnyRetryer>,
@@ -408,11 +457,12 @@ impl<D, R, G> ResiliencePolicy<D, R, G> {
             budget_header: self.budget_header,
             retry: self.retry.map(Into::into, Into::into),
             breaker: self.breaker.into(),
+            overload: self.overload,
         }
     }
 
     /// The layer that makes the combined [`Resilience`] service.
-    pub fn layer(self) -> ResilienceLayer<D, R, G> {
+    pub fn layer(self) -> ResilienceLayer<D, R, G, O> {
         ResilienceLayer {
             deadline: self.deadline,
             limits: Limits {
@@ -422,17 +472,21 @@ impl<D, R, G> ResiliencePolicy<D, R, G> {
             },
             policy: Arc::new(self.retry),
             breaker: self.breaker,
+            overload: self.overload,
         }
     }
 }
 
-impl<D: fmt::Debug, R: fmt::Debug, G: fmt::Debug> fmt::Debug for ResiliencePolicy<D, R, G> {
+impl<D: fmt::Debug, R: fmt::Debug, G: fmt::Debug, O: fmt::Debug> fmt::Debug
+    for ResiliencePolicy<D, R, G, O>
+{
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("ResiliencePolicy")
             .field("deadline", &self.deadline)
             .field("attempt_timeout", &self.attempt_timeout)
             .field("retry", &self.retry)
             .field("breaker", &self.breaker)
+            .field("overload", &self.overload)
             .finish()
     }
 }
@@ -454,25 +508,29 @@ fn positive(field: &str, value: Duration) -> Result<(), InvalidSetting> {
 /// [`AttemptTimeoutLayer`](crate::AttemptTimeoutLayer) in one service.
 ///
 /// See [`ResiliencePolicy`] for an example.
-pub struct ResilienceLayer<D, R, G = NoBreaker> {
+pub struct ResilienceLayer<D, R, G = NoBreaker, O = NoOverload> {
     deadline: Duration,
     limits: Limits,
     policy: Arc<RetryPolicy<D, R>>,
     breaker: G,
+    overload: O,
 }
 
-impl<D, R, G: Clone> Clone for ResilienceLayer<D, R, G> {
+impl<D, R, G: Clone, O: Clone> Clone for ResilienceLayer<D, R, G, O> {
     fn clone(&self) -> Self {
         Self {
             deadline: self.deadline,
             limits: self.limits.clone(),
             policy: Arc::clone(&self.policy),
             breaker: self.breaker.clone(),
+            overload: self.overload.clone(),
         }
     }
 }
 
-impl<D: fmt::Debug, R: fmt::Debug, G: fmt::Debug> fmt::Debug for ResilienceLayer<D, R, G> {
+impl<D: fmt::Debug, R: fmt::Debug, G: fmt::Debug, O: fmt::Debug> fmt::Debug
+    for ResilienceLayer<D, R, G, O>
+{
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("ResilienceLayer")
             .field("deadline", &self.deadline)
@@ -480,12 +538,13 @@ impl<D: fmt::Debug, R: fmt::Debug, G: fmt::Debug> fmt::Debug for ResilienceLayer
             .field("final_uses_deadline", &self.limits.final_uses_deadline)
             .field("retry", &self.policy)
             .field("breaker", &self.breaker)
+            .field("overload", &self.overload)
             .finish()
     }
 }
 
-impl<S, D, R, G: Gate> Layer<S> for ResilienceLayer<D, R, G> {
-    type Service = Resilience<S, D, R, G>;
+impl<S, D, R, G: Gate, O: Admit> Layer<S> for ResilienceLayer<D, R, G, O> {
+    type Service = Resilience<S, D, R, G, O>;
 
     fn layer(&self, inner: S) -> Self::Service {
         Resilience {
@@ -495,6 +554,8 @@ impl<S, D, R, G: Gate> Layer<S> for ResilienceLayer<D, R, G> {
             policy: Arc::clone(&self.policy),
             breaker: self.breaker.clone(),
             at_hand: G::Local::default(),
+            overload: self.overload.clone(),
+            slots_at_hand: O::Local::default(),
         }
     }
 }
@@ -555,7 +616,7 @@ impl<S, D, R, G: Gate> Layer<S> for ResilienceLayer<D, R, G> {
 ///
 /// Every attempt after the first is made on a clone of the inner service, as
 /// with [`StatusRetry`]; the policy is shared behind an `Arc`.
-pub struct Resilience<S, D, R, G: Gate = NoBreaker> {
+pub struct Resilience<S, D, R, G: Gate = NoBreaker, O: Admit = NoOverload> {
     inner: S,
     deadline: Duration,
     limits: Limits,
@@ -563,9 +624,12 @@ pub struct Resilience<S, D, R, G: Gate = NoBreaker> {
     breaker: G,
     // The circuit of this clone's last key, when there is a breaker.
     at_hand: G::Local,
+    overload: O,
+    // The slots of this clone's last key, when there is overload control.
+    slots_at_hand: O::Local,
 }
 
-impl<S: Clone, D, R, G: Gate> Clone for Resilience<S, D, R, G> {
+impl<S: Clone, D, R, G: Gate, O: Admit> Clone for Resilience<S, D, R, G, O> {
     fn clone(&self) -> Self {
         Self {
             inner: self.inner.clone(),
@@ -574,12 +638,14 @@ impl<S: Clone, D, R, G: Gate> Clone for Resilience<S, D, R, G> {
             policy: Arc::clone(&self.policy),
             breaker: self.breaker.clone(),
             at_hand: self.at_hand.clone(),
+            overload: self.overload.clone(),
+            slots_at_hand: self.slots_at_hand.clone(),
         }
     }
 }
 
-impl<S: fmt::Debug, D: fmt::Debug, R: fmt::Debug, G: Gate + fmt::Debug> fmt::Debug
-    for Resilience<S, D, R, G>
+impl<S: fmt::Debug, D: fmt::Debug, R: fmt::Debug, G: Gate + fmt::Debug, O: Admit + fmt::Debug>
+    fmt::Debug for Resilience<S, D, R, G, O>
 {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Resilience")
@@ -589,14 +655,20 @@ impl<S: fmt::Debug, D: fmt::Debug, R: fmt::Debug, G: Gate + fmt::Debug> fmt::Deb
             .field("final_uses_deadline", &self.limits.final_uses_deadline)
             .field("retry", &self.policy)
             .field("breaker", &self.breaker)
+            .field("overload", &self.overload)
             .finish_non_exhaustive()
     }
 }
 
-impl<S, D, R, G: Gate> Resilience<S, D, R, G> {
+impl<S, D, R, G: Gate, O: Admit> Resilience<S, D, R, G, O> {
     /// The circuit breaker every attempt passes.
     pub const fn breaker(&self) -> &G {
         &self.breaker
+    }
+
+    /// The overload control every attempt passes.
+    pub const fn overload(&self) -> &O {
+        &self.overload
     }
 
     /// The budget of every call.
@@ -617,7 +689,7 @@ impl<S, D, R, G: Gate> Resilience<S, D, R, G> {
     define_inner_service_accessors!();
 }
 
-impl<S, B, T, D, R, G> Service<http::Request<B>> for Resilience<S, D, R, G>
+impl<S, B, T, D, R, G, O> Service<http::Request<B>> for Resilience<S, D, R, G, O>
 where
     S: Service<http::Request<B>, Response = http::Response<T>> + Clone,
     S::Error: Into<BoxError>,
@@ -625,10 +697,11 @@ where
     D: Decoder<T, BoxError>,
     R: Retryer,
     G: Judges<T>,
+    O: Admit,
 {
     type Response = http::Response<DeadlineBody<T>>;
     type Error = BoxError;
-    type Future = ResponseFuture<S, B, D, R, G>;
+    type Future = ResponseFuture<S, B, D, R, G, O>;
 
     fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
         self.inner.poll_ready(cx).map_err(Into::into)
@@ -638,52 +711,53 @@ where
     fn call(&mut self, mut request: http::Request<B>) -> Self::Future {
         let now = Instant::now();
         let deadline = limits::call_deadline(now, self.deadline, RequestDeadline::of(&request));
-        let mut pass = self.breaker.pass_for(&mut self.at_hand, &request);
+        let passes = (
+            self.breaker.pass_for(&mut self.at_hand, &request),
+            self.overload.pass_for(&mut self.slots_at_hand, &request),
+        );
         if deadline.has_passed_at(now) {
             let retry = RetryState::unsent(Arc::clone(&self.policy));
-            return ResponseFuture::expired(self.call_with(retry, deadline, pass));
+            return ResponseFuture::expired(self.call_with(retry, deadline, passes));
         }
         let span = CallSpan::new(Form::Retry, self.policy.parts().telemetry, &request);
         let retry = RetryState::begin(Arc::clone(&self.policy), &mut request, false, &span);
-        if let Some(header) = &self.limits.budget_header {
-            let left = deadline.instant().saturating_duration_since(now);
-            // NOTE: the deadline is ahead (checked above), so the budget is
-            // sent; were it spent, the attempt would end as an expired call.
-            let limit = self.limits.sent_limit(retry.on_final_attempt());
-            if send_budget(&mut request, &header.0, header.1, Some(left), limit).is_err() {
-                return ResponseFuture::expired(self.call_with(retry, deadline, pass));
-            }
+        let mut call = self.call_with(retry, deadline, passes);
+        match O::try_admit(&mut call.slot, deadline) {
+            Admission::Now => {}
+            Admission::Queued => return ResponseFuture::queued(request, call, span.keep()),
+            Admission::Refused(error) => return ResponseFuture::refused(error, call, span.keep()),
         }
-        if let Err(open) = G::enter(&mut pass) {
-            let call = self.call_with(retry, deadline, pass);
-            return ResponseFuture::refused(open, call, span.keep());
+        // NOTE: the deadline is ahead (checked above), so the budget is sent;
+        // were it spent, the attempt would end as an expired call.
+        if call.stamp_budget(&mut request, now).is_err() {
+            return ResponseFuture::expired(call);
+        }
+        if let Err(open) = G::enter(&mut call.pass) {
+            return ResponseFuture::refused(open.into(), call, span.keep());
         }
         let future = {
             let _entered = span.enter();
-            telemetry::send_in(retry.attempt_span(), || self.inner.call(request))
+            telemetry::send_in(call.retry.attempt_span(), || self.inner.call(request))
         };
-        let span = span.keep();
-        let service = self.inner.clone();
-        let limits = (deadline, self.limits.clone());
-        ResponseFuture::new(future, now, service, retry, limits, pass, span)
+        ResponseFuture::new(future, now, call, span.keep())
     }
 }
 
-impl<S: Clone, D, R, G: Gate> Resilience<S, D, R, G> {
+impl<S: Clone, D, R, G: Gate, O: Admit> Resilience<S, D, R, G, O> {
     /// What one call keeps, on a clone of the inner service.
     #[inline(always)]
     fn call_with<B>(
         &self,
         retry: RetryState<B, D, R>,
         deadline: RequestDeadline,
-        pass: G::Pass,
-    ) -> Call<S, B, D, R, G> {
+        passes: (G::Pass, O::Pass),
+    ) -> Call<S, B, D, R, G, O> {
         Call::new(
             self.inner.clone(),
             retry,
             deadline,
             self.limits.clone(),
-            pass,
+            passes,
         )
     }
 }

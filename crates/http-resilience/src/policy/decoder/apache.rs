@@ -72,11 +72,9 @@ impl ApacheDecoder {
     pub fn retries(&self, kind: FailureKind) -> bool {
         !matches!(
             kind,
-            FailureKind::Deadline
-                | FailureKind::Other
-                | FailureKind::CircuitOpen
-                | FailureKind::RequestBody
-        ) && self.never & bit(kind) == 0
+            FailureKind::Deadline | FailureKind::Other | FailureKind::RequestBody
+        ) && !kind.is_turned_away()
+            && self.never & bit(kind) == 0
     }
 }
 

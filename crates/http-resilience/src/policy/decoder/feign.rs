@@ -58,10 +58,10 @@ impl<B, E: AsError> Decoder<B, E> for FeignDecoder {
             }
             Ok(_) => Verdict::Accept,
             Err(err) => match FailureKind::of(err.as_error()) {
-                kind @ (FailureKind::Deadline
-                | FailureKind::Other
-                | FailureKind::CircuitOpen
-                | FailureKind::RequestBody) => Verdict::fail(kind),
+                kind @ (FailureKind::Deadline | FailureKind::Other | FailureKind::RequestBody) => {
+                    Verdict::fail(kind)
+                }
+                kind if kind.is_turned_away() => Verdict::fail(kind),
                 kind => Verdict::retry(kind),
             },
         }

@@ -137,6 +137,14 @@ impl GrpcDecoder {
         }
     }
 
+    /// A decoder that retries no code, only calls that never reached the
+    /// server: a hedging policy with no `nonFatalStatusCodes`, for which
+    /// every status but `OK` ends the call.
+    #[cfg(feature = "grpc")]
+    pub(crate) const fn none() -> Self {
+        Self { retryable: 0 }
+    }
+
     /// The same decoder retrying `codes` instead: numbers in `1..=16`, or
     /// tonic's `Code` values (which convert to their numbers).
     ///
@@ -240,12 +248,17 @@ impl<B, E: AsError> Decoder<B, E> for GrpcDecoder {
         match outcome {
             Ok(response) => self.decode_response(response),
             Err(err) => match FailureKind::of(err.as_error()) {
-                FailureKind::CircuitOpen => Verdict::fail(FailureKind::CircuitOpen),
+                kind if kind.is_turned_away() => Verdict::fail(kind),
                 kind if kind.is_before_send() => Verdict::retry(kind),
                 kind => Verdict::fail(kind),
             },
         }
     }
+}
+
+/// The gRPC code in a head's `grpc-status`, if it has a well-formed one.
+pub(crate) fn grpc_status_of(headers: &HeaderMap) -> Option<i32> {
+    parse_ascii_int(headers.get(GRPC_STATUS)?.as_bytes())
 }
 
 /// A signed 32-bit decimal: an optional `-` and one or more ASCII digits,

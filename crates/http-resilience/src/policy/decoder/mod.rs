@@ -28,7 +28,7 @@ mod transient;
 
 #[cfg(feature = "serde")]
 pub(crate) use self::grpc::grpc_code_by_name;
-pub(crate) use self::grpc::grpc_code_name;
+pub(crate) use self::grpc::{grpc_code_name, grpc_status_of};
 pub use self::{
     any::AnyDecoder,
     apache::ApacheDecoder,

@@ -62,7 +62,7 @@ impl<B, E: AsError> Decoder<B, E> for TransientDecoder {
             Err(err) => match FailureKind::of(err.as_error()) {
                 // NOTE: never sent, but the circuit would turn a retry away
                 // too: failing here costs no budget token.
-                FailureKind::CircuitOpen => Verdict::fail(FailureKind::CircuitOpen),
+                kind if kind.is_turned_away() => Verdict::fail(kind),
                 kind if kind.is_before_send() => Verdict::retry(kind),
                 kind => Verdict::fail(kind),
             },

@@ -28,7 +28,7 @@ pub use self::{
     grpc::GrpcBackoff,
 };
 
-pub(crate) use self::rng::Seeds;
+pub(crate) use self::rng::{Seeds, SplitMix64};
 
 use crate::InvalidSetting;
 use std::time::Duration;

@@ -24,6 +24,8 @@ pub(super) const BREAKER_KEY: &str = "http_resilience.breaker.key";
 pub(super) const BREAKER_STATE: &str = "http_resilience.breaker.state";
 pub(super) const TRIP_REASON: &str = "http_resilience.breaker.trip_reason";
 pub(super) const BUDGET_NAME: &str = "http_resilience.budget.name";
+pub(super) const OVERLOAD_KEY: &str = "http_resilience.overload.key";
+pub(super) const OVERLOAD_REASON: &str = "http_resilience.overload.reason";
 
 /// The methods the conventions know; any other is `_OTHER`, so that a
 /// caller's made-up methods cannot grow the number of series.

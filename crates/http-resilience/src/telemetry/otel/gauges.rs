@@ -3,6 +3,7 @@
 
 use super::{attributes as attr, Metrics};
 use crate::breaker::{BreakerPolicy, CircuitState};
+use crate::overload::{OverloadPolicy, OverloadState};
 use crate::policy::RetryBudget;
 use opentelemetry::{metrics::AsyncInstrument, KeyValue};
 use std::{
@@ -106,6 +107,85 @@ impl Metrics {
         }
     }
 }
+
+impl Metrics {
+    /// Observes the slots of `policy`, one reading per key kept, with its
+    /// `http_resilience.overload.key`: the gauges
+    /// `http_resilience.overload.limit` (none for a policy without a
+    /// limit), `.in_flight`, `.queued` and `.rejection_probability`.
+    ///
+    /// As for [`observe_breaker`](Self::observe_breaker): observe the
+    /// policy as it is handed to the stack, after every setter.
+    pub fn observe_overload(&self, policy: &OverloadPolicy) -> Observation {
+        let counts: [CountGauge; 3] = [
+            ("limit", "The limit of calls in flight, per key.", |s| {
+                s.limit.map(u64::from)
+            }),
+            ("in_flight", "The calls in flight, per key.", |s| {
+                Some(u64::from(s.in_flight))
+            }),
+            ("queued", "The calls waiting for a slot, per key.", |s| {
+                Some(u64::from(s.queued))
+            }),
+        ];
+        let mut readers: Vec<Box<dyn Any + Send + Sync>> = Vec::new();
+        for (name, description, value) in counts {
+            let policy = policy.clone();
+            let read = move |gauge: &dyn AsyncInstrument<u64>| {
+                for (key, state) in policy.states() {
+                    if let Some(value) = value(&state) {
+                        gauge.observe(value, &[KeyValue::new(attr::OVERLOAD_KEY, key.to_string())]);
+                    }
+                }
+            };
+            let reader: Arc<Reader<u64>> = Arc::new(read);
+            let weak = Arc::downgrade(&reader);
+            let _gauge = self
+                .instruments
+                .meter
+                .u64_observable_gauge(format!("http_resilience.overload.{name}"))
+                .with_unit("{call}")
+                .with_description(description)
+                .with_callback(move |gauge| read_if_kept(&weak, gauge))
+                .build();
+            readers.push(Box::new(reader));
+        }
+        readers.push(Box::new(self.observe_probability(policy.clone())));
+        Observation {
+            _reader: Box::new(readers),
+        }
+    }
+
+    /// The gauge `http_resilience.overload.rejection_probability` of
+    /// `policy`'s keys, and its reader.
+    fn observe_probability(&self, policy: OverloadPolicy) -> Arc<Reader<f64>> {
+        let read = move |gauge: &dyn AsyncInstrument<f64>| {
+            for (key, state) in policy.states() {
+                let key = KeyValue::new(attr::OVERLOAD_KEY, key.to_string());
+                gauge.observe(state.rejection_probability, &[key]);
+            }
+        };
+        let reader: Arc<Reader<f64>> = Arc::new(read);
+        let weak = Arc::downgrade(&reader);
+        let _gauge = self
+            .instruments
+            .meter
+            .f64_observable_gauge("http_resilience.overload.rejection_probability")
+            .with_unit("1")
+            .with_description("The probability that throttling turns the next call away, per key.")
+            .with_callback(move |gauge| read_if_kept(&weak, gauge))
+            .build();
+        reader
+    }
+}
+
+/// A gauge of a key's slots: its name after `http_resilience.overload.`, its
+/// description, and what it reads of the state.
+type CountGauge = (
+    &'static str,
+    &'static str,
+    fn(&OverloadState) -> Option<u64>,
+);
 
 /// Reads `gauge` with the reader, if its [`Observation`] is still kept.
 fn read_if_kept<T>(reader: &Weak<Reader<T>>, gauge: &dyn AsyncInstrument<T>) {

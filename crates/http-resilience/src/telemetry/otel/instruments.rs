@@ -3,6 +3,7 @@
 
 use super::attributes as attr;
 use crate::breaker::BreakerEvent;
+use crate::overload::OverloadEvent;
 use crate::policy::{AttemptEnd, CallContext, RetryEvent, Verdict};
 use crate::{telemetry, FailureKind, Stop};
 use http::StatusCode;
@@ -70,6 +71,17 @@ const REJECTIONS: Spec = Spec(
     "Calls an open circuit turned away, never sent.",
 );
 
+const OVERLOAD_REJECTIONS: Spec = Spec(
+    "http_resilience.overload.rejections",
+    "{call}",
+    "Calls overload control turned away, never sent.",
+);
+const LIMIT_CHANGES: Spec = Spec(
+    "http_resilience.overload.limit_changes",
+    "{change}",
+    "Moves of the adaptive concurrency limits.",
+);
+
 /// Every instrument a [`Metrics`](super::Metrics) records to, and the meter,
 /// for the gauges made on demand.
 pub(super) struct Instruments {
@@ -84,6 +96,8 @@ pub(super) struct Instruments {
     overruns: Counter<u64>,
     transitions: Counter<u64>,
     rejections: Counter<u64>,
+    overload_rejections: Counter<u64>,
+    limit_changes: Counter<u64>,
 }
 
 // ===== impl Instruments =====
@@ -103,6 +117,8 @@ impl Instruments {
             overruns: counter(meter, OVERRUNS),
             transitions: counter(meter, TRANSITIONS),
             rejections: counter(meter, REJECTIONS),
+            overload_rejections: counter(meter, OVERLOAD_REJECTIONS),
+            limit_changes: counter(meter, LIMIT_CHANGES),
         }
     }
 
@@ -174,6 +190,23 @@ impl Instruments {
             attributes.push(KeyValue::new(attr::TRIP_REASON, attr::trip_reason(why)));
         }
         self.transitions.add(1, &attributes);
+    }
+
+    /// Records overload control's `event`.
+    pub(super) fn overload(&self, event: &OverloadEvent<'_>) {
+        match event {
+            OverloadEvent::Rejected { key, reason } => {
+                let attributes = [
+                    KeyValue::new(attr::OVERLOAD_KEY, key.to_string()),
+                    KeyValue::new(attr::OVERLOAD_REASON, reason.name()),
+                ];
+                self.overload_rejections.add(1, &attributes);
+            }
+            OverloadEvent::LimitChanged { key, .. } => {
+                let key = KeyValue::new(attr::OVERLOAD_KEY, key.to_string());
+                self.limit_changes.add(1, &[key]);
+            }
+        }
     }
 
     /// Records the end of a whole `call` after `elapsed`, as the layer sees

@@ -47,6 +47,10 @@
 //! | `http_resilience.breaker.rejections` | counter | `{call}` | `http_resilience.breaker.key` | for every call an open circuit turned away |
 //! | `http_resilience.breaker.state` | gauge | `{state}` | `http_resilience.breaker.key` | read on collection, per circuit ([`Metrics::observe_breaker`]) |
 //! | `http_resilience.budget.tokens` | gauge | `{token}` | `http_resilience.budget.name` | read on collection ([`Metrics::observe_budget`]) |
+//! | `http_resilience.overload.rejections` | counter | `{call}` | `http_resilience.overload.key`, `http_resilience.overload.reason` | for every call overload control turned away ([`OverloadPolicy::with_listener`](crate::overload::OverloadPolicy::with_listener) given the metrics) |
+//! | `http_resilience.overload.limit_changes` | counter | `{change}` | `http_resilience.overload.key` | for every move of an adaptive limit |
+//! | `http_resilience.overload.limit`, `.in_flight`, `.queued` | gauges | `{call}` | `http_resilience.overload.key` | read on collection, per key ([`Metrics::observe_overload`]) |
+//! | `http_resilience.overload.rejection_probability` | gauge | `1` | `http_resilience.overload.key` | read on collection, per key, with throttling |
 //!
 //! The names close to gRPC's retry metrics (proposal A96:
 //! `grpc.client.call.retries`, `.hedges`, `.retry_delay`) and Polly's
@@ -80,7 +84,11 @@
 //!   (`http://api.test:8080`); `http_resilience.breaker.state`: `opened`,
 //!   `half_open`, `ramping_up` or `closed`;
 //!   `http_resilience.breaker.trip_reason`: `consecutive_failures`,
-//!   `failure_ratio`, `probe_failed` or `ramp_failed`.
+//!   `failure_ratio`, `probe_failed` or `ramp_failed`;
+//! - `http_resilience.overload.key`: the key of the slots, as the breaker's
+//!   displays; `http_resilience.overload.reason`:
+//!   [`Rejection::name`](crate::overload::Rejection::name) (`queue_full`,
+//!   `wait_too_long`, `throttled`).
 //!
 //! # Gauges
 //!
@@ -186,6 +194,7 @@ use self::{future::ResponseFuture, instruments::Instruments};
 use crate::{
     breaker::{BreakerEvent, BreakerListener},
     errors::AsError,
+    overload::{OverloadEvent, OverloadListener},
     policy::{AttemptEnd, CallContext, RetryEvent, RetryListener},
 };
 use opentelemetry::{metrics::Meter, InstrumentationScope};
@@ -265,6 +274,12 @@ impl RetryListener for Metrics {
 impl BreakerListener for Metrics {
     fn on_event(&self, event: &BreakerEvent<'_>) {
         self.instruments.breaker(event);
+    }
+}
+
+impl OverloadListener for Metrics {
+    fn on_event(&self, event: &OverloadEvent<'_>) {
+        self.instruments.overload(event);
     }
 }
 

@@ -1,5 +1,5 @@
-//! gRPC retries for tonic, as gRPC's retry design (proposal A6) says
-//! (feature `grpc`).
+//! gRPC retries, hedging and service configs for tonic, as gRPC's retry
+//! design (proposal A6) says (feature `grpc`).
 //!
 //! tonic makes no retries of its own, and tower's `Retry` cannot wrap a tonic
 //! `Channel`: the request body a generated client sends is a stream, not
@@ -28,6 +28,72 @@
 //!   an error it does not know as `UNKNOWN`.) Other failures are handed to
 //!   tonic as they are, which reads its own transport errors (a refused
 //!   connection is `UNAVAILABLE`).
+//!
+//! Three layers make those stacks, each one call away:
+//!
+//! | layer | from | what every call of the client gets |
+//! |---|---|---|
+//! | [`GrpcLayer`] | a [`ResiliencePolicy`] ([`presets::grpc`]) | retries, one after another |
+//! | [`GrpcHedgeLayer`] | a [`HedgePolicy`](crate::hedge::HedgePolicy) | hedged copies, the first answer winning |
+//! | [`ServiceConfigLayer`] | gRPC's service config (JSON) | per method: retries, hedging or neither, and a timeout |
+//!
+//! # Service config
+//!
+//! The JSON document grpc-go and grpc-java take for their per-method
+//! policies ([`ServiceConfig`]) gives the same per-method behaviour here:
+//! `methodConfig` entries with `name`, `retryPolicy`, `hedgingPolicy` and
+//! `timeout`, and `retryThrottling`, checked as A6 says and refused with the
+//! path of the field at fault ([`InvalidServiceConfig`]). Each entry becomes
+//! one of the stacks above, built once when the layer is; a call's path
+//! (`/pkg.Svc/Method`) picks the most specific entry. See the
+//! [`service_config`] module for the rules.
+//!
+//! With the `grpc` feature, tonic's `transport` feature and a generated
+//! client (tonic-health's here):
+//!
+//! ```no_run
+//! use http_resilience::grpc::ServiceConfigLayer;
+//! use tonic_health::pb::{health_client::HealthClient, HealthCheckRequest};
+//! use tower::Layer;
+//!
+//! # #[tokio::main]
+//! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! // The retry policy of grpc.io's retry guide, for the health service.
+//! let layer = ServiceConfigLayer::from_json(
+//!     r#"{
+//!       "methodConfig": [{
+//!         "name": [{"service": "grpc.health.v1.Health"}],
+//!         "timeout": "5s",
+//!         "retryPolicy": {
+//!           "maxAttempts": 4,
+//!           "initialBackoff": "0.1s",
+//!           "maxBackoff": "1s",
+//!           "backoffMultiplier": 2,
+//!           "retryableStatusCodes": ["UNAVAILABLE"]
+//!         }
+//!       }],
+//!       "retryThrottling": {"maxTokens": 10, "tokenRatio": 0.1}
+//!     }"#,
+//! )?;
+//! let channel = tonic::transport::Channel::from_static("http://127.0.0.1:50051").connect_lazy();
+//! let mut client = HealthClient::new(layer.layer(channel));
+//! let reply = client.check(HealthCheckRequest { service: String::new() }).await?;
+//! println!("{:?}", reply.into_inner().status());
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! # Hedging
+//!
+//! [`GrpcHedgeLayer::new`] takes a hedging policy and needs nothing else
+//! around the channel: the body is kept for the copies, every copy after the
+//! first carries `grpc-previous-rpc-attempts`, every copy carries the time
+//! left as `grpc-timeout`, and a deadline overrun is `DEADLINE_EXCEEDED`.
+//! The hedging is [`HedgeLayer`](crate::hedge::HedgeLayer)'s. Every call is
+//! marked safe to repeat, unless its caller marked it
+//! [`Idempotency::NotIdempotent`](crate::policy::Idempotency): a hedging
+//! layer on a client, like a `hedgingPolicy` in a service config, is the
+//! service owner's word that its methods may be sent twice.
 //!
 //! # A circuit breaker
 //!
@@ -75,6 +141,7 @@
 //!
 //! [`ReplayBody`]: crate::body::ReplayBody
 //! [`presets::grpc`]: crate::presets::grpc
+//! [`ResiliencePolicy`]: crate::ResiliencePolicy
 //! [`GrpcDecoder`]: crate::policy::GrpcDecoder
 //! [`GrpcBackoff`]: crate::policy::GrpcBackoff
 //!
@@ -94,6 +161,14 @@
 //! # Ok(())
 //! # }
 //! ```
+
+mod hedge;
+pub mod service_config;
+
+pub use self::{
+    hedge::{GrpcHedge, GrpcHedgeLayer},
+    service_config::{InvalidServiceConfig, ServiceConfig, ServiceConfigLayer, ServiceConfigured},
+};
 
 use crate::{
     attempt_timeout::error::AttemptTimedOut,
@@ -155,6 +230,19 @@ impl<D, R, G> GrpcLayer<D, R, G> {
             resilience: resilience
                 .propagating(GRPC_TIMEOUT, TimeoutFormat::Grpc)
                 .layer(),
+            replay_cap: DEFAULT_REPLAY_CAP,
+        }
+    }
+
+    /// The same stack writing no `grpc-timeout` of its own: the header the
+    /// caller's tonic request brings goes out as it came. Only for a stack
+    /// that sends each call once and has no deadline of its own, so that
+    /// header is the time left (a service config's method with no policy
+    /// and no timeout).
+    pub(crate) fn sending_as_is(resilience: ResiliencePolicy<D, R, G>) -> Self {
+        Self {
+            inherit: InheritDeadlineLayer::grpc(),
+            resilience: resilience.layer(),
             replay_cap: DEFAULT_REPLAY_CAP,
         }
     }
@@ -256,6 +344,13 @@ pin_project! {
     pub struct ResponseFuture<F> {
         #[pin]
         inner: F,
+    }
+}
+
+impl<F> ResponseFuture<F> {
+    /// The future of a stack whose outcome is to be read as tonic reads it.
+    pub(crate) const fn new(inner: F) -> Self {
+        Self { inner }
     }
 }
 

@@ -1,0 +1,249 @@
+use super::{
+    future::ResponseFuture, InvalidServiceConfig, MethodConfig, MethodPolicy, ServiceConfig,
+};
+use crate::{
+    body::DEFAULT_REPLAY_CAP,
+    grpc::{into_status, Grpc, GrpcHedge, GrpcHedgeLayer, GrpcLayer},
+    policy::{GrpcBackoff, GrpcDecoder},
+    retry::RetryPolicy,
+    BoxError, ResiliencePolicy,
+};
+use std::{
+    fmt, mem,
+    sync::Arc,
+    task::{Context, Poll},
+    time::Duration,
+};
+use tower_layer::Layer;
+use tower_service::Service;
+
+/// The cap on a server's pushback for a retried method without `timeout`,
+/// which has no deadline of the layer's own to cut the wait.
+const MAX_PUSHBACK_WITHOUT_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Sends every call through the stack its method's entry in a
+/// [`ServiceConfig`] asks for; see the [module docs](super) for an example.
+///
+/// Every stack is built once, here; a call only picks one.
+#[derive(Clone)]
+pub struct ServiceConfigLayer {
+    replay_cap: usize,
+    routes: Arc<Routes>,
+}
+
+/// The stacks of a config: one per method config, and the one for calls no
+/// entry names.
+#[derive(Debug)]
+struct Routes {
+    config: ServiceConfig,
+    methods: Vec<Route>,
+    unconfigured: Route,
+}
+
+/// The stack of one method config.
+#[derive(Debug, Clone)]
+enum Route {
+    /// A retry policy, or none (retries turned off).
+    Retry(GrpcLayer<GrpcDecoder, GrpcBackoff>),
+    /// A hedging policy.
+    Hedge(GrpcHedgeLayer<GrpcDecoder>),
+}
+
+// ===== impl ServiceConfigLayer =====
+
+impl ServiceConfigLayer {
+    /// The layer for `config`, with request bodies kept for replay up to
+    /// [`DEFAULT_REPLAY_CAP`] bytes.
+    pub fn new(config: ServiceConfig) -> Self {
+        Self::build(config, DEFAULT_REPLAY_CAP)
+    }
+
+    /// The layer for the service config `json` ([`ServiceConfig::from_json`]).
+    ///
+    /// # Errors
+    ///
+    /// As [`ServiceConfig::from_json`].
+    pub fn from_json(json: &str) -> Result<Self, InvalidServiceConfig> {
+        ServiceConfig::from_json(json).map(Self::new)
+    }
+
+    /// Keeps up to `cap` bytes of each request body for replay; a call whose
+    /// body is longer is sent once (A6's per-call buffer limit).
+    #[must_use]
+    pub fn with_replay_cap(self, cap: usize) -> Self {
+        Self::build(self.routes.config.clone(), cap)
+    }
+
+    /// The config the layer follows.
+    pub fn config(&self) -> &ServiceConfig {
+        &self.routes.config
+    }
+
+    fn build(config: ServiceConfig, replay_cap: usize) -> Self {
+        let methods = config.methods().iter().map(|m| route(m, replay_cap));
+        let routes = Routes {
+            methods: methods.collect(),
+            unconfigured: Route::Retry(once(None).with_replay_cap(replay_cap)),
+            config,
+        };
+        Self {
+            replay_cap,
+            routes: Arc::new(routes),
+        }
+    }
+}
+
+impl fmt::Debug for ServiceConfigLayer {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ServiceConfigLayer")
+            .field("config", &self.routes.config)
+            .field("replay_cap", &self.replay_cap)
+            .finish()
+    }
+}
+
+impl<S> Layer<S> for ServiceConfigLayer {
+    type Service = ServiceConfigured<S>;
+
+    fn layer(&self, inner: S) -> Self::Service {
+        ServiceConfigured {
+            inner,
+            routes: Arc::clone(&self.routes),
+        }
+    }
+}
+
+/// The stack of a method config, built from the library's layers.
+fn route(method: &MethodConfig, replay_cap: usize) -> Route {
+    match method.policy() {
+        MethodPolicy::Retry(retry) => {
+            Route::Retry(retrying(retry.clone(), method.timeout()).with_replay_cap(replay_cap))
+        }
+        MethodPolicy::Hedge(hedge) => {
+            let layer = GrpcHedgeLayer::new(hedge.clone()).with_replay_cap(replay_cap);
+            Route::Hedge(layer.with_deadline(method.timeout().unwrap_or(Duration::MAX)))
+        }
+        MethodPolicy::None => Route::Retry(once(method.timeout()).with_replay_cap(replay_cap)),
+    }
+}
+
+/// [`GrpcLayer`]'s stack for `retry`, with `timeout` as the deadline (and
+/// the limit of every attempt: gRPC has none of its own).
+fn retrying(
+    retry: RetryPolicy<GrpcDecoder, GrpcBackoff>,
+    timeout: Option<Duration>,
+) -> GrpcLayer<GrpcDecoder, GrpcBackoff> {
+    let retry = match timeout {
+        Some(_) => retry,
+        None => retry.map(
+            |decoder| decoder,
+            |backoff| backoff.with_max_pushback(MAX_PUSHBACK_WITHOUT_TIMEOUT),
+        ),
+    };
+    let deadline = timeout.unwrap_or(Duration::MAX);
+    // NOTE: the parser refuses a zero timeout, the one limit `new` refuses.
+    GrpcLayer::new(ResiliencePolicy::known_good(deadline, deadline, retry))
+}
+
+/// [`GrpcLayer`]'s stack with retries off: each call sent once, bounded by
+/// `timeout` if given and by the caller's deadline.
+fn once(timeout: Option<Duration>) -> GrpcLayer<GrpcDecoder, GrpcBackoff> {
+    let schedule =
+        GrpcBackoff::known_good(2, Duration::from_millis(100), Duration::from_secs(1), 2.0);
+    let retry = RetryPolicy::new(GrpcDecoder::new(), schedule).disabled();
+    match timeout {
+        Some(timeout) => GrpcLayer::new(ResiliencePolicy::known_good(timeout, timeout, retry)),
+        // NOTE: nothing of the layer's own to send; the caller's
+        // `grpc-timeout`, if tonic wrote one, is the time left, and it is
+        // still enforced (inherited as the call's deadline).
+        None => {
+            let unbounded = ResiliencePolicy::known_good(Duration::MAX, Duration::MAX, retry);
+            GrpcLayer::sending_as_is(unbounded)
+        }
+    }
+}
+
+/// What [`ServiceConfigLayer`] makes of a service `S` (a tonic `Channel`):
+/// a service a tonic generated client takes as its transport.
+///
+/// # Clone
+///
+/// A call is sent on the service that reported ready, and a clone takes its
+/// place for the next call (tower's rule for services that clone their
+/// inner one), so `S: Clone` is required. The stacks are shared behind an
+/// `Arc`.
+pub struct ServiceConfigured<S> {
+    inner: S,
+    routes: Arc<Routes>,
+}
+
+impl<S: Clone> Clone for ServiceConfigured<S> {
+    fn clone(&self) -> Self {
+        Self {
+            inner: self.inner.clone(),
+            routes: Arc::clone(&self.routes),
+        }
+    }
+}
+
+impl<S: fmt::Debug> fmt::Debug for ServiceConfigured<S> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ServiceConfigured")
+            .field("inner", &self.inner)
+            .field("config", &self.routes.config)
+            .finish()
+    }
+}
+
+impl<S> ServiceConfigured<S> {
+    /// The config the service follows.
+    pub fn config(&self) -> &ServiceConfig {
+        &self.routes.config
+    }
+
+    define_inner_service_accessors!();
+}
+
+/// The retrying stack around `S`.
+type Retrying<S> = Grpc<S, GrpcDecoder, GrpcBackoff>;
+
+impl<S, B> Service<http::Request<B>> for ServiceConfigured<S>
+where
+    S: Service<http::Request<tonic::body::Body>> + Clone,
+    S::Error: Into<BoxError>,
+    Retrying<S>: Service<http::Request<B>, Error = BoxError>,
+    GrpcHedge<S, GrpcDecoder>: Service<
+        http::Request<B>,
+        Response = <Retrying<S> as Service<http::Request<B>>>::Response,
+        Error = BoxError,
+    >,
+{
+    type Response = <Retrying<S> as Service<http::Request<B>>>::Response;
+    type Error = BoxError;
+    type Future = ResponseFuture<
+        <Retrying<S> as Service<http::Request<B>>>::Future,
+        <GrpcHedge<S, GrpcDecoder> as Service<http::Request<B>>>::Future,
+    >;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+        self.inner
+            .poll_ready(cx)
+            .map_err(|err| into_status(err.into()))
+    }
+
+    fn call(&mut self, request: http::Request<B>) -> Self::Future {
+        // NOTE: the service that reported ready sends this call; the clone
+        // left in its place is made ready before the next one. The stacks
+        // keep no readiness of their own (each layer in them passes
+        // `poll_ready` straight through), so one built around a ready
+        // service is ready.
+        let clone = self.inner.clone();
+        let ready = mem::replace(&mut self.inner, clone);
+        let selected = self.routes.config.index_for_path(request.uri().path());
+        let route = selected.map_or(&self.routes.unconfigured, |i| &self.routes.methods[i]);
+        match route {
+            Route::Retry(layer) => ResponseFuture::retry(layer.layer(ready).call(request)),
+            Route::Hedge(layer) => ResponseFuture::hedge(layer.layer(ready).call(request)),
+        }
+    }
+}

@@ -1,0 +1,330 @@
+//! gRPC's service config: the JSON document grpc-go and grpc-java read for
+//! per-method retries, hedging and timeouts, around a tonic `Channel`.
+//!
+//! [`ServiceConfig::from_json`] reads and checks the document;
+//! [`ServiceConfigLayer`] builds, once, one stack per method config from the
+//! library's parts, and sends every call through the stack of its method:
+//!
+//! - `retryPolicy`: [`GrpcLayer`](super::GrpcLayer)'s stack, with a
+//!   [`RetryPolicy`] of [`GrpcDecoder`] (the `retryableStatusCodes`) and
+//!   [`GrpcBackoff`] (`maxAttempts`, `initialBackoff`, `maxBackoff`,
+//!   `backoffMultiplier`), sending `grpc-previous-rpc-attempts`, with
+//!   deadline-aware scheduling as in [`presets::grpc`](crate::presets::grpc);
+//! - `hedgingPolicy`: [`GrpcHedgeLayer`](super::GrpcHedgeLayer)'s stack, with
+//!   a [`HedgePolicy`] of a fixed `hedgingDelay` and a [`GrpcDecoder`] whose
+//!   codes are the `nonFatalStatusCodes`;
+//! - neither, or a method no entry names: every call is sent once, under
+//!   its entry's `timeout` if there is one and under the caller's
+//!   `grpc-timeout` (inherited as its deadline and enforced); with no
+//!   timeout in the entry, the layer writes no `grpc-timeout` of its own;
+//! - `timeout`: the deadline of every call of the method, waits and
+//!   response stream included; a timeout the caller sets with tonic's
+//!   `Request::set_timeout` wins when it is the earlier one. A deadline
+//!   overrun reaches the caller as `DEADLINE_EXCEEDED`
+//!   ([`into_status`](super::into_status));
+//! - `retryThrottling`: one [`RetryBudget`] (A6's token bucket) shared by
+//!   every retry and hedge the config makes, the budget `presets::grpc`
+//!   uses. A retryable status takes a token and an accepted call puts
+//!   `tokenRatio` back, as A6 says; for hedging, the library's engine takes
+//!   the token when it sends a copy after the first rather than when a copy
+//!   comes back with a non-fatal status, so a hedge the bucket cannot pay
+//!   for is never sent.
+//!
+//! # Choosing the entry of a call
+//!
+//! A call's path, `/pkg.Svc/Method`, picks the most specific name: the
+//! entry naming the service and the method, else the one naming the service
+//! alone, else the default entry `{}`, else none. A name may appear once in
+//! the whole document, a `method` needs a `service`, and an entry takes a
+//! `retryPolicy` or a `hedgingPolicy`, not both.
+//!
+//! # What is checked
+//!
+//! As A6 says: `maxAttempts` an integer of at least 2 (more than 5 is read
+//! as 5, A6's cap); `initialBackoff` and `maxBackoff` positive;
+//! `backoffMultiplier` positive; `retryableStatusCodes` not empty;
+//! `hedgingDelay` zero or more; `timeout` positive; `retryThrottling`'s
+//! `maxTokens` in `(0, 1000]` and `tokenRatio` positive (both kept in
+//! thousandths, as gRPC keeps them). Status codes are written as gRPC's
+//! clients accept them: the upper-case names (`"UNAVAILABLE"`) or the
+//! numbers `0..=16`; `OK` is not a failure and cannot be listed. Durations
+//! are protobuf's JSON form: `"0.1s"`, `"1s"`, `"2.000000001s"`. Fields this
+//! library does not use (`waitForReady`, `loadBalancingConfig`, ...) are
+//! ignored, as gRPC ignores fields it does not know; a known field of the
+//! wrong type is an error. Every error is an [`InvalidServiceConfig`] naming
+//! the field's path.
+//!
+//! # Idempotency
+//!
+//! Every gRPC call is a POST, which the library never sends twice unless it
+//! is marked safe to repeat. A service owner who gives a method a
+//! `hedgingPolicy` declares it safe to send more than once (A6 asks exactly
+//! that of hedged methods), so the hedged stack marks each of its calls
+//! [`Idempotency::Idempotent`](crate::policy::Idempotency) unless the caller
+//! marked it `NotIdempotent`, which wins: such a call is sent once. A retry
+//! needs no mark: it is made only for the listed codes, which the service
+//! owner lists because the server sends them for calls it did not process,
+//! or for a call that never reached the server ([`GrpcDecoder`]'s rules).
+//!
+//! # Calls without a timeout
+//!
+//! A method without `timeout` gets no deadline of the layer's own: the
+//! caller's, if any, holds. Its retries then have no deadline to cut a
+//! server's pushback, so `grpc-retry-pushback-ms` is capped at 30 s there
+//! ([`GrpcBackoff::with_max_pushback`]); with a timeout, the deadline bounds
+//! it as in `presets::grpc`. With no deadline from the caller either, the
+//! `grpc-timeout` each attempt of a retried or hedged method sends is the
+//! layer's stand-in for none, about thirty years (a value every gRPC server
+//! reads as a plain, distant deadline).
+//!
+//! # Example
+//!
+//! A6's example policy for the health service, its `Check` with a timeout
+//! of its own, and the retry throttling:
+//!
+//! ```no_run
+//! use http_resilience::grpc::ServiceConfigLayer;
+//! use tonic_health::pb::{health_client::HealthClient, HealthCheckRequest};
+//! use tower::Layer;
+//!
+//! # #[tokio::main]
+//! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let config = r#"{
+//!   "methodConfig": [{
+//!     "name": [{"service": "grpc.health.v1.Health"}],
+//!     "retryPolicy": {
+//!       "maxAttempts": 4,
+//!       "initialBackoff": "0.1s",
+//!       "maxBackoff": "1s",
+//!       "backoffMultiplier": 2,
+//!       "retryableStatusCodes": ["UNAVAILABLE"]
+//!     }
+//!   }, {
+//!     "name": [{"service": "grpc.health.v1.Health", "method": "Check"}],
+//!     "timeout": "2s",
+//!     "hedgingPolicy": {"maxAttempts": 2, "hedgingDelay": "0.05s"}
+//!   }],
+//!   "retryThrottling": {"maxTokens": 10, "tokenRatio": 0.1}
+//! }"#;
+//! let layer = ServiceConfigLayer::from_json(config)?;
+//! let channel = tonic::transport::Channel::from_static("http://127.0.0.1:50051").connect_lazy();
+//! let mut client = HealthClient::new(layer.layer(channel));
+//! let reply = client.check(HealthCheckRequest { service: String::new() }).await?;
+//! println!("{:?}", reply.into_inner().status());
+//! # Ok(())
+//! # }
+//! ```
+
+pub mod error;
+pub mod future;
+mod layer;
+mod parse;
+#[cfg(test)]
+mod tests;
+
+pub use self::{
+    error::InvalidServiceConfig,
+    layer::{ServiceConfigLayer, ServiceConfigured},
+};
+
+use crate::{
+    hedge::HedgePolicy,
+    policy::{GrpcBackoff, GrpcDecoder, RetryBudget},
+    retry::RetryPolicy,
+};
+use std::{collections::HashMap, fmt, sync::Arc, time::Duration};
+
+/// A gRPC service config, read and checked; see the [module docs](self).
+///
+/// # Example
+///
+/// ```
+/// use http_resilience::grpc::{service_config::MethodPolicy, ServiceConfig};
+/// use std::time::Duration;
+///
+/// let config = ServiceConfig::from_json(r#"{"methodConfig": [
+///     {"name": [{}], "timeout": "1.5s"},
+///     {"name": [{"service": "pkg.Svc"}],
+///      "retryPolicy": {"maxAttempts": 9, "initialBackoff": "0.1s", "maxBackoff": "1s",
+///                      "backoffMultiplier": 2, "retryableStatusCodes": ["UNAVAILABLE", 8]}}
+/// ]}"#)?;
+/// let other = config.method_config("pkg.Other", "M").unwrap();
+/// assert_eq!(other.timeout(), Some(Duration::from_millis(1500)));
+/// let MethodPolicy::Retry(retry) = config.method_config("pkg.Svc", "M").unwrap().policy() else {
+///     unreachable!()
+/// };
+/// assert_eq!(retry.retryer().max_attempts(), 5, "A6's cap");
+/// assert_eq!(retry.decoder().retryable_codes().collect::<Vec<_>>(), [8, 14]);
+/// # Ok::<(), http_resilience::grpc::InvalidServiceConfig>(())
+/// ```
+#[derive(Clone)]
+pub struct ServiceConfig {
+    methods: Vec<MethodConfig>,
+    index: Index,
+    throttling: Option<Arc<RetryBudget>>,
+}
+
+// ===== impl ServiceConfig =====
+
+impl ServiceConfig {
+    /// Reads a service config from its JSON text.
+    ///
+    /// # Errors
+    ///
+    /// [`InvalidServiceConfig`] when the text is not JSON, or a field is of
+    /// the wrong type or breaks one of A6's rules (see
+    /// [What is checked](self#what-is-checked)).
+    pub fn from_json(json: &str) -> Result<Self, InvalidServiceConfig> {
+        let value: serde_json::Value = serde_json::from_str(json)
+            .map_err(|err| InvalidServiceConfig::new("", format!("not JSON: {err}")))?;
+        let document = parse::document(&value)?;
+        Ok(Self {
+            methods: document.methods,
+            index: document.index,
+            throttling: document.throttling,
+        })
+    }
+
+    /// The method configs, in the order of the document.
+    pub fn methods(&self) -> &[MethodConfig] {
+        &self.methods
+    }
+
+    /// The retry throttling every retry and hedge of the config shares, if
+    /// the document has a `retryThrottling`.
+    pub fn retry_throttling(&self) -> Option<&Arc<RetryBudget>> {
+        self.throttling.as_ref()
+    }
+
+    /// The entry for `method` of `service` (`"pkg.Svc"`, `"M"`): the most
+    /// specific name that matches, if any does.
+    pub fn method_config(&self, service: &str, method: &str) -> Option<&MethodConfig> {
+        self.index.select(service, method).map(|i| &self.methods[i])
+    }
+
+    /// The index of the entry for a request path (`/pkg.Svc/Method`).
+    pub(super) fn index_for_path(&self, path: &str) -> Option<usize> {
+        self.index.select_path(path)
+    }
+}
+
+impl fmt::Debug for ServiceConfig {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ServiceConfig")
+            .field("methods", &self.methods)
+            .field("retry_throttling", &self.throttling)
+            .finish()
+    }
+}
+
+/// One entry of `methodConfig`: the methods it names, their timeout, and
+/// their policy.
+#[derive(Debug, Clone)]
+pub struct MethodConfig {
+    names: Vec<MethodName>,
+    timeout: Option<Duration>,
+    policy: MethodPolicy,
+}
+
+// ===== impl MethodConfig =====
+
+impl MethodConfig {
+    /// The names the entry applies to.
+    pub fn names(&self) -> &[MethodName] {
+        &self.names
+    }
+
+    /// The deadline of every call of these methods, if `timeout` is given.
+    pub const fn timeout(&self) -> Option<Duration> {
+        self.timeout
+    }
+
+    /// The policy: a retry, a hedge, or neither.
+    pub const fn policy(&self) -> &MethodPolicy {
+        &self.policy
+    }
+}
+
+/// A `name` of a method config: a method of a service, every method of a
+/// service, or (neither given, `{}`) every method.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct MethodName {
+    service: Option<String>,
+    method: Option<String>,
+}
+
+// ===== impl MethodName =====
+
+impl MethodName {
+    /// The service (`"pkg.Svc"`), if the name gives one.
+    pub fn service(&self) -> Option<&str> {
+        self.service.as_deref()
+    }
+
+    /// The method (`"Method"`), if the name gives one.
+    pub fn method(&self) -> Option<&str> {
+        self.method.as_deref()
+    }
+}
+
+/// What a method config does with a call besides its timeout.
+#[derive(Debug, Clone)]
+pub enum MethodPolicy {
+    /// `retryPolicy`: attempts one after another.
+    Retry(RetryPolicy<GrpcDecoder, GrpcBackoff>),
+    /// `hedgingPolicy`: copies sent while none has answered.
+    Hedge(HedgePolicy<GrpcDecoder>),
+    /// Neither: every call is sent once.
+    None,
+}
+
+/// Which entry a call's service and method select, most specific first.
+#[derive(Debug, Clone, Default)]
+struct Index {
+    services: HashMap<String, ServiceEntries>,
+    default: Option<usize>,
+}
+
+/// The entries naming one service: the whole of it, and its methods.
+#[derive(Debug, Clone, Default)]
+struct ServiceEntries {
+    all: Option<usize>,
+    methods: HashMap<String, usize>,
+}
+
+// ===== impl Index =====
+
+impl Index {
+    /// Records that `name` selects entry `i`. The parser refuses a name
+    /// given twice, so nothing is replaced.
+    fn insert(&mut self, name: &MethodName, i: usize) {
+        let Some(service) = &name.service else {
+            self.default = Some(i);
+            return;
+        };
+        let entries = self.services.entry(service.clone()).or_default();
+        match &name.method {
+            Some(method) => {
+                entries.methods.insert(method.clone(), i);
+            }
+            None => entries.all = Some(i),
+        }
+    }
+
+    fn select(&self, service: &str, method: &str) -> Option<usize> {
+        let entries = self.services.get(service);
+        let exact = entries.and_then(|entries| entries.methods.get(method).copied());
+        exact
+            .or_else(|| entries.and_then(|entries| entries.all))
+            .or(self.default)
+    }
+
+    /// The entry for a request path: `/service/method`; a path of another
+    /// shape gets the default entry only.
+    fn select_path(&self, path: &str) -> Option<usize> {
+        match path.strip_prefix('/').and_then(|rest| rest.split_once('/')) {
+            Some((service, method)) => self.select(service, method),
+            None => self.default,
+        }
+    }
+}

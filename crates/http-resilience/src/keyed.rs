@@ -1,0 +1,336 @@
+//! State kept per key (an authority, or a key of the user's): the bounded
+//! map that the circuit breaker and overload control both keep, and the
+//! entry a service keeps at hand for the authority it called last.
+
+use crate::breaker::{BreakerKey, KeyRef};
+use std::{
+    collections::{hash_map::RandomState, HashMap},
+    fmt,
+    hash::{BuildHasher, BuildHasherDefault, Hasher},
+    sync::{
+        atomic::{AtomicBool, Ordering},
+        Arc, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard,
+    },
+};
+
+/// The function that keys a request, given by the user.
+pub(crate) type KeyFn = dyn Fn(&http::Uri, &http::HeaderMap) -> BreakerKey + Send + Sync;
+
+/// What a [`Registry`] keeps for one key.
+pub(crate) trait Keyed: Sized {
+    /// Its key.
+    fn key(&self) -> &BreakerKey;
+
+    /// When it was last used, on the owner's clock.
+    fn last_used(&self) -> u64;
+
+    /// Set once the entry is evicted from its map.
+    fn evicted(&self) -> &AtomicBool;
+
+    /// Whether the entry holds something worth keeping over a quiet one when
+    /// room must be made (an open circuit, slots in use).
+    fn is_busy(&self) -> bool;
+
+    /// Whether this entry, still kept in its map, is the one of `key`.
+    fn is_current(&self, key: KeyRef<'_>) -> bool {
+        self.is_kept() && self.key().as_ref().matches(key)
+    }
+
+    /// Whether this entry is still kept in its map.
+    fn is_kept(&self) -> bool {
+        !self.evicted().load(Ordering::Relaxed)
+    }
+}
+
+/// How many entries a map keeps, and how long an unused one counts as idle.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Room {
+    pub(crate) max_keys: usize,
+    /// In nanoseconds, on the owner's clock.
+    pub(crate) idle: u64,
+}
+
+/// The entries of one policy, by key.
+///
+/// NOTE: the map is keyed by the hash of a key, so that a lookup hashes the
+/// request's authority where it lies, with no owned key built; the entries
+/// of one hash (almost always one) are told apart by their keys. A lookup
+/// takes the read lock for the time of the lookup only; a new key takes the
+/// write lock.
+pub(crate) struct Registry<T> {
+    hasher: RandomState,
+    map: RwLock<Map<T>>,
+}
+
+struct Map<T> {
+    entries: HashMap<u64, Vec<Arc<T>>, BuildHasherDefault<Prehashed>>,
+    len: usize,
+}
+
+impl<T> Default for Registry<T> {
+    fn default() -> Self {
+        Self {
+            hasher: RandomState::new(),
+            map: RwLock::new(Map {
+                entries: HashMap::default(),
+                len: 0,
+            }),
+        }
+    }
+}
+
+impl<T> fmt::Debug for Registry<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Registry")
+            .field("len", &self.read().len)
+            .finish_non_exhaustive()
+    }
+}
+
+// ===== impl Registry =====
+
+impl<T> Registry<T> {
+    fn read(&self) -> RwLockReadGuard<'_, Map<T>> {
+        self.map.read().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn write(&self) -> RwLockWriteGuard<'_, Map<T>> {
+        self.map.write().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The number of entries kept.
+    pub(crate) fn len(&self) -> usize {
+        self.read().len
+    }
+
+    /// Every entry kept.
+    pub(crate) fn all(&self) -> Vec<Arc<T>> {
+        self.read().entries.values().flatten().cloned().collect()
+    }
+}
+
+impl<T: Keyed> Registry<T> {
+    /// The hash of `key`.
+    pub(crate) fn hash(&self, key: KeyRef<'_>) -> u64 {
+        let mut hasher = self.hasher.build_hasher();
+        key.hash_into(&mut hasher);
+        hasher.finish()
+    }
+
+    /// The entry of `key` (of hash `hash`), if one is kept.
+    pub(crate) fn find(&self, hash: u64, key: KeyRef<'_>) -> Option<Arc<T>> {
+        self.read().find(hash, key).cloned()
+    }
+
+    /// The entry of `key`, made by `make` at `now()` (nanoseconds on the
+    /// owner's clock), with room made for it within `room`, if none is kept:
+    /// idle entries go first, then the one used least recently, a quiet one
+    /// before a busy one.
+    pub(crate) fn get_or_make(
+        &self,
+        key: KeyRef<'_>,
+        now: impl FnOnce() -> u64,
+        room: Room,
+        make: impl FnOnce(BreakerKey, u64) -> T,
+    ) -> Arc<T> {
+        let hash = self.hash(key);
+        if let Some(entry) = self.find(hash, key) {
+            return entry;
+        }
+        let now = now();
+        let mut map = self.write();
+        if let Some(entry) = map.find(hash, key) {
+            return Arc::clone(entry);
+        }
+        if map.len >= room.max_keys {
+            map.evict(|entry| now.saturating_sub(entry.last_used()) >= room.idle);
+        }
+        if map.len >= room.max_keys {
+            map.evict_least_recent();
+        }
+        let entry = Arc::new(make(BreakerKey::from_ref(key), now));
+        map.entries
+            .entry(hash)
+            .or_default()
+            .push(Arc::clone(&entry));
+        map.len += 1;
+        entry
+    }
+}
+
+// ===== impl Map =====
+
+impl<T: Keyed> Map<T> {
+    fn find(&self, hash: u64, key: KeyRef<'_>) -> Option<&Arc<T>> {
+        self.entries
+            .get(&hash)?
+            .iter()
+            .find(|entry| entry.key().as_ref().matches(key))
+    }
+
+    /// Removes the entries `gone` picks, marking them evicted for the
+    /// services that keep one at hand.
+    fn evict(&mut self, gone: impl Fn(&T) -> bool) {
+        let mut len = 0;
+        self.entries.retain(|_, entries| {
+            entries.retain(|entry| {
+                let evicted = gone(entry);
+                if evicted {
+                    entry.evicted().store(true, Ordering::Relaxed);
+                }
+                !evicted
+            });
+            len += entries.len();
+            !entries.is_empty()
+        });
+        self.len = len;
+    }
+
+    /// Removes the entry used least recently, a quiet one before any other.
+    fn evict_least_recent(&mut self) {
+        let victim = self
+            .entries
+            .values()
+            .flatten()
+            .min_by_key(|entry| (entry.is_busy(), entry.last_used()))
+            .map(Arc::clone);
+        if let Some(victim) = victim {
+            self.evict(|entry| std::ptr::eq(entry, &*victim));
+        }
+    }
+}
+
+/// A hasher for keys that are hashes already.
+#[derive(Debug, Default)]
+struct Prehashed(u64);
+
+impl Hasher for Prehashed {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for &byte in bytes {
+            self.0 = self.0.rotate_left(8) ^ u64::from(byte);
+        }
+    }
+
+    fn write_u64(&mut self, hash: u64) {
+        self.0 = hash;
+    }
+}
+
+/// What one clone of a service keeps of a keyed policy: the entry of its
+/// last key, and the scheme and authority of the request that found it.
+pub(crate) struct AtHand<T>(Option<Held<T>>);
+
+impl<T> Default for AtHand<T> {
+    fn default() -> Self {
+        Self(None)
+    }
+}
+
+impl<T> Clone for AtHand<T> {
+    fn clone(&self) -> Self {
+        Self(self.0.clone())
+    }
+}
+
+impl<T> fmt::Debug for AtHand<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_tuple("AtHand").field(&self.0.is_some()).finish()
+    }
+}
+
+impl<T> AtHand<T> {
+    /// No entry at hand yet.
+    pub(crate) const EMPTY: Self = Self(None);
+}
+
+struct Held<T> {
+    entry: Arc<T>,
+    scheme: Option<http::uri::Scheme>,
+    authority: Option<http::uri::Authority>,
+}
+
+impl<T> Clone for Held<T> {
+    fn clone(&self) -> Self {
+        Self {
+            entry: Arc::clone(&self.entry),
+            scheme: self.scheme.clone(),
+            authority: self.authority.clone(),
+        }
+    }
+}
+
+impl<T: Keyed> Held<T> {
+    /// Whether the entry, still kept, is the one of `uri`'s authority key.
+    ///
+    /// NOTE: the same scheme and authority (compared as `http` compares
+    /// them, without regard to case) always make the same key, so a request
+    /// for the authority of the last one is served without parsing its host
+    /// and port again.
+    #[inline]
+    fn serves(&self, uri: &http::Uri) -> bool {
+        self.entry.is_kept()
+            && uri.authority() == self.authority.as_ref()
+            && uri.scheme() == self.scheme.as_ref()
+    }
+}
+
+/// How a [`Registry`] finds or makes the entry of a request's key.
+pub(crate) struct Lookup<'a, T, N, M> {
+    pub(crate) registry: &'a Registry<T>,
+    pub(crate) key_fn: Option<&'a KeyFn>,
+    pub(crate) room: Room,
+    /// The owner's clock, read only when an entry is made.
+    pub(crate) now: N,
+    pub(crate) make: M,
+}
+
+/// The entry of `request`'s key (by `key_fn`, or its authority): the one at
+/// hand when it is that key's and still kept, else the registry's (made if
+/// none is), which becomes the one at hand.
+#[inline]
+pub(crate) fn entry_for<T, B, N, M>(
+    lookup: Lookup<'_, T, N, M>,
+    at_hand: &mut AtHand<T>,
+    request: &http::Request<B>,
+) -> Arc<T>
+where
+    T: Keyed,
+    N: FnOnce() -> u64,
+    M: FnOnce(BreakerKey, u64) -> T,
+{
+    let Lookup {
+        registry,
+        key_fn,
+        room,
+        now,
+        make,
+    } = lookup;
+    let uri = request.uri();
+    let custom = match key_fn {
+        None => match &at_hand.0 {
+            Some(held) if held.serves(uri) => return Arc::clone(&held.entry),
+            _ => None,
+        },
+        Some(key) => Some(key(uri, request.headers())),
+    };
+    let key = match &custom {
+        Some(custom) => custom.as_ref(),
+        None => KeyRef::of_uri(uri),
+    };
+    if let (Some(held), Some(_)) = (&at_hand.0, &custom) {
+        if held.entry.is_current(key) {
+            return Arc::clone(&held.entry);
+        }
+    }
+    let entry = registry.get_or_make(key, now, room, make);
+    at_hand.0 = Some(Held {
+        entry: Arc::clone(&entry),
+        scheme: uri.scheme().cloned(),
+        authority: uri.authority().cloned(),
+    });
+    entry
+}

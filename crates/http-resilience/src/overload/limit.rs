@@ -1,0 +1,401 @@
+//! The limit of calls in flight per key: none, a fixed one (a bulkhead), or
+//! one that moves with the upstream's latency and its overload signals.
+
+use crate::InvalidSetting;
+use std::time::Duration;
+
+/// How many calls to one key may be in flight at once.
+#[derive(Debug, Clone, Copy, PartialEq)]
+#[non_exhaustive]
+pub enum Limit {
+    /// No limit: only throttling, if any, turns calls away.
+    Unbounded,
+    /// At most this many (a bulkhead).
+    Fixed(u32),
+    /// A limit that moves with the latency and the overload signals of the
+    /// upstream (see [`AdaptiveLimit`]).
+    Adaptive(AdaptiveLimit),
+}
+
+/// An adaptive concurrency limit: it grows while the upstream answers as
+/// fast as it does unloaded, and shrinks when its latency rises or it sheds
+/// load.
+///
+/// # The algorithm
+///
+/// Latency is read as Netflix's `Gradient2` limit reads it (from the
+/// `concurrency-limits` library, itself after TCP Vegas): every successful
+/// call's latency is a short-term sample, and an exponential average over
+/// about the last 600 samples is the long-term one. Their ratio, the
+/// gradient `tolerance × long / short` kept within `[0.5, 1]`, says whether a
+/// queue is building at the upstream:
+///
+/// - at 1 (latency as usual) the limit moves toward `limit + 4`, so that a
+///   little headroom probes for more capacity;
+/// - below 1 (latency above the tolerance) it moves toward
+///   `limit × gradient + 4`, at most halving it;
+/// - the move is smoothed: the limit goes `smoothing` (0.2) of the way to
+///   the new value on every sample;
+/// - the limit does not grow while fewer than half of it are in flight (the
+///   client, not the upstream, sets the pace then);
+/// - when the long-term latency is more than twice the short one (load has
+///   gone), it is lowered by 5 % per sample, so that the limit recovers
+///   without waiting for the average to forget.
+///
+/// An overload signal (a 429 or 503 response, a gRPC `RESOURCE_EXHAUSTED`,
+/// an attempt that timed out) cuts the limit at once, as AIMD does:
+/// `limit × backoff_ratio` (0.9). The limit always stays within
+/// `[min, max]`.
+///
+/// # Example
+///
+/// ```
+/// use http_resilience::overload::AdaptiveLimit;
+///
+/// // Start at 10, never below 2 nor above 100.
+/// let limit = AdaptiveLimit::new(10, 2, 100)?.with_backoff_ratio(0.8)?;
+/// assert_eq!(limit.initial(), 10);
+/// # Ok::<(), http_resilience::InvalidSetting>(())
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct AdaptiveLimit {
+    initial: u32,
+    min: u32,
+    max: u32,
+    smoothing: f64,
+    tolerance: f64,
+    backoff_ratio: f64,
+}
+
+/// The headroom the limit probes with: calls beyond the latency's estimate.
+const HEADROOM: f64 = 4.0;
+
+/// The samples the long-term latency averages over.
+const LONG_WINDOW: f64 = 600.0;
+
+impl Default for AdaptiveLimit {
+    /// From 20, within `[1, 1000]`; smoothing 0.2, tolerance 1.5, backoff
+    /// ratio 0.9 (`Gradient2`'s and AIMD's defaults).
+    fn default() -> Self {
+        Self {
+            initial: 20,
+            min: 1,
+            max: 1000,
+            smoothing: 0.2,
+            tolerance: 1.5,
+            backoff_ratio: 0.9,
+        }
+    }
+}
+
+// ===== impl AdaptiveLimit =====
+
+impl AdaptiveLimit {
+    /// A limit that starts at `initial` and stays within `[min, max]`, with
+    /// the other settings as [`Default`] has them.
+    ///
+    /// # Errors
+    ///
+    /// [`InvalidSetting`] when `min` is 0 (field `min`), `max` is below
+    /// `min` (field `max`), or `initial` is outside `[min, max]` (field
+    /// `initial`).
+    pub fn new(initial: u32, min: u32, max: u32) -> Result<Self, InvalidSetting> {
+        if min == 0 {
+            return Err(InvalidSetting::new("min", "must be at least 1, got 0"));
+        }
+        if max < min {
+            let problem = format!("must be at least min ({min}), got {max}");
+            return Err(InvalidSetting::new("max", problem));
+        }
+        if !(min..=max).contains(&initial) {
+            let problem = format!("must be within [{min}, {max}], got {initial}");
+            return Err(InvalidSetting::new("initial", problem));
+        }
+        Ok(Self {
+            initial,
+            min,
+            max,
+            ..Self::default()
+        })
+    }
+
+    /// How far the limit goes toward each new estimate, in `(0, 1]`.
+    ///
+    /// # Errors
+    ///
+    /// [`InvalidSetting`] (field `smoothing`) outside `(0, 1]`.
+    pub fn with_smoothing(mut self, smoothing: f64) -> Result<Self, InvalidSetting> {
+        self.smoothing = within("smoothing", smoothing, 0.0, 1.0)?;
+        Ok(self)
+    }
+
+    /// How much slower than its long-term latency the upstream may answer
+    /// before the limit shrinks: at least 1 (1.5 by default).
+    ///
+    /// # Errors
+    ///
+    /// [`InvalidSetting`] (field `tolerance`) below 1 or not finite.
+    pub fn with_tolerance(mut self, tolerance: f64) -> Result<Self, InvalidSetting> {
+        if !(tolerance.is_finite() && tolerance >= 1.0) {
+            let problem = format!("must be a number >= 1.0, got {tolerance}");
+            return Err(InvalidSetting::new("tolerance", problem));
+        }
+        self.tolerance = tolerance;
+        Ok(self)
+    }
+
+    /// What an overload signal multiplies the limit by, in `(0, 1)`.
+    ///
+    /// # Errors
+    ///
+    /// [`InvalidSetting`] (field `backoff_ratio`) outside `(0, 1)`.
+    pub fn with_backoff_ratio(mut self, ratio: f64) -> Result<Self, InvalidSetting> {
+        if !(ratio > 0.0 && ratio < 1.0) {
+            let problem = format!("must be within (0, 1), got {ratio}");
+            return Err(InvalidSetting::new("backoff_ratio", problem));
+        }
+        self.backoff_ratio = ratio;
+        Ok(self)
+    }
+
+    /// The limit at first.
+    pub const fn initial(&self) -> u32 {
+        self.initial
+    }
+
+    /// The least limit.
+    pub const fn min(&self) -> u32 {
+        self.min
+    }
+
+    /// The greatest limit.
+    pub const fn max(&self) -> u32 {
+        self.max
+    }
+}
+
+/// `value` if within `(low, high]`.
+fn within(field: &str, value: f64, low: f64, high: f64) -> Result<f64, InvalidSetting> {
+    if value > low && value <= high {
+        Ok(value)
+    } else {
+        let problem = format!("must be within ({low}, {high}], got {value}");
+        Err(InvalidSetting::new(field, problem))
+    }
+}
+
+/// The limit of one key as it is now.
+#[derive(Debug, Clone)]
+pub(crate) enum LimitState {
+    Unbounded,
+    Fixed(u32),
+    Adaptive(Adaptive),
+}
+
+/// An adaptive limit's state.
+#[derive(Debug, Clone)]
+pub(crate) struct Adaptive {
+    settings: AdaptiveLimit,
+    limit: f64,
+    /// The long-term latency in nanoseconds; 0 before the first sample.
+    long: f64,
+}
+
+// ===== impl LimitState =====
+
+impl LimitState {
+    pub(crate) fn new(limit: Limit) -> Self {
+        match limit {
+            Limit::Unbounded => LimitState::Unbounded,
+            Limit::Fixed(n) => LimitState::Fixed(n),
+            Limit::Adaptive(settings) => LimitState::Adaptive(Adaptive::new(settings)),
+        }
+    }
+
+    /// The calls that may be in flight now.
+    pub(crate) fn get(&self) -> u32 {
+        match self {
+            LimitState::Unbounded => u32::MAX,
+            LimitState::Fixed(n) => *n,
+            LimitState::Adaptive(adaptive) => adaptive.get(),
+        }
+    }
+
+    /// Learns from a call the upstream accepted in `latency`, admitted with
+    /// `in_flight` calls in flight (itself included).
+    pub(crate) fn on_success(&mut self, latency: Duration, in_flight: u32) {
+        if let LimitState::Adaptive(adaptive) = self {
+            adaptive.on_success(latency, in_flight);
+        }
+    }
+
+    /// Learns from an overload signal.
+    pub(crate) fn on_overload(&mut self) {
+        if let LimitState::Adaptive(adaptive) = self {
+            adaptive.on_overload();
+        }
+    }
+}
+
+// ===== impl Adaptive =====
+
+impl Adaptive {
+    pub(crate) fn new(settings: AdaptiveLimit) -> Self {
+        Self {
+            settings,
+            limit: f64::from(settings.initial),
+            long: 0.0,
+        }
+    }
+
+    pub(crate) fn get(&self) -> u32 {
+        // NOTE: the limit is kept within [min, max], so the cast is exact.
+        self.limit.floor() as u32
+    }
+
+    fn clamp(&mut self, limit: f64) {
+        let s = &self.settings;
+        self.limit = limit.clamp(f64::from(s.min), f64::from(s.max));
+    }
+
+    pub(crate) fn on_success(&mut self, latency: Duration, in_flight: u32) {
+        // NOTE: a zero latency (a clock that did not move) reads as one
+        // nanosecond, so that the ratio stays finite.
+        let short = (latency.as_nanos() as f64).max(1.0);
+        self.long = if self.long == 0.0 {
+            short
+        } else {
+            self.long + (short - self.long) * 2.0 / (LONG_WINDOW + 1.0)
+        };
+        if self.long / short > 2.0 {
+            self.long *= 0.95;
+        }
+        if f64::from(in_flight) < self.limit / 2.0 {
+            return;
+        }
+        let s = self.settings;
+        let gradient = (s.tolerance * self.long / short).clamp(0.5, 1.0);
+        let estimate = self.limit * gradient + HEADROOM;
+        self.clamp(self.limit + (estimate - self.limit) * s.smoothing);
+    }
+
+    pub(crate) fn on_overload(&mut self) {
+        self.clamp(self.limit * self.settings.backoff_ratio);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MS: Duration = Duration::from_millis(1);
+
+    fn adaptive(initial: u32, min: u32, max: u32) -> Adaptive {
+        Adaptive::new(AdaptiveLimit::new(initial, min, max).unwrap())
+    }
+
+    #[test]
+    fn the_limit_grows_while_latency_holds_and_the_calls_fill_it() {
+        let mut limit = adaptive(10, 1, 40);
+        let mut seen = vec![limit.get()];
+        for _ in 0..200 {
+            let full = limit.get();
+            limit.on_success(20 * MS, full);
+            seen.push(limit.get());
+        }
+        assert!(
+            seen.windows(2).all(|w| w[1] >= w[0]),
+            "never shrinks: {seen:?}"
+        );
+        assert_eq!(limit.get(), 40, "up to the max");
+    }
+
+    #[test]
+    fn the_limit_does_not_grow_while_the_client_sets_the_pace() {
+        let mut limit = adaptive(20, 1, 100);
+        for _ in 0..100 {
+            limit.on_success(20 * MS, 9);
+        }
+        assert_eq!(limit.get(), 20);
+    }
+
+    #[test]
+    fn the_limit_shrinks_when_latency_rises_at_most_halving_per_estimate() {
+        let mut limit = adaptive(100, 1, 100);
+        for _ in 0..50 {
+            limit.on_success(20 * MS, 100);
+        }
+        assert_eq!(limit.get(), 100);
+        // Ten times slower: the gradient is at its floor, 0.5.
+        limit.on_success(200 * MS, 100);
+        // 100 + (100 * 0.5 + 4 - 100) * 0.2
+        assert_eq!(limit.get(), 90);
+        // Toward the point where halving and the headroom balance: 8.
+        for _ in 0..60 {
+            let full = limit.get();
+            limit.on_success(200 * MS, full);
+        }
+        assert!((8..=9).contains(&limit.get()), "{}", limit.get());
+    }
+
+    #[test]
+    fn within_the_tolerance_a_slower_upstream_keeps_its_limit() {
+        let mut limit = adaptive(50, 1, 50);
+        for _ in 0..100 {
+            limit.on_success(20 * MS, 50);
+        }
+        for _ in 0..100 {
+            limit.on_success(28 * MS, 50);
+        }
+        assert_eq!(limit.get(), 50, "1.4 times slower, under the 1.5 tolerance");
+    }
+
+    #[test]
+    fn an_overload_signal_cuts_the_limit_down_to_its_min() {
+        let mut limit = adaptive(100, 5, 100);
+        limit.on_overload();
+        assert_eq!(limit.get(), 90);
+        for _ in 0..100 {
+            limit.on_overload();
+        }
+        assert_eq!(limit.get(), 5);
+    }
+
+    #[test]
+    fn the_limit_recovers_once_the_load_is_gone() {
+        let mut limit = adaptive(40, 1, 40);
+        for _ in 0..100 {
+            limit.on_success(20 * MS, 40);
+        }
+        for _ in 0..30 {
+            let full = limit.get();
+            limit.on_success(400 * MS, full);
+        }
+        let low = limit.get();
+        assert!(low < 10, "{low}");
+        for _ in 0..100 {
+            let full = limit.get();
+            limit.on_success(20 * MS, full);
+        }
+        assert_eq!(limit.get(), 40, "back to the max from {low}");
+    }
+
+    #[test]
+    fn nonsense_settings_are_refused_by_field() {
+        let field = |r: Result<AdaptiveLimit, InvalidSetting>| r.unwrap_err().field().to_owned();
+        assert_eq!(field(AdaptiveLimit::new(1, 0, 10)), "min");
+        assert_eq!(field(AdaptiveLimit::new(5, 6, 5)), "max");
+        assert_eq!(field(AdaptiveLimit::new(11, 1, 10)), "initial");
+        let ok = AdaptiveLimit::default();
+        assert_eq!(field(ok.with_smoothing(0.0)), "smoothing");
+        assert_eq!(field(ok.with_smoothing(f64::NAN)), "smoothing");
+        assert_eq!(field(ok.with_tolerance(0.9)), "tolerance");
+        assert_eq!(field(ok.with_tolerance(f64::INFINITY)), "tolerance");
+        assert_eq!(field(ok.with_backoff_ratio(1.0)), "backoff_ratio");
+        assert_eq!(field(ok.with_backoff_ratio(0.0)), "backoff_ratio");
+        assert_eq!(
+            AdaptiveLimit::new(5, 6, 5).unwrap_err().to_string(),
+            "max must be at least min (6), got 5"
+        );
+    }
+}

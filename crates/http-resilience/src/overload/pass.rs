@@ -1,0 +1,278 @@
+//! A call's way through overload control: a slot at once, a wait in the
+//! queue within its deadline, or a rejection; and the slot given back with
+//! what the call's outcome says of the upstream's load. Both stack forms
+//! (the [`Overload`](super::Overload) service and the combined service)
+//! drive this one type.
+
+use super::{
+    error::{Overloaded, Rejection},
+    policy::Shared,
+    slots::{Entry, Signal, Slots, Waiter},
+    OverloadPolicy,
+};
+use crate::{
+    deadline::error::DeadlineExceeded,
+    errors::AsError,
+    keyed::{self, AtHand, Keyed},
+    policy::grpc_status_of,
+    BoxError, FailureKind, RequestDeadline,
+};
+use std::{
+    future::Future,
+    pin::Pin,
+    sync::Arc,
+    task::{Context, Poll},
+    time::Duration,
+};
+use tokio::time::{Instant, Sleep};
+
+/// One call's pass through the slots of its key.
+pub struct OverloadPass {
+    shared: Arc<Shared>,
+    slots: Arc<Slots>,
+    step: Step,
+}
+
+enum Step {
+    /// No slot held, none asked for.
+    Idle,
+    /// Waiting in the queue until `end`, if bounded.
+    Queued {
+        waiter: Arc<Waiter>,
+        end: Option<WaitEnd>,
+        sleep: Option<Pin<Box<Sleep>>>,
+    },
+    /// Holding a slot since `at`, given with `in_flight` calls in flight.
+    Admitted { at: Instant, in_flight: u32 },
+}
+
+/// When a wait for a slot ends, and how.
+#[derive(Debug, Clone, Copy)]
+struct WaitEnd {
+    at: Instant,
+    /// The call's deadline's budget when the wait ends at the deadline
+    /// itself: the call then ends as its deadline ends it.
+    deadline: Option<Duration>,
+}
+
+/// What one clone of a service keeps of an [`OverloadPolicy`]: the slots
+/// of its last key.
+#[derive(Debug, Clone, Default)]
+pub struct OverloadAtHand(AtHand<Slots>);
+
+impl OverloadAtHand {
+    /// No slots at hand yet.
+    pub(crate) const EMPTY: Self = Self(AtHand::EMPTY);
+}
+
+impl std::fmt::Debug for OverloadPass {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let step = match self.step {
+            Step::Idle => "idle",
+            Step::Queued { .. } => "queued",
+            Step::Admitted { .. } => "admitted",
+        };
+        f.debug_struct("OverloadPass")
+            .field("key", self.key())
+            .field("step", &step)
+            .finish()
+    }
+}
+
+/// What asking for a slot gave.
+#[derive(Debug)]
+pub enum Admission {
+    /// A slot: send now.
+    Now,
+    /// A place in the queue: poll until a slot is handed over.
+    Queued,
+    /// Turned away, with this error.
+    Refused(BoxError),
+}
+
+/// The gRPC code a server sheds load with.
+const RESOURCE_EXHAUSTED: i32 = 8;
+
+// ===== impl OverloadPass =====
+
+impl OverloadPass {
+    /// The pass of a call whose first attempt is `request`, through the
+    /// slots of its key (the one `at_hand` keeps, when it is).
+    pub(crate) fn new<B>(
+        policy: &OverloadPolicy,
+        at_hand: &mut OverloadAtHand,
+        request: &http::Request<B>,
+    ) -> Self {
+        let shared = &policy.shared;
+        let lookup = keyed::Lookup {
+            registry: &shared.registry,
+            key_fn: shared.key_fn.as_deref(),
+            room: shared.room(),
+            now: || shared.nanos(Instant::now()),
+            make: |key, now| shared.make(key, now),
+        };
+        Self {
+            slots: keyed::entry_for(lookup, &mut at_hand.0, request),
+            shared: Arc::clone(shared),
+            step: Step::Idle,
+        }
+    }
+
+    /// Asks for a slot for the next attempt, under the call's `deadline`.
+    pub(crate) fn try_admit(&mut self, deadline: Option<RequestDeadline>) -> Admission {
+        debug_assert!(matches!(self.step, Step::Idle), "a slot asked for twice");
+        let now = Instant::now();
+        let end = self.wait_end(now, deadline);
+        let room = end.map(|end| end.at.saturating_duration_since(now));
+        match self.slots.enter(&self.shared, self.shared.nanos(now), room) {
+            Entry::Admitted(in_flight) => {
+                self.step = Step::Admitted { at: now, in_flight };
+                Admission::Now
+            }
+            Entry::Queued(waiter) => {
+                self.step = Step::Queued {
+                    waiter,
+                    end,
+                    sleep: None,
+                };
+                Admission::Queued
+            }
+            Entry::Rejected(reason) => Admission::Refused(self.rejection(reason)),
+        }
+    }
+
+    /// Polls for a slot: asks for one first if none is asked for yet, then
+    /// waits in the queue until one is handed over or the wait ends.
+    pub(crate) fn poll_admit(
+        &mut self,
+        deadline: Option<RequestDeadline>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Result<(), BoxError>> {
+        if let Step::Idle = self.step {
+            match self.try_admit(deadline) {
+                Admission::Now => return Poll::Ready(Ok(())),
+                Admission::Refused(error) => return Poll::Ready(Err(error)),
+                Admission::Queued => {}
+            }
+        }
+        let Step::Queued { waiter, end, sleep } = &mut self.step else {
+            return Poll::Ready(Ok(()));
+        };
+        if waiter.poll_granted(cx.waker()) {
+            self.admitted();
+            return Poll::Ready(Ok(()));
+        }
+        let Some(end) = *end else {
+            return Poll::Pending;
+        };
+        let sleep = sleep.get_or_insert_with(|| Box::pin(tokio::time::sleep_until(end.at)));
+        if sleep.as_mut().poll(cx).is_pending() {
+            return Poll::Pending;
+        }
+        Poll::Ready(Err(self.give_up(end)))
+    }
+
+    /// Gives the slot back with what `outcome` says of the upstream's load;
+    /// the pass may ask for a slot again, for the next attempt.
+    pub(crate) fn settle<T, E: AsError>(&mut self, outcome: &Result<http::Response<T>, E>) {
+        if let Step::Admitted { at, in_flight } = self.step {
+            let now = Instant::now();
+            let signal = signal_of(outcome, now.saturating_duration_since(at));
+            self.step = Step::Idle;
+            self.slots
+                .leave(&self.shared, signal, in_flight, self.shared.nanos(now));
+        }
+    }
+
+    /// The key of the call.
+    pub(crate) fn key(&self) -> &crate::breaker::BreakerKey {
+        Keyed::key(&*self.slots)
+    }
+
+    /// When a wait for a slot that starts at `now` ends: at `min_attempt`
+    /// before the deadline or after `max_wait`, whichever comes first; at
+    /// the deadline itself when it comes first with no `min_attempt`.
+    fn wait_end(&self, now: Instant, deadline: Option<RequestDeadline>) -> Option<WaitEnd> {
+        let settings = &self.shared.settings;
+        let by_deadline = deadline.map(|d| WaitEnd {
+            at: d.instant().checked_sub(settings.min_attempt).unwrap_or(now),
+            deadline: settings.min_attempt.is_zero().then(|| d.budget()),
+        });
+        let by_wait = settings.max_wait.map(|wait| WaitEnd {
+            at: crate::timer::saturating_after(now, wait),
+            deadline: None,
+        });
+        match (by_deadline, by_wait) {
+            (Some(a), Some(b)) if b.at < a.at => Some(b),
+            (Some(a), _) => Some(a),
+            (None, b) => b,
+        }
+    }
+
+    /// A queued call's slot was handed over.
+    fn admitted(&mut self) {
+        // NOTE: the slot was counted in flight when it was handed over; the
+        // count the call is admitted with is read when it settles.
+        let (_, in_flight, _, _) = self.slots.read(self.shared.nanos(Instant::now()));
+        self.step = Step::Admitted {
+            at: Instant::now(),
+            in_flight,
+        };
+    }
+
+    /// Leaves the queue at the end of the wait, with the error the call
+    /// ends with.
+    fn give_up(&mut self, end: WaitEnd) -> BoxError {
+        let Step::Queued { waiter, .. } = std::mem::replace(&mut self.step, Step::Idle) else {
+            unreachable!("gives up only while queued");
+        };
+        self.slots.cancel(&waiter);
+        match end.deadline {
+            Some(budget) => DeadlineExceeded::new(budget).into(),
+            None => self.rejection(Rejection::WaitTooLong),
+        }
+    }
+
+    fn rejection(&self, reason: Rejection) -> BoxError {
+        Overloaded::new(self.key().clone(), reason).into()
+    }
+}
+
+impl Drop for OverloadPass {
+    fn drop(&mut self) {
+        match std::mem::replace(&mut self.step, Step::Idle) {
+            Step::Idle => {}
+            Step::Queued { waiter, .. } => {
+                self.slots.cancel(&waiter);
+            }
+            Step::Admitted { in_flight, .. } => {
+                let now = self.shared.nanos(Instant::now());
+                self.slots
+                    .leave(&self.shared, Signal::Nothing, in_flight, now);
+            }
+        }
+    }
+}
+
+/// What an attempt's outcome, `latency` after its slot was given, says of
+/// the upstream's load.
+fn signal_of<T, E: AsError>(outcome: &Result<http::Response<T>, E>, latency: Duration) -> Signal {
+    match outcome {
+        Ok(response) => {
+            let status = response.status().as_u16();
+            let shed = grpc_status_of(response.headers()) == Some(RESOURCE_EXHAUSTED);
+            if status == 429 || status == 503 || shed {
+                Signal::Overload
+            } else {
+                Signal::Accepted(latency)
+            }
+        }
+        Err(err) => match FailureKind::of(err) {
+            FailureKind::AttemptTimeout | FailureKind::ReadTimeout => Signal::Overload,
+            FailureKind::Deadline | FailureKind::CircuitOpen | FailureKind::Overloaded => {
+                Signal::Nothing
+            }
+            _ => Signal::Failed,
+        },
+    }
+}

@@ -1,0 +1,361 @@
+//! The policy: the limit, the queue, the throttle, and the state they keep
+//! per key, shared by every clone.
+
+use super::{
+    events::{emit, OverloadEvent, OverloadListener},
+    limit::{AdaptiveLimit, Limit},
+    slots::Slots,
+    throttle::Throttle,
+};
+use crate::{
+    breaker::BreakerKey,
+    keyed::{KeyFn, Registry, Room},
+    policy::Seeds,
+    InvalidSetting,
+};
+use std::{fmt, sync::Arc, time::Duration};
+use tokio::time::Instant;
+
+/// Overload control's settings, as [`OverloadPolicy::settings`] reads them.
+#[derive(Debug, Clone, Copy, PartialEq)]
+#[non_exhaustive]
+pub struct OverloadSettings {
+    /// The limit of calls in flight per key.
+    pub limit: Limit,
+    /// The calls that may wait for a slot per key; 0 turns a call away at
+    /// once when every slot is in use.
+    pub max_queued: u32,
+    /// The longest a call waits for a slot, if bounded otherwise than by its
+    /// deadline.
+    pub max_wait: Option<Duration>,
+    /// The least time a call needs after its wait to be useful: a call that
+    /// would get its slot later than this before its deadline is turned
+    /// away at once.
+    pub min_attempt: Duration,
+    /// Client-side throttling, if on.
+    pub throttle: Option<Throttle>,
+    /// The keys kept at most.
+    pub max_keys: usize,
+    /// How long a key with no call counts as idle, the first evicted when a
+    /// new key needs room.
+    pub idle_key_timeout: Duration,
+}
+
+pub(crate) type Settings = OverloadSettings;
+
+/// What every clone of a policy shares.
+pub(crate) struct Shared {
+    pub(crate) settings: Settings,
+    pub(crate) key_fn: Option<Arc<KeyFn>>,
+    listener: Option<Arc<dyn OverloadListener>>,
+    seeds: Seeds,
+    /// The instant the slots count their time from.
+    base: Instant,
+    pub(crate) registry: Registry<Slots>,
+}
+
+/// Overload control per key (by default the request's authority, as the
+/// circuit breaker keys its circuits): a limit of calls in flight (fixed, a
+/// bulkhead, or adaptive), a bounded queue whose wait never outlasts the
+/// call's deadline, and client-side throttling. See the
+/// [module docs](super).
+///
+/// Clones share the state of every key.
+///
+/// # Defaults
+///
+/// | setting | default | method |
+/// |---|---|---|
+/// | queue | none: a call with no slot is turned away at once | [`with_queue`](Self::with_queue) |
+/// | longest wait | the call's deadline | [`with_max_wait`](Self::with_max_wait) |
+/// | least useful attempt after a wait | none | [`with_min_attempt`](Self::with_min_attempt) |
+/// | throttling | off | [`with_throttle`](Self::with_throttle) |
+/// | keys kept, idle after | 1024, 5 min | [`max_keys`](Self::max_keys) |
+///
+/// # Example
+///
+/// ```
+/// use http_resilience::overload::{AdaptiveLimit, OverloadPolicy, Throttle};
+/// use std::time::Duration;
+///
+/// // At most 64 calls in flight per authority, 64 more waiting.
+/// let bulkhead = OverloadPolicy::bulkhead(64)?.with_queue(64);
+/// // A limit that follows the upstream's latency, and throttling.
+/// let adaptive = OverloadPolicy::adaptive(AdaptiveLimit::default())
+///     .with_queue(32)
+///     .with_max_wait(Duration::from_millis(500))?
+///     .with_throttle(Throttle::default());
+/// assert_eq!(adaptive.settings().max_queued, 32);
+/// # Ok::<(), http_resilience::InvalidSetting>(())
+/// ```
+#[derive(Clone)]
+pub struct OverloadPolicy {
+    pub(crate) shared: Arc<Shared>,
+}
+
+/// What a key's slots are now, as [`OverloadPolicy::state`] reads them.
+#[derive(Debug, Clone, Copy, PartialEq)]
+#[non_exhaustive]
+pub struct OverloadState {
+    /// The calls that may be in flight; `None` without a limit.
+    pub limit: Option<u32>,
+    /// The calls in flight.
+    pub in_flight: u32,
+    /// The calls waiting for a slot.
+    pub queued: u32,
+    /// The probability that throttling turns the next call away.
+    pub rejection_probability: f64,
+}
+
+// ===== impl OverloadPolicy =====
+
+impl OverloadPolicy {
+    /// A bulkhead: at most `max_in_flight` calls in flight per key.
+    ///
+    /// # Errors
+    ///
+    /// [`InvalidSetting`] (field `max_in_flight`) when it is 0.
+    pub fn bulkhead(max_in_flight: u32) -> Result<Self, InvalidSetting> {
+        if max_in_flight == 0 {
+            return Err(InvalidSetting::new(
+                "max_in_flight",
+                "must be at least 1, got 0",
+            ));
+        }
+        Ok(Self::with_limit(Limit::Fixed(max_in_flight)))
+    }
+
+    /// An adaptive concurrency limit per key.
+    pub fn adaptive(limit: AdaptiveLimit) -> Self {
+        Self::with_limit(Limit::Adaptive(limit))
+    }
+
+    /// Throttling alone, with no limit of calls in flight.
+    pub fn throttling(throttle: Throttle) -> Self {
+        Self::with_limit(Limit::Unbounded).with_throttle(throttle)
+    }
+
+    fn with_limit(limit: Limit) -> Self {
+        let settings = Settings {
+            limit,
+            max_queued: 0,
+            max_wait: None,
+            min_attempt: Duration::ZERO,
+            throttle: None,
+            max_keys: 1024,
+            idle_key_timeout: Duration::from_secs(300),
+        };
+        Self::from_shared(Shared::new(settings, None, None, Seeds::random()))
+    }
+
+    fn from_shared(shared: Shared) -> Self {
+        Self {
+            shared: Arc::new(shared),
+        }
+    }
+
+    /// The same parts with `settings`, and a state of its own.
+    fn remade(&self, settings: Settings) -> Shared {
+        let s = &*self.shared;
+        Shared::new(
+            settings,
+            s.key_fn.clone(),
+            s.listener.clone(),
+            s.seeds.clone(),
+        )
+    }
+
+    fn with(self, change: impl FnOnce(&mut Settings)) -> Self {
+        let mut settings = self.shared.settings;
+        change(&mut settings);
+        Self::from_shared(self.remade(settings))
+    }
+
+    /// Lets up to `max_queued` calls per key wait for a slot, in the order
+    /// they came; a call beyond is turned away at once
+    /// ([`Rejection::QueueFull`](super::Rejection::QueueFull)).
+    #[must_use]
+    pub fn with_queue(self, max_queued: u32) -> Self {
+        self.with(|s| s.max_queued = max_queued)
+    }
+
+    /// A call waits at most `max_wait` for a slot (and never past its
+    /// deadline), then is turned away
+    /// ([`Rejection::WaitTooLong`](super::Rejection::WaitTooLong)).
+    ///
+    /// # Errors
+    ///
+    /// [`InvalidSetting`] (field `max_wait`) when it is zero.
+    pub fn with_max_wait(self, max_wait: Duration) -> Result<Self, InvalidSetting> {
+        if max_wait.is_zero() {
+            return Err(InvalidSetting::new(
+                "max_wait",
+                "must be greater than zero, got 0s (a queue of 0 turns calls away at once)",
+            ));
+        }
+        Ok(self.with(|s| s.max_wait = Some(max_wait)))
+    }
+
+    /// A call that would get its slot with less than `min_attempt` left
+    /// before its deadline is turned away at once: when the time left is
+    /// below it already, or when the queue ahead of it, at the latency the
+    /// key's calls have taken, would take longer.
+    #[must_use]
+    pub fn with_min_attempt(self, min_attempt: Duration) -> Self {
+        self.with(|s| s.min_attempt = min_attempt)
+    }
+
+    /// Throttles calls per key as the Google SRE book says (see
+    /// [`Throttle`]).
+    #[must_use]
+    pub fn with_throttle(self, throttle: Throttle) -> Self {
+        self.with(|s| s.throttle = Some(throttle))
+    }
+
+    /// Keeps the state of at most `max` keys. A new key beyond it first
+    /// evicts the keys with no call for `idle`, then, if none is, the one
+    /// used least recently (one with no call in flight before any other).
+    ///
+    /// # Errors
+    ///
+    /// [`InvalidSetting`] when `max` (field `max_keys`) or `idle` (field
+    /// `idle_key_timeout`) is zero.
+    pub fn max_keys(self, max: usize, idle: Duration) -> Result<Self, InvalidSetting> {
+        if max == 0 {
+            return Err(InvalidSetting::new("max_keys", "must be at least 1, got 0"));
+        }
+        if idle.is_zero() {
+            return Err(InvalidSetting::new(
+                "idle_key_timeout",
+                "must be greater than zero, got 0s",
+            ));
+        }
+        Ok(self.with(|s| {
+            s.max_keys = max;
+            s.idle_key_timeout = idle;
+        }))
+    }
+
+    /// Keys the slots by `key` instead of the request's authority: per
+    /// route, per tenant. It sees the request's URI and headers.
+    #[must_use]
+    pub fn with_key<F>(self, key: F) -> Self
+    where
+        F: Fn(&http::Uri, &http::HeaderMap) -> BreakerKey + Send + Sync + 'static,
+    {
+        let mut next = self.remade(self.shared.settings);
+        next.key_fn = Some(Arc::new(key));
+        Self::from_shared(next)
+    }
+
+    /// Tells `listener` of every [`OverloadEvent`].
+    #[must_use]
+    pub fn with_listener(self, listener: impl OverloadListener) -> Self {
+        let mut next = self.remade(self.shared.settings);
+        next.listener = Some(Arc::new(listener));
+        Self::from_shared(next)
+    }
+
+    /// Draws the throttle's rejections from `seed`: the same ones from run
+    /// to run, for tests.
+    #[must_use]
+    pub fn with_seed(self, seed: u64) -> Self {
+        let mut next = self.remade(self.shared.settings);
+        next.seeds = Seeds::fixed(seed);
+        Self::from_shared(next)
+    }
+
+    /// The settings.
+    pub fn settings(&self) -> OverloadSettings {
+        self.shared.settings
+    }
+
+    /// The state of `key`'s slots, if kept.
+    pub fn state(&self, key: &BreakerKey) -> Option<OverloadState> {
+        let shared = &*self.shared;
+        let slots = shared
+            .registry
+            .find(shared.registry.hash(key.as_ref()), key.as_ref())?;
+        Some(shared.read(&slots))
+    }
+
+    /// The state of every key kept, for a health endpoint or a gauge.
+    pub fn states(&self) -> Vec<(BreakerKey, OverloadState)> {
+        let shared = &*self.shared;
+        let all = shared.registry.all();
+        all.iter()
+            .map(|slots| {
+                (
+                    crate::keyed::Keyed::key(&**slots).clone(),
+                    shared.read(slots),
+                )
+            })
+            .collect()
+    }
+}
+
+impl fmt::Debug for OverloadPolicy {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let shared = &*self.shared;
+        f.debug_struct("OverloadPolicy")
+            .field("settings", &shared.settings)
+            .field("keyed_by_fn", &shared.key_fn.is_some())
+            .field("listener", &shared.listener.is_some())
+            .field("keys", &shared.registry.len())
+            .finish()
+    }
+}
+
+// ===== impl Shared =====
+
+impl Shared {
+    fn new(
+        settings: Settings,
+        key_fn: Option<Arc<KeyFn>>,
+        listener: Option<Arc<dyn OverloadListener>>,
+        seeds: Seeds,
+    ) -> Self {
+        Self {
+            settings,
+            key_fn,
+            listener,
+            seeds,
+            base: Instant::now(),
+            registry: Registry::default(),
+        }
+    }
+
+    /// `now` in nanoseconds on the slots' clock.
+    pub(crate) fn nanos(&self, now: Instant) -> u64 {
+        u64::try_from(now.saturating_duration_since(self.base).as_nanos()).unwrap_or(u64::MAX)
+    }
+
+    /// The room the settings give the keys.
+    pub(crate) fn room(&self) -> Room {
+        let idle = self.settings.idle_key_timeout.as_nanos();
+        Room {
+            max_keys: self.settings.max_keys,
+            idle: u64::try_from(idle).unwrap_or(u64::MAX),
+        }
+    }
+
+    /// The slots of a key first seen at `now`.
+    pub(crate) fn make(&self, key: BreakerKey, now: u64) -> Slots {
+        Slots::new(key, now, &self.settings, self.seeds.next_rng())
+    }
+
+    /// Logs `event` and tells the listener.
+    pub(crate) fn tell(&self, event: &OverloadEvent<'_>) {
+        emit(self.listener.as_deref(), event);
+    }
+
+    fn read(&self, slots: &Slots) -> OverloadState {
+        let (limit, in_flight, queued, p) = slots.read(self.nanos(Instant::now()));
+        OverloadState {
+            limit: (limit != u32::MAX).then_some(limit),
+            in_flight,
+            queued,
+            rejection_probability: p,
+        }
+    }
+}

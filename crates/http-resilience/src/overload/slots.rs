@@ -1,0 +1,309 @@
+//! The slots of one key: the calls in flight, the queue of those waiting
+//! for one, the limit and the throttle's counts, under one lock.
+
+use super::{
+    error::Rejection,
+    events::OverloadEvent,
+    limit::LimitState,
+    policy::{Settings, Shared},
+    throttle::ThrottleState,
+};
+use crate::{breaker::BreakerKey, keyed::Keyed, policy::SplitMix64};
+use std::{
+    collections::VecDeque,
+    sync::{
+        atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering},
+        Arc, Mutex, MutexGuard, PoisonError,
+    },
+    task::Waker,
+    time::Duration,
+};
+
+/// The slots of one key.
+#[derive(Debug)]
+pub(crate) struct Slots {
+    key: BreakerKey,
+    last_used: AtomicU64,
+    evicted: AtomicBool,
+    /// The calls in flight and queued, for eviction to read without the lock.
+    busy: AtomicU32,
+    state: Mutex<State>,
+}
+
+#[derive(Debug)]
+struct State {
+    in_flight: u32,
+    limit: LimitState,
+    queue: VecDeque<Arc<Waiter>>,
+    throttle: Option<ThrottleState>,
+    rng: SplitMix64,
+    /// The smoothed latency of accepted calls, in nanoseconds; 0 before the
+    /// first.
+    latency: f64,
+}
+
+/// A call waiting for a slot.
+#[derive(Debug, Default)]
+pub(crate) struct Waiter {
+    /// Set, under the slots' lock, when a slot is handed to the call.
+    granted: AtomicBool,
+    waker: Mutex<Option<Waker>>,
+}
+
+/// What a call asking for a slot got.
+#[derive(Debug)]
+pub(crate) enum Entry {
+    /// A slot, with this many calls in flight (itself included).
+    Admitted(u32),
+    /// A place in the queue.
+    Queued(Arc<Waiter>),
+    /// Neither.
+    Rejected(Rejection),
+}
+
+/// How a call that held a slot ended, for the limit and the throttle.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) enum Signal {
+    /// The upstream accepted it, in this time.
+    Accepted(Duration),
+    /// An overload signal: a 429, a 503, `RESOURCE_EXHAUSTED`, a timeout.
+    Overload,
+    /// Another failure: no accept, and nothing learnt about the load.
+    Failed,
+    /// Counts for nothing: the call was dropped, ended by its deadline, or
+    /// turned away below (an open circuit).
+    Nothing,
+}
+
+/// The smoothing of the latency the wait estimate uses.
+const LATENCY_SMOOTHING: f64 = 0.1;
+
+// ===== impl Slots =====
+
+impl Slots {
+    pub(crate) fn new(key: BreakerKey, now: u64, settings: &Settings, rng: SplitMix64) -> Self {
+        Self {
+            key,
+            last_used: AtomicU64::new(now),
+            evicted: AtomicBool::new(false),
+            busy: AtomicU32::new(0),
+            state: Mutex::new(State {
+                in_flight: 0,
+                limit: LimitState::new(settings.limit),
+                queue: VecDeque::new(),
+                throttle: settings.throttle.map(ThrottleState::new),
+                rng,
+                latency: 0.0,
+            }),
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Asks for a slot at `now`: one at once while the limit allows and no
+    /// call waits before it, else a place in the queue unless it is full or
+    /// the wait it would likely take does not fit in `room` (the time it may
+    /// wait, if bounded).
+    pub(crate) fn enter(&self, shared: &Shared, now: u64, room: Option<Duration>) -> Entry {
+        self.last_used.store(now, Ordering::Relaxed);
+        let mut state = self.lock();
+        if let Some(rejection) = state.throttled(now) {
+            drop(state);
+            shared.tell(&OverloadEvent::Rejected {
+                key: &self.key,
+                reason: rejection,
+            });
+            return Entry::Rejected(rejection);
+        }
+        let limit = state.limit.get();
+        let entry = if state.in_flight < limit && state.queue.is_empty() {
+            state.in_flight += 1;
+            Entry::Admitted(state.in_flight)
+        } else if state.queue.len() >= shared.settings.max_queued as usize {
+            Entry::Rejected(Rejection::QueueFull { limit })
+        } else if !state.wait_fits(room, limit) {
+            Entry::Rejected(Rejection::WaitTooLong)
+        } else {
+            let waiter = Arc::new(Waiter::default());
+            state.queue.push_back(Arc::clone(&waiter));
+            Entry::Queued(waiter)
+        };
+        self.busy.store(state.busy(), Ordering::Relaxed);
+        drop(state);
+        if let Entry::Rejected(reason) = entry {
+            shared.tell(&OverloadEvent::Rejected {
+                key: &self.key,
+                reason,
+            });
+        }
+        entry
+    }
+
+    /// Gives a slot back, after a call that ended with `signal` (admitted
+    /// with `in_flight` calls in flight) at `now`, and hands the slots the
+    /// limit allows to the calls waiting first.
+    pub(crate) fn leave(&self, shared: &Shared, signal: Signal, in_flight: u32, now: u64) {
+        let mut state = self.lock();
+        state.in_flight = state.in_flight.saturating_sub(1);
+        let before = state.limit.get();
+        state.learn(signal, in_flight, now);
+        let after = state.limit.get();
+        state.hand_on();
+        self.busy.store(state.busy(), Ordering::Relaxed);
+        drop(state);
+        if before != after {
+            shared.tell(&OverloadEvent::LimitChanged {
+                key: &self.key,
+                from: before,
+                to: after,
+            });
+        }
+    }
+
+    /// Takes a waiting call out of the queue; one handed a slot meanwhile
+    /// gives it back, counting for nothing. Returns whether it had one.
+    pub(crate) fn cancel(&self, waiter: &Arc<Waiter>) -> bool {
+        let mut state = self.lock();
+        let granted = waiter.granted.load(Ordering::Acquire);
+        if granted {
+            state.in_flight = state.in_flight.saturating_sub(1);
+            state.hand_on();
+        } else {
+            state.queue.retain(|queued| !Arc::ptr_eq(queued, waiter));
+        }
+        self.busy.store(state.busy(), Ordering::Relaxed);
+        granted
+    }
+
+    /// The limit, the calls in flight and queued, and the throttle's
+    /// probability at `now`.
+    pub(crate) fn read(&self, now: u64) -> (u32, u32, u32, f64) {
+        let state = self.lock();
+        let p = state.throttle.as_ref().map_or(0.0, |t| t.probability(now));
+        let queued = u32::try_from(state.queue.len()).unwrap_or(u32::MAX);
+        (state.limit.get(), state.in_flight, queued, p)
+    }
+}
+
+impl Keyed for Slots {
+    fn key(&self) -> &BreakerKey {
+        &self.key
+    }
+
+    fn last_used(&self) -> u64 {
+        self.last_used.load(Ordering::Relaxed)
+    }
+
+    fn evicted(&self) -> &AtomicBool {
+        &self.evicted
+    }
+
+    /// Slots with calls in flight or waiting are kept over quiet ones.
+    fn is_busy(&self) -> bool {
+        self.busy.load(Ordering::Relaxed) > 0
+    }
+}
+
+// ===== impl State =====
+
+impl State {
+    fn busy(&self) -> u32 {
+        let queued = u32::try_from(self.queue.len()).unwrap_or(u32::MAX);
+        self.in_flight.saturating_add(queued)
+    }
+
+    /// The rejection of a call the throttle turns away at `now`, counted as
+    /// a request the upstream did not accept.
+    fn throttled(&mut self, now: u64) -> Option<Rejection> {
+        let throttle = self.throttle.as_mut()?;
+        let probability = throttle.probability(now);
+        if probability == 0.0 || self.rng.next_unit() >= probability {
+            return None;
+        }
+        throttle.record(now, false);
+        Some(Rejection::Throttled { probability })
+    }
+
+    /// Whether the likely wait of a call joining the queue fits in `room`:
+    /// the calls before it, and itself, each take the latency of a slot
+    /// shared among `limit`. Unknown before the first accepted call.
+    fn wait_fits(&self, room: Option<Duration>, limit: u32) -> bool {
+        let Some(room) = room else {
+            return true;
+        };
+        if room.is_zero() {
+            return false;
+        }
+        let ahead = self.queue.len() as f64 + 1.0;
+        let likely = ahead * self.latency / f64::from(limit.max(1));
+        likely <= room.as_nanos() as f64
+    }
+
+    fn learn(&mut self, signal: Signal, in_flight: u32, now: u64) {
+        match signal {
+            Signal::Accepted(latency) => {
+                let sample = latency.as_nanos() as f64;
+                self.latency = if self.latency == 0.0 {
+                    sample
+                } else {
+                    self.latency + (sample - self.latency) * LATENCY_SMOOTHING
+                };
+                self.limit.on_success(latency, in_flight);
+            }
+            Signal::Overload => self.limit.on_overload(),
+            Signal::Failed | Signal::Nothing => {}
+        }
+        if let Some(throttle) = &mut self.throttle {
+            match signal {
+                Signal::Accepted(_) => throttle.record(now, true),
+                Signal::Overload | Signal::Failed => throttle.record(now, false),
+                Signal::Nothing => {}
+            }
+        }
+    }
+
+    /// Hands free slots to the calls waiting first.
+    fn hand_on(&mut self) {
+        let limit = self.limit.get();
+        while self.in_flight < limit {
+            let Some(waiter) = self.queue.pop_front() else {
+                break;
+            };
+            self.in_flight += 1;
+            waiter.grant();
+        }
+    }
+}
+
+// ===== impl Waiter =====
+
+impl Waiter {
+    /// Whether a slot was handed to the call; `waker` is woken when one is,
+    /// if none was yet.
+    pub(crate) fn poll_granted(&self, waker: &Waker) -> bool {
+        // NOTE: the waker is stored before the flag is read, and the flag is
+        // set before the waker is taken, so a slot handed over between the
+        // two is seen one way or the other.
+        let mut slot = self.waker.lock().unwrap_or_else(PoisonError::into_inner);
+        match &*slot {
+            Some(kept) if kept.will_wake(waker) => {}
+            _ => *slot = Some(waker.clone()),
+        }
+        drop(slot);
+        self.granted.load(Ordering::Acquire)
+    }
+
+    fn grant(&self) {
+        self.granted.store(true, Ordering::Release);
+        let waker = self
+            .waker
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take();
+        if let Some(waker) = waker {
+            waker.wake();
+        }
+    }
+}

@@ -1,0 +1,499 @@
+//! Overload control on the paused clock: the slots, the queue and its
+//! time limits, the throttle and the adaptive limit, through the
+//! three-layer form's service.
+
+use super::*;
+use crate::{breaker::BreakerKey, FailureKind, RequestDeadline};
+use http::{Request, Response};
+use std::{
+    collections::VecDeque,
+    convert::Infallible,
+    sync::{
+        atomic::{AtomicU32, Ordering},
+        Arc, Mutex,
+    },
+    time::Duration,
+};
+use tokio::time::{self, Instant};
+use tower::{Layer, Service, ServiceExt};
+
+const MS: Duration = Duration::from_millis(1);
+const A: &str = "http://a.test/";
+
+/// An upstream that answers each call after the delay and with the status
+/// its script says (200 at once when the script is empty), counting calls.
+#[derive(Clone, Default)]
+struct Upstream {
+    script: Arc<Mutex<VecDeque<(Duration, u16)>>>,
+    calls: Arc<AtomicU32>,
+}
+
+impl Upstream {
+    fn answering(script: impl IntoIterator<Item = (Duration, u16)>) -> Self {
+        let upstream = Self::default();
+        upstream.script.lock().unwrap().extend(script);
+        upstream
+    }
+
+    fn calls(&self) -> u32 {
+        self.calls.load(Ordering::SeqCst)
+    }
+}
+
+impl Service<Request<()>> for Upstream {
+    type Response = Response<()>;
+    type Error = Infallible;
+    type Future = std::pin::Pin<
+        Box<dyn std::future::Future<Output = Result<Response<()>, Infallible>> + Send>,
+    >;
+
+    fn poll_ready(
+        &mut self,
+        _: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Result<(), Infallible>> {
+        std::task::Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, _: Request<()>) -> Self::Future {
+        self.calls.fetch_add(1, Ordering::SeqCst);
+        let (delay, status) = self
+            .script
+            .lock()
+            .unwrap()
+            .pop_front()
+            .unwrap_or((Duration::ZERO, 200));
+        Box::pin(async move {
+            time::sleep(delay).await;
+            Ok(Response::builder().status(status).body(()).unwrap())
+        })
+    }
+}
+
+fn request(uri: &str, deadline: Option<Duration>) -> Request<()> {
+    let mut request = Request::get(uri).body(()).unwrap();
+    if let Some(budget) = deadline {
+        request
+            .extensions_mut()
+            .insert(RequestDeadline::after(budget));
+    }
+    request
+}
+
+fn key(uri: &str) -> BreakerKey {
+    BreakerKey::of_uri(&uri.parse().unwrap())
+}
+
+type Call = tokio::task::JoinHandle<(Result<Response<()>, crate::BoxError>, Instant)>;
+
+/// Sends a request through a clone of `svc` on a task of its own.
+fn spawn(svc: &Overload<Upstream>, request: Request<()>) -> Call {
+    let svc = svc.clone();
+    tokio::spawn(async move {
+        let outcome = svc.oneshot(request).await;
+        (outcome, Instant::now())
+    })
+}
+
+fn rejection(outcome: &Result<Response<()>, crate::BoxError>) -> Rejection {
+    let err = outcome.as_ref().expect_err("turned away");
+    assert_eq!(FailureKind::of(err), FailureKind::Overloaded, "{err}");
+    err.downcast_ref::<Overloaded>().unwrap().reason()
+}
+
+/// Lets the spawned calls run until they wait.
+async fn settle() {
+    for _ in 0..10 {
+        tokio::task::yield_now().await;
+    }
+}
+
+#[tokio::test(flavor = "current_thread", start_paused = true)]
+async fn a_bulkhead_admits_its_limit_queues_in_order_and_turns_away_the_rest() {
+    let upstream = Upstream::answering([(100 * MS, 200), (100 * MS, 200), (10 * MS, 200)]);
+    let policy = OverloadPolicy::bulkhead(2).unwrap().with_queue(1);
+    let svc = OverloadLayer::new(policy.clone()).layer(upstream.clone());
+    let start = Instant::now();
+    let first = spawn(&svc, request(A, None));
+    let second = spawn(&svc, request(A, None));
+    let queued = spawn(&svc, request(A, None));
+    settle().await;
+    let state = policy.state(&key(A)).unwrap();
+    assert_eq!(
+        (state.limit, state.in_flight, state.queued),
+        (Some(2), 2, 1)
+    );
+
+    let turned_away = svc.clone().oneshot(request(A, None)).await;
+    assert_eq!(rejection(&turned_away), Rejection::QueueFull { limit: 2 });
+    assert_eq!(
+        upstream.calls(),
+        2,
+        "neither the queued nor the rejected call was sent"
+    );
+
+    for call in [first, second] {
+        let (outcome, at) = call.await.unwrap();
+        assert_eq!(outcome.unwrap().status(), 200);
+        assert_eq!(at - start, 100 * MS);
+    }
+    let (outcome, at) = queued.await.unwrap();
+    assert_eq!(outcome.unwrap().status(), 200);
+    assert_eq!(at - start, 110 * MS, "sent when the first slot came back");
+    let state = policy.state(&key(A)).unwrap();
+    assert_eq!((state.in_flight, state.queued), (0, 0));
+}
+
+#[tokio::test(flavor = "current_thread", start_paused = true)]
+async fn a_queued_call_ends_at_its_deadline_with_the_deadline_error() {
+    let upstream = Upstream::answering([(time::Duration::from_secs(5), 200)]);
+    let policy = OverloadPolicy::bulkhead(1).unwrap().with_queue(8);
+    let svc = OverloadLayer::new(policy.clone()).layer(upstream.clone());
+    let _busy = spawn(&svc, request(A, None));
+    settle().await;
+    let start = Instant::now();
+    let outcome = svc.clone().oneshot(request(A, Some(300 * MS))).await;
+    assert_eq!(start.elapsed(), 300 * MS);
+    let err = outcome.unwrap_err();
+    assert_eq!(FailureKind::of(&err), FailureKind::Deadline, "{err}");
+    assert_eq!(upstream.calls(), 1);
+    assert_eq!(
+        policy.state(&key(A)).unwrap().queued,
+        0,
+        "it left the queue"
+    );
+}
+
+#[tokio::test(flavor = "current_thread", start_paused = true)]
+async fn a_wait_ends_before_the_deadline_by_the_least_useful_attempt_or_the_longest_wait() {
+    for (policy, gives_up_at) in [
+        (
+            OverloadPolicy::bulkhead(1)
+                .unwrap()
+                .with_queue(8)
+                .with_min_attempt(100 * MS),
+            200 * MS,
+        ),
+        (
+            OverloadPolicy::bulkhead(1)
+                .unwrap()
+                .with_queue(8)
+                .with_max_wait(50 * MS)
+                .unwrap(),
+            50 * MS,
+        ),
+    ] {
+        let upstream = Upstream::answering([(time::Duration::from_secs(5), 200)]);
+        let svc = OverloadLayer::new(policy).layer(upstream);
+        let busy = spawn(&svc, request(A, None));
+        settle().await;
+        let start = Instant::now();
+        let outcome = svc.clone().oneshot(request(A, Some(300 * MS))).await;
+        assert_eq!(start.elapsed(), gives_up_at);
+        assert_eq!(rejection(&outcome), Rejection::WaitTooLong);
+        busy.abort();
+    }
+}
+
+#[tokio::test(flavor = "current_thread", start_paused = true)]
+async fn a_call_that_cannot_get_a_slot_in_time_gives_up_at_once() {
+    // Calls take 100 ms, one at a time.
+    let upstream = Upstream::answering((0..10).map(|_| (100 * MS, 200)));
+    let policy = OverloadPolicy::bulkhead(1).unwrap().with_queue(8);
+    let svc = OverloadLayer::new(policy.clone()).layer(upstream);
+    svc.clone().oneshot(request(A, None)).await.unwrap();
+    let _busy = spawn(&svc, request(A, None));
+    let _waiting = spawn(&svc, request(A, None));
+    settle().await;
+    // Two ahead of it at 100 ms each, with 150 ms left: it would not make it.
+    let start = Instant::now();
+    let outcome = svc.clone().oneshot(request(A, Some(150 * MS))).await;
+    assert_eq!(start.elapsed(), Duration::ZERO);
+    assert_eq!(rejection(&outcome), Rejection::WaitTooLong);
+    // With time enough, it waits its turn.
+    let outcome = svc
+        .clone()
+        .oneshot(request(A, Some(Duration::from_secs(1))))
+        .await;
+    assert_eq!(outcome.unwrap().status(), 200);
+    assert_eq!(start.elapsed(), 300 * MS);
+}
+
+#[tokio::test(flavor = "current_thread", start_paused = true)]
+async fn dropped_calls_give_their_slot_and_their_place_back() {
+    let upstream = Upstream::answering([(time::Duration::from_secs(60), 200)]);
+    let policy = OverloadPolicy::bulkhead(1).unwrap().with_queue(1);
+    let svc = OverloadLayer::new(policy.clone()).layer(upstream.clone());
+    let busy = spawn(&svc, request(A, None));
+    let queued = spawn(&svc, request(A, None));
+    settle().await;
+    assert_eq!(policy.state(&key(A)).unwrap().queued, 1);
+    queued.abort();
+    settle().await;
+    assert_eq!(
+        policy.state(&key(A)).unwrap().queued,
+        0,
+        "the place came back"
+    );
+    busy.abort();
+    settle().await;
+    assert_eq!(
+        policy.state(&key(A)).unwrap().in_flight,
+        0,
+        "the slot came back"
+    );
+    let outcome = svc.clone().oneshot(request(A, None)).await;
+    assert_eq!(outcome.unwrap().status(), 200);
+}
+
+#[tokio::test(flavor = "current_thread", start_paused = true)]
+async fn keys_have_slots_of_their_own() {
+    let upstream = Upstream::answering([(time::Duration::from_secs(60), 200)]);
+    let policy = OverloadPolicy::bulkhead(1).unwrap();
+    let svc = OverloadLayer::new(policy.clone()).layer(upstream);
+    let _busy = spawn(&svc, request(A, None));
+    settle().await;
+    let b = "http://b.test/";
+    assert_eq!(
+        svc.clone()
+            .oneshot(request(b, None))
+            .await
+            .unwrap()
+            .status(),
+        200
+    );
+    let outcome = svc.clone().oneshot(request(A, None)).await;
+    assert_eq!(rejection(&outcome), Rejection::QueueFull { limit: 1 });
+}
+
+#[tokio::test(flavor = "current_thread", start_paused = true)]
+async fn throttling_turns_away_the_share_the_sre_formula_gives() {
+    let calls = 1000;
+    let upstream = Upstream::answering((0..calls).map(|_| (MS, 503)));
+    let policy = OverloadPolicy::throttling(Throttle::default()).with_seed(7);
+    let svc = OverloadLayer::new(policy.clone()).layer(upstream.clone());
+    let mut throttled = 0;
+    for _ in 0..calls {
+        match svc.clone().oneshot(request(A, None)).await {
+            Ok(response) => assert_eq!(response.status(), 503),
+            Err(err) => {
+                assert_eq!(FailureKind::of(&err), FailureKind::Overloaded);
+                throttled += 1;
+            }
+        }
+    }
+    // Nothing accepted: the probability nears 1, and only a trickle is sent.
+    assert!(upstream.calls() < 20, "{} sent", upstream.calls());
+    assert_eq!(throttled + upstream.calls(), calls);
+    let p = policy.state(&key(A)).unwrap().rejection_probability;
+    assert!(p > 0.99, "{p}");
+}
+
+#[tokio::test(flavor = "current_thread", start_paused = true)]
+async fn throttling_leaves_a_healthy_upstream_alone_and_recovers() {
+    let upstream = Upstream::answering((0..50).map(|_| (MS, 503)));
+    let throttle = Throttle::default()
+        .with_window(Duration::from_secs(10))
+        .unwrap();
+    let policy = OverloadPolicy::throttling(throttle).with_seed(1);
+    let svc = OverloadLayer::new(policy.clone()).layer(upstream.clone());
+    for _ in 0..50 {
+        let _ = svc.clone().oneshot(request(A, None)).await;
+    }
+    assert!(policy.state(&key(A)).unwrap().rejection_probability > 0.5);
+    // What the throttled calls left of the script is never sent.
+    upstream.script.lock().unwrap().clear();
+    // The rejections leave the window; the upstream is healthy again.
+    time::sleep(Duration::from_secs(11)).await;
+    for _ in 0..200 {
+        let response = svc.clone().oneshot(request(A, None)).await.unwrap();
+        assert_eq!(response.status(), 200);
+    }
+    assert_eq!(policy.state(&key(A)).unwrap().rejection_probability, 0.0);
+}
+
+#[tokio::test(flavor = "current_thread", start_paused = true)]
+async fn an_adaptive_limit_shrinks_on_overload_signals_and_says_so() {
+    let changes = Arc::new(Mutex::new(Vec::new()));
+    let heard = Arc::clone(&changes);
+    let policy = OverloadPolicy::adaptive(AdaptiveLimit::new(20, 2, 50).unwrap()).with_listener(
+        move |event: &OverloadEvent<'_>| {
+            if let OverloadEvent::LimitChanged { from, to, .. } = event {
+                heard.lock().unwrap().push((*from, *to));
+            }
+        },
+    );
+    let upstream = Upstream::answering((0..10).map(|_| (10 * MS, 503)));
+    let svc = OverloadLayer::new(policy.clone()).layer(upstream);
+    for _ in 0..10 {
+        let _ = svc.clone().oneshot(request(A, None)).await;
+    }
+    let limit = policy.state(&key(A)).unwrap().limit.unwrap();
+    // 20 × 0.9^10, floored at every step's reading.
+    assert_eq!(limit, 6);
+    let changes = changes.lock().unwrap();
+    assert_eq!(changes.first(), Some(&(20, 18)));
+    assert_eq!(changes.last().map(|c| c.1), Some(6));
+}
+
+#[tokio::test(flavor = "current_thread", start_paused = true)]
+async fn an_attempt_timeout_below_counts_as_an_overload_signal_and_a_deadline_as_nothing() {
+    use crate::AttemptTimeoutLayer;
+    let policy = OverloadPolicy::adaptive(AdaptiveLimit::new(10, 1, 10).unwrap());
+    let upstream =
+        Upstream::answering([(Duration::from_secs(5), 200), (Duration::from_secs(5), 200)]);
+    let svc = tower::ServiceBuilder::new()
+        .layer(OverloadLayer::new(policy.clone()))
+        .layer(AttemptTimeoutLayer::new(100 * MS))
+        .service(upstream);
+    let err = svc.clone().oneshot(request(A, None)).await.unwrap_err();
+    assert_eq!(FailureKind::of(&err), FailureKind::AttemptTimeout);
+    assert_eq!(policy.state(&key(A)).unwrap().limit, Some(9));
+    // The deadline below ends the next one: it says nothing of the upstream.
+    let err = svc
+        .clone()
+        .oneshot(request(A, Some(50 * MS)))
+        .await
+        .unwrap_err();
+    assert_eq!(FailureKind::of(&err), FailureKind::Deadline);
+    assert_eq!(policy.state(&key(A)).unwrap().limit, Some(9));
+}
+
+#[test]
+fn nonsense_settings_are_refused_by_field() {
+    assert_eq!(
+        OverloadPolicy::bulkhead(0).unwrap_err().field(),
+        "max_in_flight"
+    );
+    let bulkhead = || OverloadPolicy::bulkhead(1).unwrap();
+    assert_eq!(
+        bulkhead()
+            .with_max_wait(Duration::ZERO)
+            .unwrap_err()
+            .field(),
+        "max_wait"
+    );
+    assert_eq!(bulkhead().max_keys(0, MS).unwrap_err().field(), "max_keys");
+    assert_eq!(
+        bulkhead().max_keys(1, Duration::ZERO).unwrap_err().field(),
+        "idle_key_timeout"
+    );
+}
+
+// ===== the combined service =====
+
+mod combined {
+    use super::*;
+    use crate::{
+        policy::{FixedDelay, RetryBudget, TransientDecoder},
+        retry::RetryPolicy,
+        Resilience, ResiliencePolicy,
+    };
+
+    type Combined = Resilience<
+        Upstream,
+        TransientDecoder,
+        FixedDelay,
+        crate::breaker::NoBreaker,
+        OverloadPolicy,
+    >;
+
+    fn combined(
+        upstream: &Upstream,
+        overload: &OverloadPolicy,
+        budget: Option<Arc<RetryBudget>>,
+    ) -> Combined {
+        let mut retry = RetryPolicy::new(TransientDecoder::new(), FixedDelay::new(50 * MS, 2));
+        if let Some(budget) = budget {
+            retry = retry.with_budget(budget);
+        }
+        ResiliencePolicy::new(Duration::from_secs(1), Duration::from_secs(1), retry)
+            .unwrap()
+            .with_overload(overload.clone())
+            .layer()
+            .layer(upstream.clone())
+    }
+
+    fn spawn(svc: &Combined, request: Request<()>) -> tokio::task::JoinHandle<(u16, Instant)> {
+        let svc = svc.clone();
+        tokio::spawn(async move {
+            let response = svc.oneshot(request).await.unwrap();
+            (response.status().as_u16(), Instant::now())
+        })
+    }
+
+    #[tokio::test(flavor = "current_thread", start_paused = true)]
+    async fn the_first_attempt_waits_for_a_slot_and_is_sent_when_one_comes() {
+        let upstream = Upstream::answering([(100 * MS, 200), (10 * MS, 200)]);
+        let overload = OverloadPolicy::bulkhead(1).unwrap().with_queue(1);
+        let svc = combined(&upstream, &overload, None);
+        let start = Instant::now();
+        let first = spawn(&svc, request(A, None));
+        let second = spawn(&svc, request(A, None));
+        settle().await;
+        assert_eq!(overload.state(&key(A)).unwrap().queued, 1);
+        assert_eq!(upstream.calls(), 1);
+        assert_eq!(first.await.unwrap(), (200, start + 100 * MS));
+        assert_eq!(second.await.unwrap(), (200, start + 110 * MS));
+    }
+
+    #[tokio::test(flavor = "current_thread", start_paused = true)]
+    async fn a_retry_gives_its_slot_back_while_it_waits_and_takes_one_again() {
+        // The first call: 503 at once, a 50 ms wait, then 200. Meanwhile a
+        // second call takes the only slot for 100 ms.
+        let upstream = Upstream::answering([
+            (Duration::ZERO, 503),
+            (100 * MS, 200),
+            (Duration::ZERO, 200),
+        ]);
+        let overload = OverloadPolicy::bulkhead(1).unwrap().with_queue(4);
+        let svc = combined(&upstream, &overload, None);
+        let start = Instant::now();
+        let retried = spawn(&svc, request(A, None));
+        settle().await;
+        let other = spawn(&svc, request(A, None));
+        settle().await;
+        assert_eq!(
+            overload.state(&key(A)).unwrap().in_flight,
+            1,
+            "the other call has the slot"
+        );
+        assert_eq!(other.await.unwrap(), (200, start + 100 * MS));
+        // The retry was due at 50 ms; it waited for the slot until 100 ms.
+        assert_eq!(retried.await.unwrap(), (200, start + 100 * MS));
+        assert_eq!(upstream.calls(), 3);
+        assert_eq!(overload.state(&key(A)).unwrap().in_flight, 0);
+    }
+
+    #[tokio::test(flavor = "current_thread", start_paused = true)]
+    async fn a_call_turned_away_is_not_retried_and_costs_no_token() {
+        let upstream = Upstream::answering([(Duration::from_secs(5), 200)]);
+        let overload = OverloadPolicy::bulkhead(1).unwrap();
+        let budget = Arc::new(RetryBudget::new(10, 0.1).unwrap());
+        let svc = combined(&upstream, &overload, Some(Arc::clone(&budget)));
+        let _busy = spawn(&svc, request(A, None));
+        settle().await;
+        let tokens = budget.tokens_milli();
+        let start = Instant::now();
+        let err = svc.clone().oneshot(request(A, None)).await.unwrap_err();
+        assert_eq!(FailureKind::of(&err), FailureKind::Overloaded, "{err}");
+        assert_eq!(start.elapsed(), Duration::ZERO, "no retry, no wait");
+        assert_eq!(budget.tokens_milli(), tokens);
+        assert_eq!(upstream.calls(), 1);
+        let report = err.to_string();
+        assert!(report.contains("turned away"), "{report}");
+    }
+
+    #[tokio::test(flavor = "current_thread", start_paused = true)]
+    async fn a_wait_for_a_slot_ends_at_the_deadline() {
+        let upstream = Upstream::answering([(Duration::from_secs(5), 200)]);
+        let overload = OverloadPolicy::bulkhead(1).unwrap().with_queue(4);
+        let svc = combined(&upstream, &overload, None);
+        let _busy = spawn(&svc, request(A, None));
+        settle().await;
+        let start = Instant::now();
+        let err = svc.clone().oneshot(request(A, None)).await.unwrap_err();
+        assert_eq!(FailureKind::of(&err), FailureKind::Deadline, "{err}");
+        assert_eq!(start.elapsed(), Duration::from_secs(1));
+        assert_eq!(overload.state(&key(A)).unwrap().queued, 0);
+    }
+}
