@@ -201,7 +201,7 @@ fn print_targets(rows: &[Row], unloaded_p99: Duration) {
     println!("|---|---|---|---|");
     for row in rows {
         let two = row.healthy[at_2x];
-        let goodput = verdict(two.goodput >= 0.9, format!("{:.2}", two.goodput));
+        let goodput = verdict(two.goodput >= 0.9, format!("{:.3}", two.goodput));
         let p99 = two.p99.map_or("not met (no success)".to_owned(), |p| {
             let ratio = p.as_secs_f64() / unloaded_p99.as_secs_f64();
             verdict(ratio <= 2.0, format!("{ratio:.2}×"))

@@ -16,6 +16,7 @@ use crate::{
 use http::{Request, Response};
 use http_resilience::{
     attempt_timeout::AttemptTimeout,
+    overload::{AdaptiveLimit, OverloadLayer, OverloadPolicy, Throttle},
     policy::{ExponentialBackoff, Jitter, RetryBudget, TransientDecoder},
     retry::RetryPolicy,
     AttemptTimeoutLayer, BoxError, DeadlineLayer, StatusRetryLayer,
@@ -29,6 +30,10 @@ use tower_resilience::adaptive::{AdaptiveError, AdaptiveLimiterLayer, Aimd};
 /// A stack under test, boxed so that every variant has one type. The
 /// response keeps its status only: the driver reads nothing else.
 pub(crate) type Stack = BoxCloneService<Request<Body>, Response<()>, BoxError>;
+
+/// The seed of every random draw of the stacks (the backoff's jitter, the
+/// throttle's).
+const SEED: u64 = 7;
 
 /// What every control wraps.
 type Attempt = AttemptTimeout<Upstream>;
@@ -57,6 +62,18 @@ pub(crate) fn all() -> Vec<Variant> {
             name: "tower-resilience AIMD + `LoadShed`",
             build: tower_resilience_aimd,
         },
+        Variant {
+            name: "`OverloadLayer`, bulkhead",
+            build: bulkhead,
+        },
+        Variant {
+            name: "`OverloadLayer`, adaptive",
+            build: adaptive,
+        },
+        Variant {
+            name: "`OverloadLayer`, adaptive + throttle",
+            build: adaptive_throttled,
+        },
     ]
 }
 
@@ -67,7 +84,7 @@ fn retry_policy() -> RetryPolicy<TransientDecoder, ExponentialBackoff> {
     let backoff = ExponentialBackoff::new(BACKOFF_INITIAL, 2.0, BACKOFF_MAX, MAX_ATTEMPTS)
         .expect("valid backoff")
         .with_jitter(Jitter::Full)
-        .with_seed(7);
+        .with_seed(SEED);
     let budget = RetryBudget::new(BUDGET_TOKENS, BUDGET_RATIO).expect("valid budget");
     RetryPolicy::new(TransientDecoder::new(), backoff).with_budget(Arc::new(budget))
 }
@@ -135,4 +152,30 @@ fn unwrap_adaptive(error: AdaptiveError<BoxError>) -> BoxError {
         AdaptiveError::Service(inner) => inner,
         limit @ AdaptiveError::LimitReached => limit.into(),
     }
+}
+
+/// This library's bulkhead: `SLOTS` attempts in flight and `SLOTS` more
+/// waiting in order, each wait bounded by the call's deadline.
+fn bulkhead(upstream: Upstream) -> Stack {
+    let slots = u32::try_from(SLOTS).expect("a small number");
+    let policy = OverloadPolicy::bulkhead(slots)
+        .expect("a valid bulkhead")
+        .with_queue(slots);
+    around(OverloadLayer::new(policy), upstream)
+}
+
+/// This library's adaptive limit with its defaults (from 20, within
+/// `[1, 1000]`), no queue.
+fn adaptive(upstream: Upstream) -> Stack {
+    let policy = OverloadPolicy::adaptive(AdaptiveLimit::default()).with_seed(SEED);
+    around(OverloadLayer::new(policy), upstream)
+}
+
+/// The adaptive limit with client-side throttling, both with their
+/// defaults (`K` = 2 over two minutes).
+fn adaptive_throttled(upstream: Upstream) -> Stack {
+    let policy = OverloadPolicy::adaptive(AdaptiveLimit::default())
+        .with_throttle(Throttle::default())
+        .with_seed(SEED);
+    around(OverloadLayer::new(policy), upstream)
 }
