@@ -22,7 +22,7 @@
 //! `test-util`), so the figures move a little from run to run.
 //!
 //! Run: `cargo bench -p http-resilience-bench --bench overload` (about two
-//! and a half minutes); see `BENCHMARKS.md`.
+//! minutes); see `BENCHMARKS.md`.
 
 mod overload {
     pub(crate) mod driver;
