@@ -9,6 +9,7 @@
 use http_resilience::{
     breaker::AnyBreaker,
     config::ClientsConfig,
+    overload::AnyOverload,
     policy::{AnyDecoder, AnyRetryer, Retryer},
     ResiliencePolicy,
 };
@@ -44,7 +45,10 @@ fn main() {
 }
 
 /// One client's policy, readably.
-fn print_policy(name: &str, policy: &ResiliencePolicy<AnyDecoder, AnyRetryer, AnyBreaker>) {
+fn print_policy(
+    name: &str,
+    policy: &ResiliencePolicy<AnyDecoder, AnyRetryer, AnyBreaker, AnyOverload>,
+) {
     println!(
         "{name}\n  {} per attempt, {} in all",
         human(policy.attempt_timeout()),

@@ -13,6 +13,7 @@ use http_resilience::{
     attempt_timeout::AttemptTimeoutLayer,
     breaker::AnyBreaker,
     deadline::DeadlineLayer,
+    overload::AnyOverload,
     policy::{
         AnyDecoder, AnyRetryer, Decoder, ExponentialBackoff, RetryEvent, TransientDecoder,
         WaitSource,
@@ -69,7 +70,7 @@ const READ: Duration = Duration::from_secs(5);
 fn seed_with(
     attempt: Duration,
     total: Duration,
-) -> Result<ResiliencePolicy<AnyDecoder, AnyRetryer, AnyBreaker>, InvalidSetting> {
+) -> Result<ResiliencePolicy<AnyDecoder, AnyRetryer, AnyBreaker, AnyOverload>, InvalidSetting> {
     let policy = presets::reactor()
         .with_deadline(total)?
         .with_attempt_timeout(attempt)?;
@@ -90,7 +91,7 @@ async fn scenario(
     timeline: &Arc<Timeline>,
     title: &str,
     script: Vec<MockResponse>,
-    policy: ResiliencePolicy<AnyDecoder, AnyRetryer, AnyBreaker>,
+    policy: ResiliencePolicy<AnyDecoder, AnyRetryer, AnyBreaker, AnyOverload>,
     read: Duration,
 ) -> Result<(), BoxError> {
     println!("\n== {title} ==");

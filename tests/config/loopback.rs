@@ -124,3 +124,29 @@ async fn off_in_the_file_sends_no_attempt_header_the_grpc_decoders_included() {
         [None, None]
     );
 }
+
+#[tokio::test]
+async fn a_bulkhead_in_the_file_turns_away_the_call_beyond_it() {
+    let config = ClientsConfig::from_toml_str(
+        "[clients.api]\ndeadline = \"10s\"\nattempt_timeout = \"8s\"\noverload.max_in_flight = 1",
+    )
+    .unwrap();
+    let svc = config.layer("api").unwrap().layer(client());
+    let server = guarded(MockServer::start()).await.unwrap();
+    server.enqueue(MockResponse::ok("slow").with_head_delay(Duration::from_secs(1)));
+    let held = tokio::spawn(svc.clone().oneshot(get(server.uri("/a"))));
+    assert!(server.wait_for_requests(1, Duration::from_secs(5)).await);
+
+    let err = guarded(svc.clone().oneshot(get(server.uri("/b"))))
+        .await
+        .unwrap_err();
+
+    assert_eq!(
+        http_resilience::FailureKind::of(&*err),
+        http_resilience::FailureKind::Overloaded,
+        "{err}"
+    );
+    assert_eq!(server.request_count(), 1, "never sent");
+    let response = guarded(held).await.unwrap().unwrap();
+    assert_eq!(text(response.into_body()).await.unwrap(), "slow");
+}

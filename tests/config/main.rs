@@ -7,10 +7,10 @@ mod support;
 
 use http::{Request, Response, StatusCode};
 use http_resilience::{
-    breaker::{AnyBreaker, CircuitState},
+    breaker::CircuitState,
     config::ClientsConfig,
     policy::{AnyDecoder, AnyRetryer, ExponentialBackoff, FixedDelay, Jitter},
-    Attempts, FailureKind, ResiliencePolicy,
+    Attempts, FailureKind,
 };
 use std::{
     convert::Infallible,
@@ -24,7 +24,7 @@ use support::guarded;
 use tokio::time::Instant;
 use tower::{ServiceBuilder, ServiceExt};
 
-type Policy = ResiliencePolicy<AnyDecoder, AnyRetryer, AnyBreaker>;
+type Policy = http_resilience::config::ClientPolicy;
 
 /// The defaults of the module docs: Reactor WebClient's policy, written out.
 const DEFAULT: &str = r#"

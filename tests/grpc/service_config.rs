@@ -105,6 +105,27 @@ async fn the_retry_example_of_grpcs_guide_retries_unavailable_until_ok() {
 }
 
 #[tokio::test]
+async fn a_retried_method_without_a_timeout_sends_no_grpc_timeout_unless_the_caller_set_one() {
+    let script = Script::new([Step::Status(14, None)]);
+    let mut client = health_client(RETRY_EXAMPLE, &script).await;
+    guarded(client.check(check())).await.unwrap();
+    let sent: Vec<_> = script.seen().into_iter().map(|seen| seen.timeout).collect();
+    assert_eq!(sent, [None, None], "no deadline anywhere, so none is sent");
+
+    let script = Script::new([Step::Status(14, None)]);
+    let mut client = health_client(RETRY_EXAMPLE, &script).await;
+    let mut request = check();
+    request.set_timeout(Duration::from_secs(5));
+    guarded(client.check(request)).await.unwrap();
+    let sent = sent_timeouts(&script);
+    assert_eq!(sent.len(), 2);
+    assert!(
+        sent.iter().all(|left| *left <= Duration::from_secs(5)),
+        "{sent:?}"
+    );
+}
+
+#[tokio::test]
 async fn the_retry_example_of_grpcs_guide_does_not_retry_a_code_it_does_not_list() {
     let script = Script::new([Step::Status(7, None)]);
     let mut client = health_client(RETRY_EXAMPLE, &script).await;

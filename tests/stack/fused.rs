@@ -20,7 +20,13 @@
 //! against a `CircuitBreakerLayer` between the retry and the attempt timeout)
 //! and make several calls in a row, a gap apart, so that circuits trip, turn
 //! attempts away and recover between and within calls; the breaker's events
-//! are observed too.
+//! are observed too. Some put overload control in both
+//! (`ResiliencePolicy::with_overload` against an `OverloadLayer` between the
+//! retry and the breaker): a bulkhead of one or two slots with a short queue,
+//! throttling in some, and the calls then overlap (each starts a gap after
+//! the one before, without waiting for it), so that attempts wait for slots,
+//! give up at their deadline, or are turned away; its events are observed
+//! too.
 
 use super::compositions::{boxed, limit, recorded, step, wait, Step, Svc, Upstream};
 use http::{Request, Response};
@@ -29,6 +35,7 @@ use http_resilience::{
     attempt_timeout::AttemptTimeoutLayer,
     breaker::{BreakerEvent, BreakerPolicy, CircuitBreakerLayer},
     deadline::DeadlineLayer,
+    overload::{OverloadEvent, OverloadLayer, OverloadPolicy, Throttle},
     policy::{AnyDecoder, FeignDecoder, FixedDelay, RetryEvent, TransientDecoder},
     propagate::{PropagateDeadlineLayer, TimeoutFormat, EXPECTED_RQ_TIMEOUT_MS},
     retry::{RetryPolicy, StatusRetryLayer},
@@ -67,6 +74,9 @@ struct Case {
     // A breaker's failures in a row and break, the calls made and the gap
     // between them.
     breaker: Option<(u32, Duration)>,
+    // Overload control's slots and queue, and whether it throttles; the
+    // calls overlap when it is on.
+    overload: Option<(u32, u32, bool)>,
     calls: usize,
     gap: Duration,
 }
@@ -89,8 +99,11 @@ fn case() -> impl Strategy<Value = Case> {
         vec(step(), 1..5),
         proptest::option::weighted(0.25, limit(1..3000)),
         any::<bool>(),
-        proptest::option::weighted(0.5, (1_u32..3, limit(1..3000))),
-        (1_usize..4, wait(2500)),
+        (
+            proptest::option::weighted(0.5, (1_u32..3, limit(1..3000))),
+            (1_usize..4, wait(2500)),
+            proptest::option::weighted(0.3, (1_u32..3, 0_u32..3, any::<bool>())),
+        ),
     )
         .prop_map(
             |(
@@ -104,8 +117,7 @@ fn case() -> impl Strategy<Value = Case> {
                 script,
                 short,
                 last,
-                breaker,
-                (calls, gap),
+                (breaker, (calls, gap), overload),
             )| Case {
                 // NOTE: a quarter of the cases have a deadline of their own,
                 // which may be shorter than the attempt limit.
@@ -119,7 +131,12 @@ fn case() -> impl Strategy<Value = Case> {
                 given,
                 script,
                 breaker,
-                calls: if breaker.is_some() { calls } else { 1 },
+                overload,
+                calls: if breaker.is_some() || overload.is_some() {
+                    calls
+                } else {
+                    1
+                },
                 gap,
             },
         )
@@ -154,6 +171,24 @@ fn breaker(
         .unwrap()
         .with_seed(7)
         .with_listener(move |event: &BreakerEvent<'_>| {
+            events.lock().unwrap().push(event.to_string())
+        })
+}
+
+/// The overload control of a case, telling its events to `events`.
+fn overload(
+    (slots, queue, throttle): (u32, u32, bool),
+    events: Arc<Mutex<Vec<String>>>,
+) -> OverloadPolicy {
+    let policy = OverloadPolicy::bulkhead(slots).unwrap().with_queue(queue);
+    let policy = if throttle {
+        policy.with_throttle(Throttle::default())
+    } else {
+        policy
+    };
+    policy
+        .with_seed(11)
+        .with_listener(move |event: &OverloadEvent<'_>| {
             events.lock().unwrap().push(event.to_string())
         })
 }
@@ -208,9 +243,22 @@ async fn observe(case: Case, fused: bool) -> Observed {
         if case.last_to_deadline {
             resilience = resilience.final_attempt_uses_deadline();
         }
-        match breaker {
-            Some(breaker) => boxed(resilience.with_breaker(breaker).layer().layer(recording)),
-            None => boxed(resilience.layer().layer(recording)),
+        let overload = case.overload.map(|o| overload(o, Arc::clone(&events)));
+        match (breaker, overload) {
+            (Some(breaker), Some(overload)) => boxed(
+                resilience
+                    .with_breaker(breaker)
+                    .with_overload(overload)
+                    .layer()
+                    .layer(recording),
+            ),
+            (Some(breaker), None) => {
+                boxed(resilience.with_breaker(breaker).layer().layer(recording))
+            }
+            (None, Some(overload)) => {
+                boxed(resilience.with_overload(overload).layer().layer(recording))
+            }
+            (None, None) => boxed(resilience.layer().layer(recording)),
         }
     } else {
         let mut timeout = AttemptTimeoutLayer::new(case.attempt);
@@ -226,17 +274,25 @@ async fn observe(case: Case, fused: bool) -> Observed {
         if let Some(breaker) = breaker {
             attempt = boxed(CircuitBreakerLayer::new(breaker).layer(attempt));
         }
+        if let Some(o) = case.overload {
+            attempt = boxed(OverloadLayer::new(overload(o, Arc::clone(&events))).layer(attempt));
+        }
         let retried = StatusRetryLayer::new(policy).layer(attempt);
         boxed(DeadlineLayer::new(case.deadline).layer(boxed(retried)))
     };
 
-    let mut calls = Vec::new();
-    for n in 0..case.calls {
-        if n > 0 {
-            tokio::time::sleep(case.gap).await;
+    let calls = if case.overload.is_some() {
+        overlapping(&case, &svc, start).await
+    } else {
+        let mut calls = Vec::new();
+        for n in 0..case.calls {
+            if n > 0 {
+                tokio::time::sleep(case.gap).await;
+            }
+            calls.push(call_once(case.given, svc.clone(), start).await);
         }
-        calls.push(call_once(&case, svc.clone(), start).await);
-    }
+        calls
+    };
     let attempts = attempts.lock().unwrap().clone();
     let events = events.lock().unwrap().clone();
     Observed {
@@ -246,12 +302,36 @@ async fn observe(case: Case, fused: bool) -> Observed {
     }
 }
 
-/// One call of `case` through `svc`, its instants counted from `start`.
-async fn call_once(case: &Case, svc: Svc, start: Instant) -> Outcome {
+/// The calls of `case` through `svc`, each started a gap after the one
+/// before, without waiting for it.
+async fn overlapping(case: &Case, svc: &Svc, start: Instant) -> Vec<Outcome> {
+    let local = tokio::task::LocalSet::new();
+    local
+        .run_until(async {
+            let mut running = Vec::new();
+            for n in 0..case.calls {
+                if n > 0 {
+                    tokio::time::sleep(case.gap).await;
+                }
+                let call = call_once(case.given, svc.clone(), start);
+                running.push(tokio::task::spawn_local(call));
+            }
+            let mut calls = Vec::new();
+            for call in running {
+                calls.push(call.await.expect("the call ran"));
+            }
+            calls
+        })
+        .await
+}
+
+/// One call through `svc` with the deadline `given`, its instants counted
+/// from `start`.
+async fn call_once(given: Given, svc: Svc, start: Instant) -> Outcome {
     let report = RetryReport::new();
     let mut request = Request::new("payload".to_owned());
     request.extensions_mut().insert(report.clone());
-    match case.given {
+    match given {
         Given::None => {}
         Given::Inherited(d) => {
             request.extensions_mut().insert(RequestDeadline::after(d));

@@ -304,3 +304,73 @@ async fn retries_and_the_end_are_events_inside_the_call_span() {
         assert_eq!(call.int("http.response.status_code"), Some(503));
     }
 }
+
+/// A call overload control turns away: the call's span says so, with the
+/// error's type, in both forms, and the two forms make the same spans.
+#[tokio::test(flavor = "current_thread", start_paused = true)]
+async fn a_call_overload_control_turns_away_records_it_on_the_call_span() {
+    use http::{Request, Response};
+    use http_resilience::{
+        overload::{OverloadLayer, OverloadPolicy},
+        DeadlineLayer, ResiliencePolicy,
+    };
+    use tower::{ServiceBuilder, ServiceExt};
+
+    let mut runs = Vec::new();
+    for form in FORMS {
+        let overload = OverloadPolicy::bulkhead(1).unwrap();
+        // The only slot of the authority is held by a call of another stack
+        // sharing the policy, which makes no spans.
+        let holder =
+            OverloadLayer::new(overload.clone()).layer(tower::service_fn(|_: Request<String>| {
+                std::future::pending::<Result<Response<String>, http_resilience::BoxError>>()
+            }));
+        let held = tokio::spawn(
+            holder.oneshot(
+                Request::get(crate::harness::URI)
+                    .body(String::new())
+                    .unwrap(),
+            ),
+        );
+        tokio::task::yield_now().await;
+
+        let recorder = Recorder::default();
+        let _guard = recorder.install();
+        let upstream = Upstream::new(&recorder, [status(200)]);
+        let policy = RetryPolicy::new(TransientDecoder::new(), FixedDelay::new(DELAY, 2));
+        let svc = match form {
+            Form::Layers => crate::harness::Svc::new(
+                ServiceBuilder::new()
+                    .layer(DeadlineLayer::new(DEADLINE))
+                    .layer(StatusRetryLayer::new(policy))
+                    .layer(OverloadLayer::new(overload))
+                    .service(upstream.clone()),
+            ),
+            Form::Combined => crate::harness::Svc::new(
+                ResiliencePolicy::new(DEADLINE, DEADLINE, policy)
+                    .unwrap()
+                    .with_overload(overload)
+                    .layer()
+                    .layer(upstream.clone()),
+            ),
+        };
+        let error = get(svc).await.unwrap_err();
+        assert_eq!(
+            FailureKind::of(&*error),
+            FailureKind::Overloaded,
+            "{form:?}"
+        );
+        assert!(upstream.seen().is_empty(), "{form:?}: never sent");
+        let (call, _) = call_and_attempts(&recorder);
+        assert_eq!(
+            call.get("resilience.overload.rejected"),
+            Some(&Value::Bool(true)),
+            "{form:?}"
+        );
+        assert_eq!(call.str("error.type"), Some("overloaded"), "{form:?}");
+        assert_eq!(call.str("resilience.stop"), Some("failed"), "{form:?}");
+        runs.push(normalized(&recorder));
+        held.abort();
+    }
+    assert_eq!(runs[0], runs[1]);
+}

@@ -17,6 +17,7 @@
 mod support;
 
 use http::StatusCode;
+use http_resilience::overload::OverloadPolicy;
 use stats_alloc::{Region, StatsAlloc, INSTRUMENTED_SYSTEM};
 use std::{
     alloc::System,
@@ -29,8 +30,8 @@ use std::{
 };
 use support::{
     call, flaky_service, hand_loop, ok_service, ours, ours_fused, ours_fused_breaker,
-    tower_nesting, with_breaker, with_deadline_extension, with_request_copy,
-    with_tower_resilience_breaker, Req,
+    ours_fused_bulkhead, tower_nesting, with_breaker, with_deadline_extension, with_overload,
+    with_request_copy, with_tower_resilience_breaker, Req,
 };
 use tower::Service;
 
@@ -115,6 +116,19 @@ async fn measure() -> Vec<Row> {
         ours_fused_breaker(ok_service())
     );
     ok_row!("bare + closed breaker", with_breaker(ok_service()));
+    ok_row!(
+        "ours, combined, bulkhead",
+        ours_fused_bulkhead(ok_service())
+    );
+    ok_row!(
+        "bare + bulkhead",
+        with_overload(
+            ok_service(),
+            OverloadPolicy::bulkhead(1024)
+                .expect("a limit")
+                .with_queue(1024)
+        )
+    );
     ok_row!(
         "bare + tower-resilience breaker",
         with_tower_resilience_breaker(ok_service())

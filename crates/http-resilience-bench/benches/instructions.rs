@@ -13,8 +13,10 @@
 //!
 //! Variants: `bare`, `extension` (bare + deadline extension), `copy` (bare +
 //! the request copy a retry needs), `floor` (both), `tower`, `ours`,
-//! `ours-combined`, `breaker` (bare + our closed circuit breaker) and
-//! `tower-resilience-breaker` (bare + tower-resilience's, closed), as in the
+//! `ours-combined`, `breaker` (bare + our closed circuit breaker),
+//! `tower-resilience-breaker` (bare + tower-resilience's, closed),
+//! `bulkhead`, `adaptive` and `throttle` (bare + overload control far from
+//! its limit) and `ours-combined-bulkhead`, as in the
 //! `overhead` bench, each answered at once in
 //! process; and the same over loopback HTTP/1.1, `net-bare` (hyper-util's
 //! client), `net-floor`, `net-tower`, `net-ours` and `net-ours-combined`,
@@ -48,13 +50,14 @@ use bytes::Bytes;
 use http::{Response, StatusCode, Uri};
 use http_body::Body;
 use http_body_util::Full;
+use http_resilience::overload::{AdaptiveLimit, OverloadPolicy, Throttle};
 use hyper_util::client::legacy::{connect::HttpConnector, Client};
 use net::{bare_client as client, request as get};
 use std::{hint::black_box, process::ExitCode};
 use support::{
-    call, ok_service, ours, ours_fused, ours_fused_breaker, tower_nesting, with_breaker,
-    with_deadline_extension, with_request_copy, with_tower_resilience_breaker, Req, ATTEMPT_LIMIT,
-    CALL_LIMIT, RETRIES,
+    call, ok_service, ours, ours_fused, ours_fused_breaker, ours_fused_bulkhead, tower_nesting,
+    with_breaker, with_deadline_extension, with_overload, with_request_copy,
+    with_tower_resilience_breaker, Req, ATTEMPT_LIMIT, CALL_LIMIT, RETRIES,
 };
 use telemetry::{ours_fused_metrics, trace_everything};
 use tower::{BoxError, Service};
@@ -160,7 +163,8 @@ fn main() -> ExitCode {
         eprintln!(
             "usage: instructions <variant> <calls>, the variant one of bare, extension, \
              copy, floor, tower, ours, ours-spans, ours-combined, ours-combined-breaker, \
-             ours-combined-spans, ours-combined-metrics, breaker, \
+             ours-combined-bulkhead, ours-combined-spans, ours-combined-metrics, breaker, \
+             bulkhead, adaptive, throttle, \
              tower-resilience-breaker, net-{{bare,floor,tower,ours,ours-combined,ours-combined-breaker}}, \
              net503-{{hand,floor,tower,ours,ours-combined,ours-combined-breaker}} \
              (see BENCHMARKS.md)"
@@ -198,6 +202,21 @@ fn main() -> ExitCode {
             "ours" => run(ours(ok_service()), calls).await,
             "ours-combined" => run(ours_fused(ok_service()), calls).await,
             "ours-combined-breaker" => run(ours_fused_breaker(ok_service()), calls).await,
+            "ours-combined-bulkhead" => run(ours_fused_bulkhead(ok_service()), calls).await,
+            "bulkhead" => {
+                let bulkhead = OverloadPolicy::bulkhead(1024)
+                    .expect("a limit")
+                    .with_queue(1024);
+                run(with_overload(ok_service(), bulkhead), calls).await
+            }
+            "adaptive" => {
+                let adaptive = OverloadPolicy::adaptive(AdaptiveLimit::default());
+                run(with_overload(ok_service(), adaptive), calls).await
+            }
+            "throttle" => {
+                let throttle = OverloadPolicy::throttling(Throttle::default());
+                run(with_overload(ok_service(), throttle), calls).await
+            }
             "ours-combined-metrics" => run(ours_fused_metrics(ok_service()), calls).await,
             "ours-combined-spans" => {
                 trace_everything();

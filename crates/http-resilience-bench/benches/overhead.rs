@@ -7,6 +7,7 @@
 mod support;
 
 use criterion::{BenchmarkGroup, Criterion};
+use http_resilience::overload::OverloadPolicy;
 use std::{
     hint::black_box,
     sync::{
@@ -17,8 +18,8 @@ use std::{
 };
 use support::{
     call, flaky_service, hand_loop, ok_service, ours, ours_fused, ours_fused_breaker,
-    tower_nesting, with_breaker, with_deadline_extension, with_request_copy,
-    with_tower_resilience_breaker, Req,
+    ours_fused_bulkhead, tower_nesting, with_breaker, with_deadline_extension, with_overload,
+    with_request_copy, with_tower_resilience_breaker, Req,
 };
 use tokio::{runtime::Runtime, time::Instant};
 use tower::Service;
@@ -97,6 +98,23 @@ fn overhead(c: &mut Criterion) {
         &rt,
         "ok/bare_with_breaker",
         with_breaker(ok_service()),
+        &calls,
+    );
+    per_call(
+        &mut group,
+        &rt,
+        "ok/ours-combined_with_bulkhead",
+        ours_fused_bulkhead(ok_service()),
+        &calls,
+    );
+    let bulkhead = OverloadPolicy::bulkhead(1024)
+        .expect("a limit")
+        .with_queue(1024);
+    per_call(
+        &mut group,
+        &rt,
+        "ok/bare_with_bulkhead",
+        with_overload(ok_service(), bulkhead),
         &calls,
     );
     per_call(

@@ -28,6 +28,10 @@
 //!   retry and the attempt timeout;
 //! - [`hedge`]: another copy of a slow request, the first good answer
 //!   winning ([`hedge::HedgeLayer`]);
+//! - [`overload`]: overload control per authority, a bulkhead, an adaptive
+//!   concurrency limit and client-side throttling
+//!   ([`overload::OverloadLayer`]), placed between the retry and the
+//!   breaker;
 //! - [`read_timeout`]: the longest wait between reads, at the transport;
 //! - [`resume`]: a response body that fails part-way continued with a
 //!   ranged request (`Range`, `If-Range`), under the call's deadline

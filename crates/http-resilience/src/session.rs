@@ -257,8 +257,14 @@ impl Session {
             span.record("resilience.hedge.winner", i64::from(summary.winner()));
         }
         let verdict = summary.verdict();
-        if verdict.reason() == Some(Reason::Failure(FailureKind::CircuitOpen)) {
-            span.record("resilience.breaker.rejected", true);
+        match verdict.reason() {
+            Some(Reason::Failure(FailureKind::CircuitOpen)) => {
+                span.record("resilience.breaker.rejected", true);
+            }
+            Some(Reason::Failure(FailureKind::Overloaded)) => {
+                span.record("resilience.overload.rejected", true);
+            }
+            _ => {}
         }
         telemetry::record_outcome(span, verdict, status);
     }

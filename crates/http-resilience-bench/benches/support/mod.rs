@@ -20,6 +20,7 @@ use http_resilience::{
     attempt_timeout::AttemptTimeoutLayer,
     breaker::{BreakerPolicy, CircuitBreakerLayer, Judges, NoBreaker},
     deadline::{body::DeadlineBody, DeadlineLayer},
+    overload::{OverloadLayer, OverloadPolicy},
     policy::{FixedDelay, StatusDecoder},
     retry::{RetryPolicy, StatusRetryLayer},
     RequestDeadline, ResiliencePolicy,
@@ -163,6 +164,25 @@ where
     fused_with(inner, BreakerPolicy::default())
 }
 
+/// [`ours_fused`] with a bulkhead on every attempt
+/// (`ResiliencePolicy::with_overload`), far from full: a slot taken and given
+/// back per call.
+pub(crate) fn ours_fused_bulkhead<S, T>(
+    inner: S,
+) -> impl Service<Req, Response = Response<DeadlineBody<T>>, Error = tower::BoxError> + Clone
+where
+    S: Service<Req, Response = Response<T>> + Clone,
+    S::Error: Into<tower::BoxError>,
+{
+    let bulkhead = OverloadPolicy::bulkhead(1024)
+        .expect("a limit")
+        .with_queue(1024);
+    let resilience = ResiliencePolicy::new(CALL_LIMIT, ATTEMPT_LIMIT, retry_503())
+        .expect("the limits fit together")
+        .with_overload(bulkhead);
+    tower::Layer::layer(&resilience.layer(), inner)
+}
+
 /// Our stack combined, every attempt passing `breaker`.
 fn fused_with<S, T, G>(
     inner: S,
@@ -177,6 +197,18 @@ where
         .expect("the limits fit together")
         .with_breaker(breaker);
     tower::Layer::layer(&resilience.layer(), inner)
+}
+
+/// `inner` behind overload control with `policy`, far from its limit: a
+/// slot taken and given back per call.
+pub(crate) fn with_overload<S, T>(
+    inner: S,
+    policy: OverloadPolicy,
+) -> impl Service<Req, Response = Response<T>, Error = tower::BoxError> + Clone
+where
+    S: Service<Req, Response = Response<T>, Error = Infallible> + Clone,
+{
+    tower::Layer::layer(&OverloadLayer::new(policy), inner)
 }
 
 /// `inner` behind a circuit breaker with the default policy: a closed

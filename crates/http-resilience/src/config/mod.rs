@@ -113,6 +113,17 @@
 //! | `breaker.idle_key_timeout` | duration | a circuit with no outcome for this long is the first evicted when a new key needs room; default 5m |
 //! | `breaker.decoder`, `breaker.statuses`, `breaker.retry_after`, `breaker.codes` | as in `retry` | what counts as a failure (see [`BreakerPolicy`]); by default the retry's decoder |
 //! | `breaker.seed` | integer | fixes the random sequence of the breaks' jitter ([`BreakerPolicy::with_seed`]) |
+//! | `overload.enabled` | bool | whether every attempt passes overload control per authority ([`OverloadPolicy`]; see [Overload control](#overload-control)); `false` turns off one inherited; an `overload` table that writes any other field turns it on (a value `"off"` apart); off in every preset |
+//! | `overload.max_in_flight` | integer ≥ 1 | a bulkhead: at most this many attempts in flight per key ([`OverloadPolicy::bulkhead`]) |
+//! | `overload.adaptive.initial`, `.min`, `.max` | integers, `1 ≤ min ≤ initial ≤ max` | an adaptive limit instead ([`AdaptiveLimit::new`]); a table that writes any of its fields makes the limit adaptive; defaults 20, 1, 1000 |
+//! | `overload.adaptive.smoothing`, `.tolerance`, `.backoff_ratio` | numbers in (0, 1], ≥ 1, in (0, 1) | [`AdaptiveLimit::with_smoothing`], [`with_tolerance`](crate::overload::AdaptiveLimit::with_tolerance), [`with_backoff_ratio`](crate::overload::AdaptiveLimit::with_backoff_ratio); defaults 0.2, 1.5, 0.9 |
+//! | `overload.queue` | integer | attempts that may wait for a slot per key ([`OverloadPolicy::with_queue`]); default 0 |
+//! | `overload.max_wait` | duration or `"off"` | the longest wait for a slot ([`OverloadPolicy::with_max_wait`]); default the call's deadline |
+//! | `overload.min_attempt` | duration or `"off"` | an attempt that would get its slot with less than this left before its deadline gives up at once ([`OverloadPolicy::with_min_attempt`]); default none |
+//! | `overload.throttle.k`, `.window` | number ≥ 1, duration ≥ 10ms | client-side throttling ([`Throttle`]); writing either turns it on; defaults 2 and 2m |
+//! | `overload.throttle.enabled` | bool | `true` turns throttling on with the defaults, `false` turns off one inherited |
+//! | `overload.max_keys`, `overload.idle_key_timeout` | integer ≥ 1, duration | keys kept at most, and when one is idle ([`OverloadPolicy::max_keys`]); defaults 1024, 5m |
+//! | `overload.seed` | integer | fixes the random sequence of the throttle's rejections ([`OverloadPolicy::with_seed`]) |
 //! | `hedge.enabled` | bool | whether the client hedges instead of retrying ([`HedgePolicy`]; see [Hedging](#hedging)); `false` turns off one inherited; a `hedge` table that writes any other field turns it on (a value `"off"` apart); off in every preset |
 //! | `hedge.delay` | duration | another copy after this long with no outcome ([`HedgeDelay::fixed`], gRPC's `hedgingDelay`); this or `percentile` is required to hedge |
 //! | `hedge.percentile` | number in (0, 100) | instead of `delay`: the delay is this percentile of the latencies observed ([`HedgeDelay::percentile`]) |
@@ -306,6 +317,44 @@
 //! back with [`with_breaker`](crate::ResiliencePolicy::with_breaker), as
 //! above.
 //!
+//! # Overload control
+//!
+//! The `overload` table sets the overload control every attempt passes,
+//! between the retry and the breaker
+//! ([`ResiliencePolicy::with_overload`](crate::ResiliencePolicy::with_overload),
+//! see [`overload`](crate::overload)): a limit of attempts in flight per
+//! authority, fixed (`max_in_flight`) or adaptive (an `adaptive` table, not
+//! both), a queue, and throttling (a `throttle` table); one of the three is
+//! needed. It is inherited field by field, as `breaker` is, and off in every
+//! preset. Each call of [`ClientsConfig::policy`] and [`ClientsConfig::layer`]
+//! makes slots of its own: make a client's layer once and clone it.
+//!
+//! ```
+//! use http_resilience::{config::ClientsConfig, overload::Limit};
+//!
+//! let config = ClientsConfig::from_toml_str(
+//!     r#"
+//!     [default.overload]
+//!     max_in_flight = 64
+//!     queue = 64
+//!
+//!     [clients.search.overload.adaptive]
+//!     max = 200
+//!
+//!     [clients.batch.overload.throttle]
+//!     k = 1.5
+//!     "#,
+//! )?;
+//! let search = config.policy("search")?;
+//! let settings = search.overload().policy().expect("overload control").settings();
+//! assert!(matches!(settings.limit, Limit::Adaptive(limit) if limit.max() == 200));
+//! assert_eq!(settings.max_queued, 64); // from [default]
+//! let batch = config.policy("batch")?.overload().policy().unwrap().settings();
+//! assert_eq!(batch.limit, Limit::Fixed(64));
+//! assert_eq!(batch.throttle.map(|t| t.k()), Some(1.5));
+//! # Ok::<(), http_resilience::BoxError>(())
+//! ```
+//!
 //! # Hedging
 //!
 //! A `hedge` table makes the client hedge instead of retrying, as a gRPC
@@ -319,7 +368,8 @@
 //!
 //! [`ClientsConfig::hedge`] gives the [`HedgePolicy`], and the client's
 //! [`policy`](ClientsConfig::policy) the rest of its stack: the deadline
-//! outside, the breaker and the attempt timeout for each copy inside.
+//! outside, overload control, the breaker and the attempt timeout for each
+//! copy inside.
 //! [`ClientsConfig::layer`] refuses a client that hedges, since the
 //! combined service retries.
 //!
@@ -327,7 +377,7 @@
 //! use http::{Request, Response};
 //! use http_resilience::{
 //!     breaker::CircuitBreakerLayer, config::ClientsConfig, hedge::HedgeLayer,
-//!     AttemptTimeoutLayer, Attempts, DeadlineLayer,
+//!     overload::OverloadLayer, AttemptTimeoutLayer, Attempts, DeadlineLayer,
 //! };
 //! use std::{convert::Infallible, sync::{atomic::{AtomicU32, Ordering}, Arc}, time::Duration};
 //! use tower::{ServiceBuilder, ServiceExt};
@@ -351,6 +401,7 @@
 //! let svc = ServiceBuilder::new()
 //!     .layer(DeadlineLayer::new(policy.deadline()))
 //!     .layer(HedgeLayer::new(hedge))
+//!     .option_layer(policy.overload().policy().cloned().map(OverloadLayer::new))
 //!     .option_layer(policy.breaker().policy().cloned().map(CircuitBreakerLayer::new))
 //!     .layer(AttemptTimeoutLayer::new(policy.attempt_timeout()))
 //!     .service_fn(move |_: Request<String>| {
@@ -422,6 +473,12 @@
 //!   from (`clients.search.breaker.ramp_steps must be given with
 //!   ramp_duration: preset standard has no ramp to take it from`), and a
 //!   `ramp_steps` beside `ramp_duration = "off"`;
+//! - in `overload`, what the [`OverloadPolicy`], [`AdaptiveLimit`] and
+//!   [`Throttle`] setters refuse, under their paths
+//!   (`clients.x.overload.adaptive.max must be at least min (5), got 4`),
+//!   `max_in_flight` beside an `adaptive` table, a table turned on with no
+//!   limit and no throttling, and `k` or `window` beside `throttle.enabled =
+//!   false`;
 //! - in `hedge`, what the [`HedgePolicy`] setters refuse (a `max_attempts`
 //!   or `max_in_flight` of 0, a `percentile` outside (0, 100), a zero
 //!   `window`), `delay` and `percentile` in one section, `min_samples` or
@@ -473,6 +530,17 @@
 //! [`TimeoutFormat::Millis`]: crate::propagate::TimeoutFormat::Millis
 //! [`FixedDelay`]: crate::policy::FixedDelay
 //! [`HedgePolicy`]: crate::hedge::HedgePolicy
+//! [`OverloadPolicy`]: crate::overload::OverloadPolicy
+//! [`OverloadPolicy::bulkhead`]: crate::overload::OverloadPolicy::bulkhead
+//! [`OverloadPolicy::with_queue`]: crate::overload::OverloadPolicy::with_queue
+//! [`OverloadPolicy::with_max_wait`]: crate::overload::OverloadPolicy::with_max_wait
+//! [`OverloadPolicy::with_min_attempt`]: crate::overload::OverloadPolicy::with_min_attempt
+//! [`OverloadPolicy::max_keys`]: crate::overload::OverloadPolicy::max_keys
+//! [`OverloadPolicy::with_seed`]: crate::overload::OverloadPolicy::with_seed
+//! [`AdaptiveLimit`]: crate::overload::AdaptiveLimit
+//! [`AdaptiveLimit::new`]: crate::overload::AdaptiveLimit::new
+//! [`AdaptiveLimit::with_smoothing`]: crate::overload::AdaptiveLimit::with_smoothing
+//! [`Throttle`]: crate::overload::Throttle
 //! [`HedgeDelay::fixed`]: crate::hedge::HedgeDelay::fixed
 //! [`HedgeDelay::percentile`]: crate::hedge::HedgeDelay::percentile
 //! [`HedgePolicy::hedge_on_attempt_timeout`]: crate::hedge::HedgePolicy::hedge_on_attempt_timeout
@@ -487,6 +555,7 @@
 mod breaker;
 mod error;
 mod hedge;
+mod overload;
 mod resolve;
 #[cfg(test)]
 mod tests;
@@ -505,11 +574,19 @@ use self::{
 use crate::{
     breaker::AnyBreaker,
     hedge::HedgePolicy,
+    overload::AnyOverload,
     policy::{AnyDecoder, AnyRetryer},
     InvalidSetting, ResilienceLayer, ResiliencePolicy,
 };
 use serde::Deserialize;
 use std::collections::BTreeMap;
+
+/// A client's policy as the configuration builds it: every part a run-time
+/// choice, so that every client has one type.
+pub type ClientPolicy = ResiliencePolicy<AnyDecoder, AnyRetryer, AnyBreaker, AnyOverload>;
+
+/// The layer of a [`ClientPolicy`]: what [`ClientsConfig::layer`] gives.
+pub type ClientLayer = ResilienceLayer<AnyDecoder, AnyRetryer, AnyBreaker, AnyOverload>;
 
 /// The resilience policies of named clients: a `[default]` section and one
 /// section per client.
@@ -578,10 +655,7 @@ impl ClientsConfig {
     ///
     /// [`ConfigError`] when a setting the policy is made from makes no sense;
     /// never for a configuration that [`validate`](Self::validate) accepted.
-    pub fn policy(
-        &self,
-        name: &str,
-    ) -> Result<ResiliencePolicy<AnyDecoder, AnyRetryer, AnyBreaker>, ConfigError> {
+    pub fn policy(&self, name: &str) -> Result<ClientPolicy, ConfigError> {
         let (fields, path) = self.resolve(name)?;
         Ok(fields.build(&path)?)
     }
@@ -613,10 +687,7 @@ impl ClientsConfig {
     /// As [`policy`](Self::policy), and when the client hedges: its calls
     /// are not retried but hedged, in the stack [Hedging](self#hedging)
     /// shows, which this layer is not.
-    pub fn layer(
-        &self,
-        name: &str,
-    ) -> Result<ResilienceLayer<AnyDecoder, AnyRetryer, AnyBreaker>, ConfigError> {
+    pub fn layer(&self, name: &str) -> Result<ClientLayer, ConfigError> {
         let (fields, path) = self.resolve(name)?;
         let (policy, hedge) = fields.build_with_hedge(&path)?;
         if hedge.is_some() {

@@ -4,14 +4,15 @@
 use super::{
     breaker::BreakerFields,
     hedge::HedgeFields,
+    overload::OverloadFields,
     validate::{only_for, positive},
     written::{
         BackoffKind, BudgetSection, DecoderKind, Preset, Propagate, RetrySection, Section,
         WrittenDecoder,
     },
+    ClientPolicy,
 };
 use crate::{
-    breaker::AnyBreaker,
     hedge::HedgePolicy,
     policy::{
         AnyDecoder, AnyRetryer, ApacheDecoder, ExponentialBackoff, FeignDecoder, FeignRetryer,
@@ -59,15 +60,14 @@ pub(super) struct Fields {
     pub(super) breaker: BreakerFields,
     /// Hedging instead of retries, on or off.
     pub(super) hedge: HedgeFields,
+    /// Overload control, on or off.
+    pub(super) overload: OverloadFields,
     /// Where the values that checks combine came from, for their messages.
     pub(super) origins: Origins,
 }
 
 /// A client's policy and its hedging, if on.
-pub(super) type Built = (
-    ResiliencePolicy<AnyDecoder, AnyRetryer, AnyBreaker>,
-    Option<HedgePolicy<AnyDecoder>>,
-);
+pub(super) type Built = (ClientPolicy, Option<HedgePolicy<AnyDecoder>>);
 
 /// `retry.attempt_header` or `retry.previous_attempts_header`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -208,7 +208,8 @@ impl Section {
         self.apply_propagate(&mut base, path)?;
         let base = self.retry.apply(base, &format!("{path}.retry"))?;
         let base = self.breaker.apply(base, &format!("{path}.breaker"))?;
-        self.hedge.apply(base, &format!("{path}.hedge"))
+        let base = self.hedge.apply(base, &format!("{path}.hedge"))?;
+        self.overload.apply(base, &format!("{path}.overload"))
     }
 
     /// The propagated budget written, over `base`'s: `propagate` names a
@@ -524,7 +525,7 @@ impl DecoderFields {
 
 impl Fields {
     /// The fields that build `policy`.
-    pub(super) fn of(policy: &ResiliencePolicy<AnyDecoder, AnyRetryer, AnyBreaker>) -> Self {
+    pub(super) fn of(policy: &ClientPolicy) -> Self {
         let retry = policy.retry();
         let decoder = DecoderFields::of(retry.decoder());
         let schedule = Schedule::of(retry.retryer());
@@ -534,6 +535,7 @@ impl Fields {
             propagate: policy.budget_header().cloned(),
             breaker: BreakerFields::of(policy.breaker(), &decoder),
             hedge: HedgeFields::off(),
+            overload: OverloadFields::off(),
             decoder,
             backoff: schedule.backoff,
             delay: schedule.delay,
@@ -557,10 +559,7 @@ impl Fields {
 
     /// The policy, checked with its hedging; `path` is the section's, for
     /// errors.
-    pub(super) fn build(
-        &self,
-        path: &str,
-    ) -> Result<ResiliencePolicy<AnyDecoder, AnyRetryer, AnyBreaker>, InvalidSetting> {
+    pub(super) fn build(&self, path: &str) -> Result<ClientPolicy, InvalidSetting> {
         self.build_with_hedge(path).map(|(policy, _)| policy)
     }
 
@@ -576,10 +575,7 @@ impl Fields {
     }
 
     /// The policy alone, checked.
-    fn build_policy(
-        &self,
-        path: &str,
-    ) -> Result<ResiliencePolicy<AnyDecoder, AnyRetryer, AnyBreaker>, InvalidSetting> {
+    fn build_policy(&self, path: &str) -> Result<ClientPolicy, InvalidSetting> {
         let retry_path = format!("{path}.retry");
         let within_retry = |err: InvalidSetting| err.within(&retry_path);
         let decoder = self.decoder.build().map_err(within_retry)?;
@@ -617,7 +613,8 @@ impl Fields {
         if let Some((header, format)) = &self.propagate {
             policy = policy.propagating(header.clone(), *format);
         }
-        Ok(policy.with_breaker(breaker))
+        let overload = self.overload.build(&format!("{path}.overload"))?;
+        Ok(policy.with_breaker(breaker).with_overload(overload))
     }
 
     /// An error when the attempt timeout exceeds the deadline. The layers

@@ -1,18 +1,15 @@
 //! The configuration: reading, resolution, validation and the presets.
 
 use super::written::{BackoffKind, DecoderKind, FromText, Written};
+use super::ClientPolicy;
 use super::*;
-use crate::breaker::{AnyBreaker, BreakerPolicy, BreakerSettings};
+use crate::breaker::{BreakerPolicy, BreakerSettings};
 use crate::policy::{AnyDecoder, AnyRetryer, Retryer};
 use crate::presets;
 use std::time::Duration;
 
 /// The erased preset and the one built from the table are the same policy.
-fn assert_same(
-    name: &str,
-    built: &ResiliencePolicy<AnyDecoder, AnyRetryer, AnyBreaker>,
-    preset: &ResiliencePolicy<AnyDecoder, AnyRetryer, AnyBreaker>,
-) {
+fn assert_same(name: &str, built: &ClientPolicy, preset: &ClientPolicy) {
     assert_eq!(built.deadline(), preset.deadline(), "{name}: deadline");
     assert_eq!(
         built.attempt_timeout(),
@@ -45,7 +42,7 @@ fn assert_same(
         }
         (a, b) => panic!("{name}: retryer {a:?} against {b:?}"),
     }
-    let budget = |policy: &ResiliencePolicy<AnyDecoder, AnyRetryer, AnyBreaker>| {
+    let budget = |policy: &ClientPolicy| {
         policy
             .retry()
             .budget()
@@ -70,9 +67,7 @@ fn assert_same(
 }
 
 /// The settings and the decoder of `policy`'s breaker, if it has one.
-fn breaker_of(
-    policy: &ResiliencePolicy<AnyDecoder, AnyRetryer, AnyBreaker>,
-) -> Option<(BreakerSettings, &AnyDecoder)> {
+fn breaker_of(policy: &ClientPolicy) -> Option<(BreakerSettings, &AnyDecoder)> {
     let breaker = policy.breaker().policy()?;
     Some((breaker.settings(), breaker.decoder()))
 }
@@ -1232,3 +1227,4 @@ fn invalid_attempt_headers_name_their_path() {
 }
 
 mod hedge;
+mod overload;

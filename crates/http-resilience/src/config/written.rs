@@ -24,6 +24,8 @@ pub(super) struct Section {
     pub(super) breaker: BreakerSection,
     #[serde(default)]
     pub(super) hedge: HedgeSection,
+    #[serde(default)]
+    pub(super) overload: OverloadSection,
 }
 
 /// The `retry` table of a section, as written.
@@ -103,6 +105,47 @@ pub(super) struct HedgeSection {
     pub(super) max_in_flight: Option<u32>,
     pub(super) on_attempt_timeout: Option<Written<DurationOrOff>>,
     pub(super) max_server_delay: Option<Written<Duration>>,
+}
+
+/// The `overload` table of a section, as written: the
+/// [`OverloadPolicy`](crate::overload::OverloadPolicy) settings, named as its
+/// setters' errors name them.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct OverloadSection {
+    pub(super) enabled: Option<bool>,
+    pub(super) max_in_flight: Option<u32>,
+    #[serde(default)]
+    pub(super) adaptive: AdaptiveSection,
+    pub(super) queue: Option<u32>,
+    pub(super) max_wait: Option<Written<DurationOrOff>>,
+    pub(super) min_attempt: Option<Written<DurationOrOff>>,
+    #[serde(default)]
+    pub(super) throttle: ThrottleSection,
+    pub(super) max_keys: Option<usize>,
+    pub(super) idle_key_timeout: Option<Written<Duration>>,
+    pub(super) seed: Option<u64>,
+}
+
+/// The `overload.adaptive` table: an [`AdaptiveLimit`](crate::overload::AdaptiveLimit).
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct AdaptiveSection {
+    pub(super) initial: Option<u32>,
+    pub(super) min: Option<u32>,
+    pub(super) max: Option<u32>,
+    pub(super) smoothing: Option<f64>,
+    pub(super) tolerance: Option<f64>,
+    pub(super) backoff_ratio: Option<f64>,
+}
+
+/// The `overload.throttle` table: a [`Throttle`](crate::overload::Throttle).
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct ThrottleSection {
+    pub(super) enabled: Option<bool>,
+    pub(super) k: Option<f64>,
+    pub(super) window: Option<Written<Duration>>,
 }
 
 /// The decoder fields of a table (`retry` or `breaker`), as written.

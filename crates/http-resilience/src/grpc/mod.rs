@@ -104,7 +104,14 @@
 //! the caller as a `tonic::Status` with code `UNAVAILABLE`, its source the
 //! [`CircuitOpen`] error.
 //!
-//! Circuits are keyed by the request's authority, and a tonic client made
+//! Overload control goes the same way,
+//! `GrpcLayer::new(presets::grpc().with_overload(OverloadPolicy::adaptive(..)))`
+//! ([`ResiliencePolicy::with_overload`]): `RESOURCE_EXHAUSTED` and attempts
+//! that time out shrink an adaptive limit, and a call turned away reaches
+//! the caller as `UNAVAILABLE`, its source the
+//! [`Overloaded`] error.
+//!
+//! Circuits (and overload control's slots) are keyed by the request's authority, and a tonic client made
 //! with `new(transport)` sends only the path: every server it calls would
 //! share one circuit (the empty authority) if the clients share a policy.
 //! Make the clients with `with_origin(transport, origin)`, give each channel
@@ -176,6 +183,7 @@ use crate::{
     breaker::{error::CircuitOpen, Gate, NoBreaker},
     deadline::{body::DeadlineBody, error::DeadlineExceeded},
     errors::is_caused_by,
+    overload::{error::Overloaded, Admit, NoOverload},
     propagate::{InheritDeadline, InheritDeadlineLayer, TimeoutFormat, GRPC_TIMEOUT},
     BoxError, Resilience, ResilienceLayer, ResiliencePolicy,
 };
@@ -194,22 +202,22 @@ use tower_service::Service;
 
 /// The stack [`GrpcLayer`] puts around a tonic `Channel` (or any service of
 /// `http::Request<tonic::body::Body>`); see the [module docs](self).
-pub struct GrpcLayer<D, R, G = NoBreaker> {
+pub struct GrpcLayer<D, R, G = NoBreaker, O = NoOverload> {
     inherit: InheritDeadlineLayer,
-    resilience: ResilienceLayer<D, R, G>,
+    resilience: ResilienceLayer<D, R, G, O>,
     replay_cap: usize,
 }
 
 /// What [`GrpcLayer`] makes of a service `S`: a service of
 /// `http::Request<B>` for any request body, which a tonic generated client
 /// takes as its transport.
-pub struct Grpc<S, D, R, G: Gate = NoBreaker> {
-    inner: Stack<S, D, R, G>,
+pub struct Grpc<S, D, R, G: Gate = NoBreaker, O: Admit = NoOverload> {
+    inner: Stack<S, D, R, G, O>,
     replay_cap: usize,
 }
 
 /// The layers inside [`Grpc`], outermost first.
-type Stack<S, D, R, G> = InheritDeadline<Resilience<TonicBody<S>, D, R, G>>;
+type Stack<S, D, R, G, O> = InheritDeadline<Resilience<TonicBody<S>, D, R, G, O>>;
 
 /// The response body of [`Grpc`]: the inner service's, bounded by the
 /// deadline, with a deadline overrun read as a `tonic::Status`.
@@ -217,14 +225,14 @@ pub type GrpcBody<T> = MapErr<DeadlineBody<T>, fn(BoxError) -> BoxError>;
 
 // ===== impl GrpcLayer =====
 
-impl<D, R, G> GrpcLayer<D, R, G> {
+impl<D, R, G, O> GrpcLayer<D, R, G, O> {
     /// The stack for `resilience`'s deadline, attempt limit, retry policy and
     /// circuit breaker, if it has one (usually
     /// [`presets::grpc`](crate::presets::grpc), and
     /// [`BreakerPolicy::grpc`](crate::breaker::BreakerPolicy::grpc) given with
     /// [`with_breaker`](ResiliencePolicy::with_breaker)), with request bodies
     /// kept for replay up to [`DEFAULT_REPLAY_CAP`] bytes.
-    pub fn new(resilience: ResiliencePolicy<D, R, G>) -> Self {
+    pub fn new(resilience: ResiliencePolicy<D, R, G, O>) -> Self {
         Self {
             inherit: InheritDeadlineLayer::grpc(),
             resilience: resilience
@@ -239,7 +247,7 @@ impl<D, R, G> GrpcLayer<D, R, G> {
     /// that sends each call once and has no deadline of its own, so that
     /// header is the time left (a service config's method with no policy
     /// and no timeout).
-    pub(crate) fn sending_as_is(resilience: ResiliencePolicy<D, R, G>) -> Self {
+    pub(crate) fn sending_as_is(resilience: ResiliencePolicy<D, R, G, O>) -> Self {
         Self {
             inherit: InheritDeadlineLayer::grpc(),
             resilience: resilience.layer(),
@@ -256,7 +264,7 @@ impl<D, R, G> GrpcLayer<D, R, G> {
     }
 }
 
-impl<D, R, G: Clone> Clone for GrpcLayer<D, R, G> {
+impl<D, R, G: Clone, O: Clone> Clone for GrpcLayer<D, R, G, O> {
     fn clone(&self) -> Self {
         Self {
             inherit: self.inherit.clone(),
@@ -266,7 +274,9 @@ impl<D, R, G: Clone> Clone for GrpcLayer<D, R, G> {
     }
 }
 
-impl<D: fmt::Debug, R: fmt::Debug, G: fmt::Debug> fmt::Debug for GrpcLayer<D, R, G> {
+impl<D: fmt::Debug, R: fmt::Debug, G: fmt::Debug, O: fmt::Debug> fmt::Debug
+    for GrpcLayer<D, R, G, O>
+{
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("GrpcLayer")
             .field("resilience", &self.resilience)
@@ -275,8 +285,8 @@ impl<D: fmt::Debug, R: fmt::Debug, G: fmt::Debug> fmt::Debug for GrpcLayer<D, R,
     }
 }
 
-impl<S, D, R, G: Gate> Layer<S> for GrpcLayer<D, R, G> {
-    type Service = Grpc<S, D, R, G>;
+impl<S, D, R, G: Gate, O: Admit> Layer<S> for GrpcLayer<D, R, G, O> {
+    type Service = Grpc<S, D, R, G, O>;
 
     fn layer(&self, inner: S) -> Self::Service {
         let call = self.resilience.layer(TonicBody { inner });
@@ -289,7 +299,7 @@ impl<S, D, R, G: Gate> Layer<S> for GrpcLayer<D, R, G> {
 
 // ===== impl Grpc =====
 
-impl<S: Clone, D, R, G: Gate> Clone for Grpc<S, D, R, G> {
+impl<S: Clone, D, R, G: Gate, O: Admit> Clone for Grpc<S, D, R, G, O> {
     fn clone(&self) -> Self {
         Self {
             inner: self.inner.clone(),
@@ -298,8 +308,8 @@ impl<S: Clone, D, R, G: Gate> Clone for Grpc<S, D, R, G> {
     }
 }
 
-impl<S: fmt::Debug, D: fmt::Debug, R: fmt::Debug, G: Gate + fmt::Debug> fmt::Debug
-    for Grpc<S, D, R, G>
+impl<S: fmt::Debug, D: fmt::Debug, R: fmt::Debug, G: Gate + fmt::Debug, O: Admit + fmt::Debug>
+    fmt::Debug for Grpc<S, D, R, G, O>
 {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Grpc")
@@ -309,10 +319,11 @@ impl<S: fmt::Debug, D: fmt::Debug, R: fmt::Debug, G: Gate + fmt::Debug> fmt::Deb
     }
 }
 
-impl<S, D, R, G, B, T> Service<http::Request<B>> for Grpc<S, D, R, G>
+impl<S, D, R, G, O, B, T> Service<http::Request<B>> for Grpc<S, D, R, G, O>
 where
     G: Gate,
-    Stack<S, D, R, G>: Service<
+    O: Admit,
+    Stack<S, D, R, G, O>: Service<
         http::Request<ReplayBody<B>>,
         Response = http::Response<DeadlineBody<T>>,
         Error = BoxError,
@@ -324,7 +335,7 @@ where
     type Response = http::Response<GrpcBody<T>>;
     type Error = BoxError;
     type Future =
-        ResponseFuture<<Stack<S, D, R, G> as Service<http::Request<ReplayBody<B>>>>::Future>;
+        ResponseFuture<<Stack<S, D, R, G, O> as Service<http::Request<ReplayBody<B>>>>::Future>;
 
     fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
         self.inner.poll_ready(cx).map_err(into_status)
@@ -381,9 +392,9 @@ where
 
 /// A deadline overrun (the call's deadline, or the limit of its last
 /// attempt) as the `tonic::Status` gRPC defines for it,
-/// `DEADLINE_EXCEEDED`, and a call an open circuit turned away as
-/// `UNAVAILABLE` (gRPC's code for a client failing fast), each with `err` as
-/// its source; any other error as it is.
+/// `DEADLINE_EXCEEDED`, and a call an open circuit or overload control
+/// turned away as `UNAVAILABLE` (gRPC's code for a client failing fast),
+/// each with `err` as its source; any other error as it is.
 pub fn into_status(err: BoxError) -> BoxError {
     if err.is::<tonic::Status>() {
         return err;
@@ -391,7 +402,7 @@ pub fn into_status(err: BoxError) -> BoxError {
     let overrun = is_caused_by::<DeadlineExceeded>(&*err) || is_caused_by::<AttemptTimedOut>(&*err);
     let mut status = if overrun {
         tonic::Status::deadline_exceeded(err.to_string())
-    } else if is_caused_by::<CircuitOpen>(&*err) {
+    } else if is_caused_by::<CircuitOpen>(&*err) || is_caused_by::<Overloaded>(&*err) {
         tonic::Status::unavailable(err.to_string())
     } else {
         return err;

@@ -114,3 +114,66 @@ impl Admit for OverloadPolicy {
         pass.settle(outcome);
     }
 }
+
+/// Overload control chosen at run time: an [`OverloadPolicy`], or none. What
+/// [`ResiliencePolicy::erase`](crate::ResiliencePolicy::erase) and the
+/// configuration file give.
+#[derive(Debug, Clone, Default)]
+pub struct AnyOverload(Option<OverloadPolicy>);
+
+impl AnyOverload {
+    /// The policy, if there is one: its
+    /// [`states`](OverloadPolicy::states) read the slots.
+    pub const fn policy(&self) -> Option<&OverloadPolicy> {
+        self.0.as_ref()
+    }
+}
+
+impl From<NoOverload> for AnyOverload {
+    fn from(NoOverload: NoOverload) -> Self {
+        Self(None)
+    }
+}
+
+impl From<OverloadPolicy> for AnyOverload {
+    fn from(policy: OverloadPolicy) -> Self {
+        Self(Some(policy))
+    }
+}
+
+impl sealed::Sealed for AnyOverload {}
+
+impl Admit for AnyOverload {
+    type Local = OverloadAtHand;
+    type Pass = Option<OverloadPass>;
+
+    fn pass_for<B>(&self, local: &mut Self::Local, request: &http::Request<B>) -> Self::Pass {
+        self.0
+            .as_ref()
+            .map(|policy| OverloadPass::new(policy, local, request))
+    }
+
+    fn try_admit(pass: &mut Self::Pass, deadline: RequestDeadline) -> Admission {
+        match pass {
+            Some(pass) => pass.try_admit(Some(deadline)),
+            None => Admission::Now,
+        }
+    }
+
+    fn poll_admit(
+        pass: &mut Self::Pass,
+        deadline: RequestDeadline,
+        cx: &mut Context<'_>,
+    ) -> Poll<Result<(), BoxError>> {
+        match pass {
+            Some(pass) => pass.poll_admit(Some(deadline), cx),
+            None => Poll::Ready(Ok(())),
+        }
+    }
+
+    fn settle<T>(pass: &mut Self::Pass, outcome: &Result<http::Response<T>, BoxError>) {
+        if let Some(pass) = pass {
+            pass.settle(outcome);
+        }
+    }
+}

@@ -28,7 +28,7 @@
 //!
 //! Each is optional; [`OverloadPolicy::throttling`] has no limit at all. A
 //! call turned away is never sent: it fails at once with
-//! [`Overloaded`](error::Overloaded) (its [`Rejection`] says why), which
+//! [`Overloaded`] (its [`Rejection`] says why), which
 //! [`FailureKind::of`](crate::FailureKind::of) reads as
 //! [`FailureKind::Overloaded`](crate::FailureKind::Overloaded); the
 //! ready-made decoders do not retry it, and it costs no retry budget token.
@@ -123,7 +123,7 @@ mod throttle;
 pub(crate) use self::pass::Admission;
 
 pub use self::{
-    admit::{Admit, NoOverload},
+    admit::{Admit, AnyOverload, NoOverload},
     error::{Overloaded, Rejection},
     events::{OverloadEvent, OverloadListener},
     limit::{AdaptiveLimit, Limit},

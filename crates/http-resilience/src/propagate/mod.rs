@@ -170,6 +170,7 @@ use std::{
     task::{Context, Poll},
     time::Duration,
 };
+use tokio::time::Instant;
 use tower_service::Service;
 
 /// Writes the budget left for each attempt in a request header.
@@ -255,7 +256,7 @@ where
 
     fn call(&mut self, mut request: http::Request<B>) -> Self::Future {
         let deadline = RequestDeadline::of(&request);
-        let left = deadline.map(|deadline| deadline.remaining());
+        let left = deadline.and_then(|deadline| time_left(deadline, Instant::now()));
         let stretched = self.final_uses_deadline
             && left.is_some()
             && request
@@ -273,6 +274,13 @@ where
     }
 }
 
+/// The time left at `now` before `deadline`, as [`send_budget`] writes it:
+/// `None` for a deadline made from a budget of `Duration::MAX`, which is no
+/// limit.
+pub(crate) fn time_left(deadline: RequestDeadline, now: Instant) -> Option<Duration> {
+    (deadline.budget() != Duration::MAX).then(|| deadline.instant().saturating_duration_since(now))
+}
+
 /// The deadline of an attempt has already passed: [`send_budget`] wrote
 /// nothing, and the attempt must not be sent.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -287,7 +295,10 @@ pub(crate) struct BudgetSpent;
 /// budget left is written rounded up to at least the format's smallest unit
 /// ([`format_timeout`]); a deadline already passed (`left` of zero) is not
 /// written, and the caller ends the attempt with the deadline's error instead
-/// of sending it.
+/// of sending it. A limit of `Duration::MAX` is no limit (a policy that has
+/// none, as a gRPC service config's method without a timeout): none is
+/// written for it, rather than a distant stand-in the upstream would take at
+/// its word; [`time_left`] gives `None` for such a deadline.
 ///
 /// # Errors
 ///
@@ -302,6 +313,7 @@ pub(crate) fn send_budget<B>(
     if left.is_some_and(|left| left.is_zero()) {
         return Err(BudgetSpent);
     }
+    let limit = limit.filter(|limit| *limit != Duration::MAX);
     let budget = match (left, limit) {
         (Some(left), Some(limit)) => Some(left.min(limit)),
         (left, limit) => left.or(limit),

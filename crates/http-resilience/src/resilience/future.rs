@@ -5,9 +5,9 @@ use crate::{
     breaker::{Gate, Judges, NoBreaker},
     deadline::{body::DeadlineBody, error::DeadlineExceeded},
     limits::{self, Expiry},
-    overload::{Admit, NoOverload},
+    overload::{Admission, Admit, NoOverload},
     policy::{Decoder, Retryer},
-    propagate::{send_budget, TimeoutFormat},
+    propagate::{send_budget, time_left, TimeoutFormat},
     retry::{Decision, RetryState},
     telemetry,
     timer::{poll_timer, saturating_after},
@@ -111,8 +111,8 @@ pin_project! {
         },
         // Waiting for the inner service to be ready for the next attempt.
         Readying,
-        // The first attempt waits for a slot of its key, with its request.
-        // (Boxed, so that the state stays small.)
+        // An attempt waits for a slot of its key, with its request. (Boxed,
+        // so that the state stays small.)
         Queued {
             request: Option<Box<http::Request<B>>>,
         },
@@ -245,9 +245,9 @@ impl<S, B, D, R, G: Gate, O: Admit> Call<S, B, D, R, G, O> {
         let Some(header) = &self.limits.budget_header else {
             return Ok(());
         };
-        let left = self.deadline.instant().saturating_duration_since(now);
+        let left = time_left(self.deadline, now);
         let limit = self.limits.sent_limit(self.retry.on_final_attempt());
-        send_budget(request, &header.0, header.1, Some(left), limit).map_err(|_| ())
+        send_budget(request, &header.0, header.1, left, limit).map_err(|_| ())
     }
 }
 
@@ -400,11 +400,33 @@ where
             let outcome = self.retry.not_ready(error.into());
             return Poll::Ready(Step::End(outcome.map(|r| with_deadline(r, deadline))));
         }
-        if let Some(step) = ready!(self.poll_slot(sleep, cx)) {
-            return Poll::Ready(step);
+        if deadline.has_passed_at(Instant::now()) {
+            return Poll::Ready(Step::End(Err(self.exceeded())));
         }
+        // NOTE: numbered before it asks for a slot, so that an attempt
+        // turned away counts as one, as under an `OverloadLayer` between the
+        // three layers' retry and attempt timeout.
         let request = self.retry.next_request();
-        Poll::Ready(self.send(request, state))
+        Poll::Ready(self.admit(request, state))
+    }
+
+    /// Asks for a slot for `request`, the next attempt: sends it, parks it
+    /// until a slot comes, or judges the rejection.
+    #[inline(always)]
+    fn admit(
+        &mut self,
+        request: http::Request<B>,
+        mut state: Pin<&mut State<S::Future, B>>,
+    ) -> Step<Outcome<T>, T> {
+        match O::try_admit(&mut self.slot, self.deadline) {
+            Admission::Now => self.send(request, state),
+            Admission::Queued => {
+                let request = Some(Box::new(request));
+                state.set(State::Queued { request });
+                Step::Again
+            }
+            Admission::Refused(error) => Step::Judge(Err(error)),
+        }
     }
 
     /// Waits for a slot for the next attempt, within the deadline: `None`

@@ -45,7 +45,7 @@ use crate::{
     breaker::{AnyBreaker, Gate, Judges, NoBreaker},
     deadline::body::DeadlineBody,
     limits,
-    overload::{Admission, Admit, NoOverload},
+    overload::{Admission, Admit, AnyOverload, NoOverload},
     policy::{AnyDecoder, AnyRetryer, Decoder, Retryer},
     retry::{RetryPolicy, RetryState},
     telemetry::{self, CallSpan, Form},
@@ -439,16 +439,18 @@ impl<D, R, G, O> ResiliencePolicy<D, R, G, O> {
         &self.retry
     }
 
-    /// The same policy with its decoder, retryer and breaker turned into the
-    /// run-time choices [`AnyDecoder`], [`AnyRetryer`] and [`AnyBreaker`], so
-    /// that policies built in different ways (presets, a configuration file)
-    /// have one type. A breaker's policy is erased too, with circuits of its
-    /// own: erase before handing the breaker out.
-    pub fn erase(self) -> ResiliencePolicy<AnyDecoder, AnyRetryer, AnyBreaker, O>
+    /// The same policy with its decoder, retryer, breaker and overload
+    /// control turned into the run-time choices [`AnyDecoder`],
+    /// [`AnyRetryer`], [`AnyBreaker`] and [`AnyOverload`], so that policies
+    /// built in different ways (presets, a configuration file) have one type.
+    /// A breaker's policy is erased too, with circuits of its own: erase
+    /// before handing the breaker out.
+    pub fn erase(self) -> ResiliencePolicy<AnyDecoder, AnyRetryer, AnyBreaker, AnyOverload>
     where
         D: Into<AnyDecoder>,
         R: Into<AnyRetryer>,
         G: Into<AnyBreaker>,
+        O: Into<AnyOverload>,
     {
         ResiliencePolicy {
             deadline: self.deadline,
@@ -457,7 +459,7 @@ impl<D, R, G, O> ResiliencePolicy<D, R, G, O> {
             budget_header: self.budget_header,
             retry: self.retry.map(Into::into, Into::into),
             breaker: self.breaker.into(),
-            overload: self.overload,
+            overload: self.overload.into(),
         }
     }
 
@@ -585,6 +587,7 @@ impl<S, D, R, G: Gate, O: Admit> Layer<S> for ResilienceLayer<D, R, G, O> {
 /// use http_resilience::{
 ///     body::ReplayBody,
 ///     breaker::AnyBreaker,
+///     overload::AnyOverload,
 ///     policy::{AnyDecoder, AnyRetryer},
 ///     transport::{self, HttpClient},
 ///     BoxError, Resilience,
@@ -595,7 +598,13 @@ impl<S, D, R, G: Gate, O: Admit> Layer<S> for ResilienceLayer<D, R, G, O> {
 /// /// What every handler of a gateway shares.
 /// #[derive(Clone)]
 /// struct AppState {
-///     upstream: Resilience<HttpClient<ReplayBody<Incoming>>, AnyDecoder, AnyRetryer, AnyBreaker>,
+///     upstream: Resilience<
+///         HttpClient<ReplayBody<Incoming>>,
+///         AnyDecoder,
+///         AnyRetryer,
+///         AnyBreaker,
+///         AnyOverload,
+///     >,
 /// }
 ///
 /// # fn main() -> Result<(), BoxError> {

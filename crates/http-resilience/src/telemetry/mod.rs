@@ -14,8 +14,9 @@
 //!   `resilience.stop` ([`Stop::name`](crate::Stop::name)), the final
 //!   `http.response.status_code` or `error.type`, `resilience.deadline_ms`
 //!   (the call's budget, when it had a deadline), `resilience.hedge.winner`
-//!   (the copy that answered, for a hedge) and `resilience.breaker.rejected`
-//!   (when an open circuit turned the last attempt away).
+//!   (the copy that answered, for a hedge), `resilience.breaker.rejected`
+//!   (when an open circuit turned the last attempt away) and
+//!   `resilience.overload.rejected` (when overload control did).
 //! - **`http_resilience.attempt`**, one per attempt and per hedged copy, a
 //!   child of the call's, `otel.kind = "client"`, `otel.name` the method:
 //!   `http.request.method`, `server.address`, `server.port`, `url.full`,
@@ -233,6 +234,7 @@ impl CallSpan {
             resilience.deadline_ms = Empty,
             resilience.hedge.winner = Empty,
             resilience.breaker.rejected = Empty,
+            resilience.overload.rejected = Empty,
             http.response.status_code = Empty,
             error.type = Empty,
             otel.status_code = Empty,

@@ -72,10 +72,8 @@
 //! caller's, if any, holds. Its retries then have no deadline to cut a
 //! server's pushback, so `grpc-retry-pushback-ms` is capped at 30 s there
 //! ([`GrpcBackoff::with_max_pushback`]); with a timeout, the deadline bounds
-//! it as in `presets::grpc`. With no deadline from the caller either, the
-//! `grpc-timeout` each attempt of a retried or hedged method sends is the
-//! layer's stand-in for none, about thirty years (a value every gRPC server
-//! reads as a plain, distant deadline).
+//! it as in `presets::grpc`. With no deadline from the caller either, no
+//! attempt sends a `grpc-timeout`: there is none to send.
 //!
 //! # Example
 //!
