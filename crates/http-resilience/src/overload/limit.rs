@@ -37,9 +37,9 @@ pub enum Limit {
 ///   `tolerance × unloaded / sample`, kept within `[0.5, 1]`, says whether a
 ///   queue is building at the upstream;
 /// - at 1 (latency within the tolerance, 1.5 times the unloaded by
-///   default) the limit moves toward `limit + 4`, so that a little headroom
+///   default) the limit moves toward `limit + 2`, so that a little headroom
 ///   probes for more capacity; below 1 it moves toward
-///   `limit × gradient + 4`, at most halving it;
+///   `limit × gradient + 2`, at most halving it;
 /// - the move is smoothed: the limit goes `smoothing` (0.2) of the way to
 ///   the new value on every sample;
 /// - the limit does not grow while fewer than half of it are in flight (the
@@ -71,7 +71,7 @@ pub struct AdaptiveLimit {
 }
 
 /// The headroom the limit probes with: calls beyond the latency's estimate.
-const HEADROOM: f64 = 4.0;
+const HEADROOM: f64 = 2.0;
 
 /// How long each of the two windows of the least latency lasts, in
 /// nanoseconds: the unloaded latency is the least of the last five to ten
@@ -358,11 +358,11 @@ mod tests {
         assert_eq!(limit.get(), 100);
         // Ten times slower: the gradient is at its floor, 0.5.
         limit.on_success(200 * MS, 100, at);
-        // 100 + (100 * 0.5 + 4 - 100) * 0.2
+        // 100 + (100 * 0.5 + 2 - 100) * 0.2
         assert_eq!(limit.get(), 90);
-        // Toward the point where halving and the headroom balance: 8.
+        // Toward the point where halving and the headroom balance: 4.
         full(&mut limit, 200 * MS, 60, at);
-        assert!((8..=9).contains(&limit.get()), "{}", limit.get());
+        assert!((4..=5).contains(&limit.get()), "{}", limit.get());
     }
 
     #[test]
@@ -373,7 +373,7 @@ mod tests {
         let mut at = full(&mut limit, 20 * MS, 100, 0);
         for _ in 0..8 {
             at = full(&mut limit, 60 * MS, 1000, at);
-            assert!(limit.get() <= 9, "{} at {at}", limit.get());
+            assert!(limit.get() <= 5, "{} at {at}", limit.get());
         }
     }
 
