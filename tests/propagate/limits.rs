@@ -29,20 +29,40 @@ async fn extreme_budgets_are_propagated_and_inherited() {
     );
 
     // Sent: a deadline of `Duration::MAX` and an attempt limit of
-    // `Duration::MAX` give a header that reads back as thirty years or so.
-    let seen = Arc::new(Mutex::new(None));
-    let record = Arc::clone(&seen);
-    let svc = ServiceBuilder::new()
-        .layer(DeadlineLayer::new(Duration::MAX))
-        .layer(PropagateDeadlineLayer::grpc().with_attempt_limit(Duration::MAX))
-        .service_fn(move |request: Request<String>| {
-            *record.lock().unwrap() = request.headers().get(GRPC_TIMEOUT).cloned();
-            async { Ok::<_, Infallible>(support::empty(200)) }
-        });
-    svc.oneshot(Request::default()).await.unwrap();
-    let sent = seen.lock().unwrap().clone().expect("the header is written");
-    let budget = parse_timeout(&sent, TimeoutFormat::Grpc).unwrap();
-    assert!(budget > support::ALMOST_NEVER, "{sent:?}");
+    // `Duration::MAX` are no limit, so no header is written; a budget of
+    // ten years, the largest a caller means, is written as it is.
+    let sent = |deadline: Duration, limit: Duration| {
+        let seen = Arc::new(Mutex::new(None));
+        let record = Arc::clone(&seen);
+        let svc = ServiceBuilder::new()
+            .layer(DeadlineLayer::new(deadline))
+            .layer(PropagateDeadlineLayer::grpc().with_attempt_limit(limit))
+            .service_fn(move |request: Request<String>| {
+                *record.lock().unwrap() = request.headers().get(GRPC_TIMEOUT).cloned();
+                async { Ok::<_, Infallible>(support::empty(200)) }
+            });
+        async move {
+            svc.oneshot(Request::default()).await.unwrap();
+            let header = seen.lock().unwrap().clone();
+            header
+        }
+    };
+    assert_eq!(sent(Duration::MAX, Duration::MAX).await, None);
+    let ten_years = Duration::from_secs(10 * 365 * 86_400);
+    let header = sent(Duration::MAX, ten_years)
+        .await
+        .expect("the limit is written");
+    assert_eq!(
+        parse_timeout(&header, TimeoutFormat::Grpc).unwrap(),
+        ten_years
+    );
+    let header = sent(ten_years, Duration::MAX)
+        .await
+        .expect("the time left is written");
+    assert_eq!(
+        parse_timeout(&header, TimeoutFormat::Grpc).unwrap(),
+        ten_years
+    );
 
     // Received: the largest values of both formats are held to the horizon.
     for (header, format, value) in [

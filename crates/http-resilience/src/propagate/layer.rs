@@ -44,6 +44,9 @@ impl PropagateDeadlineLayer {
     /// The same layer, with the budget also capped by `limit`: the limit of the
     /// [`AttemptTimeoutLayer`](crate::attempt_timeout::AttemptTimeoutLayer)
     /// next to it, so that the header says the smaller of the two.
+    ///
+    /// A limit of `Duration::MAX` is no limit, as a deadline made from a
+    /// budget of `Duration::MAX` is none: with neither, no header is written.
     #[must_use]
     pub const fn with_attempt_limit(mut self, limit: Duration) -> Self {
         self.attempt_limit = Some(limit);
