@@ -31,6 +31,13 @@ pub(crate) trait Keyed: Sized {
     /// room must be made (an open circuit, slots in use).
     fn is_busy(&self) -> bool;
 
+    /// Whether calls hold the entry now, so that it is not idle however long
+    /// ago it was last used (slots with calls in flight or waiting; a
+    /// circuit, whose calls settle on it evicted or not, never is).
+    fn in_use(&self) -> bool {
+        false
+    }
+
     /// Whether this entry, still kept in its map, is the one of `key`.
     fn is_current(&self, key: KeyRef<'_>) -> bool {
         self.is_kept() && self.key().as_ref().matches(key)
@@ -143,7 +150,9 @@ impl<T: Keyed> Registry<T> {
             return Arc::clone(entry);
         }
         if map.len >= room.max_keys {
-            map.evict(|entry| now.saturating_sub(entry.last_used()) >= room.idle);
+            map.evict(|entry| {
+                !entry.in_use() && now.saturating_sub(entry.last_used()) >= room.idle
+            });
         }
         if map.len >= room.max_keys {
             map.evict_least_recent();

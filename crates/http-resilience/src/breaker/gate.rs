@@ -61,6 +61,11 @@ pub trait Gate: sealed::Sealed + Clone {
     /// Admits the call's next attempt through its circuit, or turns it away.
     #[doc(hidden)]
     fn enter(pass: &mut Self::Pass) -> Result<(), CircuitOpen>;
+
+    /// Gives back the place of an attempt admitted and not judged, counting
+    /// for nothing.
+    #[doc(hidden)]
+    fn release(pass: &mut Self::Pass);
 }
 
 /// A [`Gate`] that judges outcomes of response body `T`.
@@ -134,6 +139,9 @@ impl Gate for NoBreaker {
     fn enter((): &mut ()) -> Result<(), CircuitOpen> {
         Ok(())
     }
+
+    #[inline(always)]
+    fn release((): &mut ()) {}
 }
 
 impl<T> Judges<T> for NoBreaker {
@@ -162,6 +170,13 @@ impl<D> Gate for BreakerPolicy<D> {
     fn enter(pass: &mut Self::Pass) -> Result<(), CircuitOpen> {
         pass.ticket = Some(pass.circuit.admit(Ctx::of(&pass.shared))?);
         Ok(())
+    }
+
+    #[inline]
+    fn release(pass: &mut Self::Pass) {
+        // NOTE: a ticket dropped unsettled counts for nothing (a probe's
+        // place goes back).
+        pass.ticket = None;
     }
 }
 
@@ -199,6 +214,12 @@ impl Gate for AnyBreaker {
 
     fn enter(pass: &mut Self::Pass) -> Result<(), CircuitOpen> {
         pass.as_mut().map_or(Ok(()), BreakerPolicy::enter)
+    }
+
+    fn release(pass: &mut Self::Pass) {
+        if let Some(pass) = pass {
+            BreakerPolicy::release(pass);
+        }
     }
 }
 

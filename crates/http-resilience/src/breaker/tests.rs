@@ -953,3 +953,31 @@ async fn outcomes_counted_from_many_threads_are_all_counted() {
         "not one count lost"
     );
 }
+
+/// The combined service gives a probe's place back when its deadline ends
+/// it, even while its finished future is kept (as `select!` on `&mut fut`
+/// keeps one): the next call may probe.
+#[tokio::test(flavor = "current_thread", start_paused = true)]
+async fn a_probe_the_deadline_ended_gives_its_place_back_with_its_future_kept() {
+    use crate::{policy::FixedDelay, retry::RetryPolicy, ResiliencePolicy};
+    let upstream = Upstream::new(Mode::Status(503));
+    let policy = policy().consecutive_failures(1).unwrap();
+    let retry = RetryPolicy::new(TransientDecoder::new(), FixedDelay::never());
+    let svc = ResiliencePolicy::new(SECOND, SECOND, retry)
+        .unwrap()
+        .with_breaker(policy.clone())
+        .layer()
+        .layer(upstream.service());
+    assert_eq!(svc.clone().oneshot(request(A)).await.unwrap().status(), 503);
+    time::advance(5 * SECOND).await;
+    // The probe: slow past the deadline, its future kept after it ended.
+    upstream.set(Mode::Slow(10 * SECOND));
+    let mut probe = Box::pin(svc.clone().oneshot(request(A)));
+    let err = (&mut probe).await.unwrap_err();
+    assert_eq!(FailureKind::of(&*err), FailureKind::Deadline, "{err}");
+    upstream.set(Mode::Status(200));
+    let next = svc.clone().oneshot(request(A)).await;
+    assert_eq!(next.unwrap().status(), 200, "the next call probed");
+    assert_eq!(policy.state(&key("a.test")), Some(CircuitState::Closed));
+    drop(probe);
+}

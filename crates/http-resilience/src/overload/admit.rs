@@ -59,6 +59,11 @@ pub trait Admit: sealed::Sealed + Clone {
     /// Gives the place of the attempt admitted last back, with its outcome.
     #[doc(hidden)]
     fn settle<T>(pass: &mut Self::Pass, outcome: &Result<http::Response<T>, BoxError>);
+
+    /// Gives back a place in the queue or a slot not settled, counting for
+    /// nothing.
+    #[doc(hidden)]
+    fn release(pass: &mut Self::Pass);
 }
 
 impl sealed::Sealed for NoOverload {}
@@ -86,6 +91,9 @@ impl Admit for NoOverload {
 
     #[inline(always)]
     fn settle<T>((): &mut (), _: &Result<http::Response<T>, BoxError>) {}
+
+    #[inline(always)]
+    fn release((): &mut ()) {}
 }
 
 impl sealed::Sealed for OverloadPolicy {}
@@ -112,6 +120,10 @@ impl Admit for OverloadPolicy {
 
     fn settle<T>(pass: &mut Self::Pass, outcome: &Result<http::Response<T>, BoxError>) {
         pass.settle(outcome);
+    }
+
+    fn release(pass: &mut Self::Pass) {
+        pass.release();
     }
 }
 
@@ -174,6 +186,12 @@ impl Admit for AnyOverload {
     fn settle<T>(pass: &mut Self::Pass, outcome: &Result<http::Response<T>, BoxError>) {
         if let Some(pass) = pass {
             pass.settle(outcome);
+        }
+    }
+
+    fn release(pass: &mut Self::Pass) {
+        if let Some(pass) = pass {
+            pass.release();
         }
     }
 }

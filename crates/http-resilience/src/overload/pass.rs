@@ -184,6 +184,23 @@ impl OverloadPass {
         }
     }
 
+    /// Gives back the place in the queue or the slot the call holds, if
+    /// any, counting for nothing: the call was dropped, or ended before its
+    /// attempt's outcome was judged.
+    pub(crate) fn release(&mut self) {
+        match std::mem::replace(&mut self.step, Step::Idle) {
+            Step::Idle => {}
+            Step::Queued { waiter, .. } => {
+                self.slots.cancel(&waiter);
+            }
+            Step::Admitted { in_flight, .. } => {
+                let now = self.shared.nanos(Instant::now());
+                self.slots
+                    .leave(&self.shared, Signal::Nothing, in_flight, now);
+            }
+        }
+    }
+
     /// The key of the call.
     pub(crate) fn key(&self) -> &crate::breaker::BreakerKey {
         Keyed::key(&*self.slots)
@@ -240,17 +257,7 @@ impl OverloadPass {
 
 impl Drop for OverloadPass {
     fn drop(&mut self) {
-        match std::mem::replace(&mut self.step, Step::Idle) {
-            Step::Idle => {}
-            Step::Queued { waiter, .. } => {
-                self.slots.cancel(&waiter);
-            }
-            Step::Admitted { in_flight, .. } => {
-                let now = self.shared.nanos(Instant::now());
-                self.slots
-                    .leave(&self.shared, Signal::Nothing, in_flight, now);
-            }
-        }
+        self.release();
     }
 }
 

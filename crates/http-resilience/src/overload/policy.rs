@@ -28,9 +28,8 @@ pub struct OverloadSettings {
     /// The longest a call waits for a slot, if bounded otherwise than by its
     /// deadline.
     pub max_wait: Option<Duration>,
-    /// The least time a call needs after its wait to be useful: a call that
-    /// would get its slot later than this before its deadline is turned
-    /// away at once.
+    /// The least time a call needs after a wait for a slot to be useful: a
+    /// wait that would leave less before the call's deadline is not made.
     pub min_attempt: Duration,
     /// Client-side throttling, if on.
     pub throttle: Option<Throttle>,
@@ -196,10 +195,12 @@ impl OverloadPolicy {
         Ok(self.with(|s| s.max_wait = Some(max_wait)))
     }
 
-    /// A call that would get its slot with less than `min_attempt` left
-    /// before its deadline is turned away at once: when the time left is
-    /// below it already, or when the queue ahead of it, at the latency the
-    /// key's calls have taken, would take longer.
+    /// A call that must wait for a slot stops waiting `min_attempt` before
+    /// its deadline, and gives up at once when less is left already, or when
+    /// the queue ahead of it, at the latency the key's calls have taken,
+    /// would leave less. A free slot is taken whatever the time left: whether
+    /// an attempt is still worth sending is the retry's deadline-aware
+    /// scheduling's to say.
     #[must_use]
     pub fn with_min_attempt(self, min_attempt: Duration) -> Self {
         self.with(|s| s.min_attempt = min_attempt)

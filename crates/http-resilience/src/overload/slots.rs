@@ -204,6 +204,12 @@ impl Keyed for Slots {
     fn is_busy(&self) -> bool {
         self.busy.load(Ordering::Relaxed) > 0
     }
+
+    /// Slots with calls in flight or waiting are not idle: evicted, they
+    /// would let the next call count from zero.
+    fn in_use(&self) -> bool {
+        self.is_busy()
+    }
 }
 
 // ===== impl State =====

@@ -497,3 +497,298 @@ mod combined {
         assert_eq!(overload.state(&key(A)).unwrap().queued, 0);
     }
 }
+
+// ===== every path gives back what it holds =====
+
+/// What a call holds goes back on every path, in both forms: the service made
+/// ready for it, its place in the queue and its slot when its deadline ends
+/// it (even with its finished future kept), and a key with calls in flight
+/// is never idle.
+mod edges {
+    use super::*;
+    use crate::{
+        deadline::DeadlineLayer,
+        policy::{FixedDelay, TransientDecoder},
+        retry::RetryPolicy,
+        ResiliencePolicy,
+    };
+
+    const SEC: Duration = Duration::from_secs(1);
+
+    fn retry() -> RetryPolicy<TransientDecoder, FixedDelay> {
+        RetryPolicy::new(TransientDecoder::new(), FixedDelay::new(50 * MS, 2))
+    }
+
+    // ----- a queued call is sent on the service made ready for it
+
+    type Req = Request<()>;
+    type Resp = Response<()>;
+
+    #[tokio::test(flavor = "current_thread", start_paused = true)]
+    async fn three_layer_queued_call_is_sent_on_the_ready_service() {
+        let (mock, mut handle) = tower_test::mock::pair::<Req, Resp>();
+        let overload = OverloadPolicy::bulkhead(1).unwrap().with_queue(1);
+        let svc = OverloadLayer::new(overload.clone()).layer(mock);
+        let first = tokio::spawn(svc.clone().oneshot(request(A, Some(SEC))));
+        let second = tokio::spawn(svc.clone().oneshot(request(A, Some(SEC))));
+        settle().await;
+        assert_eq!(overload.state(&key(A)).unwrap().queued, 1);
+        let (_, send) = handle.next_request().await.unwrap();
+        send.send_response(Response::new(()));
+        assert!(first.await.unwrap().is_ok());
+        settle().await;
+        let (_, send) = handle.next_request().await.unwrap();
+        send.send_response(Response::new(()));
+        let second = second.await;
+        assert!(matches!(second, Ok(Ok(_))), "{second:?}");
+    }
+
+    #[tokio::test(flavor = "current_thread", start_paused = true)]
+    async fn combined_queued_call_is_sent_on_the_ready_service() {
+        let (mock, mut handle) = tower_test::mock::pair::<Req, Resp>();
+        let overload = OverloadPolicy::bulkhead(1).unwrap().with_queue(1);
+        let svc = ResiliencePolicy::new(SEC, SEC, retry())
+            .unwrap()
+            .with_overload(overload.clone())
+            .layer()
+            .layer(mock);
+        let first = tokio::spawn(svc.clone().oneshot(request(A, None)));
+        let second = tokio::spawn(svc.clone().oneshot(request(A, None)));
+        settle().await;
+        assert_eq!(overload.state(&key(A)).unwrap().queued, 1);
+        let (_, send) = handle.next_request().await.unwrap();
+        send.send_response(Response::new(()));
+        assert!(first.await.unwrap().is_ok());
+        settle().await;
+        // The queued call has its slot now: it is sent.
+        let mut second = second;
+        let second = tokio::select! {
+            next = handle.next_request() => {
+                let (_, send) = next.unwrap();
+                send.send_response(Response::new(()));
+                (&mut second).await
+            }
+            joined = &mut second => joined,
+        };
+        assert!(matches!(second, Ok(Ok(_))), "{second:?}");
+    }
+
+    #[tokio::test(flavor = "current_thread", start_paused = true)]
+    async fn combined_queued_call_over_a_tower_buffer() {
+        // What a tonic `Channel` is: a `Buffer`.
+        let upstream = Upstream::answering([(100 * MS, 200), (10 * MS, 200)]);
+        let buffered = tower::buffer::Buffer::new(upstream.clone(), 8);
+        let overload = OverloadPolicy::bulkhead(1).unwrap().with_queue(1);
+        let svc = ResiliencePolicy::new(SEC, SEC, retry())
+            .unwrap()
+            .with_overload(overload.clone())
+            .layer()
+            .layer(buffered);
+        let first = tokio::spawn(svc.clone().oneshot(request(A, None)));
+        let second = tokio::spawn(svc.clone().oneshot(request(A, None)));
+        let first = first.await;
+        assert!(matches!(first, Ok(Ok(_))), "{first:?}");
+        let second = second.await;
+        assert!(matches!(second, Ok(Ok(_))), "{second:?}");
+    }
+
+    // ----- a call its deadline ended holds nothing, its future kept or not
+
+    /// Holds `fut` after it completed (as `select!` on `&mut fut` does).
+    async fn finish_but_keep<F: std::future::Future + Unpin>(fut: &mut F) -> F::Output {
+        fut.await
+    }
+
+    #[tokio::test(flavor = "current_thread", start_paused = true)]
+    async fn three_layer_a_wait_ended_by_the_deadline_leaves_the_queue_at_once() {
+        let upstream = Upstream::answering([(5 * SEC, 200)]);
+        let overload = OverloadPolicy::bulkhead(1).unwrap().with_queue(1);
+        let svc = DeadlineLayer::new(SEC)
+            .layer(OverloadLayer::new(overload.clone()).layer(upstream.clone()));
+        let _busy = tokio::spawn(svc.clone().oneshot(request(A, None)));
+        settle().await;
+        let mut queued = Box::pin(svc.clone().oneshot(request(A, None)));
+        let err = finish_but_keep(&mut queued).await.unwrap_err();
+        assert_eq!(FailureKind::of(&err), FailureKind::Deadline, "{err}");
+        let state = overload.state(&key(A)).unwrap();
+        assert_eq!((state.in_flight, state.queued), (1, 0), "{state:?}");
+        // Once the busy call is over, no call holds a slot.
+        time::sleep(5 * SEC).await;
+        let state = overload.state(&key(A)).unwrap();
+        assert_eq!((state.in_flight, state.queued), (0, 0), "{state:?}");
+        assert!(svc.clone().oneshot(request(A, None)).await.is_ok());
+        drop(queued);
+    }
+
+    #[tokio::test(flavor = "current_thread", start_paused = true)]
+    async fn combined_a_wait_ended_by_the_deadline_leaves_the_queue_at_once() {
+        let upstream = Upstream::answering([(5 * SEC, 200)]);
+        let overload = OverloadPolicy::bulkhead(1).unwrap().with_queue(1);
+        let svc = ResiliencePolicy::new(SEC, SEC, retry())
+            .unwrap()
+            .with_overload(overload.clone())
+            .layer()
+            .layer(upstream.clone());
+        let _busy = tokio::spawn(svc.clone().oneshot(request(A, None)));
+        settle().await;
+        let mut queued = Box::pin(svc.clone().oneshot(request(A, None)));
+        let err = finish_but_keep(&mut queued).await.unwrap_err();
+        assert_eq!(FailureKind::of(&err), FailureKind::Deadline, "{err}");
+        let state = overload.state(&key(A)).unwrap();
+        assert_eq!((state.in_flight, state.queued), (1, 0), "{state:?}");
+        time::sleep(5 * SEC).await;
+        let state = overload.state(&key(A)).unwrap();
+        assert_eq!((state.in_flight, state.queued), (0, 0), "{state:?}");
+        assert!(svc.clone().oneshot(request(A, None)).await.is_ok());
+        drop(queued);
+    }
+
+    #[tokio::test(flavor = "current_thread", start_paused = true)]
+    async fn three_layer_an_attempt_ended_by_the_deadline_gives_its_slot_back_at_once() {
+        let upstream = Upstream::answering([(5 * SEC, 200)]);
+        let overload = OverloadPolicy::bulkhead(1).unwrap();
+        let svc = DeadlineLayer::new(SEC)
+            .layer(OverloadLayer::new(overload.clone()).layer(upstream.clone()));
+        let mut slow = Box::pin(svc.clone().oneshot(request(A, None)));
+        let err = finish_but_keep(&mut slow).await.unwrap_err();
+        assert_eq!(FailureKind::of(&err), FailureKind::Deadline, "{err}");
+        assert_eq!(overload.state(&key(A)).unwrap().in_flight, 0);
+        let next = svc.clone().oneshot(request(A, None)).await;
+        assert!(next.is_ok(), "{next:?}");
+        drop(slow);
+    }
+
+    #[tokio::test(flavor = "current_thread", start_paused = true)]
+    async fn combined_an_attempt_ended_by_the_deadline_gives_its_slot_back_at_once() {
+        let upstream = Upstream::answering([(5 * SEC, 200)]);
+        let overload = OverloadPolicy::bulkhead(1).unwrap();
+        let svc = ResiliencePolicy::new(SEC, SEC, retry())
+            .unwrap()
+            .with_overload(overload.clone())
+            .layer()
+            .layer(upstream.clone());
+        let mut slow = Box::pin(svc.clone().oneshot(request(A, None)));
+        let err = finish_but_keep(&mut slow).await.unwrap_err();
+        assert_eq!(FailureKind::of(&err), FailureKind::Deadline, "{err}");
+        assert_eq!(overload.state(&key(A)).unwrap().in_flight, 0);
+        let next = svc.clone().oneshot(request(A, None)).await;
+        assert!(next.is_ok(), "{next:?}");
+        drop(slow);
+    }
+
+    #[tokio::test(flavor = "current_thread", start_paused = true)]
+    async fn combined_a_call_over_but_kept_takes_the_slot_from_a_live_one() {
+        let upstream = Upstream::answering([(5 * SEC, 200)]);
+        let overload = OverloadPolicy::bulkhead(1).unwrap().with_queue(1);
+        let svc = ResiliencePolicy::new(SEC, SEC, retry())
+            .unwrap()
+            .with_overload(overload.clone())
+            .layer()
+            .layer(upstream.clone());
+        let _busy = tokio::spawn(svc.clone().oneshot(request(A, None)));
+        settle().await;
+        let mut over = Box::pin(svc.clone().oneshot(request(A, None)));
+        let err = finish_but_keep(&mut over).await.unwrap_err();
+        assert_eq!(FailureKind::of(&err), FailureKind::Deadline, "{err}");
+        // The busy call ends at 5 s; its slot goes to the call that is over.
+        time::sleep(5 * SEC).await;
+        let start = Instant::now();
+        let live = svc.clone().oneshot(request(A, None)).await;
+        let state = overload.state(&key(A)).unwrap();
+        assert!(
+            live.is_ok(),
+            "no call in flight, yet after {:?}: {:?}; {state:?}; upstream calls {}",
+            start.elapsed(),
+            live.map(|_| ()),
+            upstream.calls()
+        );
+        drop(over);
+    }
+
+    // ----- a slot handed to a call dropped before it polls comes back
+
+    #[tokio::test(flavor = "current_thread", start_paused = true)]
+    async fn combined_a_call_granted_then_dropped_unpolled_gives_its_slot_back() {
+        let upstream = Upstream::answering([(100 * MS, 200)]);
+        let overload = OverloadPolicy::bulkhead(1).unwrap().with_queue(1);
+        let svc = ResiliencePolicy::new(SEC, SEC, retry())
+            .unwrap()
+            .with_overload(overload.clone())
+            .layer()
+            .layer(upstream.clone());
+        let busy = tokio::spawn(svc.clone().oneshot(request(A, None)));
+        settle().await;
+        let mut queued = Box::pin(svc.clone().oneshot(request(A, None)));
+        assert!(futures_poll(&mut queued).is_none());
+        assert_eq!(overload.state(&key(A)).unwrap().queued, 1);
+        busy.await.unwrap().unwrap();
+        let state = overload.state(&key(A)).unwrap();
+        assert_eq!((state.in_flight, state.queued), (1, 0), "handed over");
+        drop(queued);
+        let state = overload.state(&key(A)).unwrap();
+        assert_eq!((state.in_flight, state.queued), (0, 0), "{state:?}");
+    }
+
+    fn futures_poll<F: std::future::Future + Unpin>(fut: &mut F) -> Option<F::Output> {
+        let waker = std::task::Waker::noop();
+        let mut cx = std::task::Context::from_waker(waker);
+        match std::pin::Pin::new(fut).poll(&mut cx) {
+            std::task::Poll::Ready(out) => Some(out),
+            std::task::Poll::Pending => None,
+        }
+    }
+
+    #[tokio::test(flavor = "current_thread", start_paused = true)]
+    async fn a_free_slot_is_taken_whatever_the_time_left_and_a_wait_is_not() {
+        let upstream = Upstream::answering([(SEC, 200)]);
+        let overload = OverloadPolicy::bulkhead(1)
+            .unwrap()
+            .with_queue(1)
+            .with_min_attempt(500 * MS);
+        let svc = OverloadLayer::new(overload.clone()).layer(upstream.clone());
+        let busy = spawn(&svc, request(A, Some(100 * MS)));
+        settle().await;
+        assert_eq!(
+            upstream.calls(),
+            1,
+            "sent with 100 ms left: the slot was free"
+        );
+        let outcome = svc.clone().oneshot(request(A, Some(300 * MS))).await;
+        assert_eq!(rejection(&outcome), Rejection::WaitTooLong);
+        busy.abort();
+    }
+
+    // ----- a key with calls in flight is not idle
+
+    #[tokio::test(flavor = "current_thread", start_paused = true)]
+    async fn a_key_with_a_call_in_flight_is_not_evicted_as_idle() {
+        const B: &str = "http://b.test/";
+        const C: &str = "http://c.test/";
+        let upstream = Upstream::answering([
+            (10 * SEC, 200),
+            (Duration::ZERO, 200),
+            (Duration::ZERO, 200),
+            (10 * SEC, 200),
+        ]);
+        let overload = OverloadPolicy::bulkhead(1)
+            .unwrap()
+            .max_keys(2, SEC)
+            .unwrap();
+        let svc = OverloadLayer::new(overload.clone()).layer(upstream.clone());
+        let _a1 = spawn(&svc, request(A, None));
+        settle().await;
+        time::sleep(2 * SEC).await;
+        assert!(svc.clone().oneshot(request(C, None)).await.is_ok());
+        // A third key: A (a call in flight) or C (quiet) must go.
+        assert!(svc.clone().oneshot(request(B, None)).await.is_ok());
+        let a2 = spawn(&svc, request(A, None));
+        settle().await;
+        let (a2, _) = a2.await.unwrap();
+        assert!(
+            a2.is_err(),
+            "a second call to A was sent: {} calls",
+            upstream.calls()
+        );
+        assert!(matches!(rejection(&a2), Rejection::QueueFull { .. }));
+    }
+}

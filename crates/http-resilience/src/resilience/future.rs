@@ -233,6 +233,20 @@ impl<S, B, D, R, G: Gate, O: Admit> Call<S, B, D, R, G, O> {
         }
     }
 
+    /// Takes `ready` (the service made ready for this call) and leaves the
+    /// clone in its place.
+    pub(super) fn swap_service(&mut self, ready: &mut S) {
+        std::mem::swap(&mut self.service, ready);
+    }
+
+    /// Gives back whatever the call still holds in the breaker and overload
+    /// control, counting for nothing: what a call its deadline (or any end
+    /// before its outcome is judged) ends leaves, were its future kept.
+    fn release(&mut self) {
+        G::release(&mut self.pass);
+        O::release(&mut self.slot);
+    }
+
     /// Writes the attempt's budget in `request`, if it is sent: the time
     /// left at `now`, capped by the attempt's limit. `Err` when none is
     /// left to write.
@@ -319,6 +333,9 @@ where
                     None => continue,
                 },
             };
+            // NOTE: the call's slot and circuit place go back now, not when
+            // its future is dropped (a finished future may be kept).
+            call.release();
             this.state.set(State::Done);
             return Poll::Ready(output);
         }

@@ -733,7 +733,13 @@ where
         let mut call = self.call_with(retry, deadline, passes);
         match O::try_admit(&mut call.slot, deadline) {
             Admission::Now => {}
-            Admission::Queued => return ResponseFuture::queued(request, call, span.keep()),
+            Admission::Queued => {
+                // NOTE: the service made ready for this call goes with it, to
+                // send it once it has its slot; the clone is made ready for
+                // the next call, as tower's rule for a cloned service says.
+                call.swap_service(&mut self.inner);
+                return ResponseFuture::queued(request, call, span.keep());
+            }
             Admission::Refused(error) => return ResponseFuture::refused(error, call, span.keep()),
         }
         // NOTE: the deadline is ahead (checked above), so the budget is sent;
