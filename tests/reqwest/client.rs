@@ -447,3 +447,43 @@ async fn the_deadline_bounds_a_body_read_with_reqwest() {
     assert!(errors::is_caused_by::<DeadlineExceeded>(&err));
     assert!(start.elapsed() >= total && start.elapsed() < ATTEMPT);
 }
+
+/// A body held in memory goes to reqwest as its own bytes, so that reqwest
+/// follows a 307 (which sends the body again), as it does alone.
+async fn a_json_put_follows_a_307(client: ResilientClient<impl Stack>) {
+    let server = guarded(MockServer::start()).await.unwrap();
+    server.enqueue(MockResponse::new(307).with_header("location", "/moved"));
+    server.enqueue(MockResponse::ok("stored"));
+    let order = BTreeMap::from([("id", 7)]);
+    let url = server.uri("/orders/7").to_string();
+    let direct = guarded(reqwest().put(&url).json(&order).send())
+        .await
+        .unwrap();
+    assert_eq!(direct.status(), 200, "reqwest alone");
+    server.enqueue(MockResponse::new(307).with_header("location", "/moved"));
+    server.enqueue(MockResponse::ok("stored"));
+    let response = guarded(client.put(&url).json(&order).send()).await.unwrap();
+    assert_eq!(
+        response.status(),
+        200,
+        "through the stack: {:?}",
+        response.headers()
+    );
+    let moved: Vec<_> = server
+        .requests()
+        .into_iter()
+        .filter(|r| r.uri == "/moved")
+        .collect();
+    assert_eq!(moved.len(), 2);
+    assert_eq!(moved[1].body, moved[0].body, "the body went again");
+}
+
+#[tokio::test]
+async fn a_307_is_followed_with_a_body_in_memory_through_the_combined_service() {
+    a_json_put_follows_a_307(combined(TOTAL, ATTEMPT)).await;
+}
+
+#[tokio::test]
+async fn a_307_is_followed_with_a_body_in_memory_through_the_three_layers() {
+    a_json_put_follows_a_307(layered(TOTAL, ATTEMPT)).await;
+}

@@ -242,19 +242,6 @@ impl<D, R, G, O> GrpcLayer<D, R, G, O> {
         }
     }
 
-    /// The same stack writing no `grpc-timeout` of its own: the header the
-    /// caller's tonic request brings goes out as it came. Only for a stack
-    /// that sends each call once and has no deadline of its own, so that
-    /// header is the time left (a service config's method with no policy
-    /// and no timeout).
-    pub(crate) fn sending_as_is(resilience: ResiliencePolicy<D, R, G, O>) -> Self {
-        Self {
-            inherit: InheritDeadlineLayer::grpc(),
-            resilience: resilience.layer(),
-            replay_cap: DEFAULT_REPLAY_CAP,
-        }
-    }
-
     /// Keeps up to `cap` bytes of each request body for replay; a call whose
     /// body is longer is sent once (A6's per-call buffer limit).
     #[must_use]

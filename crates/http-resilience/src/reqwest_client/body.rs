@@ -77,6 +77,17 @@ impl RequestBody {
         }
     }
 
+    /// The body as reqwest takes it: bytes held in memory as reqwest's own
+    /// (so that reqwest can copy them, to follow a 307 or 308), a stream as
+    /// a stream.
+    pub(crate) fn into_reqwest(self) -> reqwest::Body {
+        match self.inner {
+            Inner::Bytes(Some(bytes)) => reqwest::Body::from(bytes),
+            Inner::Bytes(None) => reqwest::Body::from(Bytes::new()),
+            Inner::Stream(replay) => reqwest::Body::wrap(replay),
+        }
+    }
+
     /// Whether the body is a stream (kept up to the cap), rather than bytes
     /// in memory.
     pub const fn is_stream(&self) -> bool {

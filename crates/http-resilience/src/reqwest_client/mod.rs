@@ -80,6 +80,15 @@
 //! or one marked with the [`Idempotency`](crate::policy::Idempotency)
 //! extension through [`ResilientRequestBuilder::extension`]).
 //!
+//! A body in memory reaches reqwest as its own bytes, so that reqwest follows
+//! a 307 or a 308 (which sends the body again) as it does alone. A stream
+//! with a replay cap larger than the socket's buffers can wait behind an
+//! attempt its upstream stopped reading: the abandoned connection holds the
+//! rest of the stream until hyper closes it, and the retry follows it, up to
+//! its own attempt timeout. Keep the cap small for uploads to upstreams that
+//! may stall, or send large bodies as a
+//! [`ReopenBody`](crate::body::ReopenBody) through [`ReqwestService`].
+//!
 //! # What reaches the caller
 //!
 //! - **The response** is the stack's, converted with reqwest's own
@@ -204,6 +213,22 @@ impl fmt::Debug for ReqwestService {
     }
 }
 
+/// `body` as reqwest takes it: a [`RequestBody`] as its bytes or its stream
+/// ([`RequestBody::into_reqwest`]), any other body as a stream.
+fn into_reqwest_body<B>(body: B) -> reqwest::Body
+where
+    B: http_body::Body + Send + Sync + 'static,
+    B::Data: Into<Bytes>,
+    B::Error: Into<BoxError>,
+{
+    let mut slot = Some(body);
+    if let Some(ours) = (&mut slot as &mut dyn std::any::Any).downcast_mut::<Option<RequestBody>>()
+    {
+        return ours.take().expect("the body is there").into_reqwest();
+    }
+    reqwest::Body::wrap(slot.take().expect("the body is there"))
+}
+
 impl<B> Service<http::Request<B>> for ReqwestService
 where
     B: http_body::Body + Send + Sync + 'static,
@@ -221,7 +246,7 @@ where
 
     fn call(&mut self, request: http::Request<B>) -> Self::Future {
         let client = self.client.clone();
-        let request = request.map(reqwest::Body::wrap);
+        let request = request.map(into_reqwest_body);
         Box::pin(async move {
             let request = reqwest::Request::try_from(request)?;
             let response = client.execute(request).await?;

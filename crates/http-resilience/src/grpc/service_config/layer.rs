@@ -4,6 +4,7 @@ use super::{
 use crate::{
     body::DEFAULT_REPLAY_CAP,
     grpc::{into_status, Grpc, GrpcHedge, GrpcHedgeLayer, GrpcLayer},
+    policy::RetryBudget,
     policy::{GrpcBackoff, GrpcDecoder},
     retry::RetryPolicy,
     BoxError, ResiliencePolicy,
@@ -80,10 +81,15 @@ impl ServiceConfigLayer {
     }
 
     fn build(config: ServiceConfig, replay_cap: usize) -> Self {
-        let methods = config.methods().iter().map(|m| route(m, replay_cap));
+        let budget = config.retry_throttling().cloned();
+        let methods = config
+            .methods()
+            .iter()
+            .map(|m| route(m, replay_cap, budget.clone()));
+        let unconfigured = once(None, budget.clone()).with_replay_cap(replay_cap);
         let routes = Routes {
             methods: methods.collect(),
-            unconfigured: Route::Retry(once(None).with_replay_cap(replay_cap)),
+            unconfigured: Route::Retry(unconfigured),
             config,
         };
         Self {
@@ -113,8 +119,10 @@ impl<S> Layer<S> for ServiceConfigLayer {
     }
 }
 
-/// The stack of a method config, built from the library's layers.
-fn route(method: &MethodConfig, replay_cap: usize) -> Route {
+/// The stack of a method config, built from the library's layers; a
+/// method with neither policy puts its successes back in `budget` (A6: every
+/// call of the channel does).
+fn route(method: &MethodConfig, replay_cap: usize, budget: Option<Arc<RetryBudget>>) -> Route {
     match method.policy() {
         MethodPolicy::Retry(retry) => {
             Route::Retry(retrying(retry.clone(), method.timeout()).with_replay_cap(replay_cap))
@@ -123,7 +131,9 @@ fn route(method: &MethodConfig, replay_cap: usize) -> Route {
             let layer = GrpcHedgeLayer::new(hedge.clone()).with_replay_cap(replay_cap);
             Route::Hedge(layer.with_deadline(method.timeout().unwrap_or(Duration::MAX)))
         }
-        MethodPolicy::None => Route::Retry(once(method.timeout()).with_replay_cap(replay_cap)),
+        MethodPolicy::None => {
+            Route::Retry(once(method.timeout(), budget).with_replay_cap(replay_cap))
+        }
     }
 }
 
@@ -146,21 +156,23 @@ fn retrying(
 }
 
 /// [`GrpcLayer`]'s stack with retries off: each call sent once, bounded by
-/// `timeout` if given and by the caller's deadline.
-fn once(timeout: Option<Duration>) -> GrpcLayer<GrpcDecoder, GrpcBackoff> {
+/// `timeout` if given and by the caller's deadline, which every attempt
+/// sends as `grpc-timeout` (none when there is none); a success puts a
+/// share back in `budget`, and no code of its own takes a token.
+fn once(
+    timeout: Option<Duration>,
+    budget: Option<Arc<RetryBudget>>,
+) -> GrpcLayer<GrpcDecoder, GrpcBackoff> {
     let schedule =
         GrpcBackoff::known_good(2, Duration::from_millis(100), Duration::from_secs(1), 2.0);
-    let retry = RetryPolicy::new(GrpcDecoder::new(), schedule).disabled();
-    match timeout {
-        Some(timeout) => GrpcLayer::new(ResiliencePolicy::known_good(timeout, timeout, retry)),
-        // NOTE: nothing of the layer's own to send; the caller's
-        // `grpc-timeout`, if tonic wrote one, is the time left, and it is
-        // still enforced (inherited as the call's deadline).
-        None => {
-            let unbounded = ResiliencePolicy::known_good(Duration::MAX, Duration::MAX, retry);
-            GrpcLayer::sending_as_is(unbounded)
-        }
+    let mut retry = RetryPolicy::new(GrpcDecoder::none(), schedule).disabled();
+    if let Some(budget) = budget {
+        retry = retry.with_budget(budget);
     }
+    // NOTE: a limit of `Duration::MAX` is none: the deadline and the budget
+    // sent are the caller's, if any.
+    let limit = timeout.unwrap_or(Duration::MAX);
+    GrpcLayer::new(ResiliencePolicy::known_good(limit, limit, retry))
 }
 
 /// What [`ServiceConfigLayer`] makes of a service `S` (a tonic `Channel`):

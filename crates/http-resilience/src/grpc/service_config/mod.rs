@@ -32,7 +32,8 @@
 //!
 //! # Choosing the entry of a call
 //!
-//! A call's path, `/pkg.Svc/Method`, picks the most specific name: the
+//! A call's path, `/pkg.Svc/Method` (its last two segments, after any prefix
+//! a tonic client's origin puts in front), picks the most specific name: the
 //! entry naming the service and the method, else the one naming the service
 //! alone, else the default entry `{}`, else none. A name may appear once in
 //! the whole document, a `method` needs a `service`, and an entry takes a
@@ -74,6 +75,32 @@
 //! ([`GrpcBackoff::with_max_pushback`]); with a timeout, the deadline bounds
 //! it as in `presets::grpc`. With no deadline from the caller either, no
 //! attempt sends a `grpc-timeout`: there is none to send.
+//!
+//! Every call, whatever its route, sends the time left before its deadline
+//! (the earlier of the method's `timeout` and the caller's) as
+//! `grpc-timeout`, and every successful call puts `tokenRatio` back in the
+//! throttling bucket, as A6 counts every call of the channel.
+//!
+//! # Where it differs from gRPC's clients
+//!
+//! - **The throttling bucket is the layer's**: the services one
+//!   [`ServiceConfigLayer`] makes share it, where A6 keeps one per channel.
+//!   Make a layer per channel (per server) for a bucket each.
+//! - **A hedge takes its token when it is sent**, as the library's hedging
+//!   always does, where A6 takes one for each copy that fails: a slow but
+//!   healthy server spends tokens on hedges, and a bucket at half sends no
+//!   more hedges until successes refill it.
+//! - **A hedge answered with a negative or malformed
+//!   `grpc-retry-pushback-ms` ends the call** with that answer, where A6
+//!   sends no more hedges but lets the copies in flight go on.
+//! - **A call is judged at its response head**: a call whose headers came
+//!   first and whose trailers then carry a failure counts as a success for
+//!   the bucket.
+//! - **A retry needs room before the deadline**: as in `presets::grpc`, a
+//!   retry whose wait leaves less than 100 ms before the method's `timeout`
+//!   is not made (deadline-aware scheduling), where gRPC would make it.
+//! - **Durations need a digit on each side of a point** (`"1.5s"`, `"0.5s"`),
+//!   where grpc-go and grpc-java also read `"1.s"` and `".5s"`.
 //!
 //! # Example
 //!
@@ -317,12 +344,16 @@ impl Index {
             .or(self.default)
     }
 
-    /// The entry for a request path: `/service/method`; a path of another
-    /// shape gets the default entry only.
+    /// The entry for a request path: its last two segments,
+    /// `/service/method` (after any prefix a tonic client's origin puts in
+    /// front); a path of another shape gets the default entry only.
     fn select_path(&self, path: &str) -> Option<usize> {
-        match path.strip_prefix('/').and_then(|rest| rest.split_once('/')) {
-            Some((service, method)) => self.select(service, method),
-            None => self.default,
+        let mut segments = path.rsplitn(3, '/');
+        match (segments.next(), segments.next(), segments.next()) {
+            (Some(method), Some(service), Some(_)) if !service.is_empty() => {
+                self.select(service, method)
+            }
+            _ => self.default,
         }
     }
 }

@@ -420,3 +420,169 @@ mod timing {
         assert_eq!(offsets, [ms(0), ms(250), ms(500)]);
     }
 }
+
+// ===== the channel's calls, every route =====
+
+/// What every route does alike: the budget every successful call refills,
+/// the deadline every call sends, the entry a prefixed path selects.
+mod routes {
+    use super::super::ServiceConfigLayer;
+    use crate::RequestDeadline;
+    use std::{
+        sync::{Arc, Mutex},
+        time::Duration,
+    };
+    use tokio::time::Instant;
+    use tower::{Layer, ServiceExt};
+
+    fn status(code: u8) -> http::Response<tonic::body::Body> {
+        http::Response::builder()
+            .header("content-type", "application/grpc")
+            .header("grpc-status", code.to_string())
+            .body(tonic::body::Body::empty())
+            .unwrap()
+    }
+
+    fn call(path: &str) -> http::Request<tonic::body::Body> {
+        http::Request::post(path)
+            .body(tonic::body::Body::empty())
+            .unwrap()
+    }
+
+    type Seen = Arc<Mutex<Vec<(Instant, Option<String>)>>>;
+
+    /// Answers `codes` in turn, then OK (or never, if `silent`), recording
+    /// when each call came and its grpc-timeout.
+    fn upstream(
+        codes: Vec<u8>,
+        silent: bool,
+        seen: &Seen,
+    ) -> impl tower_service::Service<
+        http::Request<tonic::body::Body>,
+        Response = http::Response<tonic::body::Body>,
+        Error = std::convert::Infallible,
+        Future = impl Send,
+    > + Clone {
+        let record = Arc::clone(seen);
+        tower::service_fn(move |request: http::Request<tonic::body::Body>| {
+            let mut seen = record.lock().unwrap();
+            let timeout = request
+                .headers()
+                .get("grpc-timeout")
+                .map(|v| v.to_str().unwrap().to_owned());
+            seen.push((Instant::now(), timeout));
+            let code = codes.get(seen.len() - 1).copied();
+            async move {
+                match code {
+                    Some(code) => Ok(status(code)),
+                    None if silent => std::future::pending().await,
+                    None => Ok(status(0)),
+                }
+            }
+        })
+    }
+
+    /// A6: "Every outgoing RPC (regardless of service or method invoked)
+    /// will change token_count": a success of a method with no policy, or
+    /// named by no entry, puts tokenRatio back (grpc-go's
+    /// `retryThrottler.successfulRPC()` runs for every finished stream).
+    #[tokio::test(flavor = "current_thread", start_paused = true)]
+    async fn successes_of_methods_without_a_policy_refill_the_throttling_bucket() {
+        let layer = ServiceConfigLayer::from_json(
+            r#"{"retryThrottling": {"maxTokens": 2, "tokenRatio": 1},
+                "methodConfig": [
+                  {"name": [{"service": "pkg.Svc", "method": "Retried"}],
+                   "retryPolicy": {"maxAttempts": 2, "initialBackoff": "0.01s", "maxBackoff": "0.01s",
+                                   "backoffMultiplier": 1, "retryableStatusCodes": ["UNAVAILABLE"]}},
+                  {"name": [{"service": "pkg.Svc", "method": "Timed"}], "timeout": "5s"}]}"#,
+        )
+        .unwrap();
+        let bucket = Arc::clone(layer.config().retry_throttling().unwrap());
+        let seen = Seen::default();
+        // One UNAVAILABLE: 2 tokens -> 1, not more than half: no retry.
+        let svc = layer.layer(upstream(vec![14], false, &seen));
+        let response = svc.clone().oneshot(call("/pkg.Svc/Retried")).await.unwrap();
+        assert_eq!(response.headers()["grpc-status"], "14");
+        assert_eq!(bucket.tokens_milli(), 1000);
+        // A successful call of a method named by no entry.
+        svc.clone().oneshot(call("/pkg.Svc/Other")).await.unwrap();
+        let after_unnamed = bucket.tokens_milli();
+        // A successful call of a method whose entry has no policy.
+        svc.clone().oneshot(call("/pkg.Svc/Timed")).await.unwrap();
+        let after_timed = bucket.tokens_milli();
+        assert_eq!(
+            (after_unnamed, after_timed),
+            (2000, 2000),
+            "A6: every successful RPC adds tokenRatio"
+        );
+    }
+
+    /// A deadline the caller moved onto the call (a `RequestDeadline`) is
+    /// enforced by every route and sent as the time left, over a later
+    /// `grpc-timeout` the caller wrote.
+    #[tokio::test(flavor = "current_thread", start_paused = true)]
+    async fn every_route_sends_the_deadline_it_enforces() {
+        let layer = ServiceConfigLayer::from_json(
+            r#"{"methodConfig": [{"name": [{"service": "pkg.Svc", "method": "Retried"}],
+                "retryPolicy": {"maxAttempts": 2, "initialBackoff": "0.01s", "maxBackoff": "0.01s",
+                                "backoffMultiplier": 1, "retryableStatusCodes": ["UNAVAILABLE"]}}]}"#,
+        )
+        .unwrap();
+        let sent = |path: &'static str, header: Option<&'static str>| {
+            let layer = layer.clone();
+            async move {
+                let seen = Seen::default();
+                let svc = layer.layer(upstream(vec![], true, &seen));
+                let mut request = call(path);
+                request
+                    .extensions_mut()
+                    .insert(RequestDeadline::after(Duration::from_secs(1)));
+                if let Some(header) = header {
+                    request
+                        .headers_mut()
+                        .insert("grpc-timeout", header.parse().unwrap());
+                }
+                let start = Instant::now();
+                let err = svc.oneshot(request).await.unwrap_err();
+                let status = err.downcast_ref::<tonic::Status>().unwrap();
+                assert_eq!(status.code(), tonic::Code::DeadlineExceeded);
+                assert_eq!(start.elapsed(), Duration::from_secs(1), "enforced");
+                let sent = seen.lock().unwrap()[0].1.clone();
+                sent
+            }
+        };
+        // The retried route tells the server the second it has.
+        assert_eq!(
+            sent("/pkg.Svc/Retried", None).await.as_deref(),
+            Some("1000000u")
+        );
+        assert_eq!(
+            sent("/pkg.Svc/Retried", Some("10S")).await.as_deref(),
+            Some("1000000u")
+        );
+        // So does a route with no policy.
+        let unnamed = sent("/pkg.Svc/Other", None).await;
+        let unnamed_with_header = sent("/pkg.Svc/Other", Some("10S")).await;
+        assert_eq!(
+            (unnamed.as_deref(), unnamed_with_header.as_deref()),
+            (Some("1000000u"), Some("1000000u")),
+            "the server should be told the deadline the call has"
+        );
+    }
+
+    /// tonic's `Grpc::with_origin` keeps the origin's path as a prefix
+    /// (`prepare_request`: `format!("{}{}", pnq.path(), path)`), so a client
+    /// made with `with_origin(channel, "http://gw/api".parse()?)` sends
+    /// `/api/pkg.Svc/M`; gRPC selects the entry by the call's method, not
+    /// by the whole path.
+    #[test]
+    fn an_origin_path_prefix_does_not_hide_the_methods_entry() {
+        let config = super::super::ServiceConfig::from_json(
+            r#"{"methodConfig": [{"name": [{}], "timeout": "1s"},
+                                 {"name": [{"service": "pkg.Svc", "method": "M"}], "timeout": "2s"}]}"#,
+        )
+        .unwrap();
+        assert_eq!(config.index_for_path("/pkg.Svc/M"), Some(1));
+        assert_eq!(config.index_for_path("/api/pkg.Svc/M"), Some(1));
+    }
+}
