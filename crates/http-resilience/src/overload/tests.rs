@@ -599,81 +599,81 @@ mod edges {
         fut.await
     }
 
-    #[tokio::test(flavor = "current_thread", start_paused = true)]
-    async fn three_layer_a_wait_ended_by_the_deadline_leaves_the_queue_at_once() {
-        let upstream = Upstream::answering([(5 * SEC, 200)]);
-        let overload = OverloadPolicy::bulkhead(1).unwrap().with_queue(1);
-        let svc = DeadlineLayer::new(SEC)
-            .layer(OverloadLayer::new(overload.clone()).layer(upstream.clone()));
-        let _busy = tokio::spawn(svc.clone().oneshot(request(A, None)));
-        settle().await;
-        let mut queued = Box::pin(svc.clone().oneshot(request(A, None)));
-        let err = finish_but_keep(&mut queued).await.unwrap_err();
-        assert_eq!(FailureKind::of(&err), FailureKind::Deadline, "{err}");
-        let state = overload.state(&key(A)).unwrap();
-        assert_eq!((state.in_flight, state.queued), (1, 0), "{state:?}");
-        // Once the busy call is over, no call holds a slot.
-        time::sleep(5 * SEC).await;
-        let state = overload.state(&key(A)).unwrap();
-        assert_eq!((state.in_flight, state.queued), (0, 0), "{state:?}");
-        assert!(svc.clone().oneshot(request(A, None)).await.is_ok());
-        drop(queued);
+    type Stack = tower::util::BoxCloneService<
+        Request<()>,
+        Response<crate::deadline::body::DeadlineBody<()>>,
+        crate::BoxError,
+    >;
+
+    /// The two forms, a deadline of a second: the three layers' deadline and
+    /// overload layers, and the combined service.
+    const FORMS: [&str; 2] = ["three layers", "combined"];
+
+    /// `form` over `upstream` with `overload`.
+    fn stack(form: &str, upstream: &Upstream, overload: &OverloadPolicy) -> Stack {
+        if form == FORMS[0] {
+            Stack::new(
+                DeadlineLayer::new(SEC)
+                    .layer(OverloadLayer::new(overload.clone()).layer(upstream.clone())),
+            )
+        } else {
+            Stack::new(
+                ResiliencePolicy::new(SEC, SEC, retry())
+                    .unwrap()
+                    .with_overload(overload.clone())
+                    .layer()
+                    .layer(upstream.clone()),
+            )
+        }
     }
 
     #[tokio::test(flavor = "current_thread", start_paused = true)]
-    async fn combined_a_wait_ended_by_the_deadline_leaves_the_queue_at_once() {
-        let upstream = Upstream::answering([(5 * SEC, 200)]);
-        let overload = OverloadPolicy::bulkhead(1).unwrap().with_queue(1);
-        let svc = ResiliencePolicy::new(SEC, SEC, retry())
-            .unwrap()
-            .with_overload(overload.clone())
-            .layer()
-            .layer(upstream.clone());
-        let _busy = tokio::spawn(svc.clone().oneshot(request(A, None)));
-        settle().await;
-        let mut queued = Box::pin(svc.clone().oneshot(request(A, None)));
-        let err = finish_but_keep(&mut queued).await.unwrap_err();
-        assert_eq!(FailureKind::of(&err), FailureKind::Deadline, "{err}");
-        let state = overload.state(&key(A)).unwrap();
-        assert_eq!((state.in_flight, state.queued), (1, 0), "{state:?}");
-        time::sleep(5 * SEC).await;
-        let state = overload.state(&key(A)).unwrap();
-        assert_eq!((state.in_flight, state.queued), (0, 0), "{state:?}");
-        assert!(svc.clone().oneshot(request(A, None)).await.is_ok());
-        drop(queued);
+    async fn a_wait_ended_by_the_deadline_leaves_the_queue_at_once_in_both_forms() {
+        for form in FORMS {
+            let upstream = Upstream::answering([(5 * SEC, 200)]);
+            let overload = OverloadPolicy::bulkhead(1).unwrap().with_queue(1);
+            let svc = stack(form, &upstream, &overload);
+            let _busy = tokio::spawn(svc.clone().oneshot(request(A, None)));
+            settle().await;
+            let mut queued = Box::pin(svc.clone().oneshot(request(A, None)));
+            let err = finish_but_keep(&mut queued).await.unwrap_err();
+            assert_eq!(
+                FailureKind::of(&err),
+                FailureKind::Deadline,
+                "{form}: {err}"
+            );
+            let state = overload.state(&key(A)).unwrap();
+            assert_eq!((state.in_flight, state.queued), (1, 0), "{form}: {state:?}");
+            // Once the busy call is over, no call holds a slot.
+            time::sleep(5 * SEC).await;
+            let state = overload.state(&key(A)).unwrap();
+            assert_eq!((state.in_flight, state.queued), (0, 0), "{form}: {state:?}");
+            assert!(
+                svc.clone().oneshot(request(A, None)).await.is_ok(),
+                "{form}"
+            );
+            drop(queued);
+        }
     }
 
     #[tokio::test(flavor = "current_thread", start_paused = true)]
-    async fn three_layer_an_attempt_ended_by_the_deadline_gives_its_slot_back_at_once() {
-        let upstream = Upstream::answering([(5 * SEC, 200)]);
-        let overload = OverloadPolicy::bulkhead(1).unwrap();
-        let svc = DeadlineLayer::new(SEC)
-            .layer(OverloadLayer::new(overload.clone()).layer(upstream.clone()));
-        let mut slow = Box::pin(svc.clone().oneshot(request(A, None)));
-        let err = finish_but_keep(&mut slow).await.unwrap_err();
-        assert_eq!(FailureKind::of(&err), FailureKind::Deadline, "{err}");
-        assert_eq!(overload.state(&key(A)).unwrap().in_flight, 0);
-        let next = svc.clone().oneshot(request(A, None)).await;
-        assert!(next.is_ok(), "{next:?}");
-        drop(slow);
-    }
-
-    #[tokio::test(flavor = "current_thread", start_paused = true)]
-    async fn combined_an_attempt_ended_by_the_deadline_gives_its_slot_back_at_once() {
-        let upstream = Upstream::answering([(5 * SEC, 200)]);
-        let overload = OverloadPolicy::bulkhead(1).unwrap();
-        let svc = ResiliencePolicy::new(SEC, SEC, retry())
-            .unwrap()
-            .with_overload(overload.clone())
-            .layer()
-            .layer(upstream.clone());
-        let mut slow = Box::pin(svc.clone().oneshot(request(A, None)));
-        let err = finish_but_keep(&mut slow).await.unwrap_err();
-        assert_eq!(FailureKind::of(&err), FailureKind::Deadline, "{err}");
-        assert_eq!(overload.state(&key(A)).unwrap().in_flight, 0);
-        let next = svc.clone().oneshot(request(A, None)).await;
-        assert!(next.is_ok(), "{next:?}");
-        drop(slow);
+    async fn an_attempt_ended_by_the_deadline_gives_its_slot_back_at_once_in_both_forms() {
+        for form in FORMS {
+            let upstream = Upstream::answering([(5 * SEC, 200)]);
+            let overload = OverloadPolicy::bulkhead(1).unwrap();
+            let svc = stack(form, &upstream, &overload);
+            let mut slow = Box::pin(svc.clone().oneshot(request(A, None)));
+            let err = finish_but_keep(&mut slow).await.unwrap_err();
+            assert_eq!(
+                FailureKind::of(&err),
+                FailureKind::Deadline,
+                "{form}: {err}"
+            );
+            assert_eq!(overload.state(&key(A)).unwrap().in_flight, 0, "{form}");
+            let next = svc.clone().oneshot(request(A, None)).await;
+            assert!(next.is_ok(), "{form}: {next:?}");
+            drop(slow);
+        }
     }
 
     #[tokio::test(flavor = "current_thread", start_paused = true)]
