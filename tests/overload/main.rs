@@ -254,22 +254,32 @@ async fn a_retry_takes_a_slot_for_each_attempt_and_none_while_it_waits_in_both_f
     }
 }
 
-#[tokio::test]
-async fn hedged_copies_take_a_slot_each_and_the_loser_gives_its_back() {
-    let (upstream, addr) = Upstream::start().await;
-    let overload = OverloadPolicy::bulkhead(2).unwrap();
-    let hedge = HedgePolicy::new(
-        TransientDecoder::new(),
-        HedgeDelay::fixed(Duration::from_millis(100)),
-        3,
-    )
-    .unwrap();
-    let svc = ServiceBuilder::new()
+/// Up to `copies` copies of a call, 100 ms apart, each taking a slot of
+/// `overload`, each bounded by 10 s, under a deadline of 20 s.
+fn hedged(
+    overload: &OverloadPolicy,
+    copies: u32,
+) -> impl tower::Service<
+    Request<Full<Bytes>>,
+    Response = Response<impl http_body::Body>,
+    Error = BoxError,
+    Future = impl Send,
+> + Clone {
+    let delay = HedgeDelay::fixed(Duration::from_millis(100));
+    let hedge = HedgePolicy::new(TransientDecoder::new(), delay, copies).unwrap();
+    ServiceBuilder::new()
         .layer(DeadlineLayer::new(Duration::from_secs(20)))
         .layer(HedgeLayer::new(hedge))
         .layer(OverloadLayer::new(overload.clone()))
         .layer(AttemptTimeoutLayer::new(Duration::from_secs(10)))
-        .service(client());
+        .service(client())
+}
+
+#[tokio::test]
+async fn hedged_copies_take_a_slot_each_and_the_loser_gives_its_back() {
+    let (upstream, addr) = Upstream::start().await;
+    let overload = OverloadPolicy::bulkhead(2).unwrap();
+    let svc = hedged(&overload, 3);
     // The first copy waits 10 s at the upstream; the hedge, 100 ms later,
     // is answered at once and wins.
     let first = Request::get(format!("http://{addr}/first/10000/200"))
@@ -290,17 +300,7 @@ async fn hedged_copies_take_a_slot_each_and_the_loser_gives_its_back() {
     // is not sent: the call waits for its first copy.
     let (upstream, addr) = Upstream::start().await;
     let overload = OverloadPolicy::bulkhead(2).unwrap();
-    let hedge = HedgePolicy::new(
-        TransientDecoder::new(),
-        HedgeDelay::fixed(Duration::from_millis(100)),
-        2,
-    )
-    .unwrap();
-    let svc = ServiceBuilder::new()
-        .layer(DeadlineLayer::new(Duration::from_secs(20)))
-        .layer(HedgeLayer::new(hedge))
-        .layer(OverloadLayer::new(overload.clone()))
-        .service(client());
+    let svc = hedged(&overload, 2);
     let holder = tokio::spawn(svc.clone().oneshot(get(addr, 1_000, 200)));
     while upstream.served() < 1 {
         tokio::time::sleep(Duration::from_millis(5)).await;
