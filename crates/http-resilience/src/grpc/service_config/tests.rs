@@ -313,7 +313,7 @@ mod timing {
     use tower::{Layer, ServiceExt};
 
     /// A trailers-only response with `grpc-status: code`.
-    fn status(code: u8) -> http::Response<tonic::body::Body> {
+    pub(super) fn status(code: u8) -> http::Response<tonic::body::Body> {
         http::Response::builder()
             .header("content-type", "application/grpc")
             .header("grpc-status", code.to_string())
@@ -327,12 +327,13 @@ mod timing {
             .unwrap()
     }
 
-    /// When each call came.
-    type Seen = Arc<Mutex<Vec<Instant>>>;
+    /// When each call came, and the `grpc-timeout` it brought.
+    pub(super) type Seen = Arc<Mutex<Vec<(Instant, Option<String>)>>>;
 
     /// A service that answers with `codes` in turn (then OK, or never when
-    /// `then_silent`), recording in `seen` when each call came.
-    fn upstream(
+    /// `then_silent`), recording in `seen` when each call came and its
+    /// `grpc-timeout`.
+    pub(super) fn upstream(
         codes: Vec<u8>,
         then_silent: bool,
         seen: &Seen,
@@ -343,9 +344,13 @@ mod timing {
         Future = impl Send,
     > + Clone {
         let record = Arc::clone(seen);
-        tower::service_fn(move |_: http::Request<tonic::body::Body>| {
+        tower::service_fn(move |request: http::Request<tonic::body::Body>| {
             let mut seen = record.lock().unwrap();
-            seen.push(Instant::now());
+            let timeout = request
+                .headers()
+                .get("grpc-timeout")
+                .map(|v| v.to_str().unwrap().to_owned());
+            seen.push((Instant::now(), timeout));
             let code = codes.get(seen.len() - 1).copied();
             async move {
                 match code {
@@ -372,7 +377,7 @@ mod timing {
 
         assert_eq!(response.headers()["grpc-status"], "0");
         let seen = seen.lock().unwrap();
-        let gaps: Vec<Duration> = seen.windows(2).map(|w| w[1] - w[0]).collect();
+        let gaps: Vec<Duration> = seen.windows(2).map(|w| w[1].0 - w[0].0).collect();
         // 0.1 s, 0.2 s, 0.4 s, each within A6's ±20 %.
         let ms = Duration::from_millis;
         for (gap, base) in gaps.iter().zip([100, 200, 400]) {
@@ -415,7 +420,12 @@ mod timing {
 
         let status = err.downcast_ref::<tonic::Status>().expect("a tonic status");
         assert_eq!(status.code(), tonic::Code::DeadlineExceeded);
-        let offsets: Vec<Duration> = seen.lock().unwrap().iter().map(|at| *at - start).collect();
+        let offsets: Vec<Duration> = seen
+            .lock()
+            .unwrap()
+            .iter()
+            .map(|(at, _)| *at - start)
+            .collect();
         let ms = Duration::from_millis;
         assert_eq!(offsets, [ms(0), ms(250), ms(500)]);
     }
@@ -427,59 +437,16 @@ mod timing {
 /// the deadline every call sends, the entry a prefixed path selects.
 mod routes {
     use super::super::ServiceConfigLayer;
+    use super::timing::{upstream, Seen};
     use crate::RequestDeadline;
-    use std::{
-        sync::{Arc, Mutex},
-        time::Duration,
-    };
+    use std::{sync::Arc, time::Duration};
     use tokio::time::Instant;
     use tower::{Layer, ServiceExt};
-
-    fn status(code: u8) -> http::Response<tonic::body::Body> {
-        http::Response::builder()
-            .header("content-type", "application/grpc")
-            .header("grpc-status", code.to_string())
-            .body(tonic::body::Body::empty())
-            .unwrap()
-    }
 
     fn call(path: &str) -> http::Request<tonic::body::Body> {
         http::Request::post(path)
             .body(tonic::body::Body::empty())
             .unwrap()
-    }
-
-    type Seen = Arc<Mutex<Vec<(Instant, Option<String>)>>>;
-
-    /// Answers `codes` in turn, then OK (or never, if `silent`), recording
-    /// when each call came and its grpc-timeout.
-    fn upstream(
-        codes: Vec<u8>,
-        silent: bool,
-        seen: &Seen,
-    ) -> impl tower_service::Service<
-        http::Request<tonic::body::Body>,
-        Response = http::Response<tonic::body::Body>,
-        Error = std::convert::Infallible,
-        Future = impl Send,
-    > + Clone {
-        let record = Arc::clone(seen);
-        tower::service_fn(move |request: http::Request<tonic::body::Body>| {
-            let mut seen = record.lock().unwrap();
-            let timeout = request
-                .headers()
-                .get("grpc-timeout")
-                .map(|v| v.to_str().unwrap().to_owned());
-            seen.push((Instant::now(), timeout));
-            let code = codes.get(seen.len() - 1).copied();
-            async move {
-                match code {
-                    Some(code) => Ok(status(code)),
-                    None if silent => std::future::pending().await,
-                    None => Ok(status(0)),
-                }
-            }
-        })
     }
 
     /// A6: "Every outgoing RPC (regardless of service or method invoked)
