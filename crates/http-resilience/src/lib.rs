@@ -239,6 +239,8 @@ pub mod telemetry;
 mod timer;
 #[cfg(feature = "transport")]
 pub mod transport;
+#[cfg(any(feature = "transport", feature = "reqwest"))]
+mod userinfo;
 
 pub use self::{
     attempt_timeout::AttemptTimeoutLayer,
