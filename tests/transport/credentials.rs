@@ -153,11 +153,18 @@ fn with_credentials(server: &MockServer) -> Request<Full<Bytes>> {
 }
 
 /// Asserts that neither form of the password nor the header's token is in
-/// anything recorded, and that something was recorded from the pool.
+/// anything recorded, and that the layers' spans and the pool's events were
+/// recorded.
 fn assert_nowhere(everything: &Everything) {
     let texts = everything.texts();
     assert!(
-        texts.iter().any(|text| text.contains("127.0.0.1")),
+        texts.iter().any(|text| text.starts_with("url.full=")),
+        "the layers' spans were recorded: {texts:#?}"
+    );
+    assert!(
+        texts
+            .iter()
+            .any(|text| text.contains("for (\"http\", 127.0.0.1:")),
         "the pool's events name the upstream: {texts:#?}"
     );
     for secret in [WRITTEN, DECODED, "dXNlcjpzM2NyM3QtcEBzcw"] {
