@@ -4,5 +4,6 @@
 mod support;
 
 mod client;
+mod credentials;
 mod fault_matrix;
 mod limits;

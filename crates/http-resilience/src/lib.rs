@@ -164,6 +164,9 @@
 //!
 //! - `transport`: [`transport::Builder`], a hyper-util client with connect and
 //!   read timeouts; also lets [`FailureKind`] recognise hyper's errors.
+//! - `fs`: [`body::ReopenBody::file`], a file sent again by every attempt,
+//!   its length known before the first one, through tokio's `fs` (and its
+//!   blocking pool, tokio's `rt`).
 //! - `serde`: [`config`], per-client policies in the manner of Spring Cloud
 //!   OpenFeign's `feign.client.config.<name>`, as serde types with durations
 //!   written for people (`"250ms"`, `"1m 30s"`).
@@ -239,6 +242,8 @@ pub mod telemetry;
 mod timer;
 #[cfg(feature = "transport")]
 pub mod transport;
+#[cfg(any(feature = "transport", feature = "reqwest"))]
+mod userinfo;
 
 pub use self::{
     attempt_timeout::AttemptTimeoutLayer,

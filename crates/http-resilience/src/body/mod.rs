@@ -5,7 +5,9 @@
 //!   is copied;
 //! - a body that can be opened again (a file, an object in storage,
 //!   generated data) goes through [`ReopenBody`], which opens it anew from a
-//!   factory ([`Reopen`]) for every attempt and keeps none of it;
+//!   factory ([`Reopen`]) for every attempt and keeps none of it; a file is
+//!   `ReopenBody::file(path)` (feature `fs`), whose length is known before
+//!   the first attempt;
 //! - a stream goes through [`ReplayBody`], which keeps what an attempt sends,
 //!   up to a cap, and hands what it never read to the next one;
 //! - or through [`SendOnce`], which is sent once and never again.
@@ -42,8 +44,10 @@
 mod reopen;
 mod replay;
 
+#[cfg(feature = "fs")]
+pub use self::reopen::{FileBody, FileSource, OpenFile};
 pub use self::{
-    reopen::{BodyChanged, Reopen, ReopenBody, ReopenFailed},
+    reopen::{BodyChanged, FactoryPanicked, Reopen, ReopenBody, ReopenFailed},
     replay::{NotReplayable, ReplayBody, DEFAULT_REPLAY_CAP},
 };
 

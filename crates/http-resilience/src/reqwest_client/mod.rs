@@ -144,6 +144,17 @@
 //! connect failure is a connect kind (refused, timed out), a failure while
 //! sending or reading is a transport kind.
 //!
+//! Credentials in a request's URI (`http://user:password@host/`) go as
+//! `Authorization: Basic`, unless the request already has an `Authorization`
+//! header, and the URI reaches reqwest without them. reqwest's request
+//! builder does the same (so [`ResilientClient`] hands over URIs without
+//! them already), but its `Client::execute` of an `http::Request` does not:
+//! it would send no credentials and keep them in its pool's keys, which its
+//! connection pool logs in `tracing` events inside the layers' spans. They
+//! are taken out as [`transport`](crate::transport)'s client takes them out
+//! (the user and the password percent-decoded, a missing password as an
+//! empty one, the header marked sensitive).
+//!
 //! ```no_run
 //! use http_resilience::{presets, reqwest_client::ReqwestService, BoxError};
 //! use tower::{Layer, ServiceExt};
@@ -244,10 +255,12 @@ where
         Poll::Ready(Ok(()))
     }
 
-    fn call(&mut self, request: http::Request<B>) -> Self::Future {
+    fn call(&mut self, mut request: http::Request<B>) -> Self::Future {
         let client = self.client.clone();
+        let moved = crate::userinfo::move_to_authorization(&mut request);
         let request = request.map(into_reqwest_body);
         Box::pin(async move {
+            moved?;
             let request = reqwest::Request::try_from(request)?;
             let response = client.execute(request).await?;
             let url = client::url_extension(response.url().clone());

@@ -24,6 +24,18 @@
 //!   `REFUSED_STREAM`, or a `GOAWAY` below it) is
 //!   [`FailureKind::Unprocessed`](crate::FailureKind::Unprocessed); hyper-util
 //!   never resends it itself, whatever its hidden-retry switch says.
+//! - **credentials in the URI**: the userinfo of a URI
+//!   (`http://user:password@host/`) is taken out before the request reaches
+//!   hyper-util, which would otherwise send no credentials, keep the userinfo
+//!   in its pool's keys and log those keys in its `tracing` events, inside the
+//!   layers' spans (and send it as the HTTP/2 `:authority`). It goes as
+//!   `Authorization: Basic base64(user:password)`, as reqwest's request
+//!   builder and curl send it: the user and the password percent-decoded, a
+//!   missing password as an empty one, the header marked sensitive, and not
+//!   at all when the request already has an `Authorization` header (the URI
+//!   loses its userinfo all the same). The decoded bytes are sent as they
+//!   are, UTF-8 or not (RFC 7617 leaves the character set to the two ends),
+//!   and a `%` not followed by two hexadecimal digits stays a `%`.
 //!
 //! # Example
 //!
@@ -68,7 +80,7 @@ use self::respond::{NamesNoResponse, NamesNoResponseFuture};
 use crate::{
     read_timeout::{self, body::ReadTimeoutBody, ReadTimeout},
     timer::FAR_FUTURE,
-    BoxError, InvalidSetting,
+    userinfo, BoxError, InvalidSetting,
 };
 use hyper::body::Incoming;
 use hyper_util::{
@@ -96,6 +108,11 @@ use tower_service::Service;
 /// Its errors are [`BoxError`]s that
 /// [`FailureKind::of`](crate::FailureKind::of) tells apart; its response
 /// bodies are hyper's, each read within the read timeout.
+///
+/// A request whose URI carries credentials (`http://user:password@host/`)
+/// goes without them in its URI and with them as `Authorization: Basic`,
+/// unless it already has an `Authorization` header; see the
+/// [module docs](self).
 ///
 /// # Clone
 ///
@@ -136,10 +153,16 @@ where
         self.inner.poll_ready(cx)
     }
 
-    fn call(&mut self, request: http::Request<B>) -> Self::Future {
-        ResponseFuture {
-            inner: self.inner.call(request),
-        }
+    fn call(&mut self, mut request: http::Request<B>) -> Self::Future {
+        let state = match userinfo::move_to_authorization(&mut request) {
+            Ok(()) => State::Sent {
+                inner: self.inner.call(request),
+            },
+            Err(error) => State::Refused {
+                error: Some(error.into()),
+            },
+        };
+        ResponseFuture { state }
     }
 }
 
@@ -147,9 +170,22 @@ pin_project! {
     /// Response future of [`HttpClient`].
     pub struct ResponseFuture {
         #[pin]
-        inner: read_timeout::future::ResponseFuture<
-            NamesNoResponseFuture<hyper_util::client::legacy::ResponseFuture>,
-        >,
+        state: State,
+    }
+}
+
+pin_project! {
+    #[project = StateProj]
+    enum State {
+        /// Handed to hyper-util's client.
+        Sent {
+            #[pin]
+            inner: read_timeout::future::ResponseFuture<
+                NamesNoResponseFuture<hyper_util::client::legacy::ResponseFuture>,
+            >,
+        },
+        /// Never sent: its URI could not be rebuilt without its userinfo.
+        Refused { error: Option<BoxError> },
     }
 }
 
@@ -157,7 +193,12 @@ impl Future for ResponseFuture {
     type Output = Result<http::Response<ReadTimeoutBody<Incoming>>, BoxError>;
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        self.project().inner.poll(cx)
+        match self.project().state.project() {
+            StateProj::Sent { inner } => inner.poll(cx),
+            StateProj::Refused { error } => Poll::Ready(Err(error
+                .take()
+                .expect("ResponseFuture polled after completion"))),
+        }
     }
 }
 
@@ -168,6 +209,10 @@ impl fmt::Debug for ResponseFuture {
 }
 
 /// Builds a hyper-util client with the transport limits of this module.
+///
+/// Every client it builds sends the credentials of a URI
+/// (`http://user:password@host/`) as `Authorization: Basic` and hands the
+/// URI to hyper-util without them (see the [module docs](self)).
 ///
 /// See the [module docs](self) for an example.
 #[derive(Debug, Clone)]
