@@ -17,11 +17,11 @@
 //! Why doctests rather than a new project built from the packaged crate with
 //! each snippet as a `main.rs`: the doctests compile the very text, with the
 //! root package's dev-dependencies (the crates a user adds: tokio, tower,
-//! axum, tonic, reqwest, ...), for about a second (seven snippets, `no_run`,
-//! on the workspace's own build); a project of its own resolves and builds
-//! those dependencies again with its own features (a minute or more on the
-//! CI's two cores, and a second target directory), and runs cargo inside a
-//! test. What the doctests do not see, a dependency's feature the README's
+//! axum, tonic, reqwest, ...), in seconds (`no_run`, on the workspace's own
+//! build). A project of its own resolves those dependencies with features
+//! of its own, so most of them are built again, even in a shared target
+//! directory (minutes on CI's two cores), and it runs cargo inside a test.
+//! What the doctests cannot see, a feature of a dependency that the user's
 //! `[dependencies]` leaves out, the README lists beside the snippets. The
 //! packaged crate itself is built by `.ci/run` (`cargo package`, verified),
 //! and its examples are in it (checked below).
