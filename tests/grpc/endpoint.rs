@@ -188,7 +188,8 @@ async fn silent_once() -> (std::sync::Arc<Script>, Channel, SocketAddr) {
 }
 
 /// A bulkhead of one call shared by two stacks: a call that hangs holds the
-/// slot of its own endpoint only.
+/// slot of its own endpoint only. (Not for hedging: a hedge of the call that
+/// hangs would want a second slot of its endpoint.)
 #[tokio::test]
 async fn a_call_in_flight_holds_only_its_own_endpoints_slot() {
     for form in [Form::Retries, Form::ServiceConfig] {
