@@ -1,4 +1,4 @@
-//! The axum gateway of `examples/axum_gateway.rs`, served on loopback and
+//! The axum gateway of `crates/http-resilience/examples/axum_gateway.rs`, served on loopback and
 //! driven by a real hyper-util client, in front of the scripted mock upstream.
 //!
 //! Everything runs on the real clock over real sockets (tokio's paused clock
@@ -6,7 +6,7 @@
 //! request counts, never milliseconds, and every limit under test is far from
 //! the guard.
 
-#[path = "../../examples/axum_gateway.rs"]
+#[path = "../../crates/http-resilience/examples/axum_gateway.rs"]
 pub mod gateway;
 
 use bytes::Bytes;

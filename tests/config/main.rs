@@ -428,8 +428,10 @@ fn quotes_client_names_that_are_not_bare_keys() {
 
 #[test]
 fn example_file_loads_and_validates() {
-    let config = ClientsConfig::from_toml_str(include_str!("../../examples/clients.toml"))
-        .unwrap_or_else(|err| panic!("{err}"));
+    let config = ClientsConfig::from_toml_str(include_str!(
+        "../../crates/http-resilience/examples/clients.toml"
+    ))
+    .unwrap_or_else(|err| panic!("{err}"));
     assert_eq!(
         config.names().collect::<Vec<_>>(),
         ["inventory", "payments", "search", "weather"]

@@ -14,7 +14,9 @@
 //! The breaker keys its circuits by the request's authority, and a tonic
 //! client built with `new` sends requests whose URI is a path alone (the
 //! channel adds its origin below every layer here); `with_origin` gives the
-//! requests their server's authority, and each server its own circuit.
+//! requests their server's authority, and each server its own circuit. (The
+//! gRPC layers' `with_authority` does the same for clients made with `new`:
+//! see `endpoint.rs`.)
 
 use super::{check, guarded};
 use http_resilience::{
@@ -53,14 +55,14 @@ const FAST: Duration = Duration::from_millis(20);
 /// (`OK` serves) and, if set, a `grpc-retry-pushback-ms`, counting the
 /// checks it saw.
 #[derive(Debug)]
-struct Upstream {
+pub(super) struct Upstream {
     checks: AtomicUsize,
     code: Mutex<Code>,
     pushback: Mutex<Option<&'static str>>,
 }
 
 impl Upstream {
-    fn checks(&self) -> usize {
+    pub(super) fn checks(&self) -> usize {
         self.checks.load(Ordering::SeqCst)
     }
 
@@ -105,7 +107,7 @@ impl Health for Upstream {
 
 /// A tonic server on a fresh loopback port answering `code`, and a lazy
 /// channel to it.
-async fn serve_health(code: Code) -> (Arc<Upstream>, Channel, SocketAddr) {
+pub(super) async fn serve_health(code: Code) -> (Arc<Upstream>, Channel, SocketAddr) {
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     let service = Arc::new(Upstream {
@@ -127,17 +129,17 @@ async fn serve_health(code: Code) -> (Arc<Upstream>, Channel, SocketAddr) {
     (service, channel, addr)
 }
 
-fn origin(addr: SocketAddr) -> http::Uri {
+pub(super) fn origin(addr: SocketAddr) -> http::Uri {
     format!("http://{addr}").parse().unwrap()
 }
 
-fn key(addr: SocketAddr) -> BreakerKey {
+pub(super) fn key(addr: SocketAddr) -> BreakerKey {
     BreakerKey::authority("http", &addr.ip().to_string(), addr.port())
 }
 
 /// A breaker that counts `codes` as failures, trips after `failures` of
 /// them in a row, and stays open for [`PAUSE`].
-fn breaker(codes: &[Code], failures: u32) -> BreakerPolicy<GrpcDecoder> {
+pub(super) fn breaker(codes: &[Code], failures: u32) -> BreakerPolicy<GrpcDecoder> {
     BreakerPolicy::new(
         GrpcDecoder::new()
             .with_codes(codes.iter().copied())
@@ -150,12 +152,12 @@ fn breaker(codes: &[Code], failures: u32) -> BreakerPolicy<GrpcDecoder> {
 }
 
 /// What a tonic client takes as its transport, whichever stack is under it.
-type Transport =
+pub(super) type Transport =
     BoxCloneService<http::Request<tonic::body::Body>, http::Response<tonic::body::Body>, BoxError>;
 
 /// The breaker alone around the channel (the decoders judge `BoxError`,
 /// hence the map).
-fn breaker_over(channel: Channel, breaker: &BreakerPolicy<GrpcDecoder>) -> Transport {
+pub(super) fn breaker_over(channel: Channel, breaker: &BreakerPolicy<GrpcDecoder>) -> Transport {
     BoxCloneService::new(
         ServiceBuilder::new()
             .layer(CircuitBreakerLayer::new(breaker.clone()))
@@ -316,7 +318,8 @@ async fn tonic_clients_without_an_origin_share_one_circuit_across_servers() {
         .source()
         .and_then(|source| source.downcast_ref::<CircuitOpen>())
         .expect("the library's error as the source");
-    assert_eq!(open.key().to_string(), "://:0");
+    assert_eq!(open.key().to_string(), "(no authority)");
+    assert_eq!(status.message(), "circuit open for (no authority)");
     assert_eq!(
         (down.checks(), up.checks()),
         (1, 0),

@@ -19,10 +19,11 @@
 //! # Through the gateway
 //!
 //! The same body, in 1-byte, 16-byte and 64 KiB frames, is sent as a chunked
-//! PUT over HTTP/1.1 on loopback to the gateway of `examples/axum_gateway.rs`
-//! (the inbound body in a `ReplayBody`, the retry layer, a hyper-util client),
-//! in front of the mock upstream, which answers 503 once and then 200. The
-//! upstream must receive the body twice, exactly.
+//! PUT over HTTP/1.1 on loopback to the gateway of
+//! `crates/http-resilience/examples/axum_gateway.rs` (the inbound body in a
+//! `ReplayBody`, the retry layer, a hyper-util client), in front of the mock
+//! upstream, which answers 503 once and then 200. The upstream must receive
+//! the body twice, exactly.
 //!
 //! The upstream holds its 503 for [`HOLD`] after it has recorded the first
 //! request. Meanwhile the gateway's buffer holds the whole body and nothing
@@ -38,7 +39,7 @@
 //! this test alone, not libtest's threads.
 
 #[allow(dead_code)] // The example's demo: its `main` and what only it uses.
-#[path = "../../examples/axum_gateway.rs"]
+#[path = "../../crates/http-resilience/examples/axum_gateway.rs"]
 pub mod gateway;
 
 use bytes::Bytes;

@@ -58,7 +58,7 @@ impl BreakerKey {
     }
 
     /// The authority of `uri`; a URI without one (`/path`) has the empty
-    /// key `://:0`, which all such requests share.
+    /// key, shown as `(no authority)`, which all such requests share.
     pub fn of_uri(uri: &http::Uri) -> Self {
         Self::from_ref(KeyRef::of_uri(uri))
     }
@@ -126,6 +126,13 @@ impl Hash for BreakerKey {
 impl fmt::Display for BreakerKey {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match &*self.0 {
+            // NOTE: a request whose URI is a path alone (a tonic client made
+            // with `new`) says so, rather than `://:0`.
+            Repr::Authority { scheme, host, port }
+                if scheme.is_empty() && host.is_empty() && *port == 0 =>
+            {
+                f.pad("(no authority)")
+            }
             Repr::Authority { scheme, host, port } => f.pad(&format!("{scheme}://{host}:{port}")),
             Repr::Custom(key) => f.pad(key),
         }
@@ -215,6 +222,14 @@ mod tests {
         let mut hasher = DefaultHasher::new();
         key.hash_into(&mut hasher);
         hasher.finish()
+    }
+
+    #[test]
+    fn a_path_alone_says_it_has_no_authority() {
+        let key = BreakerKey::of_uri(&http::Uri::from_static("/pkg.Svc/Method"));
+        assert_eq!(key, BreakerKey::authority("", "", 0));
+        assert_eq!(key.to_string(), "(no authority)");
+        assert_eq!(format!("{key:>16}"), "  (no authority)");
     }
 
     #[test]

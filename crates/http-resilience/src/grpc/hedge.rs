@@ -1,6 +1,9 @@
 //! Hedged gRPC calls for tonic in one layer.
 
-use super::{into_status, ResponseFuture, TonicBody};
+use super::{
+    endpoint::{self, Endpoint},
+    into_status, InvalidEndpoint, ResponseFuture, TonicBody,
+};
 use crate::{
     body::{ReplayBody, DEFAULT_REPLAY_CAP},
     deadline::{body::DeadlineBody, Deadline},
@@ -46,6 +49,12 @@ use tower_service::Service;
 /// The hedging itself is [`HedgeLayer`]'s: its limits, budget and
 /// cancellation of the copies that lose hold here as they are.
 ///
+/// A client made with `new(channel)` sends its calls with the path alone:
+/// give the layer the channel's endpoint
+/// ([`with_authority`](Self::with_authority)) so that a breaker below it
+/// and the spans see the upstream (see [the channel's
+/// endpoint](super#the-channels-endpoint)).
+///
 /// # Example
 ///
 /// ```no_run
@@ -62,8 +71,9 @@ use tower_service::Service;
 /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
 /// // A second copy when the first has not answered in 50 ms.
 /// let policy = HedgePolicy::new(GrpcDecoder::default(), HedgeDelay::fixed(Duration::from_millis(50)), 2)?;
-/// let channel = tonic::transport::Channel::from_static("http://127.0.0.1:50051").connect_lazy();
-/// let mut client = HealthClient::new(GrpcHedgeLayer::new(policy).layer(channel));
+/// let endpoint = tonic::transport::Channel::from_static("http://127.0.0.1:50051");
+/// let layer = GrpcHedgeLayer::new(policy).with_authority(endpoint.uri())?;
+/// let mut client = HealthClient::new(layer.layer(endpoint.connect_lazy()));
 /// let reply = client.check(HealthCheckRequest { service: String::new() }).await?;
 /// println!("{:?}", reply.into_inner().status());
 /// # Ok(())
@@ -73,12 +83,14 @@ pub struct GrpcHedgeLayer<D> {
     hedge: HedgeLayer<D>,
     deadline: Duration,
     replay_cap: usize,
+    endpoint: Option<Endpoint>,
 }
 
 /// What [`GrpcHedgeLayer`] makes of a service `S`; see there.
 pub struct GrpcHedge<S, D> {
     inner: HedgeStack<S, D>,
     replay_cap: usize,
+    endpoint: Option<Endpoint>,
 }
 
 /// The layers inside [`GrpcHedge`], outermost first.
@@ -96,6 +108,7 @@ impl<D> GrpcHedgeLayer<D> {
             hedge: HedgeLayer::new(policy),
             deadline: Duration::MAX,
             replay_cap: DEFAULT_REPLAY_CAP,
+            endpoint: None,
         }
     }
 
@@ -116,6 +129,20 @@ impl<D> GrpcHedgeLayer<D> {
         self
     }
 
+    /// Sends the calls that name no upstream (a tonic client made with
+    /// `new(channel)`) as calls to `endpoint`'s scheme and authority, the
+    /// channel's endpoint (tonic's `Endpoint::uri`); a call whose URI names
+    /// its own keeps it. As
+    /// [`GrpcLayer::with_authority`](super::GrpcLayer::with_authority).
+    ///
+    /// # Errors
+    ///
+    /// [`InvalidEndpoint`] when `endpoint` has no scheme or no authority.
+    pub fn with_authority(mut self, endpoint: &http::Uri) -> Result<Self, InvalidEndpoint> {
+        self.endpoint = Some(Endpoint::of(endpoint)?);
+        Ok(self)
+    }
+
     /// The deadline of every call: `Duration::MAX` unless set.
     pub const fn deadline(&self) -> Duration {
         self.deadline
@@ -128,6 +155,7 @@ impl<D> Clone for GrpcHedgeLayer<D> {
             hedge: self.hedge.clone(),
             deadline: self.deadline,
             replay_cap: self.replay_cap,
+            endpoint: self.endpoint.clone(),
         }
     }
 }
@@ -138,6 +166,7 @@ impl<D: fmt::Debug> fmt::Debug for GrpcHedgeLayer<D> {
             .field("hedge", &self.hedge)
             .field("deadline", &self.deadline)
             .field("replay_cap", &self.replay_cap)
+            .field("endpoint", &self.endpoint)
             .finish()
     }
 }
@@ -151,6 +180,7 @@ impl<S, D> Layer<S> for GrpcHedgeLayer<D> {
         GrpcHedge {
             inner: InheritDeadline::new(bounded, GRPC_TIMEOUT, TimeoutFormat::Grpc),
             replay_cap: self.replay_cap,
+            endpoint: self.endpoint.clone(),
         }
     }
 }
@@ -162,6 +192,7 @@ impl<S: Clone, D> Clone for GrpcHedge<S, D> {
         Self {
             inner: self.inner.clone(),
             replay_cap: self.replay_cap,
+            endpoint: self.endpoint.clone(),
         }
     }
 }
@@ -171,6 +202,7 @@ impl<S: fmt::Debug, D: fmt::Debug> fmt::Debug for GrpcHedge<S, D> {
         f.debug_struct("GrpcHedge")
             .field("inner", &self.inner)
             .field("replay_cap", &self.replay_cap)
+            .field("endpoint", &self.endpoint)
             .finish()
     }
 }
@@ -195,7 +227,8 @@ where
         self.inner.poll_ready(cx).map_err(into_status)
     }
 
-    fn call(&mut self, request: http::Request<B>) -> Self::Future {
+    fn call(&mut self, mut request: http::Request<B>) -> Self::Future {
+        endpoint::fill(self.endpoint.as_ref(), &mut request);
         let cap = self.replay_cap;
         let mut request = request.map(|body| ReplayBody::with_cap(body, cap));
         // NOTE: the caller's word, either way, is kept; only a call with

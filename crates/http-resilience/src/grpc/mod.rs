@@ -37,6 +37,50 @@
 //! | [`GrpcHedgeLayer`] | a [`HedgePolicy`](crate::hedge::HedgePolicy) | hedged copies, the first answer winning |
 //! | [`ServiceConfigLayer`] | gRPC's service config (JSON) | per method: retries, hedging or neither, and a timeout |
 //!
+//! # The channel's endpoint
+//!
+//! A tonic client made with `new(channel)`, the usual form, sends every call
+//! with its path alone (`/grpc.health.v1.Health/Check`): the `Channel` puts
+//! its endpoint's scheme and authority on the request below every layer, and
+//! does not tell what they are. The circuit breaker and overload control key
+//! their state by the request's authority, and the spans report it as
+//! `server.address`, so, left alone, every such call has the same key
+//! whatever channel it goes to, shown as `(no authority)`: two channels to
+//! two servers under one policy trip and throttle each other, and the errors
+//! name no upstream.
+//!
+//! Each layer is therefore given its channel's endpoint,
+//! `with_authority(endpoint.uri())` ([`GrpcLayer::with_authority`],
+//! [`GrpcHedgeLayer::with_authority`],
+//! [`ServiceConfigLayer::with_authority`]). A call that names no authority
+//! is sent, from where it enters the layer, as a call to that scheme and
+//! authority, so that everything below sees its upstream; a call whose URI
+//! names one (a client made with `with_origin(channel, origin)`) keeps its
+//! own. The channel sets both again as it sends, so the server sees the same
+//! request. Without an endpoint, a policy of its own for each channel, or
+//! circuits keyed with
+//! [`BreakerPolicy::with_key`](crate::breaker::BreakerPolicy::with_key),
+//! keeps the servers apart.
+//!
+//! ```no_run
+//! use http_resilience::{breaker::BreakerPolicy, grpc::GrpcLayer, presets};
+//! use tonic::transport::Channel;
+//! use tonic_health::pb::health_client::HealthClient;
+//! use tower::Layer;
+//!
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! // One policy, one breaker, for every server: a circuit each.
+//! let policy = presets::grpc().with_breaker(BreakerPolicy::grpc());
+//! let mut clients = Vec::new();
+//! for uri in ["http://10.0.0.1:50051", "http://10.0.0.2:50051"] {
+//!     let endpoint = Channel::from_shared(uri)?;
+//!     let layer = GrpcLayer::new(policy.clone()).with_authority(endpoint.uri())?;
+//!     clients.push(HealthClient::new(layer.layer(endpoint.connect_lazy())));
+//! }
+//! # Ok(())
+//! # }
+//! ```
+//!
 //! # Service config
 //!
 //! The JSON document grpc-go and grpc-java take for their per-method
@@ -75,8 +119,9 @@
 //!       "retryThrottling": {"maxTokens": 10, "tokenRatio": 0.1}
 //!     }"#,
 //! )?;
-//! let channel = tonic::transport::Channel::from_static("http://127.0.0.1:50051").connect_lazy();
-//! let mut client = HealthClient::new(layer.layer(channel));
+//! let endpoint = tonic::transport::Channel::from_static("http://127.0.0.1:50051");
+//! let layer = layer.with_authority(endpoint.uri())?;
+//! let mut client = HealthClient::new(layer.layer(endpoint.connect_lazy()));
 //! let reply = client.check(HealthCheckRequest { service: String::new() }).await?;
 //! println!("{:?}", reply.into_inner().status());
 //! # Ok(())
@@ -111,12 +156,9 @@
 //! the caller as `UNAVAILABLE`, its source the
 //! [`Overloaded`] error.
 //!
-//! Circuits (and overload control's slots) are keyed by the request's authority, and a tonic client made
-//! with `new(transport)` sends only the path: every server it calls would
-//! share one circuit (the empty authority) if the clients share a policy.
-//! Make the clients with `with_origin(transport, origin)`, give each channel
-//! a policy of its own, or key the circuits with
-//! [`BreakerPolicy::with_key`](crate::breaker::BreakerPolicy::with_key).
+//! Circuits and overload control's slots are kept per upstream: give each
+//! layer its channel's endpoint ([the channel's
+//! endpoint](#the-channels-endpoint)).
 //!
 //! A response that ends the call with a status in its head (trailers-only)
 //! reaches tonic as it came, so the caller sees the server's status, message
@@ -161,22 +203,27 @@
 //!
 //! # #[tokio::main]
 //! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
-//! let channel = tonic::transport::Channel::from_static("http://127.0.0.1:50051").connect_lazy();
-//! let mut client = HealthClient::new(GrpcLayer::new(presets::grpc()).layer(channel));
+//! let endpoint = tonic::transport::Channel::from_static("http://127.0.0.1:50051");
+//! let layer = GrpcLayer::new(presets::grpc()).with_authority(endpoint.uri())?;
+//! let mut client = HealthClient::new(layer.layer(endpoint.connect_lazy()));
 //! let reply = client.check(HealthCheckRequest { service: String::new() }).await?;
 //! println!("{:?}", reply.into_inner().status());
 //! # Ok(())
 //! # }
 //! ```
 
+mod endpoint;
+pub mod error;
 mod hedge;
 pub mod service_config;
 
 pub use self::{
+    error::InvalidEndpoint,
     hedge::{GrpcHedge, GrpcHedgeLayer},
     service_config::{InvalidServiceConfig, ServiceConfig, ServiceConfigLayer, ServiceConfigured},
 };
 
+use self::endpoint::Endpoint;
 use crate::{
     attempt_timeout::error::AttemptTimedOut,
     body::{ReplayBody, DEFAULT_REPLAY_CAP},
@@ -206,6 +253,7 @@ pub struct GrpcLayer<D, R, G = NoBreaker, O = NoOverload> {
     inherit: InheritDeadlineLayer,
     resilience: ResilienceLayer<D, R, G, O>,
     replay_cap: usize,
+    endpoint: Option<Endpoint>,
 }
 
 /// What [`GrpcLayer`] makes of a service `S`: a service of
@@ -214,6 +262,7 @@ pub struct GrpcLayer<D, R, G = NoBreaker, O = NoOverload> {
 pub struct Grpc<S, D, R, G: Gate = NoBreaker, O: Admit = NoOverload> {
     inner: Stack<S, D, R, G, O>,
     replay_cap: usize,
+    endpoint: Option<Endpoint>,
 }
 
 /// The layers inside [`Grpc`], outermost first.
@@ -239,6 +288,7 @@ impl<D, R, G, O> GrpcLayer<D, R, G, O> {
                 .propagating(GRPC_TIMEOUT, TimeoutFormat::Grpc)
                 .layer(),
             replay_cap: DEFAULT_REPLAY_CAP,
+            endpoint: None,
         }
     }
 
@@ -249,6 +299,21 @@ impl<D, R, G, O> GrpcLayer<D, R, G, O> {
         self.replay_cap = cap;
         self
     }
+
+    /// Sends the calls that name no upstream, those of a tonic client made
+    /// with `new(channel)`, as calls to `endpoint`'s scheme and authority:
+    /// the channel's endpoint (tonic's `Endpoint::uri`), which a `Channel`
+    /// does not tell. The circuit breaker, overload control and the spans
+    /// then key and name them by that upstream; a call whose URI names its
+    /// own keeps it. See [the channel's endpoint](self#the-channels-endpoint).
+    ///
+    /// # Errors
+    ///
+    /// [`InvalidEndpoint`] when `endpoint` has no scheme or no authority.
+    pub fn with_authority(mut self, endpoint: &http::Uri) -> Result<Self, InvalidEndpoint> {
+        self.endpoint = Some(Endpoint::of(endpoint)?);
+        Ok(self)
+    }
 }
 
 impl<D, R, G: Clone, O: Clone> Clone for GrpcLayer<D, R, G, O> {
@@ -257,6 +322,7 @@ impl<D, R, G: Clone, O: Clone> Clone for GrpcLayer<D, R, G, O> {
             inherit: self.inherit.clone(),
             resilience: self.resilience.clone(),
             replay_cap: self.replay_cap,
+            endpoint: self.endpoint.clone(),
         }
     }
 }
@@ -268,6 +334,7 @@ impl<D: fmt::Debug, R: fmt::Debug, G: fmt::Debug, O: fmt::Debug> fmt::Debug
         f.debug_struct("GrpcLayer")
             .field("resilience", &self.resilience)
             .field("replay_cap", &self.replay_cap)
+            .field("endpoint", &self.endpoint)
             .finish()
     }
 }
@@ -280,6 +347,7 @@ impl<S, D, R, G: Gate, O: Admit> Layer<S> for GrpcLayer<D, R, G, O> {
         Grpc {
             inner: self.inherit.layer(call),
             replay_cap: self.replay_cap,
+            endpoint: self.endpoint.clone(),
         }
     }
 }
@@ -291,6 +359,7 @@ impl<S: Clone, D, R, G: Gate, O: Admit> Clone for Grpc<S, D, R, G, O> {
         Self {
             inner: self.inner.clone(),
             replay_cap: self.replay_cap,
+            endpoint: self.endpoint.clone(),
         }
     }
 }
@@ -302,6 +371,7 @@ impl<S: fmt::Debug, D: fmt::Debug, R: fmt::Debug, G: Gate + fmt::Debug, O: Admit
         f.debug_struct("Grpc")
             .field("inner", &self.inner)
             .field("replay_cap", &self.replay_cap)
+            .field("endpoint", &self.endpoint)
             .finish()
     }
 }
@@ -328,7 +398,8 @@ where
         self.inner.poll_ready(cx).map_err(into_status)
     }
 
-    fn call(&mut self, request: http::Request<B>) -> Self::Future {
+    fn call(&mut self, mut request: http::Request<B>) -> Self::Future {
+        endpoint::fill(self.endpoint.as_ref(), &mut request);
         let cap = self.replay_cap;
         let request = request.map(|body| ReplayBody::with_cap(body, cap));
         ResponseFuture {

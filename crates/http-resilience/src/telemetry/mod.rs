@@ -93,9 +93,9 @@
 //! With the feature `otel`, `telemetry::otel::Metrics` is such a listener: it
 //! records the attempts, retries, hedges, ends of calls and a breaker's
 //! changes to OpenTelemetry instruments (`http.client.request.duration` and
-//! the `http_resilience.*` namespace). `examples/otel.rs` in the repository
+//! the `http_resilience.*` namespace). The crate's example `examples/otel.rs`
 //! prints the metrics and the spans of a retried call and a hedged call
-//! (`cargo run --example otel`).
+//! (`cargo run -p http-resilience --example otel`).
 //!
 //! # Example
 //!

@@ -3,7 +3,10 @@ use super::{
 };
 use crate::{
     body::DEFAULT_REPLAY_CAP,
-    grpc::{into_status, Grpc, GrpcHedge, GrpcHedgeLayer, GrpcLayer},
+    grpc::{
+        endpoint::{self, Endpoint},
+        into_status, Grpc, GrpcHedge, GrpcHedgeLayer, GrpcLayer, InvalidEndpoint,
+    },
     policy::RetryBudget,
     policy::{GrpcBackoff, GrpcDecoder},
     retry::RetryPolicy,
@@ -26,10 +29,16 @@ const MAX_PUSHBACK_WITHOUT_TIMEOUT: Duration = Duration::from_secs(30);
 /// [`ServiceConfig`] asks for; see the [module docs](super) for an example.
 ///
 /// Every stack is built once, here; a call only picks one.
+///
+/// A client made with `new(channel)` sends its calls with the path alone:
+/// give the layer the channel's endpoint
+/// ([`with_authority`](Self::with_authority)) so that the stacks see the
+/// upstream (see [the channel's endpoint](crate::grpc#the-channels-endpoint)).
 #[derive(Clone)]
 pub struct ServiceConfigLayer {
     replay_cap: usize,
     routes: Arc<Routes>,
+    endpoint: Option<Endpoint>,
 }
 
 /// The stacks of a config: one per method config, and the one for calls no
@@ -72,7 +81,24 @@ impl ServiceConfigLayer {
     /// body is longer is sent once (A6's per-call buffer limit).
     #[must_use]
     pub fn with_replay_cap(self, cap: usize) -> Self {
-        Self::build(self.routes.config.clone(), cap)
+        Self {
+            endpoint: self.endpoint,
+            ..Self::build(self.routes.config.clone(), cap)
+        }
+    }
+
+    /// Sends the calls that name no upstream (a tonic client made with
+    /// `new(channel)`) as calls to `endpoint`'s scheme and authority, the
+    /// channel's endpoint (tonic's `Endpoint::uri`), before a call picks its
+    /// method's stack; a call whose URI names its own keeps it. As
+    /// [`GrpcLayer::with_authority`].
+    ///
+    /// # Errors
+    ///
+    /// [`InvalidEndpoint`] when `endpoint` has no scheme or no authority.
+    pub fn with_authority(mut self, endpoint: &http::Uri) -> Result<Self, InvalidEndpoint> {
+        self.endpoint = Some(Endpoint::of(endpoint)?);
+        Ok(self)
     }
 
     /// The config the layer follows.
@@ -95,6 +121,7 @@ impl ServiceConfigLayer {
         Self {
             replay_cap,
             routes: Arc::new(routes),
+            endpoint: None,
         }
     }
 }
@@ -104,6 +131,7 @@ impl fmt::Debug for ServiceConfigLayer {
         f.debug_struct("ServiceConfigLayer")
             .field("config", &self.routes.config)
             .field("replay_cap", &self.replay_cap)
+            .field("endpoint", &self.endpoint)
             .finish()
     }
 }
@@ -115,6 +143,7 @@ impl<S> Layer<S> for ServiceConfigLayer {
         ServiceConfigured {
             inner,
             routes: Arc::clone(&self.routes),
+            endpoint: self.endpoint.clone(),
         }
     }
 }
@@ -187,6 +216,7 @@ fn once(
 pub struct ServiceConfigured<S> {
     inner: S,
     routes: Arc<Routes>,
+    endpoint: Option<Endpoint>,
 }
 
 impl<S: Clone> Clone for ServiceConfigured<S> {
@@ -194,6 +224,7 @@ impl<S: Clone> Clone for ServiceConfigured<S> {
         Self {
             inner: self.inner.clone(),
             routes: Arc::clone(&self.routes),
+            endpoint: self.endpoint.clone(),
         }
     }
 }
@@ -203,6 +234,7 @@ impl<S: fmt::Debug> fmt::Debug for ServiceConfigured<S> {
         f.debug_struct("ServiceConfigured")
             .field("inner", &self.inner)
             .field("config", &self.routes.config)
+            .field("endpoint", &self.endpoint)
             .finish()
     }
 }
@@ -243,7 +275,8 @@ where
             .map_err(|err| into_status(err.into()))
     }
 
-    fn call(&mut self, request: http::Request<B>) -> Self::Future {
+    fn call(&mut self, mut request: http::Request<B>) -> Self::Future {
+        endpoint::fill(self.endpoint.as_ref(), &mut request);
         // NOTE: the service that reported ready sends this call; the clone
         // left in its place is made ready before the next one. The stacks
         // keep no readiness of their own (each layer in them passes

@@ -131,9 +131,9 @@
 //!   }],
 //!   "retryThrottling": {"maxTokens": 10, "tokenRatio": 0.1}
 //! }"#;
-//! let layer = ServiceConfigLayer::from_json(config)?;
-//! let channel = tonic::transport::Channel::from_static("http://127.0.0.1:50051").connect_lazy();
-//! let mut client = HealthClient::new(layer.layer(channel));
+//! let endpoint = tonic::transport::Channel::from_static("http://127.0.0.1:50051");
+//! let layer = ServiceConfigLayer::from_json(config)?.with_authority(endpoint.uri())?;
+//! let mut client = HealthClient::new(layer.layer(endpoint.connect_lazy()));
 //! let reply = client.check(HealthCheckRequest { service: String::new() }).await?;
 //! println!("{:?}", reply.into_inner().status());
 //! # Ok(())

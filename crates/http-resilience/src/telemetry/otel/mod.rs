@@ -109,8 +109,9 @@
 //! context and its start in its future. None of this exists without the
 //! feature, and none of it runs for a policy without the listener.
 //!
-//! `examples/otel.rs` in the repository prints the metrics and the spans
-//! of a retried call and a hedged call (`cargo run --example otel`).
+//! The crate's example `examples/otel.rs` prints the metrics and the spans
+//! of a retried call and a hedged call
+//! (`cargo run -p http-resilience --example otel`).
 //!
 //! # Example
 //!

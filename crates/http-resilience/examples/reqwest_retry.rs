@@ -4,7 +4,7 @@
 //! differences the README lists ("Coming from reqwest-retry") can be watched.
 //!
 //! ```text
-//! cargo run --example reqwest_retry
+//! cargo run -p http-resilience --example reqwest_retry
 //! ```
 
 use http_resilience::BoxError;

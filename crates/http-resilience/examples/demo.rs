@@ -3,7 +3,7 @@
 //! attempt, every wait and every outcome.
 //!
 //! ```text
-//! cargo run --example demo
+//! cargo run -p http-resilience --example demo
 //! ```
 
 use bytes::Bytes;

@@ -3,7 +3,7 @@
 //! `Channel`, and a call whose timeout the server would never meet.
 //!
 //! ```text
-//! cargo run --example tonic_client
+//! cargo run -p http-resilience --example tonic_client
 //! ```
 
 use http_resilience::{grpc::GrpcLayer, policy::RetryEvent, presets, Attempts, BoxError};
@@ -27,11 +27,14 @@ use tower::{Layer, Service};
 async fn main() -> Result<(), BoxError> {
     let addr = overloaded_server().await?;
 
-    // The client side: a channel, the layers, the generated client.
-    let channel = Channel::from_shared(format!("http://{addr}"))?.connect_lazy();
+    // The client side: a channel, the layers, the generated client. The
+    // layer is told the channel's endpoint: a client made with `new` sends
+    // its calls with the path alone.
+    let endpoint = Channel::from_shared(format!("http://{addr}"))?;
     let policy = presets::grpc()
         .map_retry(|retry| retry.with_listener(|event: &RetryEvent| println!("  {event}")));
-    let mut client = HealthClient::new(GrpcLayer::new(policy).layer(channel));
+    let layer = GrpcLayer::new(policy).with_authority(endpoint.uri())?;
+    let mut client = HealthClient::new(layer.layer(endpoint.connect_lazy()));
 
     println!("Check at {addr} (the server is overloaded for two calls)");
     let (_, reply, extensions) = client.check(check()).await?.into_parts();

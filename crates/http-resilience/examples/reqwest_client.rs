@@ -3,7 +3,7 @@
 //! then as a tower service (`ReqwestService`).
 //!
 //! ```text
-//! cargo run --example reqwest_client
+//! cargo run -p http-resilience --example reqwest_client
 //! ```
 
 use http_body_util::BodyExt;

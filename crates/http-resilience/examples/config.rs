@@ -3,7 +3,7 @@
 //! no sense.
 //!
 //! ```text
-//! cargo run --example config
+//! cargo run -p http-resilience --example config
 //! ```
 
 use http_resilience::{

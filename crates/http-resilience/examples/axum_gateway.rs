@@ -2,7 +2,7 @@
 //! through the three layers, its body streamed both ways.
 //!
 //! ```text
-//! cargo run --example axum_gateway
+//! cargo run -p http-resilience --example axum_gateway
 //! ```
 //!
 //! [`gateway`] builds an axum [`Router`] whose fallback handler takes the

@@ -4,7 +4,7 @@
 //! metric the SDK's in-memory exporter holds. No collector, no network.
 //!
 //! ```text
-//! cargo run --example otel
+//! cargo run -p http-resilience --example otel
 //! ```
 
 use http::{Request, Response, StatusCode};
