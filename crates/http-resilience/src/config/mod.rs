@@ -557,6 +557,7 @@ mod error;
 mod hedge;
 mod overload;
 mod resolve;
+mod shared;
 #[cfg(test)]
 mod tests;
 mod validate;
@@ -569,6 +570,7 @@ use self::error::ErrorKind;
 
 use self::{
     resolve::Fields,
+    shared::{Client, States},
     written::{Preset, Section},
 };
 use crate::{
@@ -601,6 +603,9 @@ pub struct ClientsConfig {
     default: Section,
     #[serde(default)]
     clients: BTreeMap<String, Section>,
+    /// The state of each client, made once and shared by clones.
+    #[serde(skip)]
+    states: States,
 }
 
 // ===== impl ClientsConfig =====
@@ -656,8 +661,7 @@ impl ClientsConfig {
     /// [`ConfigError`] when a setting the policy is made from makes no sense;
     /// never for a configuration that [`validate`](Self::validate) accepted.
     pub fn policy(&self, name: &str) -> Result<ClientPolicy, ConfigError> {
-        let (fields, path) = self.resolve(name)?;
-        Ok(fields.build(&path)?)
+        Ok(self.build(name)?.0)
     }
 
     /// The hedging of the client `name`, if its `hedge` table turns it on
@@ -670,8 +674,7 @@ impl ClientsConfig {
     ///
     /// As [`policy`](Self::policy).
     pub fn hedge(&self, name: &str) -> Result<Option<HedgePolicy<AnyDecoder>>, ConfigError> {
-        let (fields, path) = self.resolve(name)?;
-        Ok(fields.build_with_hedge(&path)?.1)
+        Ok(self.build(name)?.1)
     }
 
     /// The layer for the client `name`: one call builds the deadline, the
@@ -688,14 +691,25 @@ impl ClientsConfig {
     /// are not retried but hedged, in the stack [Hedging](self#hedging)
     /// shows, which this layer is not.
     pub fn layer(&self, name: &str) -> Result<ClientLayer, ConfigError> {
-        let (fields, path) = self.resolve(name)?;
-        let (policy, hedge) = fields.build_with_hedge(&path)?;
+        let (policy, hedge) = self.build(name)?;
         if hedge.is_some() {
+            let path = self.resolve(name)?.1;
             let problem = "is on: the client hedges instead of retrying; build its stack \
                            with ClientsConfig::hedge and HedgeLayer, as the config docs show";
             return Err(InvalidSetting::new("hedge", problem).within(&path).into());
         }
         Ok(policy.layer())
+    }
+
+    /// The policy and the hedging of the client `name`, with its state.
+    fn build(&self, name: &str) -> Result<resolve::Built, ConfigError> {
+        let (fields, path) = self.resolve(name)?;
+        let client = match self.clients.contains_key(name) {
+            true => Client::Named(name.to_owned()),
+            false => Client::Default,
+        };
+        let share = |policy| self.states.share(client, policy);
+        Ok(fields.build_with_hedge(&path, share)?)
     }
 
     /// The fields of the client `name`, resolved, and its section's path.
@@ -733,6 +747,14 @@ impl ClientsConfig {
         fields.build("default")?;
         Ok(fields)
     }
+}
+
+/// Whether `path` (a table's, such as `clients.x.breaker`) is in a client's
+/// section rather than `[default]`: nothing inherits from a client.
+///
+/// NOTE: the paths are this module's own, `default` and [`client_path`]'s.
+fn is_client(path: &str) -> bool {
+    path.starts_with("clients.")
 }
 
 /// `clients.<name>`, with the name quoted as a TOML key when it is not a bare

@@ -5,7 +5,10 @@ use super::{
     breaker::BreakerFields,
     hedge::HedgeFields,
     overload::OverloadFields,
-    validate::{only_for, positive},
+    validate::{
+        count_at_most, number_at_least, number_at_most, only_for, positive, MAX_ATTEMPTS,
+        MAX_MULTIPLIER, MIN_GRPC_MULTIPLIER,
+    },
     written::{
         BackoffKind, BudgetSection, DecoderKind, Preset, Propagate, RetrySection, Section,
         WrittenDecoder,
@@ -172,17 +175,28 @@ impl Origin {
             Origin::Builtin => builtin.to_owned(),
         }
     }
+
+    /// Where the value came from, to follow the setting's name in a message
+    /// (`inherited from preset standard`); nothing for a value set in the
+    /// section itself.
+    pub(super) fn inherited(self) -> String {
+        match self {
+            Origin::Builtin => "by default".to_owned(),
+            other => other.to_string().trim_start_matches(", ").to_owned(),
+        }
+    }
 }
 
 impl fmt::Display for Origin {
     /// Nothing for a value set in the section itself; otherwise where it was
-    /// inherited from, to follow the value in a message.
+    /// inherited from, to follow a setting's name in a message
+    /// (`, inherited from [default]`).
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Origin::Here => Ok(()),
-            Origin::Default => f.write_str(", inherited from [default],"),
-            Origin::Preset(name) => write!(f, ", inherited from preset {name},"),
-            Origin::Builtin => f.write_str(", the default,"),
+            Origin::Default => f.write_str(", inherited from [default]"),
+            Origin::Preset(name) => write!(f, ", inherited from preset {name}"),
+            Origin::Builtin => f.write_str(", the default"),
         }
     }
 }
@@ -326,8 +340,7 @@ impl RetrySection {
         let backoffs = |field: &str, base: &Fields, wanted: &[BackoffKind]| {
             let names: Vec<_> = wanted.iter().map(|kind| kind.name()).collect();
             let applies = wanted.contains(&base.backoff);
-            only_for(applies, field, "backoff", &names, base.backoff.name())
-                .map_err(|err| err.within(path))
+            only_for(applies, field, "backoff", &names).map_err(|err| err.within(path))
         };
         const GROWING: &[BackoffKind] = &[BackoffKind::Exponential, BackoffKind::Grpc];
         if let Some(delay) = &self.delay {
@@ -337,11 +350,17 @@ impl RetrySection {
         if let Some(max_delay) = &self.max_delay {
             base.max_delay = max_delay.get("max_delay", path)?;
         }
+        let within = |err: InvalidSetting| err.within(path);
         if let Some(max_attempts) = self.max_attempts {
-            base.max_attempts = max_attempts;
+            base.max_attempts =
+                count_at_most("max_attempts", max_attempts, MAX_ATTEMPTS).map_err(within)?;
         }
         if let Some(multiplier) = self.multiplier {
             backoffs("multiplier", &base, GROWING)?;
+            number_at_most("multiplier", multiplier, MAX_MULTIPLIER).map_err(within)?;
+            if base.backoff == BackoffKind::Grpc {
+                number_at_least("multiplier", multiplier, MIN_GRPC_MULTIPLIER).map_err(within)?;
+            }
             base.multiplier = multiplier;
         }
         if let Some(jitter) = &self.jitter {
@@ -455,14 +474,8 @@ impl DecoderFields {
             }
         }
         let only_for_kinds = |field: &str, kind: DecoderKind, wanted: DecoderKind| {
-            only_for(
-                kind == wanted,
-                field,
-                "decoder",
-                &[wanted.name()],
-                kind.name(),
-            )
-            .map_err(|err| err.within(path))
+            only_for(kind == wanted, field, "decoder", &[wanted.name()])
+                .map_err(|err| err.within(path))
         };
         if let Some(statuses) = written.statuses {
             only_for_kinds("statuses", self.kind, DecoderKind::Statuses)?;
@@ -492,7 +505,13 @@ impl DecoderFields {
             DecoderKind::Grpc => AnyDecoder::Grpc(match &self.codes {
                 Some(codes) => GrpcDecoder::new()
                     .with_codes(codes.iter().copied())
-                    .map_err(|err| InvalidSetting::new("codes", err.problem().to_owned()))?,
+                    .map_err(|err| {
+                        let setting = InvalidSetting::new("codes", err.problem().to_owned());
+                        match err.value() {
+                            Some(value) => setting.with_value(value),
+                            None => setting,
+                        }
+                    })?,
                 None => GrpcDecoder::default(),
             }),
             DecoderKind::Statuses => AnyDecoder::Statuses(self.statuses()?),
@@ -507,11 +526,12 @@ impl DecoderFields {
             ));
         };
         let decoder = StatusDecoder::new(statuses.iter().copied()).map_err(|err| {
-            let problem = match err {
-                InvalidStatus::OutOfRange(code) => format!("must be in 100..=599, got {code}"),
-                _ => "must list at least one status, got []".to_owned(),
-            };
-            InvalidSetting::new("statuses", problem)
+            match err {
+                InvalidStatus::OutOfRange(code) => {
+                    InvalidSetting::new("statuses", "must be in 100..=599").with_value(code.to_string())
+                }
+                _ => InvalidSetting::new("statuses", "must list at least one status").with_value("[]"),
+            }
         })?;
         Ok(if self.retry_after {
             decoder.with_retry_after()
@@ -557,17 +577,23 @@ impl Fields {
         }
     }
 
-    /// The policy, checked with its hedging; `path` is the section's, for
-    /// errors.
+    /// The policy, checked with its hedging, with state of its own; `path`
+    /// is the section's, for errors.
     pub(super) fn build(&self, path: &str) -> Result<ClientPolicy, InvalidSetting> {
-        self.build_with_hedge(path).map(|(policy, _)| policy)
+        self.build_with_hedge(path, |policy| policy)
+            .map(|(policy, _)| policy)
     }
 
-    /// The policy and its hedging, if on, checked; the hedge takes the
-    /// retry's parts (its decoder, its budget, the same `Arc`, its attempt
-    /// header and its deadline-aware margin).
-    pub(super) fn build_with_hedge(&self, path: &str) -> Result<Built, InvalidSetting> {
-        let policy = self.build_policy(path)?;
+    /// The policy and its hedging, if on, checked; `share` gives the policy
+    /// its client's state (the breaker, overload control and the budget)
+    /// before the hedge takes the retry's parts (its decoder, its budget,
+    /// the same `Arc`, its attempt header and its deadline-aware margin).
+    pub(super) fn build_with_hedge(
+        &self,
+        path: &str,
+        share: impl FnOnce(ClientPolicy) -> ClientPolicy,
+    ) -> Result<Built, InvalidSetting> {
+        let policy = share(self.build_policy(path)?);
         let hedge = self
             .hedge
             .build(policy.retry().parts(), &format!("{path}.hedge"))?;
@@ -625,19 +651,18 @@ impl Fields {
             // NOTE: a value inherited is named with where it came from; one
             // set here needs no more than `ResiliencePolicy::new` says.
             let problem = if o.attempt_timeout == Origin::Here {
-                format!(
-                    "must not exceed the deadline ({:?}), got {:?}",
-                    self.deadline, self.attempt_timeout
-                )
+                "must not exceed the deadline".to_owned()
             } else {
                 format!(
-                    "{:?}{} exceeds the deadline {:?}{}",
-                    self.attempt_timeout, o.attempt_timeout, self.deadline, o.deadline
+                    "{} exceeds the deadline{}",
+                    o.attempt_timeout.inherited(),
+                    o.deadline
                 )
-                .trim_end_matches(',')
+                .trim_start()
                 .to_owned()
             };
-            return Err(InvalidSetting::new("attempt_timeout", problem));
+            let err = InvalidSetting::new("attempt_timeout", problem);
+            return Err(err.with_value(format!("{:?}", self.attempt_timeout)));
         }
         Ok(())
     }
@@ -670,36 +695,31 @@ impl Fields {
             return Ok(());
         }
         let o = self.origins;
-        Err(InvalidSetting::new(
-            "deadline",
-            format!(
-                "{:?}{} leaves no room for a retry: the first wait, {first_wait:?} (retry.delay {:?}{}), \
-                 plus the least useful attempt, retry.min_attempt {min_attempt:?}{}, need {needed:?}; \
-                 raise the deadline, shorten retry.delay, or set retry.min_attempt = \"off\"",
-                self.deadline, o.deadline, self.delay, o.delay, o.min_attempt
-            )
-            .replace(",)", ")")
-            .replace(",,", ","),
-        ))
+        let problem = format!(
+            "{} leaves no room for a retry: the first wait (of retry.delay{}) plus the least \
+             useful attempt (retry.min_attempt{}) do not fit before it; raise the deadline, \
+             shorten retry.delay, or set retry.min_attempt = \"off\"",
+            o.deadline.inherited(),
+            o.delay,
+            o.min_attempt
+        );
+        let err = InvalidSetting::new("deadline", problem.trim_start());
+        Err(err.with_value(format!("{:?}", self.deadline)))
     }
 
     pub(super) fn backoff(&self) -> Result<AnyRetryer, InvalidSetting> {
-        positive("delay", self.delay)?;
+        if self.backoff != BackoffKind::Fixed {
+            // NOTE: a fixed delay of zero retries at once, as the `apache`
+            // preset does; a growing one must start somewhere.
+            positive("delay", self.delay)?;
+        }
         positive("max_delay", self.max_delay)?;
         if self.max_attempts == 0 {
-            return Err(InvalidSetting::new(
-                "max_attempts",
-                "must be at least 1, got 0",
-            ));
+            return Err(InvalidSetting::new("max_attempts", "must be at least 1").with_value("0"));
         }
         let max_delay_below = |what: &str| {
-            InvalidSetting::new(
-                "max_delay",
-                format!(
-                    "must be >= {what} ({:?}), got {:?}",
-                    self.delay, self.max_delay
-                ),
-            )
+            InvalidSetting::new("max_delay", format!("must be at least {what}"))
+                .with_value(format!("{:?}", self.max_delay))
         };
         Ok(match self.backoff {
             BackoffKind::Fixed => {

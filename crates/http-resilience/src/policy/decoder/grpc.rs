@@ -168,10 +168,8 @@ impl GrpcDecoder {
                     ))
                 }
                 None => {
-                    return Err(InvalidSetting::new(
-                        "retryable_codes",
-                        format!("must be gRPC codes in 1..=16, got {code}"),
-                    ))
+                    let err = InvalidSetting::new("retryable_codes", "must be gRPC codes in 1..=16");
+                    return Err(err.with_value(code.to_string()));
                 }
             }
         }
@@ -333,11 +331,11 @@ mod tests {
             ),
             (
                 vec![17],
-                "retryable_codes must be gRPC codes in 1..=16, got 17",
+                "retryable_codes must be gRPC codes in 1..=16",
             ),
             (
                 vec![-1],
-                "retryable_codes must be gRPC codes in 1..=16, got -1",
+                "retryable_codes must be gRPC codes in 1..=16",
             ),
         ] {
             let err = GrpcDecoder::new().with_codes(codes).unwrap_err();
