@@ -6,10 +6,13 @@ use std::{error::Error, fmt};
 /// The error of a configuration that cannot be used: a text that cannot be
 /// read, or a setting that makes no sense.
 ///
-/// Its message names the full path of the setting and the bad value, as in
-/// `clients.weather.retry.multiplier must be >= 1.0, got 0.5`; for a text that
-/// cannot be read (bad TOML, an unknown key, a value of the wrong type) it is
-/// the format's own message, with the line and the key.
+/// Its message names the full path of the setting and what is wrong with it,
+/// the same for the same mistake whatever the value, as in
+/// `clients.weather.retry.multiplier must be at least 1.0`; the value refused
+/// is the [`setting`](Self::setting)'s [`value`](InvalidSetting::value). For
+/// a text that cannot be read (bad TOML, an unknown key, a value of the wrong
+/// type) it is the format's own message, with the line and the key: the same
+/// for the same text.
 #[derive(Debug)]
 pub struct ConfigError {
     pub(super) kind: ErrorKind,
