@@ -7,10 +7,12 @@ use crate::support::{get, guarded, text};
 use bytes::Bytes;
 use http_body_util::Full;
 use http_resilience::{
-    breaker::{BreakerKey, CircuitBreakerLayer, CircuitState},
+    breaker::{error::CircuitOpen, BreakerKey, CircuitBreakerLayer, CircuitState},
     config::ClientsConfig,
+    errors,
     hedge::HedgeLayer,
-    transport, AttemptTimeoutLayer, Attempts, DeadlineLayer, FailureKind,
+    overload::{Overloaded, Rejection},
+    transport, AttemptTimeoutLayer, Attempts, BoxError, DeadlineLayer, FailureKind,
 };
 use http_resilience_mock::{MockResponse, MockServer};
 use std::time::Duration;
@@ -236,4 +238,73 @@ async fn the_calls_in_flight_through_one_of_a_clients_stacks_count_in_all_of_the
     let response = guarded(held).await.unwrap().unwrap();
     assert_eq!(text(response.into_body()).await.unwrap(), "slow");
     assert_eq!(in_flight(), 0);
+}
+
+#[tokio::test]
+async fn a_turned_away_call_reads_the_same_whatever_the_limit_or_the_upstream() {
+    let config = ClientsConfig::from_toml_str(
+        r#"
+        [default]
+        deadline = "10s"
+        attempt_timeout = "8s"
+        retry.max_attempts = 1
+        breaker.consecutive_failures = 1
+        breaker.break_duration = "1m"
+
+        [clients.one]
+        overload.max_in_flight = 1
+        [clients.two]
+        overload.max_in_flight = 2
+        "#,
+    )
+    .unwrap();
+    // Overload control at two limits: the limit is the reason's field, not
+    // a word of the message.
+    let server = guarded(MockServer::start()).await.unwrap();
+    for _ in 0..3 {
+        server.enqueue(MockResponse::ok("slow").with_head_delay(Duration::from_secs(1)));
+    }
+    let one = config.layer("one").unwrap().layer(client());
+    let two = config.layer("two").unwrap().layer(client());
+    let held = [
+        tokio::spawn(one.clone().oneshot(get(server.uri("/1")))),
+        tokio::spawn(two.clone().oneshot(get(server.uri("/2")))),
+        tokio::spawn(two.clone().oneshot(get(server.uri("/3")))),
+    ];
+    assert!(server.wait_for_requests(3, Duration::from_secs(5)).await);
+    let full_one = guarded(one.oneshot(get(server.uri("/4")))).await.unwrap_err();
+    let full_two = guarded(two.oneshot(get(server.uri("/5")))).await.unwrap_err();
+    assert_eq!(full_one.to_string(), full_two.to_string());
+    assert_eq!(
+        full_one.to_string(),
+        "overload control turned the call away: every slot taken and the queue full"
+    );
+    let limit = |err: &BoxError| match errors::find::<Overloaded>(&**err).map(Overloaded::reason) {
+        Some(Rejection::QueueFull { limit }) => limit,
+        other => panic!("{other:?}: {err}"),
+    };
+    assert_eq!((limit(&full_one), limit(&full_two)), (1, 2));
+    for call in held {
+        guarded(call).await.unwrap().unwrap();
+    }
+
+    // Two open circuits: the key is the error's, not a word of the message.
+    let (a, b) = (
+        guarded(MockServer::start()).await.unwrap(),
+        guarded(MockServer::start()).await.unwrap(),
+    );
+    a.enqueue(MockResponse::new(503));
+    b.enqueue(MockResponse::new(503));
+    let svc = config.layer("api").unwrap().layer(client());
+    for server in [&a, &b] {
+        let response = guarded(svc.clone().oneshot(get(server.uri("/")))).await.unwrap();
+        assert_eq!(response.status(), 503);
+    }
+    let open_a = guarded(svc.clone().oneshot(get(a.uri("/")))).await.unwrap_err();
+    let open_b = guarded(svc.oneshot(get(b.uri("/")))).await.unwrap_err();
+    assert_eq!(open_a.to_string(), "circuit open");
+    assert_eq!(open_a.to_string(), open_b.to_string());
+    let port = |err: &BoxError| errors::find::<CircuitOpen>(&**err).unwrap().key().port();
+    assert_eq!(port(&open_a), Some(a.addr().port()));
+    assert_eq!(port(&open_b), Some(b.addr().port()));
 }
