@@ -186,15 +186,19 @@ async fn a_circuit_tripped_through_a_clients_layer_is_open_in_its_policy_and_its
 
     // The policies built for the client, before and after, and through a
     // clone of the configuration, all see the circuit the layer tripped.
-    let open = |states: Vec<(BreakerKey, CircuitState)>| {
-        matches!(&states[..], [(k, CircuitState::Open { .. })] if *k == key)
-    };
+    let open = |states: Vec<(BreakerKey, CircuitState)>| matches!(&states[..], [(k, CircuitState::Open { .. })] if *k == key);
     assert!(open(before.breaker().policy().unwrap().states()));
-    assert!(open(circuits(&config, "api")), "{:?}", circuits(&config, "api"));
+    assert!(
+        open(circuits(&config, "api")),
+        "{:?}",
+        circuits(&config, "api")
+    );
     assert!(open(circuits(&config.clone(), "api")));
     // Another layer for the same client turns the next call away, unsent.
     let again = config.layer("api").unwrap().layer(client());
-    let err = guarded(again.oneshot(get(server.uri("/b")))).await.unwrap_err();
+    let err = guarded(again.oneshot(get(server.uri("/b"))))
+        .await
+        .unwrap_err();
     assert_eq!(FailureKind::of(&*err), FailureKind::CircuitOpen, "{err}");
     assert_eq!(server.request_count(), 1, "never sent");
 
@@ -225,13 +229,19 @@ async fn the_calls_in_flight_through_one_of_a_clients_stacks_count_in_all_of_the
     // The policy built apart counts the call in flight through the layer.
     let in_flight = || {
         let policy = config.policy("api").unwrap();
-        let states = policy.overload().policy().expect("overload control").states();
+        let states = policy
+            .overload()
+            .policy()
+            .expect("overload control")
+            .states();
         states.iter().map(|(_, state)| state.in_flight).sum::<u32>()
     };
     assert_eq!(in_flight(), 1);
     // A second stack for the same client is at the limit already.
     let second = config.layer("api").unwrap().layer(client());
-    let err = guarded(second.oneshot(get(server.uri("/b")))).await.unwrap_err();
+    let err = guarded(second.oneshot(get(server.uri("/b"))))
+        .await
+        .unwrap_err();
     assert_eq!(FailureKind::of(&*err), FailureKind::Overloaded, "{err}");
     assert_eq!(server.request_count(), 1, "never sent");
 
@@ -272,8 +282,12 @@ async fn a_turned_away_call_reads_the_same_whatever_the_limit_or_the_upstream() 
         tokio::spawn(two.clone().oneshot(get(server.uri("/3")))),
     ];
     assert!(server.wait_for_requests(3, Duration::from_secs(5)).await);
-    let full_one = guarded(one.oneshot(get(server.uri("/4")))).await.unwrap_err();
-    let full_two = guarded(two.oneshot(get(server.uri("/5")))).await.unwrap_err();
+    let full_one = guarded(one.oneshot(get(server.uri("/4"))))
+        .await
+        .unwrap_err();
+    let full_two = guarded(two.oneshot(get(server.uri("/5"))))
+        .await
+        .unwrap_err();
     assert_eq!(full_one.to_string(), full_two.to_string());
     assert_eq!(
         full_one.to_string(),
@@ -297,10 +311,14 @@ async fn a_turned_away_call_reads_the_same_whatever_the_limit_or_the_upstream() 
     b.enqueue(MockResponse::new(503));
     let svc = config.layer("api").unwrap().layer(client());
     for server in [&a, &b] {
-        let response = guarded(svc.clone().oneshot(get(server.uri("/")))).await.unwrap();
+        let response = guarded(svc.clone().oneshot(get(server.uri("/"))))
+            .await
+            .unwrap();
         assert_eq!(response.status(), 503);
     }
-    let open_a = guarded(svc.clone().oneshot(get(a.uri("/")))).await.unwrap_err();
+    let open_a = guarded(svc.clone().oneshot(get(a.uri("/"))))
+        .await
+        .unwrap_err();
     let open_b = guarded(svc.oneshot(get(b.uri("/")))).await.unwrap_err();
     assert_eq!(open_a.to_string(), "circuit open");
     assert_eq!(open_a.to_string(), open_b.to_string());

@@ -342,7 +342,10 @@ fn rejects_zero_durations() {
     // A fixed delay of zero retries at once, as the apache preset does.
     let config = load("[clients.x.retry]\ndelay = \"0ms\"\n[clients.apache]\npreset = \"apache\"");
     assert_eq!(fixed(&config.policy("x").unwrap()).delay(), Duration::ZERO);
-    assert_eq!(fixed(&config.policy("apache").unwrap()).delay(), Duration::ZERO);
+    assert_eq!(
+        fixed(&config.policy("apache").unwrap()).delay(),
+        Duration::ZERO
+    );
 }
 
 #[test]
@@ -536,8 +539,8 @@ fn min_attempt_turns_deadline_awareness_on_and_off() {
 }
 
 mod limits;
-mod ranges;
 mod loopback;
+mod ranges;
 
 #[test]
 fn a_policy_that_can_never_retry_is_refused_with_the_fields_and_their_origins() {

@@ -569,13 +569,29 @@ fn the_same_mistake_reads_the_same_whatever_the_value_which_is_kept_apart() {
 #[test]
 fn durations_longer_than_a_protobuf_duration_are_refused_as_out_of_range() {
     let too_long = "\"315576000001s\"";
-    let hedge = |delay: &str| entry(&format!(r#""hedgingPolicy": {{"maxAttempts": 2, "hedgingDelay": {delay}}}"#));
+    let hedge = |delay: &str| {
+        entry(&format!(
+            r#""hedgingPolicy": {{"maxAttempts": 2, "hedgingDelay": {delay}}}"#
+        ))
+    };
     let retry = "methodConfig[0].retryPolicy";
     let cases = [
-        (retry_policy("initialBackoff", too_long), format!("{retry}.initialBackoff")),
-        (retry_policy("maxBackoff", "\"99999999999999999999999s\""), format!("{retry}.maxBackoff")),
-        (entry(&format!(r#""timeout": {too_long}"#)), "methodConfig[0].timeout".to_owned()),
-        (hedge(too_long), "methodConfig[0].hedgingPolicy.hedgingDelay".to_owned()),
+        (
+            retry_policy("initialBackoff", too_long),
+            format!("{retry}.initialBackoff"),
+        ),
+        (
+            retry_policy("maxBackoff", "\"99999999999999999999999s\""),
+            format!("{retry}.maxBackoff"),
+        ),
+        (
+            entry(&format!(r#""timeout": {too_long}"#)),
+            "methodConfig[0].timeout".to_owned(),
+        ),
+        (
+            hedge(too_long),
+            "methodConfig[0].hedgingPolicy.hedgingDelay".to_owned(),
+        ),
     ];
     for (json, path) in cases {
         let err = ServiceConfig::from_json(&json).unwrap_err();
@@ -602,7 +618,10 @@ fn durations_past_what_grpcs_clients_hold_are_read_at_that_cap() {
         ServiceConfig::from_json(&json).unwrap().methods()[0].timeout()
     };
     assert_eq!(timeout_of("9223372036.854775807s"), Some(cap));
-    assert_eq!(timeout_of("9223372036.854775806s"), Some(cap - Duration::from_nanos(1)));
+    assert_eq!(
+        timeout_of("9223372036.854775806s"),
+        Some(cap - Duration::from_nanos(1))
+    );
     assert_eq!(timeout_of("9223372037s"), Some(cap));
     assert_eq!(timeout_of("315576000000s"), Some(cap));
     let retry = retry_of(&retry_policy("maxBackoff", "\"315576000000s\""));
@@ -617,7 +636,10 @@ fn a_multiplier_past_what_changes_a_wait_is_read_at_that_bound() {
     let ten = retry_of(&retry_policy("backoffMultiplier", "10"));
     assert_eq!(huge.retryer().multiplier(), 10.0);
     assert_eq!(waits(&huge), waits(&ten));
-    assert_eq!(waits(&huge)[1], waits(&retry_of(&retry_policy("backoffMultiplier", "1000")))[1]);
+    assert_eq!(
+        waits(&huge)[1],
+        waits(&retry_of(&retry_policy("backoffMultiplier", "1000")))[1]
+    );
     // Below what makes the second wait under half a nanosecond, every wait
     // after the first is zero, whatever the multiplier.
     let tiny = retry_of(&retry_policy("backoffMultiplier", "1e-300"));
@@ -628,6 +650,16 @@ fn a_multiplier_past_what_changes_a_wait_is_read_at_that_bound() {
     assert_eq!(waits[1..3], [Some(Duration::ZERO), Some(Duration::ZERO)]);
     assert_eq!(waits[3], None, "four attempts in all");
     // Within the bounds, the multiplier is the document's.
-    assert_eq!(retry_of(&retry_policy("backoffMultiplier", "0.5")).retryer().multiplier(), 0.5);
-    assert_eq!(retry_of(&retry_policy("backoffMultiplier", "2")).retryer().multiplier(), 2.0);
+    assert_eq!(
+        retry_of(&retry_policy("backoffMultiplier", "0.5"))
+            .retryer()
+            .multiplier(),
+        0.5
+    );
+    assert_eq!(
+        retry_of(&retry_policy("backoffMultiplier", "2"))
+            .retryer()
+            .multiplier(),
+        2.0
+    );
 }

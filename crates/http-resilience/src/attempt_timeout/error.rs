@@ -46,7 +46,10 @@ mod tests {
     fn the_message_is_the_same_whatever_the_limit() {
         let err = AttemptTimedOut::new(Duration::from_millis(500));
         assert_eq!(err.to_string(), "attempt timed out");
-        assert_eq!(err.to_string(), AttemptTimedOut::new(Duration::from_secs(3)).to_string());
+        assert_eq!(
+            err.to_string(),
+            AttemptTimedOut::new(Duration::from_secs(3)).to_string()
+        );
         assert_eq!(err.duration(), Duration::from_millis(500));
         assert_eq!(format!("{err:<18}|"), "attempt timed out |");
     }

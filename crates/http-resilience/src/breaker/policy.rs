@@ -322,7 +322,10 @@ impl<D: Clone> BreakerPolicy<D> {
                 return Err(err.with_value("0s"));
             }
             if max < base {
-                let err = InvalidSetting::new("max_break_duration", "must be at least the break duration");
+                let err = InvalidSetting::new(
+                    "max_break_duration",
+                    "must be at least the break duration",
+                );
                 return Err(err.with_value(format!("{max:?}")));
             }
             Ok(())

@@ -114,10 +114,18 @@ impl BreakerSection {
                 .map_err(within)
         };
         let s = &mut fields.breaker.settings;
-        let failures = count("consecutive_failures", self.consecutive_failures, MAX_FAILURES)?;
+        let failures = count(
+            "consecutive_failures",
+            self.consecutive_failures,
+            MAX_FAILURES,
+        )?;
         set(&mut s.consecutive_failures, failures);
         set(&mut s.failure_ratio, self.failure_ratio);
-        let throughput = count("minimum_throughput", self.minimum_throughput, MAX_THROUGHPUT)?;
+        let throughput = count(
+            "minimum_throughput",
+            self.minimum_throughput,
+            MAX_THROUGHPUT,
+        )?;
         set(&mut s.minimum_throughput, throughput);
         let multiplier = self
             .break_multiplier

@@ -193,8 +193,8 @@ impl HedgeSection {
             return Err(InvalidSetting::new(field, problem).within(path));
         };
         if let Some(n) = self.min_samples {
-            *min_samples = count_at_most("min_samples", n, MAX_SAMPLES)
-                .map_err(|err| err.within(path))?;
+            *min_samples =
+                count_at_most("min_samples", n, MAX_SAMPLES).map_err(|err| err.within(path))?;
         }
         if let Some(window) = window {
             *kept = window;

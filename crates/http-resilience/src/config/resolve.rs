@@ -525,13 +525,11 @@ impl DecoderFields {
                 "must be given with decoder = \"statuses\"",
             ));
         };
-        let decoder = StatusDecoder::new(statuses.iter().copied()).map_err(|err| {
-            match err {
-                InvalidStatus::OutOfRange(code) => {
-                    InvalidSetting::new("statuses", "must be in 100..=599").with_value(code.to_string())
-                }
-                _ => InvalidSetting::new("statuses", "must list at least one status").with_value("[]"),
+        let decoder = StatusDecoder::new(statuses.iter().copied()).map_err(|err| match err {
+            InvalidStatus::OutOfRange(code) => {
+                InvalidSetting::new("statuses", "must be in 100..=599").with_value(code.to_string())
             }
+            _ => InvalidSetting::new("statuses", "must list at least one status").with_value("[]"),
         })?;
         Ok(if self.retry_after {
             decoder.with_retry_after()

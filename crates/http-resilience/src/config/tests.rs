@@ -125,7 +125,10 @@ fn names_round_trip() {
 #[test]
 fn durations_are_read_for_people() {
     assert_eq!(Duration::from_text("1m 30s"), Some(Duration::from_secs(90)));
-    assert_eq!(Duration::from_text("250ms"), Some(Duration::from_millis(250)));
+    assert_eq!(
+        Duration::from_text("250ms"),
+        Some(Duration::from_millis(250))
+    );
     let malformed = Written::<Duration>::Malformed("2 parsecs".into());
     let err = malformed.get("deadline", "clients.weather").unwrap_err();
     assert_eq!(
@@ -431,7 +434,10 @@ fn has_a_breaker(text: &str, name: &str) -> bool {
 fn refused_setting(text: &str) -> InvalidSetting {
     match ClientsConfig::from_toml_str(text) {
         Ok(_) => panic!("loaded, but should not have: {text}"),
-        Err(err) => err.setting().cloned().unwrap_or_else(|| panic!("not a setting: {err}")),
+        Err(err) => err
+            .setting()
+            .cloned()
+            .unwrap_or_else(|| panic!("not a setting: {err}")),
     }
 }
 
@@ -1092,7 +1098,10 @@ fn a_retry_budget_is_inherited_field_by_field_under_any_preset() {
     };
     assert!(std::sync::Arc::ptr_eq(&bucket("fewer"), &bucket("fewer")));
     assert!(!std::sync::Arc::ptr_eq(&bucket("fewer"), &bucket("grpc")));
-    assert!(std::sync::Arc::ptr_eq(&bucket("anyone"), &bucket("someone else")));
+    assert!(std::sync::Arc::ptr_eq(
+        &bucket("anyone"),
+        &bucket("someone else")
+    ));
     assert!(!std::sync::Arc::ptr_eq(&bucket("anyone"), &bucket("fewer")));
 }
 

@@ -49,7 +49,10 @@ mod tests {
     fn the_message_is_the_same_whatever_the_budget() {
         let err = DeadlineExceeded::new(Duration::from_millis(1500));
         assert_eq!(err.to_string(), "deadline exceeded");
-        assert_eq!(err.to_string(), DeadlineExceeded::new(Duration::MAX).to_string());
+        assert_eq!(
+            err.to_string(),
+            DeadlineExceeded::new(Duration::MAX).to_string()
+        );
         assert_eq!(err.duration(), Duration::from_millis(1500));
         assert_eq!(format!("{err:>18}"), " deadline exceeded");
     }

@@ -230,7 +230,8 @@ mod tests {
             report(&*timed_out).to_string(),
             "attempt timeout: attempt timed out"
         );
-        let deadline: BoxError = crate::deadline::error::DeadlineExceeded::new(Duration::from_secs(3)).into();
+        let deadline: BoxError =
+            crate::deadline::error::DeadlineExceeded::new(Duration::from_secs(3)).into();
         assert_eq!(report(&*deadline).to_string(), "deadline exceeded");
     }
 }

@@ -129,6 +129,9 @@ mod tests {
         assert_eq!(throttled.reason().name(), "throttled");
         assert_eq!(Rejection::WaitTooLong.to_string(), "no slot in time");
         assert_eq!(format!("{:>12}", Rejection::WaitTooLong), "no slot in time");
-        assert_eq!(format!("{:>11}", Rejection::Throttled { probability: 0.5 }), "  throttled");
+        assert_eq!(
+            format!("{:>11}", Rejection::Throttled { probability: 0.5 }),
+            "  throttled"
+        );
     }
 }

@@ -300,7 +300,11 @@ fn malformed_values_are_errors_that_name_the_problem() {
         let err = parse_timeout(&header, format).unwrap_err();
         assert_eq!(err.problem(), problem, "{value:?} as {format:?}");
         assert_eq!(err.to_string(), message);
-        assert_eq!(err.value(), value.escape_ascii().to_string(), "the value kept apart");
+        assert_eq!(
+            err.value(),
+            value.escape_ascii().to_string(),
+            "the value kept apart"
+        );
     }
 }
 

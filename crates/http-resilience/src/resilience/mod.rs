@@ -791,20 +791,11 @@ mod tests {
     fn rejects_limits_that_do_not_fit() {
         let secs = Duration::from_secs;
         let err = ResiliencePolicy::new(secs(8), Duration::ZERO, retry()).unwrap_err();
-        assert_eq!(
-            err.to_string(),
-            "attempt_timeout must be greater than zero"
-        );
+        assert_eq!(err.to_string(), "attempt_timeout must be greater than zero");
         let err = ResiliencePolicy::new(Duration::ZERO, secs(1), retry()).unwrap_err();
-        assert_eq!(
-            err.to_string(),
-            "deadline must be greater than zero"
-        );
+        assert_eq!(err.to_string(), "deadline must be greater than zero");
         let err = ResiliencePolicy::new(secs(1), Duration::ZERO, retry()).unwrap_err();
-        assert_eq!(
-            err.to_string(),
-            "attempt_timeout must be greater than zero"
-        );
+        assert_eq!(err.to_string(), "attempt_timeout must be greater than zero");
         assert!(ResiliencePolicy::new(secs(3), secs(3), retry()).is_ok());
         assert!(ResiliencePolicy::new(secs(1), secs(3), retry()).is_ok());
     }

@@ -161,7 +161,8 @@ mod tests {
 
     #[test]
     fn messages_say_what_differs_whatever_the_values() {
-        let message = |mismatch: Mismatch, received| ResumeMismatch::new(mismatch, received).to_string();
+        let message =
+            |mismatch: Mismatch, received| ResumeMismatch::new(mismatch, received).to_string();
         let range = |start, got: &'static str| Mismatch::ContentRange {
             start,
             total: Some(30),
@@ -210,14 +211,23 @@ mod tests {
         ];
         for (one, other, text) in cases {
             assert_eq!(one.to_string(), text);
-            assert_eq!(message(one.clone(), 10), format!("cannot resume the body: {text}"));
+            assert_eq!(
+                message(one.clone(), 10),
+                format!("cannot resume the body: {text}")
+            );
             assert_eq!(message(one, 10), message(other, 4096));
         }
         let err = ResumeMismatch::new(range(10, "bytes 0-29/30"), 10);
         assert_eq!(err.received(), 10);
-        assert!(matches!(err.mismatch(), Mismatch::ContentRange { start: 10, .. }));
+        assert!(matches!(
+            err.mismatch(),
+            Mismatch::ContentRange { start: 10, .. }
+        ));
         assert_eq!(
-            format!("{:>32}", Mismatch::ContentEncoding(HeaderValue::from_static("br"))),
+            format!(
+                "{:>32}",
+                Mismatch::ContentEncoding(HeaderValue::from_static("br"))
+            ),
             " the partial response is encoded"
         );
     }

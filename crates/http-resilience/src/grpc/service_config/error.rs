@@ -100,8 +100,11 @@ mod tests {
             "service config: must be a JSON object, got an array"
         );
         let attempts = |value: &str| {
-            InvalidServiceConfig::new("methodConfig[0].retryPolicy.maxAttempts", "must be at least 2")
-                .with_value(value)
+            InvalidServiceConfig::new(
+                "methodConfig[0].retryPolicy.maxAttempts",
+                "must be at least 2",
+            )
+            .with_value(value)
         };
         assert_eq!(
             attempts("1").to_string(),
@@ -110,6 +113,9 @@ mod tests {
         assert_eq!(attempts("1").to_string(), attempts("0").to_string());
         assert_eq!(attempts("0").value(), Some("0"));
         assert_eq!(attempts("0").problem(), "must be at least 2");
-        assert_eq!(format!("{:>24}", field), "methodConfig[0].timeout: is required");
+        assert_eq!(
+            format!("{:>24}", field),
+            "methodConfig[0].timeout: is required"
+        );
     }
 }

@@ -299,7 +299,9 @@ fn status_codes(value: &Value, path: &Path) -> Parsed<Vec<i32>> {
 /// A code by its name, as gRPC spells it (`"UNAVAILABLE"`), or its number.
 fn status_code(value: &Value, path: &Path) -> Parsed<i32> {
     match value {
-        Value::String(name) => code_named(name).ok_or_else(|| path.refused(unknown_code(name), value)),
+        Value::String(name) => {
+            code_named(name).ok_or_else(|| path.refused(unknown_code(name), value))
+        }
         Value::Number(number) => match number.as_u64() {
             Some(code) if code <= 16 => Ok(code as i32),
             _ => Err(path.refused("must be a gRPC code in 0..=16", value)),

@@ -28,13 +28,29 @@ fn durations_take_protobufs_json_form_only() {
         Ok((false, Duration::new(315_576_000_000, 999_999_999)))
     );
     for garbage in [
-        "abc", "1", "s", ".5s", "1.s", "1.0000000001s", "+1s", " 1s", "1s ", "1S", "1e3s", "1ms",
-        "--1s", "1.-5s",
+        "abc",
+        "1",
+        "s",
+        ".5s",
+        "1.s",
+        "1.0000000001s",
+        "+1s",
+        " 1s",
+        "1s ",
+        "1S",
+        "1e3s",
+        "1ms",
+        "--1s",
+        "1.-5s",
     ] {
         assert_eq!(ok(garbage), Err(DurationError::Malformed), "{garbage:?}");
     }
     // In the form, but longer than a protobuf `Duration` holds.
-    for long in ["315576000001s", "99999999999999999999999s", "-315576000001s"] {
+    for long in [
+        "315576000001s",
+        "99999999999999999999999s",
+        "-315576000001s",
+    ] {
         assert_eq!(ok(long), Err(DurationError::TooLong), "{long:?}");
     }
 }

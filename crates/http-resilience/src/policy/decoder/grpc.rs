@@ -168,7 +168,8 @@ impl GrpcDecoder {
                     ))
                 }
                 None => {
-                    let err = InvalidSetting::new("retryable_codes", "must be gRPC codes in 1..=16");
+                    let err =
+                        InvalidSetting::new("retryable_codes", "must be gRPC codes in 1..=16");
                     return Err(err.with_value(code.to_string()));
                 }
             }
@@ -329,14 +330,8 @@ mod tests {
                 vec![14, 0],
                 "retryable_codes OK (0) is not a failure and cannot be retried",
             ),
-            (
-                vec![17],
-                "retryable_codes must be gRPC codes in 1..=16",
-            ),
-            (
-                vec![-1],
-                "retryable_codes must be gRPC codes in 1..=16",
-            ),
+            (vec![17], "retryable_codes must be gRPC codes in 1..=16"),
+            (vec![-1], "retryable_codes must be gRPC codes in 1..=16"),
         ] {
             let err = GrpcDecoder::new().with_codes(codes).unwrap_err();
             assert_eq!(err.to_string(), message);

@@ -236,10 +236,7 @@ fn header_decoder_matches_ignoring_case() {
     assert_eq!(decoder.decode(&response(500)), Verdict::Accept);
     let err = RetryOnHeader::new("X-Upper", "true").unwrap_err();
     assert_eq!((err.part(), err.name()), (HeaderPart::Name, "X-Upper"));
-    assert_eq!(
-        err.to_string(),
-        "header name must be a lowercase token"
-    );
+    assert_eq!(err.to_string(), "header name must be a lowercase token");
     let err = RetryOnHeader::new("bad name", "true").unwrap_err();
     assert_eq!(err.part(), HeaderPart::Name);
     let err = RetryOnHeader::new("x-ok", "two\nlines").unwrap_err();
@@ -280,7 +277,11 @@ fn status_codes_out_of_range_are_refused_by_code() {
         let err = StatusDecoder::new([503, code]).unwrap_err();
         assert_eq!(err, InvalidStatus::OutOfRange(code));
         assert_eq!(err.code(), Some(code));
-        assert_eq!(err.to_string(), "status code must be in 100..=599", "whatever the code");
+        assert_eq!(
+            err.to_string(),
+            "status code must be in 100..=599",
+            "whatever the code"
+        );
     }
     // The ends of the range are statuses.
     let ends = StatusDecoder::new([100, 599]).unwrap();

@@ -113,7 +113,8 @@ impl GrpcBackoff {
         multiplier: f64,
     ) -> Result<Self, InvalidSetting> {
         if max_attempts < 2 {
-            let err = InvalidSetting::new("max_attempts", "must be at least 2 for a gRPC retry policy");
+            let err =
+                InvalidSetting::new("max_attempts", "must be at least 2 for a gRPC retry policy");
             return Err(err.with_value(max_attempts.to_string()));
         }
         if initial.is_zero() {
@@ -253,7 +254,8 @@ impl Retryer for GrpcBackoff {
 
     fn with_max_attempts(mut self, max: u32) -> Result<Self, InvalidSetting> {
         if max < 2 {
-            let err = InvalidSetting::new("max_attempts", "must be at least 2 for a gRPC retry policy");
+            let err =
+                InvalidSetting::new("max_attempts", "must be at least 2 for a gRPC retry policy");
             return Err(err.with_value(max.to_string()));
         }
         self.max_attempts = max;
