@@ -2,8 +2,10 @@
 //! the [`BreakerPolicy`] setters, so that their checks are the file's.
 
 use super::{
+    decoder::DecoderFields,
     is_client,
-    resolve::{DecoderFields, Fields, Origin},
+    origin::Origin,
+    resolve::Fields,
     validate::{
         count_at_most, keys_at_most, number_at_most, MAX_FAILURES, MAX_MULTIPLIER, MAX_STEPS,
         MAX_THROUGHPUT,

@@ -625,10 +625,14 @@
 //! [`TransientDecoder`]: crate::policy::TransientDecoder
 
 mod breaker;
+mod decoder;
 mod error;
 mod hedge;
+mod origin;
 mod overload;
+mod propagate;
 mod resolve;
+mod retry;
 mod shared;
 #[cfg(test)]
 mod tests;
