@@ -168,26 +168,44 @@ fn unreadable_configuration_text_is_an_error_not_a_panic() {
 }
 
 #[tokio::test(flavor = "current_thread", start_paused = true)]
-async fn extreme_but_meaningful_settings_in_a_file_work() {
+async fn settings_at_the_ends_of_their_ranges_work() {
     let config = ClientsConfig::from_toml_str(
         r#"
         [default]
-        deadline = "1000000000years"
-        attempt_timeout = "1000000000years"
+        deadline = "24h"
+        attempt_timeout = "24h"
 
         [default.retry]
         decoder = "statuses"
         statuses = [503]
         backoff = "exponential"
         delay = "1ms"
-        max_delay = "1000000000years"
-        multiplier = 1.7976931348623157e308
-        max_attempts = 4294967295
+        max_delay = "24h"
+        multiplier = 10.0
+        max_attempts = 100
+
+        [default.breaker]
+        consecutive_failures = 10000
+        minimum_throughput = 1000000
+        break_duration = "24h"
+        max_break_duration = "24h"
+        break_multiplier = 10.0
+        half_open_probes = 1000
+        half_open_successes = 1000
+        max_keys = 1000000
+        idle_key_timeout = "24h"
+        sampling_window = "24h"
+
+        [default.overload]
+        max_in_flight = 100000
+        queue = 100000
+        max_wait = "24h"
+        max_keys = 1000000
         "#,
     )
     .unwrap();
     let policy = config.policy("anyone").unwrap();
-    assert_eq!(policy.retry().retryer().max_attempts(), Some(u32::MAX));
+    assert_eq!(policy.retry().retryer().max_attempts(), Some(100));
     let calls = Arc::new(AtomicU32::new(0));
     let counter = Arc::clone(&calls);
     let svc = ServiceBuilder::new()

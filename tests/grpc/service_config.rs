@@ -4,9 +4,13 @@
 
 use super::{attempts, check, guarded, server, Script, Step, UPLOAD};
 use http_resilience::{
-    grpc::{ServiceConfigLayer, ServiceConfigured},
-    policy::Idempotency,
+    grpc::{
+        service_config::MethodPolicy, InvalidServiceConfig, ServiceConfig, ServiceConfigLayer,
+        ServiceConfigured,
+    },
+    policy::{GrpcBackoff, GrpcDecoder, Idempotency, Retryer},
     propagate::{parse_timeout, TimeoutFormat},
+    retry::RetryPolicy,
     Attempts,
 };
 use std::time::Duration;
@@ -407,7 +411,7 @@ fn configs_grpc_would_refuse_are_refused_with_the_fields_path() {
     let cases = [
         (
             retry_policy("maxAttempts", "1"),
-            format!("{retry}.maxAttempts: must be at least 2, got 1"),
+            format!("{retry}.maxAttempts: must be at least 2"),
         ),
         (
             retry_policy("initialBackoff", "\"0s\""),
@@ -419,7 +423,10 @@ fn configs_grpc_would_refuse_are_refused_with_the_fields_path() {
         ),
         (
             retry_policy("maxBackoff", "\"abc\""),
-            format!("{retry}.maxBackoff: must be a duration"),
+            format!(
+                "{retry}.maxBackoff: must be a duration such as \"1.5s\" \
+                 (seconds, up to 9 decimals, then \"s\")"
+            ),
         ),
         (
             retry_policy("backoffMultiplier", "0"),
@@ -427,7 +434,7 @@ fn configs_grpc_would_refuse_are_refused_with_the_fields_path() {
         ),
         (
             retry_policy("retryableStatusCodes", "[\"NOT_A_CODE\"]"),
-            format!("{retry}.retryableStatusCodes[0]: unknown status code \"NOT_A_CODE\""),
+            format!("{retry}.retryableStatusCodes[0]: is not a gRPC status code name"),
         ),
         (
             retry_policy("retryableStatusCodes", "[]"),
@@ -439,7 +446,9 @@ fn configs_grpc_would_refuse_are_refused_with_the_fields_path() {
         ),
         (
             entry(r#""retryPolicy": {}, "hedgingPolicy": {"maxAttempts": 2}"#),
-            "methodConfig[0]: has both a retryPolicy and a hedgingPolicy".to_owned(),
+            "methodConfig[0]: has both a retryPolicy and a hedgingPolicy; \
+             a method takes one or the other"
+                .to_owned(),
         ),
         (
             r#"{"methodConfig": [{"name": [{"service": "a"}]}, {"name": [{"service": "a"}]}]}"#
@@ -452,15 +461,15 @@ fn configs_grpc_would_refuse_are_refused_with_the_fields_path() {
         ),
         (
             r#"{"retryThrottling": {"maxTokens": 0, "tokenRatio": 0.1}}"#.to_owned(),
-            "retryThrottling.maxTokens: must be in (0, 1000], got 0".to_owned(),
+            "retryThrottling.maxTokens: must be in (0, 1000]".to_owned(),
         ),
         (
             r#"{"retryThrottling": {"maxTokens": 1001, "tokenRatio": 0.1}}"#.to_owned(),
-            "retryThrottling.maxTokens: must be in (0, 1000], got 1001".to_owned(),
+            "retryThrottling.maxTokens: must be in (0, 1000]".to_owned(),
         ),
         (
             r#"{"retryThrottling": {"maxTokens": 10, "tokenRatio": 0}}"#.to_owned(),
-            "retryThrottling.tokenRatio: must be greater than 0, got 0".to_owned(),
+            "retryThrottling.tokenRatio: must be greater than 0".to_owned(),
         ),
         (
             r#"{"methodConfig": [{"name": "grpc.health.v1.Health"}]}"#.to_owned(),
@@ -468,12 +477,13 @@ fn configs_grpc_would_refuse_are_refused_with_the_fields_path() {
         ),
         (
             entry(r#""timeout": 5"#),
-            "methodConfig[0].timeout: must be a duration string".to_owned(),
+            "methodConfig[0].timeout: must be a duration string such as \"1.5s\", got a number"
+                .to_owned(),
         ),
     ];
     for (json, message) in cases {
         let err = ServiceConfigLayer::from_json(&json).unwrap_err();
-        assert!(err.to_string().starts_with(&message), "{json}\n{err}");
+        assert_eq!(err.to_string(), message, "{json}");
     }
     // The examples themselves load.
     for json in [RETRY_EXAMPLE, HEDGE_EXAMPLE, LAYERED] {
@@ -519,4 +529,137 @@ async fn retry_throttling_holds_back_hedged_copies_too() {
     let status = guarded(client.check(check())).await.unwrap_err();
     assert_eq!(status.code(), Code::Unavailable);
     assert_eq!(script.seen().len(), 3, "the second is throttled");
+}
+
+/// The retry policy of the only method config of `json`.
+fn retry_of(json: &str) -> RetryPolicy<GrpcDecoder, GrpcBackoff> {
+    let config = ServiceConfig::from_json(json).unwrap_or_else(|err| panic!("{err}\n{json}"));
+    match config.methods()[0].policy() {
+        MethodPolicy::Retry(retry) => retry.clone(),
+        other => panic!("not a retry policy: {other:?}"),
+    }
+}
+
+/// The waits of `retry` for its four attempts, with a fixed jitter.
+fn waits(retry: &RetryPolicy<GrpcDecoder, GrpcBackoff>) -> Vec<Option<Duration>> {
+    let mut retryer = retry.retryer().clone().with_seed(7).for_request();
+    (1..=4).map(|n| retryer.next_delay(n, None)).collect()
+}
+
+#[test]
+fn the_same_mistake_reads_the_same_whatever_the_value_which_is_kept_apart() {
+    let cases = [
+        ("maxAttempts", ["1", "0", "-3"]),
+        ("initialBackoff", ["\"0s\"", "\"-1s\"", "\"-0.5s\""]),
+        ("backoffMultiplier", ["0", "-2", "-0.5"]),
+        ("maxBackoff", ["\"abc\"", "\"1ms\"", "\"1.5\""]),
+    ];
+    for (field, values) in cases {
+        let errors: Vec<InvalidServiceConfig> = values
+            .iter()
+            .map(|value| ServiceConfig::from_json(&retry_policy(field, value)).unwrap_err())
+            .collect();
+        for (err, value) in errors.iter().zip(values) {
+            assert_eq!(err.to_string(), errors[0].to_string(), "{field} = {value}");
+            assert_eq!(err.value(), Some(value), "{field}: the value apart");
+        }
+    }
+}
+
+#[test]
+fn durations_longer_than_a_protobuf_duration_are_refused_as_out_of_range() {
+    let too_long = "\"315576000001s\"";
+    let hedge = |delay: &str| {
+        entry(&format!(
+            r#""hedgingPolicy": {{"maxAttempts": 2, "hedgingDelay": {delay}}}"#
+        ))
+    };
+    let retry = "methodConfig[0].retryPolicy";
+    let cases = [
+        (
+            retry_policy("initialBackoff", too_long),
+            format!("{retry}.initialBackoff"),
+        ),
+        (
+            retry_policy("maxBackoff", "\"99999999999999999999999s\""),
+            format!("{retry}.maxBackoff"),
+        ),
+        (
+            entry(&format!(r#""timeout": {too_long}"#)),
+            "methodConfig[0].timeout".to_owned(),
+        ),
+        (
+            hedge(too_long),
+            "methodConfig[0].hedgingPolicy.hedgingDelay".to_owned(),
+        ),
+    ];
+    for (json, path) in cases {
+        let err = ServiceConfig::from_json(&json).unwrap_err();
+        assert_eq!(err.path(), path);
+        assert_eq!(
+            err.to_string(),
+            format!(
+                "{path}: must be at most 315576000000s \
+                 (10 000 years, the most a protobuf Duration holds)"
+            ),
+            "a range, not a format: {json}"
+        );
+    }
+    // The longest a protobuf Duration holds still reads.
+    ServiceConfig::from_json(&entry(r#""timeout": "315576000000.999999999s""#)).unwrap();
+}
+
+#[test]
+fn durations_past_what_grpcs_clients_hold_are_read_at_that_cap() {
+    // i64::MAX nanoseconds, about 292 years: grpc-java's cap.
+    let cap = Duration::new(9_223_372_036, 854_775_807);
+    let timeout_of = |timeout: &str| {
+        let json = entry(&format!(r#""timeout": "{timeout}""#));
+        ServiceConfig::from_json(&json).unwrap().methods()[0].timeout()
+    };
+    assert_eq!(timeout_of("9223372036.854775807s"), Some(cap));
+    assert_eq!(
+        timeout_of("9223372036.854775806s"),
+        Some(cap - Duration::from_nanos(1))
+    );
+    assert_eq!(timeout_of("9223372037s"), Some(cap));
+    assert_eq!(timeout_of("315576000000s"), Some(cap));
+    let retry = retry_of(&retry_policy("maxBackoff", "\"315576000000s\""));
+    assert_eq!(retry.retryer().max_backoff(), cap);
+}
+
+#[test]
+fn a_multiplier_past_what_changes_a_wait_is_read_at_that_bound() {
+    // 0.1 s to 1 s: from a multiplier of 10 on, every wait after the first
+    // is the maximum.
+    let huge = retry_of(&retry_policy("backoffMultiplier", "1e308"));
+    let ten = retry_of(&retry_policy("backoffMultiplier", "10"));
+    assert_eq!(huge.retryer().multiplier(), 10.0);
+    assert_eq!(waits(&huge), waits(&ten));
+    assert_eq!(
+        waits(&huge)[1],
+        waits(&retry_of(&retry_policy("backoffMultiplier", "1000")))[1]
+    );
+    // Below what makes the second wait under half a nanosecond, every wait
+    // after the first is zero, whatever the multiplier.
+    let tiny = retry_of(&retry_policy("backoffMultiplier", "1e-300"));
+    let multiplier = tiny.retryer().multiplier();
+    assert!(multiplier > 1e-300 && multiplier < 1e-8, "{multiplier}");
+    let waits = waits(&tiny);
+    assert!(waits[0].unwrap() >= Duration::from_millis(80), "{waits:?}");
+    assert_eq!(waits[1..3], [Some(Duration::ZERO), Some(Duration::ZERO)]);
+    assert_eq!(waits[3], None, "four attempts in all");
+    // Within the bounds, the multiplier is the document's.
+    assert_eq!(
+        retry_of(&retry_policy("backoffMultiplier", "0.5"))
+            .retryer()
+            .multiplier(),
+        0.5
+    );
+    assert_eq!(
+        retry_of(&retry_policy("backoffMultiplier", "2"))
+            .retryer()
+            .multiplier(),
+        2.0
+    );
 }

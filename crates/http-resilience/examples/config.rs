@@ -29,7 +29,7 @@ fn main() {
     print_policy("(any other)", &policy);
 
     // A configuration that makes no sense is refused when it is loaded, with
-    // the path of the setting and the bad value.
+    // the path of the setting in the message and the bad value apart.
     let bad = r#"
         [default]
         deadline = "8s"
@@ -40,7 +40,13 @@ fn main() {
     "#;
     match ClientsConfig::from_toml_str(bad) {
         Ok(_) => unreachable!("an attempt timeout above the deadline is refused"),
-        Err(err) => println!("A bad configuration is refused:\n  {err}"),
+        Err(err) => {
+            let value = err.setting().and_then(|setting| setting.value());
+            println!(
+                "A bad configuration is refused:\n  {err} (got {})",
+                value.unwrap_or("?")
+            );
+        }
     }
 }
 

@@ -5,9 +5,11 @@ use std::{error::Error, fmt};
 /// A setting that makes no sense: a zero timeout, a multiplier below one, an
 /// attempt limit above the deadline.
 ///
-/// It names the setting and says what is wrong with it, so that the message
-/// reads `multiplier must be >= 1.0, got 0.5`. The configuration loader puts
-/// the path of the setting in front (`clients.weather.retry.multiplier ...`).
+/// It names the setting and says what is wrong with it in a phrase that is
+/// the same for the same mistake, whatever the value: the message reads
+/// `multiplier must be at least 1.0`, and the value that was refused is
+/// [`value`](Self::value). The configuration loader puts the path of the
+/// setting in front (`clients.weather.retry.multiplier ...`).
 ///
 /// # Example
 ///
@@ -18,23 +20,36 @@ use std::{error::Error, fmt};
 /// let err = ExponentialBackoff::new(Duration::from_millis(100), 0.5, Duration::from_secs(1), 5)
 ///     .unwrap_err();
 /// assert_eq!(err.field(), "multiplier");
-/// assert_eq!(err.to_string(), "multiplier must be >= 1.0, got 0.5");
+/// assert_eq!(err.to_string(), "multiplier must be at least 1.0");
+/// assert_eq!(err.value(), Some("0.5"));
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct InvalidSetting {
     field: String,
     problem: String,
+    value: Option<String>,
 }
 
 // ===== impl InvalidSetting =====
 
 impl InvalidSetting {
-    /// A setting `field` with `problem` (`must be ..., got ...`).
+    /// A setting `field` with `problem`, a phrase that holds no value
+    /// (`must be at least 1.0`); the value goes in
+    /// [`with_value`](Self::with_value).
     pub fn new(field: impl Into<String>, problem: impl Into<String>) -> Self {
         Self {
             field: field.into(),
             problem: problem.into(),
+            value: None,
         }
+    }
+
+    /// The same error, with the value that was refused, as written (a
+    /// number, a duration such as `250ms`, a quoted text).
+    #[must_use]
+    pub fn with_value(mut self, value: impl Into<String>) -> Self {
+        self.value = Some(value.into());
+        self
     }
 
     /// The name, or path, of the setting.
@@ -42,9 +57,17 @@ impl InvalidSetting {
         &self.field
     }
 
-    /// What is wrong with it.
+    /// What is wrong with it, the same for the same mistake whatever the
+    /// value.
     pub fn problem(&self) -> &str {
         &self.problem
+    }
+
+    /// The value that was refused, when one setting's value is at fault
+    /// (`None` for a setting that is missing, or one written where it does
+    /// not apply).
+    pub fn value(&self) -> Option<&str> {
+        self.value.as_deref()
     }
 
     /// The same error with `prefix.` in front of the field.
@@ -69,14 +92,20 @@ mod tests {
     use super::*;
 
     #[test]
-    fn names_the_path_and_the_problem() {
-        let err = InvalidSetting::new("multiplier", "must be >= 1.0, got 0.5")
+    fn names_the_path_and_the_problem_and_keeps_the_value_apart() {
+        let err = InvalidSetting::new("multiplier", "must be at least 1.0")
+            .with_value("0.5")
             .within("retry")
             .within("clients.weather");
         assert_eq!(err.field(), "clients.weather.retry.multiplier");
+        assert_eq!(err.problem(), "must be at least 1.0");
+        assert_eq!(err.value(), Some("0.5"));
         assert_eq!(
             err.to_string(),
-            "clients.weather.retry.multiplier must be >= 1.0, got 0.5"
+            "clients.weather.retry.multiplier must be at least 1.0"
         );
+        let missing = InvalidSetting::new("statuses", "must be given");
+        assert_eq!(missing.value(), None);
+        assert_eq!(format!("{missing:>25}"), "   statuses must be given");
     }
 }

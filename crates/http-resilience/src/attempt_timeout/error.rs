@@ -6,6 +6,9 @@ use std::{error::Error, fmt, time::Duration};
 ///
 /// [`AttemptTimeout`](super::AttemptTimeout) returns it, boxed, when the inner
 /// service did not produce a response head within the limit.
+///
+/// Its message, `attempt timed out`, is the same whatever the limit; the
+/// limit is [`duration`](Self::duration).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct AttemptTimedOut {
     limit: Duration,
@@ -29,7 +32,7 @@ impl AttemptTimedOut {
 
 impl fmt::Display for AttemptTimedOut {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.pad(&format!("attempt timed out after {:?}", self.limit))
+        f.pad("attempt timed out")
     }
 }
 
@@ -40,9 +43,14 @@ mod tests {
     use super::*;
 
     #[test]
-    fn message_names_the_limit() {
+    fn the_message_is_the_same_whatever_the_limit() {
         let err = AttemptTimedOut::new(Duration::from_millis(500));
-        assert_eq!(err.to_string(), "attempt timed out after 500ms");
+        assert_eq!(err.to_string(), "attempt timed out");
+        assert_eq!(
+            err.to_string(),
+            AttemptTimedOut::new(Duration::from_secs(3)).to_string()
+        );
         assert_eq!(err.duration(), Duration::from_millis(500));
+        assert_eq!(format!("{err:<18}|"), "attempt timed out |");
     }
 }

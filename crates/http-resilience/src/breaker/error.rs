@@ -7,6 +7,9 @@ use tokio::time::Instant;
 /// The circuit of the request's key is open: the call failed at once, and
 /// the request was never sent.
 ///
+/// Its message, `circuit open`, is the same whatever the key, so that the
+/// failure groups as one in logs; the key is [`key`](Self::key).
+///
 /// [`CircuitBreaker`](super::CircuitBreaker) returns it, boxed.
 /// [`FailureKind::of`](crate::FailureKind::of) reads it as
 /// [`FailureKind::CircuitOpen`](crate::FailureKind::CircuitOpen), which the
@@ -46,7 +49,7 @@ impl CircuitOpen {
 
 impl fmt::Display for CircuitOpen {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.pad(&format!("circuit open for {}", self.key))
+        f.pad("circuit open")
     }
 }
 
@@ -57,13 +60,14 @@ mod tests {
     use super::*;
 
     #[test]
-    fn message_names_the_key() {
+    fn the_message_is_the_same_whatever_the_key() {
         let at = Instant::now();
         let err = CircuitOpen::new(BreakerKey::authority("http", "127.0.0.1", 8080), at);
-        assert_eq!(err.to_string(), "circuit open for http://127.0.0.1:8080");
+        assert_eq!(err.to_string(), "circuit open");
         assert_eq!(err.retry_at(), at);
         assert_eq!(err.key().port(), Some(8080));
         let custom = CircuitOpen::new(BreakerKey::custom("tenant-7"), at);
-        assert_eq!(format!("{custom:>28}"), "   circuit open for tenant-7");
+        assert_eq!(custom.key(), &BreakerKey::custom("tenant-7"));
+        assert_eq!(format!("{custom:>14}"), "  circuit open");
     }
 }

@@ -290,16 +290,12 @@ impl<D: Clone> BreakerPolicy<D> {
     ) -> Result<Self, InvalidSetting> {
         let check = |_: &Settings| {
             if !(ratio > 0.0 && ratio <= 1.0) {
-                return Err(InvalidSetting::new(
-                    "failure_ratio",
-                    format!("must be in (0, 1], got {ratio}"),
-                ));
+                let err = InvalidSetting::new("failure_ratio", "must be in (0, 1]");
+                return Err(err.with_value(ratio.to_string()));
             }
             if window < Duration::from_millis(10) {
-                return Err(InvalidSetting::new(
-                    "sampling_window",
-                    format!("must be at least 10ms, got {window:?}"),
-                ));
+                let err = InvalidSetting::new("sampling_window", "must be at least 10ms");
+                return Err(err.with_value(format!("{window:?}")));
             }
             at_least_one("minimum_throughput", u64::from(min_throughput))
         };
@@ -322,13 +318,15 @@ impl<D: Clone> BreakerPolicy<D> {
     pub fn break_duration(self, base: Duration, max: Duration) -> Result<Self, InvalidSetting> {
         let check = |_: &Settings| {
             if base.is_zero() {
-                return Err(InvalidSetting::new("break_duration", "must be above zero"));
+                let err = InvalidSetting::new("break_duration", "must be above zero");
+                return Err(err.with_value("0s"));
             }
             if max < base {
-                return Err(InvalidSetting::new(
+                let err = InvalidSetting::new(
                     "max_break_duration",
-                    format!("must be at least the break duration {base:?}, got {max:?}"),
-                ));
+                    "must be at least the break duration",
+                );
+                return Err(err.with_value(format!("{max:?}")));
             }
             Ok(())
         };
@@ -352,16 +350,12 @@ impl<D: Clone> BreakerPolicy<D> {
     pub fn break_growth(self, multiplier: f64, jitter: f64) -> Result<Self, InvalidSetting> {
         let check = |_: &Settings| {
             if !(multiplier.is_finite() && multiplier >= 1.0) {
-                return Err(InvalidSetting::new(
-                    "break_multiplier",
-                    format!("must be >= 1.0, got {multiplier}"),
-                ));
+                let err = InvalidSetting::new("break_multiplier", "must be at least 1.0");
+                return Err(err.with_value(multiplier.to_string()));
             }
             if !(0.0..=1.0).contains(&jitter) {
-                return Err(InvalidSetting::new(
-                    "break_jitter",
-                    format!("must be in [0, 1], got {jitter}"),
-                ));
+                let err = InvalidSetting::new("break_jitter", "must be in [0, 1]");
+                return Err(err.with_value(jitter.to_string()));
             }
             Ok(())
         };
@@ -413,7 +407,8 @@ impl<D: Clone> BreakerPolicy<D> {
             |s| s.ramp = Some(Ramp { duration, steps }),
             |_| {
                 if duration.is_zero() {
-                    return Err(InvalidSetting::new("ramp_duration", "must be above zero"));
+                    let err = InvalidSetting::new("ramp_duration", "must be above zero");
+                    return Err(err.with_value("0s"));
                 }
                 at_least_one("ramp_steps", u64::from(steps))
             },
@@ -434,10 +429,8 @@ impl<D: Clone> BreakerPolicy<D> {
             |s| s.slow = Some(threshold),
             |_| {
                 if threshold.is_zero() {
-                    return Err(InvalidSetting::new(
-                        "slow_call_threshold",
-                        "must be above zero",
-                    ));
+                    let err = InvalidSetting::new("slow_call_threshold", "must be above zero");
+                    return Err(err.with_value("0s"));
                 }
                 Ok(())
             },
@@ -460,10 +453,8 @@ impl<D: Clone> BreakerPolicy<D> {
             |_| {
                 at_least_one("max_keys", max as u64)?;
                 if idle.is_zero() {
-                    return Err(InvalidSetting::new(
-                        "idle_key_timeout",
-                        "must be above zero",
-                    ));
+                    let err = InvalidSetting::new("idle_key_timeout", "must be above zero");
+                    return Err(err.with_value("0s"));
                 }
                 Ok(())
             },
@@ -591,7 +582,7 @@ pub(crate) fn judge_timed(judged: Judged, took: Duration, threshold: Duration) -
 
 fn at_least_one(field: &str, value: u64) -> Result<(), InvalidSetting> {
     if value == 0 {
-        Err(InvalidSetting::new(field, "must be at least 1, got 0"))
+        Err(InvalidSetting::new(field, "must be at least 1").with_value("0"))
     } else {
         Ok(())
     }

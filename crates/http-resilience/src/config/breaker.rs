@@ -2,7 +2,14 @@
 //! the [`BreakerPolicy`] setters, so that their checks are the file's.
 
 use super::{
-    resolve::{DecoderFields, Fields, Origin},
+    decoder::DecoderFields,
+    is_client,
+    origin::Origin,
+    resolve::Fields,
+    validate::{
+        count_at_most, keys_at_most, number_at_most, MAX_FAILURES, MAX_MULTIPLIER, MAX_STEPS,
+        MAX_THROUGHPUT,
+    },
     written::{turns_on, BreakerSection, Written},
 };
 use crate::{
@@ -63,8 +70,17 @@ impl BreakerSection {
     /// `base` with this breaker table over it; `path` ends in `.breaker`.
     ///
     /// A table that writes any field but `enabled` (a value `"off"` apart)
-    /// turns the breaker on, unless it writes `enabled = false`.
+    /// turns the breaker on, unless it writes `enabled = false`; beside
+    /// `enabled = false`, another field is an error in a client's section,
+    /// where it would have no effect (in `[default]` it is kept for the
+    /// clients that turn the breaker on).
     pub(super) fn apply(&self, mut base: Fields, path: &str) -> Result<Fields, InvalidSetting> {
+        if let (Some(false), Some(field)) = (self.enabled, self.first_setting()) {
+            if is_client(path) {
+                let problem = "applies only to a breaker, got enabled = false";
+                return Err(InvalidSetting::new(field, problem).within(path));
+            }
+        }
         self.apply_settings(&mut base, path)?;
         self.apply_ramp(&mut base, path)?;
         if let Some(threshold) = &self.slow_call_threshold {
@@ -84,22 +100,52 @@ impl BreakerSection {
         if let Some(seed) = self.seed {
             base.breaker.seed = Some(seed);
         }
-        let on = base.breaker.enabled || self.writes_a_setting();
+        let on = base.breaker.enabled || self.first_setting().is_some();
         base.breaker.enabled = self.enabled.unwrap_or(on);
         Ok(base)
     }
 
-    /// The settings written, over `fields`' breaker.
+    /// The settings written, over `fields`' breaker, each within its range
+    /// (the setters check the other end).
     fn apply_settings(&self, fields: &mut Fields, path: &str) -> Result<(), InvalidSetting> {
+        let within = |err: InvalidSetting| err.within(path);
+        let count = |field: &str, value: Option<u32>, max: u64| {
+            value
+                .map(|value| count_at_most(field, value, max))
+                .transpose()
+                .map_err(within)
+        };
         let s = &mut fields.breaker.settings;
-        set(&mut s.consecutive_failures, self.consecutive_failures);
+        let failures = count(
+            "consecutive_failures",
+            self.consecutive_failures,
+            MAX_FAILURES,
+        )?;
+        set(&mut s.consecutive_failures, failures);
         set(&mut s.failure_ratio, self.failure_ratio);
-        set(&mut s.minimum_throughput, self.minimum_throughput);
-        set(&mut s.break_multiplier, self.break_multiplier);
+        let throughput = count(
+            "minimum_throughput",
+            self.minimum_throughput,
+            MAX_THROUGHPUT,
+        )?;
+        set(&mut s.minimum_throughput, throughput);
+        let multiplier = self
+            .break_multiplier
+            .map(|m| number_at_most("break_multiplier", m, MAX_MULTIPLIER))
+            .transpose()
+            .map_err(within)?;
+        set(&mut s.break_multiplier, multiplier);
         set(&mut s.break_jitter, self.break_jitter);
-        set(&mut s.half_open_probes, self.half_open_probes);
-        set(&mut s.half_open_successes, self.half_open_successes);
-        set(&mut s.max_keys, self.max_keys);
+        let probes = count("half_open_probes", self.half_open_probes, MAX_STEPS)?;
+        set(&mut s.half_open_probes, probes);
+        let successes = count("half_open_successes", self.half_open_successes, MAX_STEPS)?;
+        set(&mut s.half_open_successes, successes);
+        let keys = self
+            .max_keys
+            .map(|max| keys_at_most("max_keys", max))
+            .transpose()
+            .map_err(within)?;
+        set(&mut s.max_keys, keys);
         let duration = |slot: &mut Duration, written: &Option<Written<Duration>>, field| {
             written
                 .as_ref()
@@ -153,14 +199,14 @@ impl BreakerSection {
                 let problem = "applies only to a ramp, got ramp_duration = \"off\"";
                 return Err(InvalidSetting::new("ramp_steps", problem).within(path));
             }
-            (Some(Some(duration)), Some(steps)) => Some((duration, steps)),
+            (Some(Some(duration)), Some(steps)) => Some((duration, ramp_steps(steps, path)?)),
             (Some(Some(duration)), None) => {
                 let (_, steps) = base.ok_or_else(|| missing("ramp_steps", "ramp_duration"))?;
                 Some((duration, steps))
             }
             (None, Some(steps)) => {
                 let (duration, _) = base.ok_or_else(|| missing("ramp_duration", "ramp_steps"))?;
-                Some((duration, steps))
+                Some((duration, ramp_steps(steps, path)?))
             }
         };
         fields.breaker.settings.ramp = ramp;
@@ -168,8 +214,8 @@ impl BreakerSection {
         Ok(())
     }
 
-    /// Whether a field other than `enabled` is written, `"off"` apart.
-    fn writes_a_setting(&self) -> bool {
+    /// The first field other than `enabled` written, `"off"` apart.
+    fn first_setting(&self) -> Option<&'static str> {
         let Self {
             enabled: _,
             consecutive_failures,
@@ -187,35 +233,44 @@ impl BreakerSection {
             slow_call_threshold,
             max_keys,
             idle_key_timeout,
-            decoder: _,
-            statuses: _,
-            retry_after: _,
-            codes: _,
+            decoder,
+            statuses,
+            retry_after,
+            codes,
             seed,
         } = self;
         // NOTE: every field is named above, so that a new one cannot be
         // left out of this list.
         [
-            consecutive_failures.is_some(),
-            failure_ratio.is_some(),
-            sampling_window.is_some(),
-            minimum_throughput.is_some(),
-            break_duration.is_some(),
-            max_break_duration.is_some(),
-            break_multiplier.is_some(),
-            break_jitter.is_some(),
-            half_open_probes.is_some(),
-            half_open_successes.is_some(),
-            turns_on(ramp_duration),
-            ramp_steps.is_some(),
-            turns_on(slow_call_threshold),
-            max_keys.is_some(),
-            idle_key_timeout.is_some(),
-            seed.is_some(),
-            !self.written_decoder().is_empty(),
+            ("consecutive_failures", consecutive_failures.is_some()),
+            ("failure_ratio", failure_ratio.is_some()),
+            ("sampling_window", sampling_window.is_some()),
+            ("minimum_throughput", minimum_throughput.is_some()),
+            ("break_duration", break_duration.is_some()),
+            ("max_break_duration", max_break_duration.is_some()),
+            ("break_multiplier", break_multiplier.is_some()),
+            ("break_jitter", break_jitter.is_some()),
+            ("half_open_probes", half_open_probes.is_some()),
+            ("half_open_successes", half_open_successes.is_some()),
+            ("ramp_duration", turns_on(ramp_duration)),
+            ("ramp_steps", ramp_steps.is_some()),
+            ("slow_call_threshold", turns_on(slow_call_threshold)),
+            ("max_keys", max_keys.is_some()),
+            ("idle_key_timeout", idle_key_timeout.is_some()),
+            ("decoder", decoder.is_some()),
+            ("statuses", statuses.is_some()),
+            ("retry_after", retry_after.is_some()),
+            ("codes", codes.is_some()),
+            ("seed", seed.is_some()),
         ]
-        .contains(&true)
+        .into_iter()
+        .find_map(|(field, written)| written.then_some(field))
     }
+}
+
+/// `steps` if within the range of `ramp_steps`; `path` ends in `.breaker`.
+fn ramp_steps(steps: u32, path: &str) -> Result<u32, InvalidSetting> {
+    count_at_most("ramp_steps", steps, MAX_STEPS).map_err(|err| err.within(path))
 }
 
 /// `value` into `slot`, if written.
@@ -281,9 +336,11 @@ impl Fields {
         }
         let s = self.breaker.settings;
         let problem = format!(
-            "{:?}{} is below the break_duration {:?}{}",
-            s.max_break_duration, o.max_break_duration, s.break_duration, o.break_duration
+            "{} is below the break_duration{}",
+            o.max_break_duration.inherited(),
+            o.break_duration
         );
-        InvalidSetting::new("max_break_duration", problem.trim_end_matches(','))
+        InvalidSetting::new("max_break_duration", problem.trim_start())
+            .with_value(format!("{:?}", s.max_break_duration))
     }
 }

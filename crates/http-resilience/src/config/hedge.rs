@@ -3,7 +3,9 @@
 //! checks are the file's.
 
 use super::{
+    is_client,
     resolve::Fields,
+    validate::{count_at_most, MAX_HEDGED_ATTEMPTS, MAX_SAMPLES},
     written::{turns_on, HedgeSection},
 };
 use crate::{
@@ -103,15 +105,25 @@ impl HedgeSection {
     /// `base` with this hedge table over it; `path` ends in `.hedge`.
     ///
     /// A table that writes any field but `enabled` (a value `"off"` apart)
-    /// turns hedging on, unless it writes `enabled = false`.
+    /// turns hedging on, unless it writes `enabled = false`; beside
+    /// `enabled = false`, another field is an error in a client's section,
+    /// where it would have no effect.
     pub(super) fn apply(&self, mut base: Fields, path: &str) -> Result<Fields, InvalidSetting> {
+        let within = |err: InvalidSetting| err.within(path);
+        if let (Some(false), Some(field)) = (self.enabled, self.first_setting()) {
+            if is_client(path) {
+                let problem = "applies only to hedging, got enabled = false";
+                return Err(within(InvalidSetting::new(field, problem)));
+            }
+        }
         let hedge = &mut base.hedge;
         hedge.delay = self.delay(hedge.delay, path)?;
+        let copies = |field: &str, n: u32| count_at_most(field, n, MAX_HEDGED_ATTEMPTS);
         if let Some(n) = self.max_attempts {
-            hedge.max_attempts = n;
+            hedge.max_attempts = copies("max_attempts", n).map_err(within)?;
         }
         if let Some(n) = self.max_in_flight {
-            hedge.max_in_flight = Some(n);
+            hedge.max_in_flight = Some(copies("max_in_flight", n).map_err(within)?);
         }
         if let Some(limit) = &self.on_attempt_timeout {
             hedge.on_attempt_timeout = limit.get("on_attempt_timeout", path)?.0;
@@ -119,7 +131,7 @@ impl HedgeSection {
         if let Some(max) = &self.max_server_delay {
             hedge.max_server_delay = max.get("max_server_delay", path)?;
         }
-        let on = hedge.enabled || self.writes_a_setting();
+        let on = hedge.enabled || self.first_setting().is_some();
         hedge.enabled = self.enabled.unwrap_or(on);
         Ok(base)
     }
@@ -181,7 +193,8 @@ impl HedgeSection {
             return Err(InvalidSetting::new(field, problem).within(path));
         };
         if let Some(n) = self.min_samples {
-            *min_samples = n;
+            *min_samples =
+                count_at_most("min_samples", n, MAX_SAMPLES).map_err(|err| err.within(path))?;
         }
         if let Some(window) = window {
             *kept = window;
@@ -189,8 +202,8 @@ impl HedgeSection {
         Ok(delay)
     }
 
-    /// Whether a field other than `enabled` is written, `"off"` apart.
-    fn writes_a_setting(&self) -> bool {
+    /// The first field other than `enabled` written, `"off"` apart.
+    fn first_setting(&self) -> Option<&'static str> {
         let Self {
             enabled: _,
             delay,
@@ -205,15 +218,16 @@ impl HedgeSection {
         // NOTE: every field is named above, so that a new one cannot be
         // left out of this list.
         [
-            delay.is_some(),
-            percentile.is_some(),
-            min_samples.is_some(),
-            window.is_some(),
-            max_attempts.is_some(),
-            max_in_flight.is_some(),
-            turns_on(on_attempt_timeout),
-            max_server_delay.is_some(),
+            ("delay", delay.is_some()),
+            ("percentile", percentile.is_some()),
+            ("min_samples", min_samples.is_some()),
+            ("window", window.is_some()),
+            ("max_attempts", max_attempts.is_some()),
+            ("max_in_flight", max_in_flight.is_some()),
+            ("on_attempt_timeout", turns_on(on_attempt_timeout)),
+            ("max_server_delay", max_server_delay.is_some()),
         ]
-        .contains(&true)
+        .into_iter()
+        .find_map(|(field, written)| written.then_some(field))
     }
 }

@@ -72,8 +72,8 @@
 //! | field | value | meaning |
 //! |---|---|---|
 //! | `preset` | `"reactor"`, `"feign"`, `"standard"`, `"conservative"`, `"apache"` or `"grpc"` | the base of the section (see [Resolution](#resolution)) |
-//! | `deadline` | duration | the budget of the whole call |
-//! | `attempt_timeout` | duration | the limit of each attempt; at most the deadline |
+//! | `deadline` | duration in (0, 24h] | the budget of the whole call |
+//! | `attempt_timeout` | duration in (0, 24h] | the limit of each attempt; at most the deadline |
 //! | `propagate` | `"envoy"`, `"grpc"` or `"off"` | sends every attempt's budget upstream ([`ResiliencePolicy::propagating`](crate::ResiliencePolicy::propagating)): `"envoy"` is `propagate_header = "x-envoy-expected-rq-timeout-ms"` with `propagate_format = "millis"`, `"grpc"` is `"grpc-timeout"` with `"grpc"`; `"off"` turns off one inherited; default off |
 //! | `propagate_header` | header name | the header of the budget; over `propagate`, or alone over the one inherited (see [The propagated budget](#the-propagated-budget)) |
 //! | `propagate_format` | `"millis"` or `"grpc"` | how the budget is written ([`TimeoutFormat::Millis`], [`TimeoutFormat::Grpc`]); as `propagate_header` |
@@ -82,60 +82,73 @@
 //! | `retry.retry_after` | bool | read `Retry-After` on 429 and 503 ([`StatusDecoder::with_retry_after`]); `statuses` decoder only; default `false` |
 //! | `retry.codes` | list of gRPC code names (`"UNAVAILABLE"`, any case) | the gRPC codes retried; `grpc` decoder only; default `["UNAVAILABLE"]` |
 //! | `retry.backoff` | `"fixed"`, `"exponential"`, `"feign"` or `"grpc"` | [`FixedDelay`], [`ExponentialBackoff`], [`FeignRetryer`] or [`GrpcBackoff`] |
-//! | `retry.delay` | duration | fixed: the delay; exponential: the initial delay; feign: the period |
-//! | `retry.max_delay` | duration | exponential: the cap; fixed: the cap on a delay the server asks for ([`FixedDelay::with_max_delay`]); feign: the maximum period |
-//! | `retry.max_attempts` | integer ≥ 1 | attempts in all, the first included (fixed: retries = `max_attempts` − 1) |
-//! | `retry.multiplier` | number ≥ 1.0 (grpc: > 0) | exponential and grpc only; default 1.5 (as [`ExponentialBackoff::default`]) |
+//! | `retry.delay` | duration in (0, 24h] (fixed: [0, 24h]) | fixed: the delay; exponential: the initial delay; feign: the period |
+//! | `retry.max_delay` | duration in [`delay`, 24h], above zero | exponential: the cap; fixed: the cap on a delay the server asks for ([`FixedDelay::with_max_delay`]); feign: the maximum period |
+//! | `retry.max_attempts` | integer in `1..=100` (grpc: `2..=100`) | attempts in all, the first included (fixed: retries = `max_attempts` − 1) |
+//! | `retry.multiplier` | number in [1, 10] (grpc: [0.1, 10]) | exponential and grpc only; default 1.5 (as [`ExponentialBackoff::default`]) |
 //! | `retry.jitter` | `"none"`, `"full"`, `"equal"` or `"decorrelated"` | exponential only; default `"none"` ([`Jitter`]) |
 //! | `retry.seed` | integer | exponential and grpc only: fixes the jitter's random sequence ([`ExponentialBackoff::with_seed`]) |
-//! | `retry.max_pushback` | duration | grpc only: the cap on a server's `grpc-retry-pushback-ms` ([`GrpcBackoff::with_max_pushback`]); default none, the server's wait whole (up to `i32::MAX` ms, about 24.8 days, when the deadline allows) |
+//! | `retry.max_pushback` | duration in (0, 24h] | grpc only: the cap on a server's `grpc-retry-pushback-ms` ([`GrpcBackoff::with_max_pushback`]); default none, the server's wait whole (up to `i32::MAX` ms, about 24.8 days, when the deadline allows) |
 //! | `retry.budget.max_tokens` | integer in `1..=1000` | gRPC's retry throttling ([`RetryBudget`]): the tokens of the bucket, full at first; with `token_ratio` (one written alone takes the other from the budget inherited); any decoder and preset; default none (10 under the `grpc` preset) |
 //! | `retry.budget.token_ratio` | number in `0.001..=1` | the tokens each accepted outcome puts back; with `max_tokens`; default none (0.1 under the `grpc` preset) |
 //! | `retry.budget.enabled` | bool | `false` turns off one inherited (with no other `budget` field beside it) |
 //! | `retry.attempt_header` | header name or `"off"` | sends the number of each attempt, 1 for the first ([`RetryPolicy::with_attempt_header`](crate::retry::RetryPolicy::with_attempt_header)); `"off"` sends none, whatever the base sent; default none |
 //! | `retry.previous_attempts_header` | header name or `"off"` | sends the number of attempts before each one, none on the first ([`RetryPolicy::with_previous_attempts_header`](crate::retry::RetryPolicy::with_previous_attempts_header)); `"off"` as above; default `grpc-previous-rpc-attempts` with the `grpc` decoder, none with the others |
-//! | `retry.min_attempt` | duration or `"off"` | deadline-aware scheduling: a retry whose wait plus this cannot fit before the deadline is not made ([`RetryPolicy::deadline_aware`](crate::retry::RetryPolicy::deadline_aware)); `"off"` turns off what a preset turned on |
+//! | `retry.min_attempt` | duration in [0, 24h], or `"off"` | deadline-aware scheduling: a retry whose wait plus this cannot fit before the deadline is not made ([`RetryPolicy::deadline_aware`](crate::retry::RetryPolicy::deadline_aware)); `"off"` turns off what a preset turned on |
 //! | `breaker.enabled` | bool | whether every attempt passes a circuit breaker per authority ([`BreakerPolicy`]; see [The breaker](#the-breaker)); `false` turns off one inherited; a `breaker` table that writes any other field turns it on (a value `"off"` apart); on in the `standard` preset, off in the others |
-//! | `breaker.consecutive_failures` | integer ≥ 1 | a closed circuit trips after this many failures in a row; default 5 |
+//! | `breaker.consecutive_failures` | integer in `1..=10000` | a closed circuit trips after this many failures in a row; default 5 |
 //! | `breaker.failure_ratio` | number in (0, 1] | a closed circuit also trips when this share of the calls over the window failed; default 0.1 |
-//! | `breaker.sampling_window` | duration ≥ 10ms | the sliding window of the ratio; default 30s |
-//! | `breaker.minimum_throughput` | integer ≥ 1 | the fewest calls ended in the window for the ratio to trip; default 100 |
-//! | `breaker.break_duration` | duration | how long a circuit stays open after a first trip; default 5s |
-//! | `breaker.max_break_duration` | duration ≥ `break_duration` | the cap of a break, grown on repeated trips or asked for by the server (`Retry-After`, gRPC pushback); default 60s |
-//! | `breaker.break_multiplier` | number ≥ 1.0 | the growth of the break on each trip that follows before the circuit closes; default 2.0 |
+//! | `breaker.sampling_window` | duration in [10ms, 24h] | the sliding window of the ratio; default 30s |
+//! | `breaker.minimum_throughput` | integer in `1..=1000000` | the fewest calls ended in the window for the ratio to trip; default 100 |
+//! | `breaker.break_duration` | duration in (0, 24h] | how long a circuit stays open after a first trip; default 5s |
+//! | `breaker.max_break_duration` | duration in [`break_duration`, 24h] | the cap of a break, grown on repeated trips or asked for by the server (`Retry-After`, gRPC pushback); default 60s |
+//! | `breaker.break_multiplier` | number in [1, 10] | the growth of the break on each trip that follows before the circuit closes; default 2.0 |
 //! | `breaker.break_jitter` | number in [0, 1] | up to this share of the break more, at random; default 0.1 |
-//! | `breaker.half_open_probes` | integer ≥ 1 | calls let through at once after the break; default 1 |
-//! | `breaker.half_open_successes` | integer ≥ 1 | successful probes that close the circuit; default 1 |
-//! | `breaker.ramp_duration` | duration or `"off"` | after the probes, the circuit ramps up for this long before it closes, letting a growing share of the calls through ([`BreakerPolicy::ramp`]); `"off"` turns off one inherited; default off |
-//! | `breaker.ramp_steps` | integer ≥ 1 | the ramp's steps, of equal length: step `k` lets `k` in `ramp_steps` calls through; with `ramp_duration` (see [The breaker](#the-breaker)); default off |
-//! | `breaker.slow_call_threshold` | duration or `"off"` | a success that took at least this long counts as a failure ([`BreakerPolicy::slow_calls`]); `"off"` turns off one inherited; default off |
-//! | `breaker.max_keys` | integer ≥ 1 | circuits kept at most; default 1024 |
-//! | `breaker.idle_key_timeout` | duration | a circuit with no outcome for this long is the first evicted when a new key needs room; default 5m |
+//! | `breaker.half_open_probes` | integer in `1..=1000` | calls let through at once after the break; default 1 |
+//! | `breaker.half_open_successes` | integer in `1..=1000` | successful probes that close the circuit (more than `half_open_probes`: the probes go that many at a time until this many have succeeded); default 1 |
+//! | `breaker.ramp_duration` | duration in (0, 24h], or `"off"` | after the probes, the circuit ramps up for this long before it closes, letting a growing share of the calls through ([`BreakerPolicy::ramp`]); `"off"` turns off one inherited; default off |
+//! | `breaker.ramp_steps` | integer in `1..=1000` | the ramp's steps, of equal length: step `k` lets `k` in `ramp_steps` calls through; with `ramp_duration` (see [The breaker](#the-breaker)); default off |
+//! | `breaker.slow_call_threshold` | duration in (0, 24h], or `"off"` | a success that took at least this long counts as a failure ([`BreakerPolicy::slow_calls`]); `"off"` turns off one inherited; default off |
+//! | `breaker.max_keys` | integer in `1..=1000000` | circuits kept at most; default 1024 |
+//! | `breaker.idle_key_timeout` | duration in (0, 24h] | a circuit with no outcome for this long is the first evicted when a new key needs room; default 5m |
 //! | `breaker.decoder`, `breaker.statuses`, `breaker.retry_after`, `breaker.codes` | as in `retry` | what counts as a failure (see [`BreakerPolicy`]); by default the retry's decoder |
 //! | `breaker.seed` | integer | fixes the random sequence of the breaks' jitter ([`BreakerPolicy::with_seed`]) |
 //! | `overload.enabled` | bool | whether every attempt passes overload control per authority ([`OverloadPolicy`]; see [Overload control](#overload-control)); `false` turns off one inherited; an `overload` table that writes any other field turns it on (a value `"off"` apart); off in every preset |
-//! | `overload.max_in_flight` | integer ≥ 1 | a bulkhead: at most this many attempts in flight per key ([`OverloadPolicy::bulkhead`]) |
-//! | `overload.adaptive.initial`, `.min`, `.max` | integers, `1 ≤ min ≤ initial ≤ max` | an adaptive limit instead ([`AdaptiveLimit::new`]); a table that writes any of its fields makes the limit adaptive; defaults 20, 1, 1000 |
-//! | `overload.adaptive.smoothing`, `.tolerance`, `.backoff_ratio` | numbers in (0, 1], ≥ 1, in (0, 1) | [`AdaptiveLimit::with_smoothing`], [`with_tolerance`](crate::overload::AdaptiveLimit::with_tolerance), [`with_backoff_ratio`](crate::overload::AdaptiveLimit::with_backoff_ratio); defaults 0.2, 1.5, 0.9 |
-//! | `overload.queue` | integer | attempts that may wait for a slot per key ([`OverloadPolicy::with_queue`]); default 0 |
-//! | `overload.max_wait` | duration or `"off"` | the longest wait for a slot ([`OverloadPolicy::with_max_wait`]); default the call's deadline |
-//! | `overload.min_attempt` | duration or `"off"` | an attempt that would get its slot with less than this left before its deadline gives up at once ([`OverloadPolicy::with_min_attempt`]); default none |
-//! | `overload.throttle.k`, `.window` | number ≥ 1, duration ≥ 10ms | client-side throttling ([`Throttle`]); writing either turns it on; defaults 2 and 2m |
+//! | `overload.max_in_flight` | integer in `1..=100000` | a bulkhead: at most this many attempts in flight per key ([`OverloadPolicy::bulkhead`]) |
+//! | `overload.adaptive.initial`, `.min`, `.max` | integers in `1..=100000`, `min ≤ initial ≤ max` | an adaptive limit instead ([`AdaptiveLimit::new`]); a table that writes any of its fields makes the limit adaptive; defaults 20, 1, 1000 |
+//! | `overload.adaptive.smoothing`, `.tolerance`, `.backoff_ratio` | numbers in (0, 1], [1, 10], (0, 1) | [`AdaptiveLimit::with_smoothing`], [`with_tolerance`](crate::overload::AdaptiveLimit::with_tolerance), [`with_backoff_ratio`](crate::overload::AdaptiveLimit::with_backoff_ratio); defaults 0.2, 1.5, 0.9 |
+//! | `overload.queue` | integer in `0..=100000` | attempts that may wait for a slot per key ([`OverloadPolicy::with_queue`]); default 0 |
+//! | `overload.max_wait` | duration in (0, 24h], or `"off"` | the longest wait for a slot ([`OverloadPolicy::with_max_wait`]); default the call's deadline |
+//! | `overload.min_attempt` | duration in [0, 24h], or `"off"` | an attempt that would get its slot with less than this left before its deadline gives up at once ([`OverloadPolicy::with_min_attempt`]); default none |
+//! | `overload.throttle.k`, `.window` | number in [1, 10], duration in [10ms, 24h] | client-side throttling ([`Throttle`]); writing either turns it on; defaults 2 and 2m |
 //! | `overload.throttle.enabled` | bool | `true` turns throttling on with the defaults, `false` turns off one inherited |
-//! | `overload.max_keys`, `overload.idle_key_timeout` | integer ≥ 1, duration | keys kept at most, and when one is idle ([`OverloadPolicy::max_keys`]); defaults 1024, 5m |
+//! | `overload.max_keys`, `overload.idle_key_timeout` | integer in `1..=1000000`, duration in (0, 24h] | keys kept at most, and when one is idle ([`OverloadPolicy::max_keys`]); defaults 1024, 5m |
 //! | `overload.seed` | integer | fixes the random sequence of the throttle's rejections ([`OverloadPolicy::with_seed`]) |
 //! | `hedge.enabled` | bool | whether the client hedges instead of retrying ([`HedgePolicy`]; see [Hedging](#hedging)); `false` turns off one inherited; a `hedge` table that writes any other field turns it on (a value `"off"` apart); off in every preset |
-//! | `hedge.delay` | duration | another copy after this long with no outcome ([`HedgeDelay::fixed`], gRPC's `hedgingDelay`); this or `percentile` is required to hedge |
+//! | `hedge.delay` | duration in [0, 24h] | another copy after this long with no outcome ([`HedgeDelay::fixed`], gRPC's `hedgingDelay`); this or `percentile` is required to hedge |
 //! | `hedge.percentile` | number in (0, 100) | instead of `delay`: the delay is this percentile of the latencies observed ([`HedgeDelay::percentile`]) |
-//! | `hedge.min_samples` | integer | percentile only: the latencies needed before the percentile is used; default 100 |
-//! | `hedge.window` | duration | percentile only: how long a latency counts; default 10s |
-//! | `hedge.max_attempts` | integer ≥ 1 | copies in all, the first included; default 2 |
-//! | `hedge.max_in_flight` | integer ≥ 1 | copies in flight at once ([`HedgePolicy::with_max_in_flight`]); default `max_attempts` |
-//! | `hedge.on_attempt_timeout` | duration or `"off"` | another copy when one is this old, which goes on ([`HedgePolicy::hedge_on_attempt_timeout`]); default off |
-//! | `hedge.max_server_delay` | duration | the cap on a delay the server asks for before the next copy ([`HedgePolicy::with_max_server_delay`]); default 1s |
+//! | `hedge.min_samples` | integer in `0..=100000` | percentile only: the latencies needed before the percentile is used; default 100 |
+//! | `hedge.window` | duration in (0, 24h] | percentile only: how long a latency counts; default 10s |
+//! | `hedge.max_attempts` | integer in `1..=10` | copies in all, the first included; default 2 |
+//! | `hedge.max_in_flight` | integer in `1..=10` | copies in flight at once ([`HedgePolicy::with_max_in_flight`]); default `max_attempts` |
+//! | `hedge.on_attempt_timeout` | duration in [0, 24h], or `"off"` | another copy when one is this old, which goes on ([`HedgePolicy::hedge_on_attempt_timeout`]); default off |
+//! | `hedge.max_server_delay` | duration in [0, 24h] | the cap on a delay the server asks for before the next copy ([`HedgePolicy::with_max_server_delay`]); default 1s |
 //!
 //! Durations are written for people and read by `humantime`: `"250ms"`, `"2s"`,
 //! `"1m 30s"`.
+//!
+//! **Ranges.** Every setting takes the range its row gives, and a value
+//! outside it is refused (see [Validation](#validation)) with a message that
+//! names its path and the bound, the value apart
+//! ([`InvalidSetting::value`]): `clients.api.breaker.break_duration must be
+//! at most 24h`. No duration is longer than a day, the bound Polly puts on
+//! every duration it takes: a circuit open for longer, a wait for a slot or
+//! a backoff beyond it, is a mistake in a file (a policy built in code takes
+//! any duration its setters take). The counts bound what a client holds:
+//! `max_keys` its circuits and slots (memory), `max_in_flight` and `queue`
+//! its calls, `max_attempts` the calls one call makes (the `grpc` backoff
+//! makes 5 at most, as gRPC's clients do; `hedge.max_attempts` 10, as
+//! Polly's hedging).
 //!
 //! The presets, as these fields (the numbers of [`presets`](crate::presets)):
 //!
@@ -150,13 +163,12 @@
 //!
 //! The `grpc` preset brings gRPC's retry throttling ([`RetryBudget`]: 10
 //! tokens, 0.1 back per success); a section built on it keeps it unless it
-//! writes `retry.budget`, and any other section may write one. A budget is
-//! never shared between clients: each call of [`ClientsConfig::policy`] and
-//! [`ClientsConfig::layer`] gets a full bucket of its own, which the clones
-//! of that layer share (as they share the breaker's circuits), so make a
-//! client's layer once and clone it. Two clients with the same settings
-//! drain two buckets: a budget in a file throttles one client's retries,
-//! not an upstream's; share one `Arc<RetryBudget>` in code
+//! writes `retry.budget`, and any other section may write one. A client has
+//! one bucket, whatever is built for it and however often (see [One client,
+//! one state](#one-client-one-state)), and a budget is never shared between
+//! clients: two clients with the same settings drain two buckets. A budget
+//! in a file throttles one client's retries, not an upstream's; share one
+//! `Arc<RetryBudget>` in code
 //! ([`RetryPolicy::with_budget`](crate::retry::RetryPolicy::with_budget),
 //! through [`ResiliencePolicy::map_retry`](crate::ResiliencePolicy::map_retry))
 //! for that.
@@ -204,8 +216,9 @@
 //! let err = ClientsConfig::from_toml_str("[clients.x]\npropagate_header = \"x budget\"").unwrap_err();
 //! assert_eq!(
 //!     err.to_string(),
-//!     "clients.x.propagate_header must be a header name such as \"x-timeout-ms\", got \"x budget\"",
+//!     "clients.x.propagate_header must be a header name such as \"x-timeout-ms\"",
 //! );
+//! assert_eq!(err.setting().unwrap().value(), Some("\"x budget\""));
 //! # Ok::<(), http_resilience::BoxError>(())
 //! ```
 //!
@@ -250,9 +263,12 @@
 //!   `breaker` table that writes any field but `enabled` turns it on (the
 //!   fields it does not write take their defaults when the base had none),
 //!   unless all it writes is `"off"`;
-//!   `enabled = false` turns it off. A section with `enabled = false`
+//!   `enabled = false` turns it off. `[default]` with `enabled = false`
 //!   keeps its other fields (they are still checked), and the clients under
-//!   it that turn the breaker on get them.
+//!   it that turn the breaker on get them; in a client's section, which
+//!   nothing inherits, a field beside `enabled = false` is refused
+//!   (`clients.x.breaker.break_duration applies only to a breaker, got
+//!   enabled = false`), as in the `overload` and `hedge` tables.
 //! - **What counts as a failure.** The retry's decoder, as the client
 //!   resolves it: a client that changes `retry.statuses` changes what its
 //!   breaker counts. A `breaker` table that writes `decoder`, `statuses`,
@@ -268,11 +284,11 @@
 //!   off an inherited ramp (with no `ramp_steps` beside it), and
 //!   `slow_call_threshold = "off"` an inherited slow-call rule, as
 //!   `enabled = false` turns off the whole breaker.
-//! - **The circuits.** Each call of [`ClientsConfig::policy`] and
-//!   [`ClientsConfig::layer`] makes a breaker with circuits of its own: make a
-//!   client's layer once and clone it (its clones share the circuits);
-//!   [`Resilience::breaker`](crate::Resilience::breaker) on the service it
-//!   makes reads them.
+//! - **The circuits.** A client has one breaker, whose circuits every
+//!   policy, layer and hedge built for it share (see [One client, one
+//!   state](#one-client-one-state)); [`Resilience::breaker`](crate::Resilience::breaker)
+//!   on the service a layer makes reads them, as the policy's
+//!   [`BreakerPolicy::states`](crate::breaker::BreakerPolicy::states) does.
 //!
 //! ```
 //! use http_resilience::{
@@ -326,8 +342,9 @@
 //! authority, fixed (`max_in_flight`) or adaptive (an `adaptive` table, not
 //! both), a queue, and throttling (a `throttle` table); one of the three is
 //! needed. It is inherited field by field, as `breaker` is, and off in every
-//! preset. Each call of [`ClientsConfig::policy`] and [`ClientsConfig::layer`]
-//! makes slots of its own: make a client's layer once and clone it.
+//! preset. A client has one overload control, whose slots every policy,
+//! layer and hedge built for it share (see [One client, one
+//! state](#one-client-one-state)).
 //!
 //! ```
 //! use http_resilience::{config::ClientsConfig, overload::Limit};
@@ -426,15 +443,21 @@
 //! client eagerly, so a file that loads resolves for every name;
 //! [`ClientsConfig::validate`] does the same for a configuration deserialized
 //! another way, and [`ClientsConfig::policy`] checks the one name it resolves.
-//! A setting that makes no sense is reported with its full path and the bad
-//! value, under `default.` for the default section and `clients.<name>.` for a
-//! client, as in `clients.weather.retry.multiplier must be >= 1.0, got 0.5`:
+//! A setting that makes no sense is reported with its full path, under
+//! `default.` for the default section and `clients.<name>.` for a client, in
+//! a message that is the same for the same mistake whatever the value, as in
+//! `clients.weather.retry.multiplier must be at least 1.0`; the value refused
+//! is [`InvalidSetting::value`] (`0.5`), through [`ConfigError::setting`]:
 //!
 //! - a malformed duration, or an unknown `preset`, `decoder`, `backoff` or
 //!   `jitter` name;
+//! - a value outside its range (see [Ranges](#the-format)): a duration over
+//!   a day, a count or a factor above its bound (`clients.x.breaker.max_keys
+//!   must be at most 1,000,000`); a number too large to read is a value out
+//!   of range, not a malformed one;
 //! - a zero duration, and an `attempt_timeout` above the `deadline` (one
 //!   inherited is named with where it came from: `clients.weather.attempt_timeout
-//!   10s, inherited from preset standard, exceeds the deadline 1.5s`). The
+//!   inherited from preset standard exceeds the deadline`). The
 //!   layers and [`ResiliencePolicy::new`](crate::ResiliencePolicy::new) take such a pair,
 //!   and the deadline wins; in a file it is most often a client that
 //!   shortened its deadline and forgot the limit it inherits, so it is
@@ -466,8 +489,8 @@
 //!   `idle_key_timeout`, `ramp_duration` or `slow_call_threshold`, a
 //!   `break_multiplier` below 1, a `break_jitter` outside [0, 1], and a
 //!   `max_break_duration` below the `break_duration` (one inherited is named
-//!   with where it came from: `clients.search.breaker.max_break_duration 60s,
-//!   inherited from preset standard, is below the break_duration 120s`);
+//!   with where it came from: `clients.search.breaker.max_break_duration
+//!   inherited from preset standard is below the break_duration`);
 //! - in `breaker`, half a ramp: a `ramp_duration` or a `ramp_steps` with no
 //!   ramp to take the other from, named with where the lack of one came
 //!   from (`clients.search.breaker.ramp_steps must be given with
@@ -475,7 +498,7 @@
 //!   `ramp_steps` beside `ramp_duration = "off"`;
 //! - in `overload`, what the [`OverloadPolicy`], [`AdaptiveLimit`] and
 //!   [`Throttle`] setters refuse, under their paths
-//!   (`clients.x.overload.adaptive.max must be at least min (5), got 4`),
+//!   (`clients.x.overload.adaptive.max must be at least min`),
 //!   `max_in_flight` beside an `adaptive` table, a table turned on with no
 //!   limit and no throttling, and `k` or `window` beside `throttle.enabled =
 //!   false`;
@@ -491,6 +514,9 @@
 //!   `"exponential"` or `"grpc"`, `max_pushback` with one other than
 //!   `"grpc"`. Such fields are errors where they are written; inherited ones
 //!   are dropped, as said above;
+//! - in a client's `breaker`, `overload` or `hedge` table, a field beside
+//!   `enabled = false` (in `[default]` such fields are kept for the clients
+//!   that turn the table on);
 //! - a `[clients.default]` section: the defaults go in `[default]`.
 //!
 //! The default section is validated on its own before any client that
@@ -501,6 +527,52 @@
 //!
 //! Unknown keys are errors too. They are found while the text is read, so
 //! the error is the format's own, which for TOML shows the line and the key.
+//!
+//! # One client, one state
+//!
+//! What a client's policy remembers (the breaker's circuits, overload
+//! control's slots and the tokens of the retry budget) exists once per
+//! client name: every [`ClientsConfig::policy`], [`ClientsConfig::layer`]
+//! and [`ClientsConfig::hedge`] for that name, however many times each is
+//! called, and every clone of the configuration, share it. A breaker
+//! tripped through a layer is open in the policy's
+//! [`states`](crate::breaker::BreakerPolicy::states), and the calls in
+//! flight through one stack count against the limit of another built for
+//! the same client. The state is made the first time a name is built (by
+//! [`ClientsConfig::validate`], for the names with a section); every name
+//! without a section gets the `[default]` section's policy and shares one
+//! state, so the configuration holds one state per section, whatever names
+//! it is asked for.
+//!
+//! A configuration read twice from the same text is two configurations with
+//! two states; so are the parts a policy's own setters remake (a
+//! [`BreakerPolicy::with_key`] breaker has circuits of its own).
+//!
+//! ```
+//! use http::{Request, Response};
+//! use http_resilience::{breaker::CircuitState, config::ClientsConfig};
+//! use std::convert::Infallible;
+//! use tower::{ServiceBuilder, ServiceExt};
+//!
+//! # #[tokio::main(flavor = "current_thread", start_paused = true)]
+//! # async fn main() -> Result<(), http_resilience::BoxError> {
+//! let config = ClientsConfig::from_toml_str(
+//!     "[clients.api.breaker]\nconsecutive_failures = 1\n[clients.api.retry]\nmax_attempts = 1",
+//! )?;
+//! let svc = ServiceBuilder::new()
+//!     .layer(config.layer("api")?)
+//!     .service_fn(|_: Request<String>| async {
+//!         Ok::<_, Infallible>(Response::builder().status(503).body(String::new()).unwrap())
+//!     });
+//! let request = Request::builder().uri("http://api.test/").body(String::new())?;
+//! svc.oneshot(request).await?;
+//! // The policy built apart sees the circuit the layer tripped.
+//! let policy = config.policy("api")?;
+//! let states = policy.breaker().policy().expect("a breaker").states();
+//! assert!(matches!(states[..], [(_, CircuitState::Open { .. })]));
+//! # Ok(())
+//! # }
+//! ```
 //!
 //! # Differences from Spring Cloud OpenFeign
 //!
@@ -553,10 +625,15 @@
 //! [`TransientDecoder`]: crate::policy::TransientDecoder
 
 mod breaker;
+mod decoder;
 mod error;
 mod hedge;
+mod origin;
 mod overload;
+mod propagate;
 mod resolve;
+mod retry;
+mod shared;
 #[cfg(test)]
 mod tests;
 mod validate;
@@ -569,6 +646,7 @@ use self::error::ErrorKind;
 
 use self::{
     resolve::Fields,
+    shared::{Client, States},
     written::{Preset, Section},
 };
 use crate::{
@@ -601,6 +679,9 @@ pub struct ClientsConfig {
     default: Section,
     #[serde(default)]
     clients: BTreeMap<String, Section>,
+    /// The state of each client, made once and shared by clones.
+    #[serde(skip)]
+    states: States,
 }
 
 // ===== impl ClientsConfig =====
@@ -655,23 +736,29 @@ impl ClientsConfig {
     ///
     /// [`ConfigError`] when a setting the policy is made from makes no sense;
     /// never for a configuration that [`validate`](Self::validate) accepted.
+    ///
+    /// # State
+    ///
+    /// The policy's breaker, overload control and retry budget are the
+    /// client's one state, shared by every policy, layer and hedge built for
+    /// `name` from this configuration or its clones (see [One client, one
+    /// state](self#one-client-one-state)).
     pub fn policy(&self, name: &str) -> Result<ClientPolicy, ConfigError> {
-        let (fields, path) = self.resolve(name)?;
-        Ok(fields.build(&path)?)
+        Ok(self.build(name)?.0)
     }
 
     /// The hedging of the client `name`, if its `hedge` table turns it on
     /// (see [Hedging](self#hedging)): judged by the client's retry decoder,
     /// with its retry budget, attempt header and deadline-aware margin.
     ///
-    /// Each call makes a budget of its own, as [`policy`](Self::policy) does.
+    /// Its budget is the client's one, as its [`policy`](Self::policy)'s
+    /// (see [One client, one state](self#one-client-one-state)).
     ///
     /// # Errors
     ///
     /// As [`policy`](Self::policy).
     pub fn hedge(&self, name: &str) -> Result<Option<HedgePolicy<AnyDecoder>>, ConfigError> {
-        let (fields, path) = self.resolve(name)?;
-        Ok(fields.build_with_hedge(&path)?.1)
+        Ok(self.build(name)?.1)
     }
 
     /// The layer for the client `name`: one call builds the deadline, the
@@ -679,8 +766,9 @@ impl ClientsConfig {
     /// [`policy`](Self::policy), with the semantics of the layers in the
     /// canonical order ([`ResiliencePolicy::layer`]).
     ///
-    /// Each call makes a breaker with circuits of its own: make the layer
-    /// once per client and clone it.
+    /// Its breaker, overload control and budget are the client's one state,
+    /// shared with every other policy, layer and hedge built for `name` (see
+    /// [One client, one state](self#one-client-one-state)).
     ///
     /// # Errors
     ///
@@ -688,14 +776,25 @@ impl ClientsConfig {
     /// are not retried but hedged, in the stack [Hedging](self#hedging)
     /// shows, which this layer is not.
     pub fn layer(&self, name: &str) -> Result<ClientLayer, ConfigError> {
-        let (fields, path) = self.resolve(name)?;
-        let (policy, hedge) = fields.build_with_hedge(&path)?;
+        let (policy, hedge) = self.build(name)?;
         if hedge.is_some() {
+            let path = self.resolve(name)?.1;
             let problem = "is on: the client hedges instead of retrying; build its stack \
                            with ClientsConfig::hedge and HedgeLayer, as the config docs show";
             return Err(InvalidSetting::new("hedge", problem).within(&path).into());
         }
         Ok(policy.layer())
+    }
+
+    /// The policy and the hedging of the client `name`, with its state.
+    fn build(&self, name: &str) -> Result<resolve::Built, ConfigError> {
+        let (fields, path) = self.resolve(name)?;
+        let client = match self.clients.contains_key(name) {
+            true => Client::Named(name.to_owned()),
+            false => Client::Default,
+        };
+        let share = |policy| self.states.share(client, policy);
+        Ok(fields.build_with_hedge(&path, share)?)
     }
 
     /// The fields of the client `name`, resolved, and its section's path.
@@ -733,6 +832,14 @@ impl ClientsConfig {
         fields.build("default")?;
         Ok(fields)
     }
+}
+
+/// Whether `path` (a table's, such as `clients.x.breaker`) is in a client's
+/// section rather than `[default]`: nothing inherits from a client.
+///
+/// NOTE: the paths are this module's own, `default` and [`client_path`]'s.
+fn is_client(path: &str) -> bool {
+    path.starts_with("clients.")
 }
 
 /// `clients.<name>`, with the name quoted as a TOML key when it is not a bare

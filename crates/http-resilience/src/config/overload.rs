@@ -2,8 +2,10 @@
 //! with the [`OverloadPolicy`] setters, so that their checks are the file's.
 
 use super::{
+    is_client,
     resolve::Fields,
-    written::{turns_on, OverloadSection},
+    validate::{count_at_most, keys_at_most, number_at_most, MAX_CALLS, MAX_FACTOR},
+    written::{turns_on, AdaptiveSection, OverloadSection, ThrottleSection},
 };
 use crate::{
     overload::{AdaptiveLimit, AnyOverload, OverloadPolicy, Throttle},
@@ -162,12 +164,21 @@ impl OverloadSection {
     /// `base` with this overload table over it; `path` ends in `.overload`.
     ///
     /// A table that writes any field but `enabled` (a value `"off"` apart)
-    /// turns overload control on, unless it writes `enabled = false`.
+    /// turns overload control on, unless it writes `enabled = false`; beside
+    /// `enabled = false`, another field is an error in a client's section,
+    /// where it would have no effect.
     pub(super) fn apply(&self, mut base: Fields, path: &str) -> Result<Fields, InvalidSetting> {
+        let within = |err: InvalidSetting| err.within(path);
+        if let (Some(false), Some(field)) = (self.enabled, self.first_setting()) {
+            if is_client(path) {
+                let problem = "applies only to overload control, got enabled = false";
+                return Err(within(InvalidSetting::new(field, problem)));
+            }
+        }
         self.apply_limit(&mut base.overload, path)?;
         let o = &mut base.overload;
         if let Some(queue) = self.queue {
-            o.queue = queue;
+            o.queue = count_at_most("queue", queue, MAX_CALLS).map_err(within)?;
         }
         if let Some(wait) = &self.max_wait {
             o.max_wait = wait.get("max_wait", path)?.0;
@@ -177,7 +188,7 @@ impl OverloadSection {
         }
         self.throttle.apply(o, &format!("{path}.throttle"))?;
         if let Some(max) = self.max_keys {
-            o.max_keys = max;
+            o.max_keys = keys_at_most("max_keys", max).map_err(within)?;
         }
         if let Some(idle) = &self.idle_key_timeout {
             o.idle_key_timeout = idle.get("idle_key_timeout", path)?;
@@ -185,7 +196,7 @@ impl OverloadSection {
         if let Some(seed) = self.seed {
             o.seed = Some(seed);
         }
-        let on = o.enabled || self.writes_a_setting();
+        let on = o.enabled || self.first_setting().is_some();
         o.enabled = self.enabled.unwrap_or(on);
         Ok(base)
     }
@@ -201,6 +212,7 @@ impl OverloadSection {
                 Err(InvalidSetting::new("max_in_flight", problem).within(path))
             }
             (Some(n), false) => {
+                let n = count_at_most("max_in_flight", n, MAX_CALLS).map_err(|e| e.within(path))?;
                 fields.limit = LimitFields::Fixed(n);
                 Ok(())
             }
@@ -209,7 +221,9 @@ impl OverloadSection {
                     LimitFields::Adaptive(inherited) => inherited,
                     _ => AdaptiveFields::default_limit(),
                 };
-                self.adaptive.apply(&mut adaptive);
+                self.adaptive
+                    .apply(&mut adaptive)
+                    .map_err(|err| err.within(&format!("{path}.adaptive")))?;
                 fields.limit = LimitFields::Adaptive(adaptive);
                 Ok(())
             }
@@ -217,8 +231,8 @@ impl OverloadSection {
         }
     }
 
-    /// Whether a field other than `enabled` is written, `"off"` apart.
-    fn writes_a_setting(&self) -> bool {
+    /// The first field other than `enabled` written, `"off"` apart.
+    fn first_setting(&self) -> Option<&'static str> {
         let Self {
             enabled: _,
             max_in_flight,
@@ -234,21 +248,24 @@ impl OverloadSection {
         // NOTE: every field is named above, so that a new one cannot be
         // left out of this list.
         [
-            max_in_flight.is_some(),
-            adaptive.is_written(),
-            queue.is_some(),
-            turns_on(max_wait),
-            turns_on(min_attempt),
-            throttle.turns_on(),
-            max_keys.is_some(),
-            idle_key_timeout.is_some(),
-            seed.is_some(),
+            ("max_in_flight", max_in_flight.is_some()),
+            ("adaptive", adaptive.is_written()),
+            ("queue", queue.is_some()),
+            ("max_wait", turns_on(max_wait)),
+            ("min_attempt", turns_on(min_attempt)),
+            ("throttle", throttle.turns_on()),
+            ("max_keys", max_keys.is_some()),
+            ("idle_key_timeout", idle_key_timeout.is_some()),
+            ("seed", seed.is_some()),
         ]
-        .contains(&true)
+        .into_iter()
+        .find_map(|(field, written)| written.then_some(field))
     }
 }
 
-impl super::written::AdaptiveSection {
+// ===== impl AdaptiveSection =====
+
+impl AdaptiveSection {
     fn is_written(&self) -> bool {
         let Self {
             initial,
@@ -269,22 +286,30 @@ impl super::written::AdaptiveSection {
         .contains(&true)
     }
 
-    fn apply(&self, fields: &mut AdaptiveFields) {
-        let set = |slot: &mut u32, value: Option<u32>| {
+    /// This table over `fields`, each value within its range (the setters
+    /// check the other end); errors name the field alone.
+    fn apply(&self, fields: &mut AdaptiveFields) -> Result<(), InvalidSetting> {
+        let set = |field: &str, slot: &mut u32, value: Option<u32>| {
             if let Some(value) = value {
-                *slot = value;
+                *slot = count_at_most(field, value, MAX_CALLS)?;
             }
+            Ok::<_, InvalidSetting>(())
         };
-        set(&mut fields.initial, self.initial);
-        set(&mut fields.min, self.min);
-        set(&mut fields.max, self.max);
+        set("initial", &mut fields.initial, self.initial)?;
+        set("min", &mut fields.min, self.min)?;
+        set("max", &mut fields.max, self.max)?;
         fields.smoothing = self.smoothing.or(fields.smoothing);
-        fields.tolerance = self.tolerance.or(fields.tolerance);
+        if let Some(tolerance) = self.tolerance {
+            fields.tolerance = Some(number_at_most("tolerance", tolerance, MAX_FACTOR)?);
+        }
         fields.backoff_ratio = self.backoff_ratio.or(fields.backoff_ratio);
+        Ok(())
     }
 }
 
-impl super::written::ThrottleSection {
+// ===== impl ThrottleSection =====
+
+impl ThrottleSection {
     /// Whether the table turns throttling on.
     fn turns_on(&self) -> bool {
         self.enabled != Some(false)
@@ -308,6 +333,9 @@ impl super::written::ThrottleSection {
         }
         if !self.turns_on() {
             return Ok(());
+        }
+        if let Some(k) = self.k {
+            number_at_most("k", k, MAX_FACTOR).map_err(|err| err.within(path))?;
         }
         let default = Throttle::default();
         let (k, kept) = fields.throttle.unwrap_or((default.k(), default.window()));

@@ -1,5 +1,6 @@
 //! The sections as written: what a file holds, parsed as it is read.
 
+use super::validate::at_most_a_day;
 use crate::{policy::Jitter, propagate::TimeoutFormat, InvalidSetting};
 use http::HeaderName;
 use serde::{
@@ -248,10 +249,7 @@ pub(super) enum BackoffKind {
 #[derive(Debug, Clone, PartialEq)]
 pub(super) enum Written<T> {
     Parsed(T),
-    Malformed {
-        text: String,
-        detail: Option<String>,
-    },
+    Malformed(String),
 }
 
 /// A value that a setting writes as a string.
@@ -259,9 +257,15 @@ pub(super) trait FromText: Sized {
     /// What the string must be, completing "must be ...".
     const EXPECTED: &'static str;
 
-    /// The value, or what is wrong with the string when there is more to say
-    /// than [`EXPECTED`](Self::EXPECTED).
-    fn from_text(text: &str) -> Result<Self, Option<String>>;
+    /// The value, if the string is one.
+    fn from_text(text: &str) -> Option<Self>;
+
+    /// An error for setting `field` when the value is outside the range
+    /// every setting of its type has; none by default.
+    fn in_range(&self, field: &str) -> Result<(), InvalidSetting> {
+        let _ = field;
+        Ok(())
+    }
 }
 
 // ===== impl Written =====
@@ -273,13 +277,14 @@ impl<T: Clone> Written<T> {
         T: FromText,
     {
         match self {
-            Written::Parsed(value) => Ok(value.clone()),
-            Written::Malformed { text, detail } => {
-                let mut problem = format!("must be {}, got {text:?}", T::EXPECTED);
-                if let Some(detail) = detail {
-                    problem.push_str(&format!(" ({detail})"));
-                }
-                Err(InvalidSetting::new(field, problem).within(path))
+            Written::Parsed(value) => {
+                value.in_range(field).map_err(|err| err.within(path))?;
+                Ok(value.clone())
+            }
+            Written::Malformed(text) => {
+                let problem = format!("must be {}", T::EXPECTED);
+                let err = InvalidSetting::new(field, problem).with_value(format!("{text:?}"));
+                Err(err.within(path))
             }
         }
     }
@@ -303,11 +308,8 @@ impl<T: FromText> Visitor<'_> for WrittenVisitor<T> {
 
     fn visit_str<E: de::Error>(self, text: &str) -> Result<Self::Value, E> {
         Ok(match T::from_text(text) {
-            Ok(value) => Written::Parsed(value),
-            Err(detail) => Written::Malformed {
-                text: text.to_owned(),
-                detail,
-            },
+            Some(value) => Written::Parsed(value),
+            None => Written::Malformed(text.to_owned()),
         })
     }
 }
@@ -315,8 +317,21 @@ impl<T: FromText> Visitor<'_> for WrittenVisitor<T> {
 impl FromText for Duration {
     const EXPECTED: &'static str = "a duration such as \"250ms\", \"2s\" or \"1m 30s\"";
 
-    fn from_text(text: &str) -> Result<Self, Option<String>> {
-        humantime::parse_duration(text).map_err(|err| Some(err.to_string()))
+    /// NOTE: a number too large for the reader is read as the longest
+    /// duration, so that it fails its setting's range (`must be at most
+    /// 24h`) rather than reading as a malformed duration.
+    fn from_text(text: &str) -> Option<Self> {
+        match humantime::parse_duration(text) {
+            Ok(duration) => Some(duration),
+            Err(humantime::DurationError::NumberOverflow) => Some(Duration::MAX),
+            Err(_) => None,
+        }
+    }
+
+    /// Every duration is at most a day
+    /// ([`MAX_DURATION`](super::validate::MAX_DURATION)).
+    fn in_range(&self, field: &str) -> Result<(), InvalidSetting> {
+        at_most_a_day(field, *self).map(drop)
     }
 }
 
@@ -331,11 +346,15 @@ pub(super) struct DurationOrOff(pub(super) Option<Duration>);
 impl FromText for DurationOrOff {
     const EXPECTED: &'static str = "\"off\" or a duration such as \"500ms\"";
 
-    fn from_text(text: &str) -> Result<Self, Option<String>> {
+    fn from_text(text: &str) -> Option<Self> {
         if text == "off" {
-            return Ok(Self(None));
+            return Some(Self(None));
         }
         Duration::from_text(text).map(|d| Self(Some(d)))
+    }
+
+    fn in_range(&self, field: &str) -> Result<(), InvalidSetting> {
+        self.0.map_or(Ok(()), |duration| duration.in_range(field))
     }
 }
 
@@ -354,16 +373,16 @@ pub(super) struct GrpcCodeName(pub(super) i32);
 impl FromText for GrpcCodeName {
     const EXPECTED: &'static str = "a gRPC code name such as \"UNAVAILABLE\"";
 
-    fn from_text(text: &str) -> Result<Self, Option<String>> {
-        crate::policy::grpc_code_by_name(text).map(Self).ok_or(None)
+    fn from_text(text: &str) -> Option<Self> {
+        crate::policy::grpc_code_by_name(text).map(Self)
     }
 }
 
 impl FromText for HeaderName {
     const EXPECTED: &'static str = "a header name such as \"x-timeout-ms\"";
 
-    fn from_text(text: &str) -> Result<Self, Option<String>> {
-        HeaderName::from_bytes(text.as_bytes()).map_err(|_| None)
+    fn from_text(text: &str) -> Option<Self> {
+        HeaderName::from_bytes(text.as_bytes()).ok()
     }
 }
 
@@ -378,9 +397,9 @@ pub(super) struct HeaderOrOff(pub(super) Option<HeaderName>);
 impl FromText for HeaderOrOff {
     const EXPECTED: &'static str = "\"off\" or a header name such as \"x-attempt\"";
 
-    fn from_text(text: &str) -> Result<Self, Option<String>> {
+    fn from_text(text: &str) -> Option<Self> {
         if text == "off" {
-            return Ok(Self(None));
+            return Some(Self(None));
         }
         HeaderName::from_text(text).map(|name| Self(Some(name)))
     }
@@ -392,10 +411,10 @@ macro_rules! names {
         impl FromText for $ty {
             const EXPECTED: &'static str = $expected;
 
-            fn from_text(text: &str) -> Result<Self, Option<String>> {
+            fn from_text(text: &str) -> Option<Self> {
                 match text {
-                    $($name => Ok($value),)*
-                    _ => Err(None),
+                    $($name => Some($value),)*
+                    _ => None,
                 }
             }
         }

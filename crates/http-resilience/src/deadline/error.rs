@@ -9,6 +9,9 @@ use std::{error::Error, fmt, time::Duration};
 /// body is still going on at the deadline. An inner
 /// [`AttemptTimeout`](crate::attempt_timeout::AttemptTimeout) whose attempt is
 /// cut short by the deadline rather than by its own limit returns it too.
+///
+/// Its message, `deadline exceeded`, is the same whatever the budget; the
+/// budget is [`duration`](Self::duration).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct DeadlineExceeded {
     budget: Duration,
@@ -32,7 +35,7 @@ impl DeadlineExceeded {
 
 impl fmt::Display for DeadlineExceeded {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.pad(&format!("deadline of {:?} exceeded", self.budget))
+        f.pad("deadline exceeded")
     }
 }
 
@@ -43,9 +46,14 @@ mod tests {
     use super::*;
 
     #[test]
-    fn message_names_the_budget() {
+    fn the_message_is_the_same_whatever_the_budget() {
         let err = DeadlineExceeded::new(Duration::from_millis(1500));
-        assert_eq!(err.to_string(), "deadline of 1.5s exceeded");
+        assert_eq!(err.to_string(), "deadline exceeded");
+        assert_eq!(
+            err.to_string(),
+            DeadlineExceeded::new(Duration::MAX).to_string()
+        );
         assert_eq!(err.duration(), Duration::from_millis(1500));
+        assert_eq!(format!("{err:>18}"), " deadline exceeded");
     }
 }

@@ -15,7 +15,7 @@
 //! // For a log line: the kind of failure, then every cause.
 //! assert_eq!(
 //!     errors::report(&*err).to_string(),
-//!     "deadline exceeded: deadline of 8s exceeded"
+//!     "deadline exceeded"
 //! );
 //! ```
 
@@ -166,7 +166,7 @@ pub fn is_caused_by<E: Error + 'static>(error: &(dyn Error + 'static)) -> bool {
 /// A plain `{err}` prints only the outermost message, which for a client's
 /// error is often no more than "client error (Connect)". A message that only
 /// repeats the one before it (an `io::Error` wrapping an error shows that
-/// error's message) is written once.
+/// error's message, or the kind's) is written once.
 pub fn report<'a>(error: &'a (dyn Error + 'static)) -> Report<'a> {
     Report(error)
 }
@@ -177,8 +177,10 @@ pub struct Report<'a>(&'a (dyn Error + 'static));
 
 impl fmt::Display for Report<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}", FailureKind::of(self.0))?;
-        let mut previous = String::new();
+        // NOTE: a message that only repeats the kind (`deadline exceeded`)
+        // is not written again after it.
+        let mut previous = FailureKind::of(self.0).to_string();
+        f.write_str(&previous)?;
         for cause in chain(self.0) {
             let message = cause.to_string();
             if message != previous {
@@ -226,7 +228,10 @@ mod tests {
         let timed_out: BoxError = AttemptTimedOut::new(Duration::from_secs(3)).into();
         assert_eq!(
             report(&*timed_out).to_string(),
-            "attempt timeout: attempt timed out after 3s"
+            "attempt timeout: attempt timed out"
         );
+        let deadline: BoxError =
+            crate::deadline::error::DeadlineExceeded::new(Duration::from_secs(3)).into();
+        assert_eq!(report(&*deadline).to_string(), "deadline exceeded");
     }
 }

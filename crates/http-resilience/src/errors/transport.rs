@@ -6,6 +6,9 @@ use crate::BoxError;
 use std::{error::Error, fmt};
 
 /// Name resolution failed.
+///
+/// Its message is the same whatever the host; the host is
+/// [`host`](Self::host).
 #[derive(Debug)]
 pub struct DnsError {
     host: String,
@@ -29,7 +32,7 @@ impl fmt::Display for DnsError {
         if self.host.is_empty() {
             f.pad("dns resolver failed")
         } else {
-            f.pad(&format!("failed to resolve {}", self.host))
+            f.pad("dns resolution failed")
         }
     }
 }
@@ -68,6 +71,9 @@ impl Error for TcpError {
 /// The upstream closed the connection without sending any response, after
 /// the request was sent: Apache HttpClient's `NoHttpResponseException`,
 /// "HOST failed to respond". The cause is kept as the source.
+///
+/// Its message, `upstream failed to respond`, is the same whatever the
+/// upstream; the upstream is [`host`](Self::host).
 #[derive(Debug)]
 pub struct NoResponse {
     host: String,
@@ -89,7 +95,7 @@ impl NoResponse {
 
 impl fmt::Display for NoResponse {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.pad(&format!("{} failed to respond", self.host))
+        f.pad("upstream failed to respond")
     }
 }
 
@@ -127,9 +133,9 @@ mod tests {
     use super::*;
 
     #[test]
-    fn messages_name_what_failed() {
+    fn messages_say_what_failed_and_the_accessors_where() {
         let dns = DnsError::new("upstream.test".into(), "no such host".into());
-        assert_eq!(dns.to_string(), "failed to resolve upstream.test");
+        assert_eq!(dns.to_string(), "dns resolution failed");
         assert_eq!(dns.host(), "upstream.test");
         assert_eq!(
             DnsError::new(String::new(), "x".into()).to_string(),
@@ -141,7 +147,9 @@ mod tests {
             "tls handshake failed"
         );
         let none = NoResponse::new("127.0.0.1:8080".into(), "closed".into());
-        assert_eq!(none.to_string(), "127.0.0.1:8080 failed to respond");
+        assert_eq!(none.to_string(), "upstream failed to respond");
+        assert_eq!(none.host(), "127.0.0.1:8080");
+        assert_eq!(format!("{none:>27}"), " upstream failed to respond");
         assert_eq!(none.source().unwrap().to_string(), "closed");
     }
 }

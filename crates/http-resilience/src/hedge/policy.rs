@@ -84,16 +84,11 @@ impl HedgeDelay {
         window: Duration,
     ) -> Result<Self, InvalidSetting> {
         if !(percentile > 0.0 && percentile < 100.0) {
-            return Err(InvalidSetting::new(
-                "percentile",
-                format!("must be within (0, 100), got {percentile}"),
-            ));
+            let err = InvalidSetting::new("percentile", "must be within (0, 100)");
+            return Err(err.with_value(percentile.to_string()));
         }
         if window.is_zero() {
-            return Err(InvalidSetting::new(
-                "window",
-                "must be greater than zero, got 0s",
-            ));
+            return Err(InvalidSetting::new("window", "must be greater than zero").with_value("0s"));
         }
         Ok(Self {
             kind: DelayKind::Percentile(Arc::new(Histogram::new(percentile, min_samples, window))),
@@ -195,10 +190,7 @@ impl<D> HedgePolicy<D> {
     /// [`InvalidSetting`] (field `max_attempts`) when `max_attempts` is zero.
     pub fn new(decoder: D, delay: HedgeDelay, max_attempts: u32) -> Result<Self, InvalidSetting> {
         if max_attempts == 0 {
-            return Err(InvalidSetting::new(
-                "max_attempts",
-                "must be at least 1, got 0",
-            ));
+            return Err(InvalidSetting::new("max_attempts", "must be at least 1").with_value("0"));
         }
         Ok(Self {
             parts: Parts::new(decoder),
@@ -218,10 +210,7 @@ impl<D> HedgePolicy<D> {
     /// [`InvalidSetting`] (field `max_in_flight`) when `n` is zero.
     pub fn with_max_in_flight(mut self, n: u32) -> Result<Self, InvalidSetting> {
         if n == 0 {
-            return Err(InvalidSetting::new(
-                "max_in_flight",
-                "must be at least 1, got 0",
-            ));
+            return Err(InvalidSetting::new("max_in_flight", "must be at least 1").with_value("0"));
         }
         self.max_in_flight = n;
         Ok(self)

@@ -5,6 +5,12 @@ use std::{error::Error, fmt};
 
 /// Overload control turned the call away: the request was never sent.
 ///
+/// Its message is the same for the same [`Rejection`] whatever the key and
+/// the limit at that moment (`overload control turned the call away: every
+/// slot taken and the queue full`), so that one failure groups as one in
+/// logs; the key is [`key`](Self::key), the limit and the probability are
+/// in the [`reason`](Self::reason).
+///
 /// [`Overload`](super::Overload) and the combined service return it, boxed.
 /// [`FailureKind::of`](crate::FailureKind::of) reads it as
 /// [`FailureKind::Overloaded`](crate::FailureKind::Overloaded), which the
@@ -60,7 +66,10 @@ impl Overloaded {
 
 impl fmt::Display for Overloaded {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.pad(&format!("{} turned away: {}", self.key, self.reason))
+        f.pad(&format!(
+            "overload control turned the call away: {}",
+            self.reason
+        ))
     }
 }
 
@@ -82,16 +91,13 @@ impl Rejection {
 
 impl fmt::Display for Rejection {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Rejection::QueueFull { limit } => {
-                f.pad(&format!("{limit} calls in flight and the queue full"))
-            }
-            Rejection::WaitTooLong => f.pad("no slot in time"),
-            Rejection::Throttled { probability } => f.pad(&format!(
-                "throttled, rejecting {:.0} % of calls",
-                probability * 100.0
-            )),
-        }
+        // NOTE: the limit and the probability move from call to call; they
+        // are the variants' fields, not words of the message.
+        f.pad(match self {
+            Rejection::QueueFull { .. } => "every slot taken and the queue full",
+            Rejection::WaitTooLong => "no slot in time",
+            Rejection::Throttled { .. } => "throttled",
+        })
     }
 }
 
@@ -100,19 +106,32 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_message_names_the_key_and_the_reason() {
+    fn the_message_names_the_reason_and_holds_no_value() {
         let key = BreakerKey::authority("http", "127.0.0.1", 8080);
-        let full = Overloaded::new(key.clone(), Rejection::QueueFull { limit: 8 });
+        let other = BreakerKey::authority("http", "127.0.0.1", 9090);
+        let full = |limit| Overloaded::new(key.clone(), Rejection::QueueFull { limit });
         assert_eq!(
-            full.to_string(),
-            "http://127.0.0.1:8080 turned away: 8 calls in flight and the queue full"
+            full(8).to_string(),
+            "overload control turned the call away: every slot taken and the queue full"
         );
+        assert_eq!(full(8).to_string(), full(20).to_string());
+        assert_eq!(
+            full(8).to_string(),
+            Overloaded::new(other, Rejection::QueueFull { limit: 8 }).to_string()
+        );
+        assert_eq!(full(20).key(), &key);
+        assert_eq!(full(20).reason(), Rejection::QueueFull { limit: 20 });
         let throttled = Overloaded::new(key, Rejection::Throttled { probability: 0.25 });
         assert_eq!(
             throttled.to_string(),
-            "http://127.0.0.1:8080 turned away: throttled, rejecting 25 % of calls"
+            "overload control turned the call away: throttled"
         );
         assert_eq!(throttled.reason().name(), "throttled");
         assert_eq!(Rejection::WaitTooLong.to_string(), "no slot in time");
+        assert_eq!(format!("{:>12}", Rejection::WaitTooLong), "no slot in time");
+        assert_eq!(
+            format!("{:>11}", Rejection::Throttled { probability: 0.5 }),
+            "  throttled"
+        );
     }
 }

@@ -106,15 +106,15 @@ impl AdaptiveLimit {
     /// `initial`).
     pub fn new(initial: u32, min: u32, max: u32) -> Result<Self, InvalidSetting> {
         if min == 0 {
-            return Err(InvalidSetting::new("min", "must be at least 1, got 0"));
+            return Err(InvalidSetting::new("min", "must be at least 1").with_value("0"));
         }
         if max < min {
-            let problem = format!("must be at least min ({min}), got {max}");
-            return Err(InvalidSetting::new("max", problem));
+            let err = InvalidSetting::new("max", "must be at least min");
+            return Err(err.with_value(max.to_string()));
         }
         if !(min..=max).contains(&initial) {
-            let problem = format!("must be within [{min}, {max}], got {initial}");
-            return Err(InvalidSetting::new("initial", problem));
+            let err = InvalidSetting::new("initial", "must be within [min, max]");
+            return Err(err.with_value(initial.to_string()));
         }
         Ok(Self {
             initial,
@@ -142,8 +142,8 @@ impl AdaptiveLimit {
     /// [`InvalidSetting`] (field `tolerance`) below 1 or not finite.
     pub fn with_tolerance(mut self, tolerance: f64) -> Result<Self, InvalidSetting> {
         if !(tolerance.is_finite() && tolerance >= 1.0) {
-            let problem = format!("must be a number >= 1.0, got {tolerance}");
-            return Err(InvalidSetting::new("tolerance", problem));
+            let err = InvalidSetting::new("tolerance", "must be a number of at least 1.0");
+            return Err(err.with_value(tolerance.to_string()));
         }
         self.tolerance = tolerance;
         Ok(self)
@@ -156,8 +156,8 @@ impl AdaptiveLimit {
     /// [`InvalidSetting`] (field `backoff_ratio`) outside `(0, 1)`.
     pub fn with_backoff_ratio(mut self, ratio: f64) -> Result<Self, InvalidSetting> {
         if !(ratio > 0.0 && ratio < 1.0) {
-            let problem = format!("must be within (0, 1), got {ratio}");
-            return Err(InvalidSetting::new("backoff_ratio", problem));
+            let err = InvalidSetting::new("backoff_ratio", "must be within (0, 1)");
+            return Err(err.with_value(ratio.to_string()));
         }
         self.backoff_ratio = ratio;
         Ok(self)
@@ -184,8 +184,8 @@ fn within(field: &str, value: f64, low: f64, high: f64) -> Result<f64, InvalidSe
     if value > low && value <= high {
         Ok(value)
     } else {
-        let problem = format!("must be within ({low}, {high}], got {value}");
-        Err(InvalidSetting::new(field, problem))
+        let problem = format!("must be within ({low}, {high}]");
+        Err(InvalidSetting::new(field, problem).with_value(value.to_string()))
     }
 }
 
@@ -435,7 +435,7 @@ mod tests {
         assert_eq!(field(ok.with_backoff_ratio(0.0)), "backoff_ratio");
         assert_eq!(
             AdaptiveLimit::new(5, 6, 5).unwrap_err().to_string(),
-            "max must be at least min (6), got 5"
+            "max must be at least min"
         );
     }
 }

@@ -116,10 +116,7 @@ impl OverloadPolicy {
     /// [`InvalidSetting`] (field `max_in_flight`) when it is 0.
     pub fn bulkhead(max_in_flight: u32) -> Result<Self, InvalidSetting> {
         if max_in_flight == 0 {
-            return Err(InvalidSetting::new(
-                "max_in_flight",
-                "must be at least 1, got 0",
-            ));
+            return Err(InvalidSetting::new("max_in_flight", "must be at least 1").with_value("0"));
         }
         Ok(Self::with_limit(Limit::Fixed(max_in_flight)))
     }
@@ -189,8 +186,9 @@ impl OverloadPolicy {
         if max_wait.is_zero() {
             return Err(InvalidSetting::new(
                 "max_wait",
-                "must be greater than zero, got 0s (a queue of 0 turns calls away at once)",
-            ));
+                "must be greater than zero (a queue of 0 turns calls away at once)",
+            )
+            .with_value("0s"));
         }
         Ok(self.with(|s| s.max_wait = Some(max_wait)))
     }
@@ -223,13 +221,11 @@ impl OverloadPolicy {
     /// `idle_key_timeout`) is zero.
     pub fn max_keys(self, max: usize, idle: Duration) -> Result<Self, InvalidSetting> {
         if max == 0 {
-            return Err(InvalidSetting::new("max_keys", "must be at least 1, got 0"));
+            return Err(InvalidSetting::new("max_keys", "must be at least 1").with_value("0"));
         }
         if idle.is_zero() {
-            return Err(InvalidSetting::new(
-                "idle_key_timeout",
-                "must be greater than zero, got 0s",
-            ));
+            let err = InvalidSetting::new("idle_key_timeout", "must be greater than zero");
+            return Err(err.with_value("0s"));
         }
         Ok(self.with(|s| {
             s.max_keys = max;

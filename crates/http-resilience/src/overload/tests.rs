@@ -480,7 +480,7 @@ mod combined {
         assert_eq!(budget.tokens_milli(), tokens);
         assert_eq!(upstream.calls(), 1);
         let report = err.to_string();
-        assert!(report.contains("turned away"), "{report}");
+        assert!(report.contains("turned the call away"), "{report}");
     }
 
     #[tokio::test(flavor = "current_thread", start_paused = true)]

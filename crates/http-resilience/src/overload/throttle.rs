@@ -65,8 +65,8 @@ impl Throttle {
     /// accepts them all.
     pub fn new(k: f64) -> Result<Self, InvalidSetting> {
         if !(k.is_finite() && k >= 1.0) {
-            let problem = format!("must be a number >= 1.0, got {k}");
-            return Err(InvalidSetting::new("k", problem));
+            let err = InvalidSetting::new("k", "must be a number of at least 1.0");
+            return Err(err.with_value(k.to_string()));
         }
         Ok(Self {
             k,
@@ -82,8 +82,8 @@ impl Throttle {
     /// bucket under a millisecond).
     pub fn with_window(mut self, window: Duration) -> Result<Self, InvalidSetting> {
         if window < Duration::from_millis(10) {
-            let problem = format!("must be at least 10ms, got {window:?}");
-            return Err(InvalidSetting::new("window", problem));
+            let err = InvalidSetting::new("window", "must be at least 10ms");
+            return Err(err.with_value(format!("{window:?}")));
         }
         self.window = window;
         Ok(self)
@@ -241,6 +241,6 @@ mod tests {
         let err = Throttle::default()
             .with_window(Duration::from_millis(5))
             .unwrap_err();
-        assert_eq!(err.to_string(), "window must be at least 10ms, got 5ms");
+        assert_eq!(err.to_string(), "window must be at least 10ms");
     }
 }

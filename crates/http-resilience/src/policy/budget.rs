@@ -78,17 +78,13 @@ impl RetryBudget {
     /// `token_ratio` outside `(0, 1]`.
     pub fn new(max_tokens: u32, token_ratio: f64) -> Result<Self, InvalidSetting> {
         if !(1..=1000).contains(&max_tokens) {
-            return Err(InvalidSetting::new(
-                "max_tokens",
-                format!("must be in 1..=1000, got {max_tokens}"),
-            ));
+            let err = InvalidSetting::new("max_tokens", "must be in 1..=1000");
+            return Err(err.with_value(max_tokens.to_string()));
         }
         let ratio = (token_ratio * SCALE as f64).round();
         if token_ratio.is_nan() || token_ratio > 1.0 || !(1.0..=SCALE as f64).contains(&ratio) {
-            return Err(InvalidSetting::new(
-                "token_ratio",
-                format!("must be in 0.001..=1, got {token_ratio}"),
-            ));
+            let err = InvalidSetting::new("token_ratio", "must be in 0.001..=1");
+            return Err(err.with_value(token_ratio.to_string()));
         }
         let max = u64::from(max_tokens) * SCALE;
         Ok(Self {
@@ -212,11 +208,11 @@ mod tests {
     fn nonsense_settings_are_rejected() {
         assert_eq!(
             RetryBudget::new(0, 0.1).unwrap_err().to_string(),
-            "max_tokens must be in 1..=1000, got 0"
+            "max_tokens must be in 1..=1000"
         );
         assert_eq!(
             RetryBudget::new(10, 0.0).unwrap_err().to_string(),
-            "token_ratio must be in 0.001..=1, got 0"
+            "token_ratio must be in 0.001..=1"
         );
         assert!(RetryBudget::new(10, f64::NAN).is_err());
         assert!(RetryBudget::new(10, 1.5).is_err());

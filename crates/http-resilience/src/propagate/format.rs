@@ -186,7 +186,8 @@ pub fn format_timeout(remaining: Duration, format: TimeoutFormat) -> HeaderValue
 /// assert_eq!(parse_timeout(&value, TimeoutFormat::Grpc), Ok(Duration::from_secs(2)));
 ///
 /// let err = parse_timeout(&HeaderValue::from_static("2s"), TimeoutFormat::Grpc).unwrap_err();
-/// assert_eq!(err.to_string(), r#"invalid timeout "2s": unknown unit 's', expected H, M, S, m, u or n"#);
+/// assert_eq!(err.to_string(), "invalid timeout: unknown unit, expected H, M, S, m, u or n");
+/// assert_eq!(err.value(), "2s");
 /// ```
 pub fn parse_timeout(
     value: &HeaderValue,

@@ -190,109 +190,109 @@ fn malformed_values_are_errors_that_name_the_problem() {
             b"",
             Millis,
             TimeoutProblem::Empty,
-            r#"invalid timeout "": empty"#,
+            r#"invalid timeout: empty"#,
         ),
         (
             b"  ",
             Grpc,
             TimeoutProblem::Empty,
-            r#"invalid timeout "  ": empty"#,
+            r#"invalid timeout: empty"#,
         ),
         (
             "15\u{e9}".as_bytes(),
             Millis,
             TimeoutProblem::NotAscii,
-            r#"invalid timeout "15\xc3\xa9": not ASCII"#,
+            r#"invalid timeout: not ASCII"#,
         ),
         (
             b"1 500",
             Millis,
             TimeoutProblem::Whitespace,
-            r#"invalid timeout "1 500": whitespace inside the value"#,
+            r#"invalid timeout: whitespace inside the value"#,
         ),
         (
             b"15\tS",
             Grpc,
             TimeoutProblem::Whitespace,
-            r#"invalid timeout "15\tS": whitespace inside the value"#,
+            r#"invalid timeout: whitespace inside the value"#,
         ),
         (
             b"-5",
             Millis,
             TimeoutProblem::Negative,
-            r#"invalid timeout "-5": negative"#,
+            r#"invalid timeout: negative"#,
         ),
         (
             b"-5S",
             Grpc,
             TimeoutProblem::Negative,
-            r#"invalid timeout "-5S": negative"#,
+            r#"invalid timeout: negative"#,
         ),
         (
             b"+5",
             Millis,
             TimeoutProblem::NotANumber,
-            r#"invalid timeout "+5": not a decimal integer"#,
+            r#"invalid timeout: not a decimal integer"#,
         ),
         (
             b"1.5",
             Millis,
             TimeoutProblem::NotANumber,
-            r#"invalid timeout "1.5": not a decimal integer"#,
+            r#"invalid timeout: not a decimal integer"#,
         ),
         (
             b"1500ms",
             Millis,
             TimeoutProblem::NotANumber,
-            r#"invalid timeout "1500ms": not a decimal integer"#,
+            r#"invalid timeout: not a decimal integer"#,
         ),
         (
             b"1.5S",
             Grpc,
             TimeoutProblem::NotANumber,
-            r#"invalid timeout "1.5S": not a decimal integer"#,
+            r#"invalid timeout: not a decimal integer"#,
         ),
         (
             b"18446744073709551616",
             Millis,
             TimeoutProblem::OutOfRange,
-            r#"invalid timeout "18446744073709551616": more milliseconds than a u64 holds"#,
+            r#"invalid timeout: more milliseconds than a u64 holds"#,
         ),
         (
             b"123456789m",
             Grpc,
             TimeoutProblem::TooManyDigits,
-            r#"invalid timeout "123456789m": more than 8 digits"#,
+            r#"invalid timeout: more than 8 digits"#,
         ),
         (
             b"000000001m",
             Grpc,
             TimeoutProblem::TooManyDigits,
-            r#"invalid timeout "000000001m": more than 8 digits"#,
+            r#"invalid timeout: more than 8 digits"#,
         ),
         (
             b"99999999999999999999999n",
             Grpc,
             TimeoutProblem::TooManyDigits,
-            r#"invalid timeout "99999999999999999999999n": more than 8 digits"#,
+            r#"invalid timeout: more than 8 digits"#,
         ),
         (
             b"S",
             Grpc,
             TimeoutProblem::NoDigits,
-            r#"invalid timeout "S": no digits before the unit"#,
+            r#"invalid timeout: no digits before the unit"#,
         ),
         (
             b"1500",
             Grpc,
             TimeoutProblem::MissingUnit,
-            r#"invalid timeout "1500": missing unit, expected H, M, S, m, u or n"#,
+            r#"invalid timeout: missing unit, expected H, M, S, m, u or n"#,
         ),
         (
             b"2s",
             Grpc,
             TimeoutProblem::UnknownUnit('s'),
-            r#"invalid timeout "2s": unknown unit 's', expected H, M, S, m, u or n"#,
+            r#"invalid timeout: unknown unit, expected H, M, S, m, u or n"#,
         ),
     ];
     for &(value, format, problem, message) in cases {
@@ -300,6 +300,11 @@ fn malformed_values_are_errors_that_name_the_problem() {
         let err = parse_timeout(&header, format).unwrap_err();
         assert_eq!(err.problem(), problem, "{value:?} as {format:?}");
         assert_eq!(err.to_string(), message);
+        assert_eq!(
+            err.value(),
+            value.escape_ascii().to_string(),
+            "the value kept apart"
+        );
     }
 }
 

@@ -219,11 +219,9 @@ impl fmt::Debug for Error {
 
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self.inner.attempts {
-            0 => f.pad("request failed"),
-            1 => f.pad("request failed after 1 attempt"),
-            n => f.pad(&format!("request failed after {n} attempts")),
-        }
+        // NOTE: the count is `attempts()`; the message is the same whatever
+        // it is, so that one failure groups as one in logs.
+        f.pad("request failed")
     }
 }
 
@@ -259,7 +257,7 @@ mod tests {
     }
 
     #[test]
-    fn messages_count_the_attempts() {
+    fn the_message_is_the_same_whatever_the_attempts() {
         let report = RetryReport::new();
         let refused: BoxError = std::io::Error::from(std::io::ErrorKind::ConnectionRefused).into();
         let err = Error::new(refused, &report, url());
@@ -269,16 +267,18 @@ mod tests {
         report.record_summary(Attempts::new(1).with_stop(Stop::Failed));
         let other: BoxError = "broken".into();
         let err = Error::new(other, &report, url());
-        assert_eq!(err.to_string(), "request failed after 1 attempt");
+        assert_eq!(err.to_string(), "request failed");
+        assert_eq!(err.attempts(), 1);
         assert_eq!(err.summary().map(|s| s.stop()), Some(Stop::Failed));
         report.record_summary(Attempts::new(3).with_stop(Stop::Exhausted));
         let other: BoxError = "broken".into();
         let err = Error::new(other, &report, url());
-        assert_eq!(err.to_string(), "request failed after 3 attempts");
-        assert_eq!(format!("{err:>34}"), "   request failed after 3 attempts");
+        assert_eq!(err.to_string(), "request failed");
+        assert_eq!(err.attempts(), 3);
+        assert_eq!(format!("{err:>17}"), "   request failed");
         assert_eq!(
             errors::report(&err).to_string(),
-            "other error: request failed after 3 attempts: broken"
+            "other error: request failed: broken"
         );
     }
 }

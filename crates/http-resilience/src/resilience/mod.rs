@@ -276,7 +276,8 @@ impl<D, R, G, O> ResiliencePolicy<D, R, G, O> {
     /// assert_eq!(quick.deadline(), Duration::from_secs(5));
     ///
     /// let err = presets::standard().with_deadline(Duration::ZERO).unwrap_err();
-    /// assert_eq!(err.to_string(), "deadline must be greater than zero, got 0s");
+    /// assert_eq!(err.to_string(), "deadline must be greater than zero");
+    /// assert_eq!(err.value(), Some("0s"));
     /// # Ok::<(), http_resilience::BoxError>(())
     /// ```
     pub fn with_deadline(mut self, deadline: Duration) -> Result<Self, InvalidSetting> {
@@ -496,10 +497,7 @@ impl<D: fmt::Debug, R: fmt::Debug, G: fmt::Debug, O: fmt::Debug> fmt::Debug
 /// An error for a zero `value` of `field`.
 fn positive(field: &str, value: Duration) -> Result<(), InvalidSetting> {
     if value.is_zero() {
-        return Err(InvalidSetting::new(
-            field,
-            "must be greater than zero, got 0s",
-        ));
+        return Err(InvalidSetting::new(field, "must be greater than zero").with_value("0s"));
     }
     Ok(())
 }
@@ -793,20 +791,11 @@ mod tests {
     fn rejects_limits_that_do_not_fit() {
         let secs = Duration::from_secs;
         let err = ResiliencePolicy::new(secs(8), Duration::ZERO, retry()).unwrap_err();
-        assert_eq!(
-            err.to_string(),
-            "attempt_timeout must be greater than zero, got 0s"
-        );
+        assert_eq!(err.to_string(), "attempt_timeout must be greater than zero");
         let err = ResiliencePolicy::new(Duration::ZERO, secs(1), retry()).unwrap_err();
-        assert_eq!(
-            err.to_string(),
-            "deadline must be greater than zero, got 0s"
-        );
+        assert_eq!(err.to_string(), "deadline must be greater than zero");
         let err = ResiliencePolicy::new(secs(1), Duration::ZERO, retry()).unwrap_err();
-        assert_eq!(
-            err.to_string(),
-            "attempt_timeout must be greater than zero, got 0s"
-        );
+        assert_eq!(err.to_string(), "attempt_timeout must be greater than zero");
         assert!(ResiliencePolicy::new(secs(3), secs(3), retry()).is_ok());
         assert!(ResiliencePolicy::new(secs(1), secs(3), retry()).is_ok());
     }

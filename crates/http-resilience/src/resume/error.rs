@@ -7,6 +7,10 @@ use std::{error::Error, fmt};
 /// A resumed response did not continue the body that failed, so the body was
 /// not spliced: it fails with this error instead.
 ///
+/// Its message says what differs in a phrase that is the same whatever the
+/// values: the bytes received are [`received`](Self::received), and what was
+/// expected and got are the fields of the [`mismatch`](Self::mismatch).
+///
 /// [`ResumeBody`](super::body::ResumeBody) yields it, boxed, as a frame error
 /// when the answer to its ranged request is not the rest of the same
 /// representation ([`Mismatch`] says how), or when the bytes of the body do
@@ -35,7 +39,7 @@ use std::{error::Error, fmt};
 /// assert_eq!(mismatch.received(), 4096);
 /// assert_eq!(
 ///     err.to_string(),
-///     "cannot resume the body after 4096 bytes: expected 206 Partial Content, got 200 OK"
+///     "cannot resume the body: the upstream did not answer 206 Partial Content"
 /// );
 /// ```
 #[derive(Debug)]
@@ -125,10 +129,7 @@ impl ResumeMismatch {
 
 impl fmt::Display for ResumeMismatch {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.pad(&format!(
-            "cannot resume the body after {} bytes: {}",
-            self.received, self.mismatch
-        ))
+        f.pad(&format!("cannot resume the body: {}", self.mismatch))
     }
 }
 
@@ -141,35 +142,17 @@ impl Error for ResumeMismatch {
 // ===== impl Mismatch =====
 
 impl fmt::Display for Mismatch {
+    /// What differs, the same phrase whatever the values (which are the
+    /// variant's fields).
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let text = match self {
-            Mismatch::Status(status) => format!("expected 206 Partial Content, got {status}"),
-            Mismatch::ContentRange { start, total, got } => {
-                let total = total.map_or_else(|| "*".to_owned(), |total| total.to_string());
-                let got = got.as_ref().map_or_else(|| "none".to_owned(), quoted);
-                format!("expected Content-Range bytes {start}-.../{total}, got {got}")
-            }
-            Mismatch::Validator { expected, got } => format!(
-                "expected the validator {}, got {}",
-                quoted(expected),
-                quoted(got)
-            ),
-            Mismatch::ContentEncoding(coding) => {
-                format!("the partial response is encoded ({})", quoted(coding))
-            }
-            Mismatch::Length { expected, got } => {
-                format!("expected {expected} bytes in all, got {got}")
-            }
-        };
-        f.pad(&text)
+        f.pad(match self {
+            Mismatch::Status(_) => "the upstream did not answer 206 Partial Content",
+            Mismatch::ContentRange { .. } => "the Content-Range is not the rest of the body",
+            Mismatch::Validator { .. } => "the partial response has another validator",
+            Mismatch::ContentEncoding(_) => "the partial response is encoded",
+            Mismatch::Length { .. } => "the body's bytes do not add up to its announced length",
+        })
     }
-}
-
-/// A header value for a message, as text where it is text.
-fn quoted(value: &HeaderValue) -> String {
-    value
-        .to_str()
-        .map_or_else(|_| format!("{value:?}"), str::to_owned)
 }
 
 #[cfg(test)]
@@ -177,46 +160,75 @@ mod tests {
     use super::*;
 
     #[test]
-    fn messages_say_what_was_expected_and_got() {
-        let message = |mismatch: Mismatch| ResumeMismatch::new(mismatch, 10).to_string();
+    fn messages_say_what_differs_whatever_the_values() {
+        let message =
+            |mismatch: Mismatch, received| ResumeMismatch::new(mismatch, received).to_string();
+        let range = |start, got: &'static str| Mismatch::ContentRange {
+            start,
+            total: Some(30),
+            got: Some(HeaderValue::from_static(got)),
+        };
+        let validator = |got: &'static str| Mismatch::Validator {
+            expected: HeaderValue::from_static("\"v1\""),
+            got: HeaderValue::from_static(got),
+        };
+        let cases = [
+            (
+                Mismatch::Status(StatusCode::OK),
+                Mismatch::Status(StatusCode::NOT_FOUND),
+                "the upstream did not answer 206 Partial Content",
+            ),
+            (
+                range(10, "bytes 0-29/30"),
+                Mismatch::ContentRange {
+                    start: 20,
+                    total: None,
+                    got: None,
+                },
+                "the Content-Range is not the rest of the body",
+            ),
+            (
+                validator("\"v2\""),
+                validator("\"v3\""),
+                "the partial response has another validator",
+            ),
+            (
+                Mismatch::ContentEncoding(HeaderValue::from_static("gzip")),
+                Mismatch::ContentEncoding(HeaderValue::from_static("br")),
+                "the partial response is encoded",
+            ),
+            (
+                Mismatch::Length {
+                    expected: 30,
+                    got: 31,
+                },
+                Mismatch::Length {
+                    expected: 4096,
+                    got: 12,
+                },
+                "the body's bytes do not add up to its announced length",
+            ),
+        ];
+        for (one, other, text) in cases {
+            assert_eq!(one.to_string(), text);
+            assert_eq!(
+                message(one.clone(), 10),
+                format!("cannot resume the body: {text}")
+            );
+            assert_eq!(message(one, 10), message(other, 4096));
+        }
+        let err = ResumeMismatch::new(range(10, "bytes 0-29/30"), 10);
+        assert_eq!(err.received(), 10);
+        assert!(matches!(
+            err.mismatch(),
+            Mismatch::ContentRange { start: 10, .. }
+        ));
         assert_eq!(
-            message(Mismatch::Status(StatusCode::OK)),
-            "cannot resume the body after 10 bytes: expected 206 Partial Content, got 200 OK"
-        );
-        assert_eq!(
-            message(Mismatch::ContentRange {
-                start: 10,
-                total: Some(30),
-                got: Some(HeaderValue::from_static("bytes 0-29/30")),
-            }),
-            "cannot resume the body after 10 bytes: \
-             expected Content-Range bytes 10-.../30, got bytes 0-29/30"
-        );
-        assert_eq!(
-            message(Mismatch::ContentRange {
-                start: 10,
-                total: None,
-                got: None,
-            }),
-            "cannot resume the body after 10 bytes: expected Content-Range bytes 10-.../*, got none"
-        );
-        assert_eq!(
-            message(Mismatch::Validator {
-                expected: HeaderValue::from_static("\"v1\""),
-                got: HeaderValue::from_static("\"v2\""),
-            }),
-            "cannot resume the body after 10 bytes: expected the validator \"v1\", got \"v2\""
-        );
-        assert_eq!(
-            message(Mismatch::ContentEncoding(HeaderValue::from_static("gzip"))),
-            "cannot resume the body after 10 bytes: the partial response is encoded (gzip)"
-        );
-        assert_eq!(
-            message(Mismatch::Length {
-                expected: 30,
-                got: 31
-            }),
-            "cannot resume the body after 10 bytes: expected 30 bytes in all, got 31"
+            format!(
+                "{:>32}",
+                Mismatch::ContentEncoding(HeaderValue::from_static("br"))
+            ),
+            " the partial response is encoded"
         );
     }
 

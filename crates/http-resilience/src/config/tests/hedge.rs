@@ -93,8 +93,8 @@ fn a_hedge_takes_the_retrys_decoder_budget_header_and_margin() {
     let retry_budget = retried.budget.as_ref().unwrap();
     assert_eq!(budget.max_tokens(), retry_budget.max_tokens());
     assert_eq!(budget.token_ratio(), retry_budget.token_ratio());
-    // Each call makes a bucket of its own.
-    assert!(!Arc::ptr_eq(budget, retry_budget));
+    // One bucket for the client: the hedge's is the retry's.
+    assert!(Arc::ptr_eq(budget, retry_budget));
 }
 
 #[test]
@@ -171,15 +171,15 @@ fn invalid_hedge_settings_name_their_path() {
         ),
         (
             "[clients.x.hedge]\ndelay = \"50ms\"\nmax_attempts = 0",
-            "clients.x.hedge.max_attempts must be at least 1, got 0",
+            "clients.x.hedge.max_attempts must be at least 1",
         ),
         (
             "[clients.x.hedge]\ndelay = \"50ms\"\nmax_in_flight = 0",
-            "clients.x.hedge.max_in_flight must be at least 1, got 0",
+            "clients.x.hedge.max_in_flight must be at least 1",
         ),
         (
             "[default.hedge]\npercentile = 100.0",
-            "default.hedge.percentile must be within (0, 100), got 100",
+            "default.hedge.percentile must be within (0, 100)",
         ),
     ];
     for (text, expected) in cases {
@@ -188,7 +188,7 @@ fn invalid_hedge_settings_name_their_path() {
     let malformed = refused("[clients.x.hedge]\ndelay = \"50ms\"\non_attempt_timeout = \"soon\"");
     assert!(
         malformed.starts_with(
-            "clients.x.hedge.on_attempt_timeout must be \"off\" or a duration such as \"500ms\", got \"soon\""
+            "clients.x.hedge.on_attempt_timeout must be \"off\" or a duration such as \"500ms\""
         ),
         "{malformed}"
     );
@@ -225,7 +225,7 @@ fn a_hedge_turned_off_in_default_is_turned_on_by_a_client_with_its_settings() {
 #[test]
 fn a_client_that_hedges_is_not_refused_for_leaving_no_room_for_a_retry() {
     let retrying = "[clients.x]\ndeadline = \"1s\"\nattempt_timeout = \"1s\"";
-    assert!(refused(retrying).starts_with("clients.x.deadline 1s leaves no room for a retry"));
+    assert!(refused(retrying).starts_with("clients.x.deadline leaves no room for a retry"));
     let hedging = format!("{retrying}\nhedge.delay = \"50ms\"");
     let config = ClientsConfig::from_toml_str(&hedging).unwrap();
     assert!(hedge_of(&config, "x").is_some());

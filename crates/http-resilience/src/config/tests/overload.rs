@@ -107,7 +107,7 @@ fn invalid_overload_settings_name_their_path() {
     let cases = [
         (
             "[clients.x.overload]\nmax_in_flight = 0",
-            "clients.x.overload.max_in_flight must be at least 1, got 0",
+            "clients.x.overload.max_in_flight must be at least 1",
         ),
         (
             "[clients.x.overload]\nqueue = 4",
@@ -121,15 +121,15 @@ fn invalid_overload_settings_name_their_path() {
         ),
         (
             "[clients.x.overload.adaptive]\nmin = 5\nmax = 4",
-            "clients.x.overload.adaptive.max must be at least min (5), got 4",
+            "clients.x.overload.adaptive.max must be at least min",
         ),
         (
             "[clients.x.overload.adaptive]\nbackoff_ratio = 1.5",
-            "clients.x.overload.adaptive.backoff_ratio must be within (0, 1), got 1.5",
+            "clients.x.overload.adaptive.backoff_ratio must be within (0, 1)",
         ),
         (
             "[clients.x.overload.throttle]\nk = 0.5",
-            "clients.x.overload.throttle.k must be a number >= 1.0, got 0.5",
+            "clients.x.overload.throttle.k must be a number of at least 1.0",
         ),
         (
             "[clients.x.overload.throttle]\nenabled = false\nk = 2.0",
@@ -137,7 +137,7 @@ fn invalid_overload_settings_name_their_path() {
         ),
         (
             "[default.overload]\nmax_in_flight = 4\nmax_keys = 0",
-            "default.overload.max_keys must be at least 1, got 0",
+            "default.overload.max_keys must be at least 1",
         ),
     ];
     for (text, expected) in cases {

@@ -41,19 +41,36 @@
 //!
 //! # What is checked
 //!
-//! As A6 says: `maxAttempts` an integer of at least 2 (more than 5 is read
-//! as 5, A6's cap); `initialBackoff` and `maxBackoff` positive;
-//! `backoffMultiplier` positive; `retryableStatusCodes` not empty;
-//! `hedgingDelay` zero or more; `timeout` positive; `retryThrottling`'s
-//! `maxTokens` in `(0, 1000]` and `tokenRatio` positive (both kept in
-//! thousandths, as gRPC keeps them). Status codes are written as gRPC's
-//! clients accept them: the upper-case names (`"UNAVAILABLE"`) or the
-//! numbers `0..=16`; `OK` is not a failure and cannot be listed. Durations
-//! are protobuf's JSON form: `"0.1s"`, `"1s"`, `"2.000000001s"`. Fields this
-//! library does not use (`waitForReady`, `loadBalancingConfig`, ...) are
-//! ignored, as gRPC ignores fields it does not know; a known field of the
-//! wrong type is an error. Every error is an [`InvalidServiceConfig`] naming
-//! the field's path.
+//! As A6 says, and where gRPC's clients (grpc-go, grpc-java) take a value A6
+//! leaves open, as they take it, capped where the library documents it:
+//!
+//! | field | accepted | read as |
+//! |---|---|---|
+//! | `maxAttempts` | an integer of at least 2 | at most 5, A6's cap (more is read as 5, as gRPC's clients do) |
+//! | `initialBackoff`, `maxBackoff` | positive durations | at most `maxBackoff` for `initialBackoff` (a maximum below the initial backoff makes every wait the maximum, as gRPC's formula gives it) |
+//! | `backoffMultiplier` | any positive finite number | within the bounds past which no wait changes: at most `maxBackoff ÷ initialBackoff` (above, every wait after the first is `maxBackoff`), at least what makes the second wait under half a nanosecond (below, every wait after the first is zero) |
+//! | `retryableStatusCodes`, `nonFatalStatusCodes` | codes (below); `retryableStatusCodes` not empty | |
+//! | `hedgingDelay` | a duration of zero or more | |
+//! | `timeout` | a positive duration | |
+//! | `retryThrottling.maxTokens` | a number in `(0, 1000]` | in thousandths, as gRPC keeps it |
+//! | `retryThrottling.tokenRatio` | a number of at least 0.001 | in thousandths, and at most `maxTokens` (a success cannot put back more than the bucket holds) |
+//!
+//! Every duration is protobuf's JSON form (`"0.1s"`, `"1s"`,
+//! `"2.000000001s"`), up to the 315,576,000,000 s (10,000 years) a protobuf
+//! `Duration` holds; a longer one is refused (`must be at most
+//! 315576000000s`), as both clients refuse it. Above `i64::MAX`
+//! nanoseconds (about 292 years, the longest either client holds) a
+//! duration is read as that cap, as grpc-java reads it (grpc-go refuses
+//! it).
+//!
+//! Status codes are written as gRPC's clients accept them: the upper-case
+//! names (`"UNAVAILABLE"`) or the numbers `0..=16`; `OK` is not a failure
+//! and cannot be listed. Fields this library does not use (`waitForReady`,
+//! `loadBalancingConfig`, ...) are ignored, as gRPC ignores fields it does
+//! not know; a known field of the wrong type is an error. Every error is an
+//! [`InvalidServiceConfig`] naming the field's path, in a message that is
+//! the same for the same mistake; the value refused is
+//! [`InvalidServiceConfig::value`].
 //!
 //! # Idempotency
 //!

@@ -19,8 +19,14 @@ use std::{collections::HashMap, sync::Arc, time::Duration};
 type Object = Map<String, Value>;
 type Parsed<T> = Result<T, InvalidServiceConfig>;
 
-/// The largest number of seconds a protobuf `Duration` holds (10 000 years).
+/// The largest number of seconds a protobuf `Duration` holds (10 000 years):
+/// a longer duration is refused, as gRPC's clients refuse it.
 const MAX_SECONDS: u64 = 315_576_000_000;
+
+/// The longest duration gRPC's clients hold, `i64::MAX` nanoseconds (about
+/// 292 years): a longer one is read as this, as grpc-java reads it (grpc-go
+/// refuses it).
+pub(super) const DURATION_CAP: Duration = Duration::new(9_223_372_036, 854_775_807);
 
 /// The most attempts A6 lets a service config ask for; more are read as this.
 const ATTEMPT_CAP: u32 = GrpcBackoff::ATTEMPT_CAP;
@@ -52,6 +58,11 @@ impl Path {
 
     fn error(&self, problem: impl Into<String>) -> InvalidServiceConfig {
         InvalidServiceConfig::new(self.0.clone(), problem)
+    }
+
+    /// The error for `value`, refused for `problem`.
+    fn refused(&self, problem: impl Into<String>, value: &Value) -> InvalidServiceConfig {
+        self.error(problem).with_value(value.to_string())
     }
 }
 
@@ -168,10 +179,12 @@ fn retry_policy(
     let decoder = GrpcDecoder::new()
         .with_codes(codes)
         .map_err(|err| codes_path.error(err.problem()))?;
+    let initial = initial.min(max);
+    let multiplier = multiplier_read(multiplier, initial, max);
     // NOTE: A6 only asks both backoffs to be positive. With a maximum below
     // the initial one, gRPC's `min(initial × multiplier^n, max)` is the
     // maximum every time, which is what this schedule then computes.
-    let backoff = GrpcBackoff::new(attempts, initial.min(max), max, multiplier)
+    let backoff = GrpcBackoff::new(attempts, initial, max, multiplier)
         .map_err(|err| path.error(err.to_string()))?;
     let mut policy = RetryPolicy::new(decoder, backoff)
         .with_previous_attempts_header(GRPC_PREVIOUS_RPC_ATTEMPTS)
@@ -216,15 +229,13 @@ fn throttling(value: &Value, path: &Path) -> Parsed<RetryBudget> {
         let tokens = as_number(value, path)?;
         match thousandths(tokens) {
             Some(milli) if tokens <= 1000.0 => Ok(milli),
-            _ => Err(path.error(format!("must be in (0, 1000], got {value}"))),
+            _ => Err(path.refused("must be in (0, 1000]", value)),
         }
     })?;
     let ratio = required(object, "tokenRatio", path, |value, path| {
         let ratio = positive_number(value, path)?;
         thousandths(ratio).ok_or_else(|| {
-            path.error(format!(
-                "must be at least 0.001 (gRPC keeps three decimals), got {value}"
-            ))
+            path.refused("must be at least 0.001 (gRPC keeps three decimals)", value)
         })
     })?;
     Ok(RetryBudget::from_milli(max, ratio))
@@ -240,10 +251,10 @@ fn thousandths(x: f64) -> Option<u64> {
 fn max_attempts(value: &Value, path: &Path) -> Parsed<u32> {
     let number = as_number(value, path)?;
     if number.fract() != 0.0 {
-        return Err(path.error(format!("must be an integer, got {value}")));
+        return Err(path.refused("must be an integer", value));
     }
     if number < 2.0 {
-        return Err(path.error(format!("must be at least 2, got {value}")));
+        return Err(path.refused("must be at least 2", value));
     }
     Ok(if number > f64::from(ATTEMPT_CAP) {
         ATTEMPT_CAP
@@ -257,8 +268,22 @@ fn positive_number(value: &Value, path: &Path) -> Parsed<f64> {
     if number > 0.0 && number.is_finite() {
         Ok(number)
     } else {
-        Err(path.error(format!("must be greater than 0, got {value}")))
+        Err(path.refused("must be greater than 0", value))
     }
+}
+
+/// `backoffMultiplier` as the schedule takes it: any positive number, as
+/// gRPC's clients take it, kept within the bounds past which no wait
+/// changes. At most `max ÷ initial`: from there on, every wait after the
+/// first is `max`. At least what makes the second wait under half a
+/// nanosecond: from there on, every wait after the first is zero.
+fn multiplier_read(multiplier: f64, initial: Duration, max: Duration) -> f64 {
+    // NOTE: `initial` is at least 1 ns and at most `max`, so both bounds
+    // are finite and the lower is below the upper.
+    let initial = initial.as_nanos() as f64;
+    let upper = (max.as_nanos() as f64 / initial).max(1.0);
+    let lower = 0.49 / initial;
+    multiplier.clamp(lower.min(upper), upper)
 }
 
 // ===== status codes =====
@@ -274,10 +299,12 @@ fn status_codes(value: &Value, path: &Path) -> Parsed<Vec<i32>> {
 /// A code by its name, as gRPC spells it (`"UNAVAILABLE"`), or its number.
 fn status_code(value: &Value, path: &Path) -> Parsed<i32> {
     match value {
-        Value::String(name) => code_named(name).ok_or_else(|| path.error(unknown_code(name))),
+        Value::String(name) => {
+            code_named(name).ok_or_else(|| path.refused(unknown_code(name), value))
+        }
         Value::Number(number) => match number.as_u64() {
             Some(code) if code <= 16 => Ok(code as i32),
-            _ => Err(path.error(format!("must be a gRPC code in 0..=16, got {number}"))),
+            _ => Err(path.refused("must be a gRPC code in 0..=16", value)),
         },
         other => Err(wrong_type(path, "a status code name or number", other)),
     }
@@ -288,11 +315,11 @@ fn code_named(name: &str) -> Option<i32> {
     (0..=16).find(|&code| grpc_code_name(code) == Some(name))
 }
 
-fn unknown_code(name: &str) -> String {
-    let upper = name.to_ascii_uppercase();
-    match code_named(&upper) {
-        Some(_) => format!("unknown status code {name:?} (gRPC's names are upper case: {upper:?})"),
-        None => format!("unknown status code {name:?}"),
+/// Why `name` is no code: a name in the wrong case, or no name at all.
+fn unknown_code(name: &str) -> &'static str {
+    match code_named(&name.to_ascii_uppercase()) {
+        Some(_) => "is not a gRPC status code name (gRPC's names are upper case)",
+        None => "is not a gRPC status code name",
     }
 }
 
@@ -302,7 +329,7 @@ fn unknown_code(name: &str) -> String {
 fn positive_duration(value: &Value, path: &Path) -> Parsed<Duration> {
     match duration(value, path)? {
         (false, duration) if !duration.is_zero() => Ok(duration),
-        _ => Err(path.error(format!("must be greater than 0s, got {value}"))),
+        _ => Err(path.refused("must be greater than 0s", value)),
     }
 }
 
@@ -310,10 +337,11 @@ fn positive_duration(value: &Value, path: &Path) -> Parsed<Duration> {
 fn non_negative_duration(value: &Value, path: &Path) -> Parsed<Duration> {
     match duration(value, path)? {
         (negative, duration) if !negative || duration.is_zero() => Ok(duration),
-        _ => Err(path.error(format!("must not be negative, got {value}"))),
+        _ => Err(path.refused("must not be negative", value)),
     }
 }
 
+/// A duration, its sign apart, read as at most [`DURATION_CAP`].
 fn duration(value: &Value, path: &Path) -> Parsed<(bool, Duration)> {
     let Value::String(text) = value else {
         return Err(wrong_type(
@@ -322,17 +350,45 @@ fn duration(value: &Value, path: &Path) -> Parsed<(bool, Duration)> {
             value,
         ));
     };
-    parse_duration(text).ok_or_else(|| {
-        path.error(format!(
-            "must be a duration such as \"1.5s\" (seconds, up to 9 decimals, then \"s\"), got {value}"
-        ))
-    })
+    match parse_duration(text) {
+        Ok((negative, duration)) => Ok((negative, duration.min(DURATION_CAP))),
+        Err(DurationError::Malformed) => Err(path.refused(
+            "must be a duration such as \"1.5s\" (seconds, up to 9 decimals, then \"s\")",
+            value,
+        )),
+        Err(DurationError::TooLong) => Err(path.refused(
+            "must be at most 315576000000s (10 000 years, the most a protobuf Duration holds)",
+            value,
+        )),
+    }
+}
+
+/// Why a text is not a protobuf `Duration`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum DurationError {
+    /// Not in its form.
+    Malformed,
+    /// In its form, but more seconds than it holds.
+    TooLong,
 }
 
 /// A protobuf `Duration` in its JSON form: an optional `-`, whole seconds,
 /// optionally `.` and one to nine digits, then `s`; nothing else (no `+`, no
-/// exponent, no spaces). Its sign (`true` when negative) and its length.
-pub(super) fn parse_duration(text: &str) -> Option<(bool, Duration)> {
+/// exponent, no spaces). Its sign (`true` when negative) and its length, up
+/// to the 10 000 years the type holds.
+pub(super) fn parse_duration(text: &str) -> Result<(bool, Duration), DurationError> {
+    let (negative, seconds, nanos) = duration_parts(text).ok_or(DurationError::Malformed)?;
+    // NOTE: digits alone that do not parse overflow a `u64`.
+    let seconds = seconds.parse::<u64>().unwrap_or(u64::MAX);
+    if seconds > MAX_SECONDS {
+        return Err(DurationError::TooLong);
+    }
+    Ok((negative, Duration::new(seconds, nanos)))
+}
+
+/// The sign, the digits of the seconds and the nanoseconds of a duration in
+/// protobuf's JSON form, if it is in that form.
+fn duration_parts(text: &str) -> Option<(bool, &str, u32)> {
     let body = text.strip_suffix('s')?;
     let (negative, body) = match body.strip_prefix('-') {
         Some(rest) => (true, rest),
@@ -354,8 +410,7 @@ pub(super) fn parse_duration(text: &str) -> Option<(bool, Duration)> {
         }
         Some(_) => return None,
     };
-    let seconds = seconds.parse::<u64>().ok().filter(|&s| s <= MAX_SECONDS)?;
-    Some((negative, Duration::new(seconds, nanos)))
+    Some((negative, seconds, nanos))
 }
 
 // ===== JSON values =====

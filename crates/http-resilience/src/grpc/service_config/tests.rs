@@ -2,22 +2,31 @@
 
 use super::*;
 
+/// The message `json` is refused with, followed by the value refused, if
+/// any, in angle brackets: `maxAttempts: must be at least 2 <1>`.
 fn refused(json: &str) -> String {
     match ServiceConfig::from_json(json) {
         Ok(config) => panic!("accepted: {json}\n{config:?}"),
-        Err(err) => err.to_string(),
+        Err(err) => match err.value() {
+            Some(value) => format!("{err} <{value}>"),
+            None => err.to_string(),
+        },
     }
 }
 
 #[test]
 fn durations_take_protobufs_json_form_only() {
-    use super::parse::parse_duration;
+    use super::parse::{parse_duration, DurationError};
     let ok = parse_duration;
-    assert_eq!(ok("0.1s"), Some((false, Duration::from_millis(100))));
-    assert_eq!(ok("1s"), Some((false, Duration::from_secs(1))));
-    assert_eq!(ok("2.000000001s"), Some((false, Duration::new(2, 1))));
-    assert_eq!(ok("-1.5s"), Some((true, Duration::from_millis(1500))));
-    assert_eq!(ok("0s"), Some((false, Duration::ZERO)));
+    assert_eq!(ok("0.1s"), Ok((false, Duration::from_millis(100))));
+    assert_eq!(ok("1s"), Ok((false, Duration::from_secs(1))));
+    assert_eq!(ok("2.000000001s"), Ok((false, Duration::new(2, 1))));
+    assert_eq!(ok("-1.5s"), Ok((true, Duration::from_millis(1500))));
+    assert_eq!(ok("0s"), Ok((false, Duration::ZERO)));
+    assert_eq!(
+        ok("315576000000.999999999s"),
+        Ok((false, Duration::new(315_576_000_000, 999_999_999)))
+    );
     for garbage in [
         "abc",
         "1",
@@ -33,9 +42,16 @@ fn durations_take_protobufs_json_form_only() {
         "1ms",
         "--1s",
         "1.-5s",
-        "315576000001s",
     ] {
-        assert_eq!(ok(garbage), None, "{garbage:?}");
+        assert_eq!(ok(garbage), Err(DurationError::Malformed), "{garbage:?}");
+    }
+    // In the form, but longer than a protobuf `Duration` holds.
+    for long in [
+        "315576000001s",
+        "99999999999999999999999s",
+        "-315576000001s",
+    ] {
+        assert_eq!(ok(long), Err(DurationError::TooLong), "{long:?}");
     }
 }
 
@@ -67,20 +83,20 @@ fn retry_with(field: &str, value: &str) -> String {
 fn a_retry_policy_outside_a6s_rules_is_refused_with_its_path() {
     let at = "methodConfig[0].retryPolicy";
     for (field, value, message) in [
-        ("maxAttempts", "1", "maxAttempts: must be at least 2, got 1"),
-        ("maxAttempts", "2.5", "maxAttempts: must be an integer, got 2.5"),
+        ("maxAttempts", "1", "maxAttempts: must be at least 2 <1>"),
+        ("maxAttempts", "2.5", "maxAttempts: must be an integer <2.5>"),
         ("maxAttempts", "\"4\"", "maxAttempts: must be a number, got a string"),
-        ("initialBackoff", "\"0s\"", "initialBackoff: must be greater than 0s, got \"0s\""),
-        ("initialBackoff", "\"-1s\"", "initialBackoff: must be greater than 0s, got \"-1s\""),
-        ("maxBackoff", "\"abc\"", "maxBackoff: must be a duration such as \"1.5s\" (seconds, up to 9 decimals, then \"s\"), got \"abc\""),
+        ("initialBackoff", "\"0s\"", "initialBackoff: must be greater than 0s <\"0s\">"),
+        ("initialBackoff", "\"-1s\"", "initialBackoff: must be greater than 0s <\"-1s\">"),
+        ("maxBackoff", "\"abc\"", "maxBackoff: must be a duration such as \"1.5s\" (seconds, up to 9 decimals, then \"s\") <\"abc\">"),
         ("maxBackoff", "1", "maxBackoff: must be a duration string such as \"1.5s\", got a number"),
-        ("backoffMultiplier", "0", "backoffMultiplier: must be greater than 0, got 0"),
-        ("backoffMultiplier", "-2", "backoffMultiplier: must be greater than 0, got -2"),
+        ("backoffMultiplier", "0", "backoffMultiplier: must be greater than 0 <0>"),
+        ("backoffMultiplier", "-2", "backoffMultiplier: must be greater than 0 <-2>"),
         ("retryableStatusCodes", "[]", "retryableStatusCodes: must name at least one code"),
         ("retryableStatusCodes", "\"UNAVAILABLE\"", "retryableStatusCodes: must be an array, got a string"),
-        ("retryableStatusCodes", "[\"NOT_A_CODE\"]", "retryableStatusCodes[0]: unknown status code \"NOT_A_CODE\""),
-        ("retryableStatusCodes", "[14, \"unavailable\"]", "retryableStatusCodes[1]: unknown status code \"unavailable\" (gRPC's names are upper case: \"UNAVAILABLE\")"),
-        ("retryableStatusCodes", "[17]", "retryableStatusCodes[0]: must be a gRPC code in 0..=16, got 17"),
+        ("retryableStatusCodes", "[\"NOT_A_CODE\"]", "retryableStatusCodes[0]: is not a gRPC status code name <\"NOT_A_CODE\">"),
+        ("retryableStatusCodes", "[14, \"unavailable\"]", "retryableStatusCodes[1]: is not a gRPC status code name (gRPC's names are upper case) <\"unavailable\">"),
+        ("retryableStatusCodes", "[17]", "retryableStatusCodes[0]: must be a gRPC code in 0..=16 <17>"),
         ("retryableStatusCodes", "[\"OK\"]", "retryableStatusCodes: OK (0) is not a failure and cannot be retried"),
         ("retryableStatusCodes", "[true]", "retryableStatusCodes[0]: must be a status code name or number, got a boolean"),
     ] {
@@ -183,11 +199,11 @@ fn a_hedging_policy_outside_a6s_rules_is_refused_with_its_path() {
     };
     let at = "methodConfig[0].hedgingPolicy";
     for (policy, message) in [
-        (r#"{"maxAttempts": 1}"#, "maxAttempts: must be at least 2, got 1"),
+        (r#"{"maxAttempts": 1}"#, "maxAttempts: must be at least 2 <1>"),
         (r#"{}"#, "maxAttempts: is required"),
-        (r#"{"maxAttempts": 2, "hedgingDelay": "-1s"}"#, "hedgingDelay: must not be negative, got \"-1s\""),
-        (r#"{"maxAttempts": 2, "hedgingDelay": "soon"}"#, "hedgingDelay: must be a duration such as \"1.5s\" (seconds, up to 9 decimals, then \"s\"), got \"soon\""),
-        (r#"{"maxAttempts": 2, "nonFatalStatusCodes": ["NOT_A_CODE"]}"#, "nonFatalStatusCodes[0]: unknown status code \"NOT_A_CODE\""),
+        (r#"{"maxAttempts": 2, "hedgingDelay": "-1s"}"#, "hedgingDelay: must not be negative <\"-1s\">"),
+        (r#"{"maxAttempts": 2, "hedgingDelay": "soon"}"#, "hedgingDelay: must be a duration such as \"1.5s\" (seconds, up to 9 decimals, then \"s\") <\"soon\">"),
+        (r#"{"maxAttempts": 2, "nonFatalStatusCodes": ["NOT_A_CODE"]}"#, "nonFatalStatusCodes[0]: is not a gRPC status code name <\"NOT_A_CODE\">"),
         (r#"{"maxAttempts": 2, "nonFatalStatusCodes": {}}"#, "nonFatalStatusCodes: must be an array, got an object"),
     ] {
         assert_eq!(with(policy), format!("{at}.{message}"), "{policy}");
@@ -228,7 +244,7 @@ fn names_follow_the_service_config_rules() {
         ),
         (
             r#"{"methodConfig": [{"name": [{}], "timeout": "0s"}]}"#,
-            "methodConfig[0].timeout: must be greater than 0s, got \"0s\"",
+            "methodConfig[0].timeout: must be greater than 0s <\"0s\">",
         ),
         (
             r#"{"methodConfig": [{"name": [{}], "timeout": 1.5}]}"#,
@@ -245,11 +261,11 @@ fn names_follow_the_service_config_rules() {
 fn throttling_outside_a6s_rules_is_refused_with_its_path() {
     let with = |body: &str| refused(&format!(r#"{{"retryThrottling": {body}}}"#));
     for (body, message) in [
-        (r#"{"maxTokens": 0, "tokenRatio": 0.1}"#, "retryThrottling.maxTokens: must be in (0, 1000], got 0"),
-        (r#"{"maxTokens": 1001, "tokenRatio": 0.1}"#, "retryThrottling.maxTokens: must be in (0, 1000], got 1001"),
-        (r#"{"maxTokens": -5, "tokenRatio": 0.1}"#, "retryThrottling.maxTokens: must be in (0, 1000], got -5"),
-        (r#"{"maxTokens": 10, "tokenRatio": 0}"#, "retryThrottling.tokenRatio: must be greater than 0, got 0"),
-        (r#"{"maxTokens": 10, "tokenRatio": 0.0001}"#, "retryThrottling.tokenRatio: must be at least 0.001 (gRPC keeps three decimals), got 0.0001"),
+        (r#"{"maxTokens": 0, "tokenRatio": 0.1}"#, "retryThrottling.maxTokens: must be in (0, 1000] <0>"),
+        (r#"{"maxTokens": 1001, "tokenRatio": 0.1}"#, "retryThrottling.maxTokens: must be in (0, 1000] <1001>"),
+        (r#"{"maxTokens": -5, "tokenRatio": 0.1}"#, "retryThrottling.maxTokens: must be in (0, 1000] <-5>"),
+        (r#"{"maxTokens": 10, "tokenRatio": 0}"#, "retryThrottling.tokenRatio: must be greater than 0 <0>"),
+        (r#"{"maxTokens": 10, "tokenRatio": 0.0001}"#, "retryThrottling.tokenRatio: must be at least 0.001 (gRPC keeps three decimals) <0.0001>"),
         (r#"{"maxTokens": "10", "tokenRatio": 0.1}"#, "retryThrottling.maxTokens: must be a number, got a string"),
         (r#"{"tokenRatio": 0.1}"#, "retryThrottling.maxTokens: is required"),
         ("true", "retryThrottling: must be an object, got a boolean"),

@@ -114,16 +114,12 @@ impl InvalidHeader {
 
 impl fmt::Display for InvalidHeader {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let text = match self.part {
-            HeaderPart::Name => {
-                format!("header name must be a lowercase token, got {:?}", self.name)
-            }
-            HeaderPart::Value => format!(
-                "value of header {} must hold no control characters, got {:?}",
-                self.name, self.value
-            ),
-        };
-        f.pad(&text)
+        // NOTE: the name and the value are the accessors'; the message is
+        // the same whatever they are.
+        f.pad(match self.part {
+            HeaderPart::Name => "header name must be a lowercase token",
+            HeaderPart::Value => "header value must hold no control characters",
+        })
     }
 }
 

@@ -96,7 +96,7 @@ fn rejects_codes_out_of_range() {
     );
     assert_eq!(
         InvalidStatus::OutOfRange(600).to_string(),
-        "status code must be in 100..=599, got 600"
+        "status code must be in 100..=599"
     );
     assert_eq!(InvalidStatus::OutOfRange(0).code(), Some(0));
 }
@@ -107,7 +107,7 @@ fn rejects_an_empty_set() {
     assert_eq!(InvalidStatus::Empty.code(), None);
     assert_eq!(
         InvalidStatus::Empty.to_string(),
-        "statuses must list at least one status, got none"
+        "statuses must list at least one status"
     );
 }
 
@@ -236,17 +236,14 @@ fn header_decoder_matches_ignoring_case() {
     assert_eq!(decoder.decode(&response(500)), Verdict::Accept);
     let err = RetryOnHeader::new("X-Upper", "true").unwrap_err();
     assert_eq!((err.part(), err.name()), (HeaderPart::Name, "X-Upper"));
-    assert_eq!(
-        err.to_string(),
-        "header name must be a lowercase token, got \"X-Upper\""
-    );
+    assert_eq!(err.to_string(), "header name must be a lowercase token");
     let err = RetryOnHeader::new("bad name", "true").unwrap_err();
     assert_eq!(err.part(), HeaderPart::Name);
     let err = RetryOnHeader::new("x-ok", "two\nlines").unwrap_err();
     assert_eq!((err.part(), err.value()), (HeaderPart::Value, "two\nlines"));
     assert_eq!(
         err.to_string(),
-        "value of header x-ok must hold no control characters, got \"two\\nlines\""
+        "header value must hold no control characters"
     );
 }
 
@@ -280,7 +277,11 @@ fn status_codes_out_of_range_are_refused_by_code() {
         let err = StatusDecoder::new([503, code]).unwrap_err();
         assert_eq!(err, InvalidStatus::OutOfRange(code));
         assert_eq!(err.code(), Some(code));
-        assert!(err.to_string().contains(&code.to_string()), "{err}");
+        assert_eq!(
+            err.to_string(),
+            "status code must be in 100..=599",
+            "whatever the code"
+        );
     }
     // The ends of the range are statuses.
     let ends = StatusDecoder::new([100, 599]).unwrap();

@@ -100,22 +100,15 @@ impl ExponentialBackoff {
         max_attempts: u32,
     ) -> Result<Self, InvalidSetting> {
         if multiplier.is_nan() || multiplier < 1.0 || multiplier.is_infinite() {
-            return Err(InvalidSetting::new(
-                "multiplier",
-                format!("must be >= 1.0, got {multiplier}"),
-            ));
+            let err = InvalidSetting::new("multiplier", "must be at least 1.0");
+            return Err(err.with_value(multiplier.to_string()));
         }
         if max_delay < initial {
-            return Err(InvalidSetting::new(
-                "max_delay",
-                format!("must be >= the initial delay ({initial:?}), got {max_delay:?}"),
-            ));
+            let err = InvalidSetting::new("max_delay", "must be at least the initial delay");
+            return Err(err.with_value(format!("{max_delay:?}")));
         }
         if max_attempts == 0 {
-            return Err(InvalidSetting::new(
-                "max_attempts",
-                "must be at least 1, got 0",
-            ));
+            return Err(InvalidSetting::new("max_attempts", "must be at least 1").with_value("0"));
         }
         Ok(Self::known_good(
             initial,

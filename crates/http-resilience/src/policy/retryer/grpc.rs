@@ -113,28 +113,20 @@ impl GrpcBackoff {
         multiplier: f64,
     ) -> Result<Self, InvalidSetting> {
         if max_attempts < 2 {
-            return Err(InvalidSetting::new(
-                "max_attempts",
-                format!("must be at least 2 for a gRPC retry policy, got {max_attempts}"),
-            ));
+            let err =
+                InvalidSetting::new("max_attempts", "must be at least 2 for a gRPC retry policy");
+            return Err(err.with_value(max_attempts.to_string()));
         }
         if initial.is_zero() {
-            return Err(InvalidSetting::new(
-                "delay",
-                "must be greater than zero, got 0s",
-            ));
+            return Err(InvalidSetting::new("delay", "must be greater than zero").with_value("0s"));
         }
         if max_backoff < initial {
-            return Err(InvalidSetting::new(
-                "max_delay",
-                format!("must be >= the initial delay ({initial:?}), got {max_backoff:?}"),
-            ));
+            let err = InvalidSetting::new("max_delay", "must be at least the initial delay");
+            return Err(err.with_value(format!("{max_backoff:?}")));
         }
         if !(multiplier.is_finite() && multiplier > 0.0) {
-            return Err(InvalidSetting::new(
-                "multiplier",
-                format!("must be a positive number, got {multiplier}"),
-            ));
+            let err = InvalidSetting::new("multiplier", "must be a positive number");
+            return Err(err.with_value(multiplier.to_string()));
         }
         Ok(Self::known_good(
             max_attempts,
@@ -262,10 +254,9 @@ impl Retryer for GrpcBackoff {
 
     fn with_max_attempts(mut self, max: u32) -> Result<Self, InvalidSetting> {
         if max < 2 {
-            return Err(InvalidSetting::new(
-                "max_attempts",
-                format!("must be at least 2 for a gRPC retry policy, got {max}"),
-            ));
+            let err =
+                InvalidSetting::new("max_attempts", "must be at least 2 for a gRPC retry policy");
+            return Err(err.with_value(max.to_string()));
         }
         self.max_attempts = max;
         Ok(self)

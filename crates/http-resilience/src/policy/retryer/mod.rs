@@ -117,10 +117,8 @@ pub trait Retryer: Clone {
 /// An error unless `max` allows the first attempt.
 pub(super) fn at_least_one_attempt(max: u32) -> Result<(), InvalidSetting> {
     if max == 0 {
-        return Err(InvalidSetting::new(
-            "max_attempts",
-            "must be at least 1 (the first attempt), got 0",
-        ));
+        let err = InvalidSetting::new("max_attempts", "must be at least 1 (the first attempt)");
+        return Err(err.with_value("0"));
     }
     Ok(())
 }

@@ -123,18 +123,18 @@ fn jitter_stays_within_its_bounds_and_repeats_with_a_seed() {
 fn invalid_backoffs_are_rejected_by_name() {
     let ms = Duration::from_millis;
     let err = ExponentialBackoff::new(ms(100), 0.5, ms(1000), 5).unwrap_err();
-    assert_eq!(err.to_string(), "multiplier must be >= 1.0, got 0.5");
+    assert_eq!(err.to_string(), "multiplier must be at least 1.0");
     assert_eq!(err.field(), "multiplier");
     let err = ExponentialBackoff::new(ms(100), f64::NAN, ms(1000), 5).unwrap_err();
-    assert_eq!(err.to_string(), "multiplier must be >= 1.0, got NaN");
+    assert_eq!(err.to_string(), "multiplier must be at least 1.0");
     let err = ExponentialBackoff::new(ms(100), 1.5, ms(50), 5).unwrap_err();
     assert_eq!(
         err.to_string(),
-        "max_delay must be >= the initial delay (100ms), got 50ms"
+        "max_delay must be at least the initial delay"
     );
     let err = ExponentialBackoff::new(ms(100), 1.5, ms(1000), 0).unwrap_err();
-    assert_eq!(err.to_string(), "max_attempts must be at least 1, got 0");
-    assert_eq!(err.problem(), "must be at least 1, got 0");
+    assert_eq!(err.to_string(), "max_attempts must be at least 1");
+    assert_eq!(err.problem(), "must be at least 1");
 }
 
 #[test]
