@@ -408,8 +408,9 @@ impl Builder {
         let zero = |field: &str, value: Option<Duration>| match value {
             Some(limit) if limit.is_zero() => Err(InvalidSetting::new(
                 format!("transport.{field}"),
-                "must be greater than zero, got 0s",
-            )),
+                "must be greater than zero",
+            )
+            .with_value("0s")),
             _ => Ok(()),
         };
         zero("connect_timeout", self.connect_timeout)?;
@@ -437,7 +438,7 @@ mod tests {
         assert_eq!(err.field(), "transport.read_timeout");
         assert_eq!(
             err.to_string(),
-            "transport.read_timeout must be greater than zero, got 0s"
+            "transport.read_timeout must be greater than zero"
         );
         let err = Builder::new()
             .connect_timeout(Duration::ZERO)

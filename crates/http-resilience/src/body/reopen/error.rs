@@ -17,7 +17,8 @@ use std::{any::Any, error::Error, fmt};
 /// use http_resilience::body::BodyChanged;
 ///
 /// let err = BodyChanged::new(1024, 1000);
-/// assert_eq!(err.to_string(), "request body changed: 1000 bytes where 1024 were announced");
+/// assert_eq!(err.to_string(), "request body changed from the length announced");
+/// assert_eq!((err.expected(), err.got()), (1024, 1000));
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct BodyChanged {
@@ -49,10 +50,7 @@ impl BodyChanged {
 
 impl fmt::Display for BodyChanged {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.pad(&format!(
-            "request body changed: {} bytes where {} were announced",
-            self.got, self.expected
-        ))
+        f.pad("request body changed from the length announced")
     }
 }
 

@@ -299,7 +299,7 @@ fn messages_name_both_lengths_and_the_failure() {
     let changed = BodyChanged::new(1024, 1000);
     assert_eq!(
         changed.to_string(),
-        "request body changed: 1000 bytes where 1024 were announced"
+        "request body changed from the length announced"
     );
     assert_eq!((changed.expected(), changed.got()), (1024, 1000));
     let failed = ReopenFailed::new("gone");
