@@ -4,14 +4,12 @@
 use super::attributes as attr;
 use crate::breaker::BreakerEvent;
 use crate::overload::OverloadEvent;
-use crate::policy::{AttemptEnd, CallContext, RetryEvent, Verdict};
-use crate::{telemetry, FailureKind, Stop};
-use http::StatusCode;
+use crate::policy::{AttemptEnd, CallContext, CallEnd, RetryEvent};
+use crate::{FailureKind, Stop};
 use opentelemetry::{
     metrics::{Counter, Histogram, Meter},
     KeyValue,
 };
-use std::time::Duration;
 
 /// The bucket boundaries, in seconds, that OpenTelemetry's HTTP semantic
 /// conventions advise for `http.client.request.duration`; every histogram of
@@ -125,12 +123,8 @@ impl Instruments {
     /// Records the end of an attempt or a hedged copy of `call`.
     pub(super) fn attempt(&self, attempt: &AttemptEnd, call: &CallContext) {
         let mut attributes = attr::request(call);
-        if let Some(status) = attempt.status {
-            attributes.push(KeyValue::new(attr::STATUS_CODE, i64::from(status.as_u16())));
-        }
-        if let Some(error) = attempt.error_type() {
-            attributes.push(KeyValue::new(attr::ERROR_TYPE, error.to_owned()));
-        }
+        let error = attempt.error_type();
+        attr::outcome(&mut attributes, attempt.status, attempt.version, error);
         let seconds = attempt.duration.as_secs_f64();
         self.request_duration.record(seconds, &attributes);
     }
@@ -209,32 +203,16 @@ impl Instruments {
         }
     }
 
-    /// Records the end of a whole `call` after `elapsed`, as the layer sees
-    /// it: `outcome` is the response's status, or the error's kind.
-    pub(super) fn call_end(
-        &self,
-        call: &CallContext,
-        elapsed: Duration,
-        outcome: Result<StatusCode, FailureKind>,
-    ) {
+    /// Records the end of a whole `call`, as the layer outside the deadline
+    /// or the combined service sees it.
+    pub(super) fn call_end(&self, call: &CallContext, end: &CallEnd) {
         let mut attributes = attr::request(call);
-        // NOTE: `error.type` by the rule of the spans and the attempts: the
-        // status for a 4xx or 5xx, else the failure's kind.
-        let (status, verdict) = match outcome {
-            Ok(status) => (Some(status), Verdict::Accept),
-            Err(kind) => (None, Verdict::fail(kind)),
-        };
-        if let Some(status) = status {
-            attributes.push(KeyValue::new(attr::STATUS_CODE, i64::from(status.as_u16())));
-        }
-        if let Some(error) = telemetry::error_type(verdict, status.as_ref()) {
-            attributes.push(KeyValue::new(attr::ERROR_TYPE, error.to_owned()));
-        }
-        if outcome == Err(FailureKind::Deadline) {
+        attr::outcome(&mut attributes, end.status, end.version, end.error_type());
+        if end.failure == Some(FailureKind::Deadline) {
             self.overruns.add(1, &attr::call(call));
         }
         self.call_duration
-            .record(elapsed.as_secs_f64(), &attributes);
+            .record(end.duration.as_secs_f64(), &attributes);
     }
 }
 
