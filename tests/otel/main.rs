@@ -226,10 +226,21 @@ fn assert_retried_twice(points: &[Point]) {
     ];
     let failed = [
         &request[..],
-        &[("http.response.status_code", "503"), ("error.type", "503")],
+        &[
+            ("http.response.status_code", "503"),
+            ("network.protocol.version", "1.1"),
+            ("error.type", "503"),
+        ],
     ]
     .concat();
-    let ok = [&request[..], &[("http.response.status_code", "200")]].concat();
+    let ok = [
+        &request[..],
+        &[
+            ("http.response.status_code", "200"),
+            ("network.protocol.version", "1.1"),
+        ],
+    ]
+    .concat();
     let mut durations = of(points, "http.client.request.duration");
     durations.sort_by_key(|p| p.count);
     let seen: Vec<_> = durations.iter().map(|p| (&p.attributes, p.count)).collect();

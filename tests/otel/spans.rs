@@ -204,6 +204,7 @@ fn assert_retried_twice(traces: &Traces) {
         vec![
             ("http.request.resend_count", Value::I64(n)),
             ("http.response.status_code", Value::I64(503)),
+            ("network.protocol.version", string("1.1")),
             ("error.type", string("503")),
         ]
     };
@@ -215,6 +216,7 @@ fn assert_retried_twice(traces: &Traces) {
     let ok = vec![
         ("http.request.resend_count", Value::I64(2)),
         ("http.response.status_code", Value::I64(200)),
+        ("network.protocol.version", string("1.1")),
     ];
     assert_attempt(&attempts[2], ok, Status::Unset);
     // The library's events are the call span's (the attempts have none).
@@ -224,11 +226,11 @@ fn assert_retried_twice(traces: &Traces) {
     assert_call(
         &call,
         vec![
-            ("resilience.form", string("retry")),
-            ("resilience.attempts", Value::I64(3)),
-            ("resilience.stop", string("accepted")),
+            ("http_resilience.form", string("retry")),
+            ("http_resilience.attempts", Value::I64(3)),
+            ("http_resilience.stop", string("accepted")),
             (
-                "resilience.deadline_ms",
+                "http_resilience.deadline_ms",
                 Value::I64(TOTAL.as_millis() as i64),
             ),
             ("http.response.status_code", Value::I64(200)),
@@ -301,19 +303,20 @@ async fn a_hedged_call_exports_two_client_spans_under_one_call_span() {
     let winner = vec![
         ("http.request.resend_count", Value::I64(1)),
         ("http.response.status_code", Value::I64(200)),
+        ("network.protocol.version", string("1.1")),
     ];
     assert_attempt(&attempts[1], winner, Status::Unset);
     assert_call(
         &call,
         vec![
-            ("resilience.form", string("hedge")),
-            ("resilience.attempts", Value::I64(2)),
-            ("resilience.stop", string("accepted")),
+            ("http_resilience.form", string("hedge")),
+            ("http_resilience.attempts", Value::I64(2)),
+            ("http_resilience.stop", string("accepted")),
             (
-                "resilience.deadline_ms",
+                "http_resilience.deadline_ms",
                 Value::I64(TOTAL.as_millis() as i64),
             ),
-            ("resilience.hedge.winner", Value::I64(2)),
+            ("http_resilience.hedge.winner", Value::I64(2)),
             ("http.response.status_code", Value::I64(200)),
         ],
     );

@@ -148,6 +148,7 @@
 //! # }
 //! ```
 
+pub(crate) mod listeners;
 pub(crate) mod names;
 #[cfg(feature = "otel")]
 pub mod otel;

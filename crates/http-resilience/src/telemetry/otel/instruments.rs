@@ -1,7 +1,7 @@
 //! The instruments, made once per [`Metrics`](super::Metrics), and what each
 //! records.
 
-use super::attributes as attr;
+use super::{attributes as attr, gauges::Gauges};
 use crate::breaker::BreakerEvent;
 use crate::overload::OverloadEvent;
 use crate::policy::{AttemptEnd, CallContext, CallEnd, RetryEvent};
@@ -84,6 +84,7 @@ const LIMIT_CHANGES: Spec = Spec(
 /// for the gauges made on demand.
 pub(super) struct Instruments {
     pub(super) meter: Meter,
+    pub(super) gauges: Gauges,
     request_duration: Histogram<f64>,
     retries: Counter<u64>,
     retry_delay: Histogram<f64>,
@@ -105,6 +106,7 @@ impl Instruments {
     pub(super) fn new(meter: &Meter) -> Self {
         Self {
             meter: meter.clone(),
+            gauges: Gauges::new(),
             request_duration: seconds(meter, REQUEST_DURATION),
             retries: counter(meter, RETRIES),
             retry_delay: seconds(meter, RETRY_DELAY),

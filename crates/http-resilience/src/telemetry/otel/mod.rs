@@ -187,8 +187,9 @@ pub mod future;
 mod gauges;
 mod instruments;
 mod layer;
+mod wiring;
 
-pub use self::{gauges::Observation, layer::CallMetricsLayer};
+pub use self::{gauges::Observation, layer::CallMetricsLayer, wiring::Observed};
 
 use self::{future::ResponseFuture, instruments::Instruments};
 use crate::{
@@ -199,6 +200,7 @@ use crate::{
 };
 use opentelemetry::{metrics::Meter, InstrumentationScope};
 use std::{
+    borrow::Cow,
     fmt,
     sync::Arc,
     task::{Context, Poll},
@@ -219,6 +221,8 @@ use tower_service::Service;
 #[derive(Clone)]
 pub struct Metrics {
     instruments: Arc<Instruments>,
+    // The `http_resilience.budget.name` of a budget `with_metrics` observes.
+    budget_name: Cow<'static, str>,
 }
 
 // ===== impl Metrics =====
@@ -228,7 +232,20 @@ impl Metrics {
     pub fn new(meter: &Meter) -> Self {
         Self {
             instruments: Arc::new(Instruments::new(meter)),
+            budget_name: Cow::Borrowed("default"),
         }
+    }
+
+    /// The same metrics (the same instruments), naming the budget of every
+    /// policy they are wired into with `with_metrics`
+    /// ([`ResiliencePolicy::with_metrics`](crate::ResiliencePolicy::with_metrics)):
+    /// the `http_resilience.budget.name` of its gauge, `default` unless
+    /// named. Two clients with budgets of their own are wired with metrics
+    /// of two names, so that their gauges read apart.
+    #[must_use]
+    pub fn with_budget_name(mut self, name: impl Into<Cow<'static, str>>) -> Self {
+        self.budget_name = name.into();
+        self
     }
 
     /// The metrics, recorded to the global meter provider's meter
