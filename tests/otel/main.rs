@@ -5,6 +5,7 @@
 //! exporter (`spans`).
 
 mod spans;
+mod wiring;
 
 use http::{Request, Response};
 use http_resilience::{

@@ -186,7 +186,13 @@ impl<D> BreakerPolicy<D> {
     /// A policy that judges outcomes with `decoder`, with the defaults.
     pub fn new(decoder: D) -> Self {
         let listeners = BreakerListeners::none();
-        Self::from_parts(decoder, Settings::default(), None, listeners, Seeds::random())
+        Self::from_parts(
+            decoder,
+            Settings::default(),
+            None,
+            listeners,
+            Seeds::random(),
+        )
     }
 
     fn from_parts(

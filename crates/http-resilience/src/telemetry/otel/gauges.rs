@@ -170,7 +170,12 @@ impl fmt::Debug for Observation {
 fn kept<K: Send + Sync + 'static>(kept: K) -> (Observation, Weak<K>) {
     let kept = Arc::new(kept);
     let weak = Arc::downgrade(&kept);
-    (Observation { _kept: Box::new(kept) }, weak)
+    (
+        Observation {
+            _kept: Box::new(kept),
+        },
+        weak,
+    )
 }
 
 // ===== impl Metrics =====
@@ -215,7 +220,9 @@ impl Metrics {
             true
         });
         let gauges = &self.instruments.gauges;
-        gauges.budget_tokens.add_f64(&self.instruments.meter, source);
+        gauges
+            .budget_tokens
+            .add_f64(&self.instruments.meter, source);
         observation
     }
 
@@ -250,7 +257,9 @@ impl Metrics {
             true
         });
         let gauges = &self.instruments.gauges;
-        gauges.breaker_state.add_u64(&self.instruments.meter, source);
+        gauges
+            .breaker_state
+            .add_u64(&self.instruments.meter, source);
     }
 
     /// Reads the slots `states` gives, while it gives any, into the four

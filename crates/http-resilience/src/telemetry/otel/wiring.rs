@@ -42,9 +42,10 @@ struct Wired {
 impl Wired {
     /// The listener of a policy whose shared `parts` are these.
     fn of<D>(metrics: &Metrics, parts: &Parts<D>) -> Self {
-        let budget = parts.budget.as_ref().map(|budget| {
-            metrics.observe_budget(metrics.budget_name.clone(), Arc::clone(budget))
-        });
+        let budget = parts
+            .budget
+            .as_ref()
+            .map(|budget| metrics.observe_budget(metrics.budget_name.clone(), Arc::clone(budget)));
         Self {
             metrics: metrics.clone(),
             given: parts.listener.clone(),
