@@ -1,7 +1,7 @@
 //! What a breaker trips on, how long it stays open, and how it recovers.
 
 use super::{
-    events::{BreakerListener, BreakerListeners, Circuits, Observer},
+    events::{BreakerListener, BreakerListeners, Circuits},
     registry::Registry,
     BreakerKey, CircuitState,
 };
@@ -228,7 +228,7 @@ impl<D> BreakerPolicy<D> {
     /// of the policy and every policy made from it from now on tells it of
     /// their events. Whether it was attached (not when one already is).
     #[cfg(feature = "otel")]
-    pub(crate) fn attach(&self, observer: Arc<dyn Observer>) -> bool {
+    pub(crate) fn attach(&self, observer: Arc<dyn super::events::Observer>) -> bool {
         let shared = &*self.shared;
         if !shared.listener.attach(Arc::clone(&observer)) {
             return false;

@@ -2,7 +2,7 @@
 //! per key, shared by every clone.
 
 use super::{
-    events::{emit, KeptSlots, Observer, OverloadEvent, OverloadListener, OverloadListeners},
+    events::{emit, KeptSlots, OverloadEvent, OverloadListener, OverloadListeners},
     limit::{AdaptiveLimit, Limit},
     slots::Slots,
     throttle::Throttle,
@@ -162,7 +162,7 @@ impl OverloadPolicy {
     /// the policy and every policy made from it from now on tells it of
     /// their events. Whether it was attached (not when one already is).
     #[cfg(feature = "otel")]
-    pub(crate) fn attach(&self, observer: Arc<dyn Observer>) -> bool {
+    pub(crate) fn attach(&self, observer: Arc<dyn super::events::Observer>) -> bool {
         if !self.shared.listener.attach(Arc::clone(&observer)) {
             return false;
         }

@@ -10,19 +10,23 @@
 //!
 //! - **`http_resilience.call`**, the logical call, `otel.kind = "internal"`,
 //!   `otel.name` the method; made from the first request, entered while the
-//!   call runs. When the call ends it records `resilience.attempts`,
-//!   `resilience.stop` ([`Stop::name`](crate::Stop::name)), the final
-//!   `http.response.status_code` or `error.type`, `resilience.deadline_ms`
-//!   (the call's budget, when it had a deadline), `resilience.hedge.winner`
-//!   (the copy that answered, for a hedge), `resilience.breaker.rejected`
-//!   (when an open circuit turned the last attempt away) and
-//!   `resilience.overload.rejected` (when overload control did).
+//!   call runs, with `http_resilience.form` (`retry` or `hedge`). When the
+//!   call ends it records `http_resilience.attempts`,
+//!   `http_resilience.stop` ([`Stop::name`](crate::Stop::name)), the final
+//!   `http.response.status_code` or `error.type`,
+//!   `http_resilience.deadline_ms` (the call's budget, when it had a
+//!   deadline), `http_resilience.hedge.winner` (the copy that answered, for
+//!   a hedge), `http_resilience.breaker.rejected` (when an open circuit
+//!   turned the last attempt away, as the decoder's verdict names it) and
+//!   `http_resilience.overload.rejected` (when overload control did).
 //! - **`http_resilience.attempt`**, one per attempt and per hedged copy, a
 //!   child of the call's, `otel.kind = "client"`, `otel.name` the method:
 //!   `http.request.method`, `server.address`, `server.port`, `url.full`,
 //!   `http.request.resend_count` on every attempt after the first (1 for the
-//!   second), and when the attempt ends `http.response.status_code`, or
-//!   `error.type` (the status code for 4xx and 5xx; for an error, the
+//!   second), and when the attempt ends `http.response.status_code` and
+//!   `network.protocol.version` (the response's HTTP version: `1.0`, `1.1`,
+//!   `2`, `3`), or `error.type` (the status code for 4xx and 5xx; for an
+//!   error, the
 //!   [`FailureKind::name`](crate::FailureKind::name) of the kind the
 //!   decoder's verdict gives, `_OTHER` when it gives none) with
 //!   `otel.status_code = "ERROR"`. Under the decoders that classify errors
@@ -44,9 +48,13 @@
 //! ([`with_url_query_in_spans`](crate::retry::RetryPolicy::with_url_query_in_spans)):
 //! a query often carries keys and signatures.
 //!
+//! The names are OpenTelemetry's where its HTTP client conventions have one,
+//! and the library's own are under `http_resilience.`, the namespace of its
+//! metrics too (`telemetry::otel`, feature `otel`).
+//!
 //! Every integer field (`server.port`, `http.request.resend_count`,
-//! `http.response.status_code`, `resilience.attempts`,
-//! `resilience.deadline_ms`, `resilience.hedge.winner`) is recorded as an
+//! `http.response.status_code`, `http_resilience.attempts`,
+//! `http_resilience.deadline_ms`, `http_resilience.hedge.winner`) is recorded as an
 //! `i64`, OpenTelemetry's integer type: `tracing-opentelemetry` exports a
 //! `u64` field as a string. Through it, the `otel.*` fields become the span's
 //! name, kind and status and no attribute; every other field is an attribute
@@ -83,17 +91,21 @@
 //! end of every attempt and hedged copy through
 //! [`on_attempt`](crate::policy::RetryListener::on_attempt) (an
 //! [`AttemptEnd`](crate::policy::AttemptEnd): its number, verdict, status,
-//! duration and `error.type`), each with the call's
+//! duration, protocol version and `error.type`), each with the call's
 //! [`CallContext`](crate::policy::CallContext) (method, scheme, authority).
+//! The combined service also tells it the end of every call, whatever ended
+//! it, the deadline included
+//! ([`on_call_end`](crate::policy::RetryListener::on_call_end)).
 //! With a listener, a call keeps its context (one allocation) and reads the
 //! clock when each attempt starts.
 //!
 //! # Metrics
 //!
-//! With the feature `otel`, `telemetry::otel::Metrics` is such a listener: it
-//! records the attempts, retries, hedges, ends of calls and a breaker's
-//! changes to OpenTelemetry instruments (`http.client.request.duration` and
-//! the `http_resilience.*` namespace). `examples/otel.rs` in the repository
+//! With the feature `otel`, `telemetry::otel::Metrics` records the attempts,
+//! retries, hedges, ends of calls and the guards' events and states to
+//! OpenTelemetry instruments (`http.client.request.duration` and the
+//! `http_resilience.*` namespace), wired into a policy in one call
+//! (`ResiliencePolicy::with_metrics`). `examples/otel.rs` in the repository
 //! prints the metrics and the spans of a retried call and a hedged call
 //! (`cargo run --example otel`).
 //!

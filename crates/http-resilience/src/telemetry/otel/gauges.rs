@@ -270,7 +270,7 @@ impl Metrics {
     {
         let (meter, gauges) = (&self.instruments.meter, &self.instruments.gauges);
         let states = Arc::new(states);
-        let counts: [(&Gauge<u64>, fn(&OverloadState) -> Option<u64>); 3] = [
+        let counts: [(&Gauge<u64>, SlotValue<u64>); 3] = [
             (&gauges.overload_limit, |s| s.limit.map(u64::from)),
             (&gauges.overload_in_flight, |s| Some(u64::from(s.in_flight))),
             (&gauges.overload_queued, |s| Some(u64::from(s.queued))),
@@ -284,8 +284,11 @@ impl Metrics {
     }
 }
 
+/// What a gauge of overload control reads of a key's state.
+type SlotValue<T> = fn(&OverloadState) -> Option<T>;
+
 /// A source reading `value` of every key's state that `states` gives.
-fn slots_source<T: 'static, F>(states: F, value: fn(&OverloadState) -> Option<T>) -> Source<T>
+fn slots_source<T: 'static, F>(states: F, value: SlotValue<T>) -> Source<T>
 where
     F: Fn() -> Option<Vec<(BreakerKey, OverloadState)>> + Send + Sync + 'static,
 {
