@@ -319,7 +319,7 @@ async fn a_hedged_call_counts_its_hedge() {
     let (reader, metrics) = Reader::new();
     let policy = HedgePolicy::new(TransientDecoder::new(), HedgeDelay::fixed(MS(50)), 2)
         .unwrap()
-        .with_listener(metrics.clone());
+        .with_metrics(&metrics);
     let calls = Arc::new(AtomicUsize::new(0));
     let svc = ServiceBuilder::new()
         .layer(metrics.layer())

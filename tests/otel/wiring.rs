@@ -334,3 +334,40 @@ async fn a_breaker_wired_in_place_is_read_while_it_lives_through_its_setters_and
         "{points:#?}"
     );
 }
+
+#[tokio::test(flavor = "current_thread", start_paused = true)]
+async fn overload_control_wired_with_the_policy_counts_its_rejections_and_reads_its_slots() {
+    use http_resilience::overload::OverloadPolicy;
+    let _one = crate::ONE_AT_A_TIME.lock().await;
+    let (reader, metrics) = Reader::new();
+    let retry = RetryPolicy::new(StatusDecoder::new([503]).unwrap(), FixedDelay::never());
+    let policy = ResiliencePolicy::new(Duration::from_secs(8), Duration::from_secs(3), retry)
+        .unwrap()
+        .with_overload(OverloadPolicy::bulkhead(1).unwrap())
+        .with_metrics(&metrics);
+    let svc = ServiceBuilder::new()
+        .layer(policy.layer())
+        .service(super::silent());
+    // One call holds the only slot; the next is turned away.
+    let mut held = Box::pin(svc.clone().oneshot(plain_get()));
+    assert!(super::futures_poll_once(held.as_mut()).await.is_none());
+    let err = guarded(svc.clone().oneshot(plain_get())).await.unwrap_err();
+    assert_eq!(FailureKind::of(&*err), FailureKind::Overloaded);
+
+    let key = ("http_resilience.overload.key", "http://api.test:8080");
+    let points = reader.collect();
+    let rejections = of(&points, "http_resilience.overload.rejections");
+    let full = attributes(&[key, ("http_resilience.overload.reason", "queue_full")]);
+    assert_eq!(rejections.len(), 1, "{rejections:?}");
+    assert_eq!(
+        (&rejections[0].attributes, rejections[0].value),
+        (&full, 1.0)
+    );
+    let in_flight = of(&points, "http_resilience.overload.in_flight");
+    assert_eq!(in_flight.len(), 1, "{in_flight:?}");
+    assert_eq!(
+        (&in_flight[0].attributes, in_flight[0].value),
+        (&attributes(&[key]), 1.0)
+    );
+    drop(held);
+}
