@@ -198,8 +198,10 @@ impl<D> HedgePolicy<D> {
     /// The same policy telling `metrics` of every copy, hedge and end of a
     /// call, beside the listener it has, if any, and observing its budget,
     /// as [`RetryPolicy::with_metrics`] does. A hedging stack is a stack of
-    /// layers: [`Metrics::layer`] goes outermost, around the deadline, and a
-    /// breaker inside is wired with [`BreakerPolicy::with_metrics`].
+    /// layers: [`Metrics::layer`] goes outermost, around the deadline (around
+    /// the [`GrpcHedgeLayer`](crate::grpc::GrpcHedgeLayer)'s service, which
+    /// holds its own), and a breaker inside is wired with
+    /// [`BreakerPolicy::with_metrics`].
     pub fn with_metrics(self, metrics: &Metrics) -> Self {
         let wired = Wired::of(metrics, self.parts());
         self.with_listener(wired)
