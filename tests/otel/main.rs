@@ -5,6 +5,7 @@
 //! exporter (`spans`).
 
 mod spans;
+mod wiring;
 
 use http::{Request, Response};
 use http_resilience::{
@@ -226,10 +227,21 @@ fn assert_retried_twice(points: &[Point]) {
     ];
     let failed = [
         &request[..],
-        &[("http.response.status_code", "503"), ("error.type", "503")],
+        &[
+            ("http.response.status_code", "503"),
+            ("network.protocol.version", "1.1"),
+            ("error.type", "503"),
+        ],
     ]
     .concat();
-    let ok = [&request[..], &[("http.response.status_code", "200")]].concat();
+    let ok = [
+        &request[..],
+        &[
+            ("http.response.status_code", "200"),
+            ("network.protocol.version", "1.1"),
+        ],
+    ]
+    .concat();
     let mut durations = of(points, "http.client.request.duration");
     durations.sort_by_key(|p| p.count);
     let seen: Vec<_> = durations.iter().map(|p| (&p.attributes, p.count)).collect();
@@ -307,7 +319,7 @@ async fn a_hedged_call_counts_its_hedge() {
     let (reader, metrics) = Reader::new();
     let policy = HedgePolicy::new(TransientDecoder::new(), HedgeDelay::fixed(MS(50)), 2)
         .unwrap()
-        .with_listener(metrics.clone());
+        .with_metrics(&metrics);
     let calls = Arc::new(AtomicUsize::new(0));
     let svc = ServiceBuilder::new()
         .layer(metrics.layer())

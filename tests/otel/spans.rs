@@ -204,6 +204,7 @@ fn assert_retried_twice(traces: &Traces) {
         vec![
             ("http.request.resend_count", Value::I64(n)),
             ("http.response.status_code", Value::I64(503)),
+            ("network.protocol.version", string("1.1")),
             ("error.type", string("503")),
         ]
     };
@@ -215,6 +216,7 @@ fn assert_retried_twice(traces: &Traces) {
     let ok = vec![
         ("http.request.resend_count", Value::I64(2)),
         ("http.response.status_code", Value::I64(200)),
+        ("network.protocol.version", string("1.1")),
     ];
     assert_attempt(&attempts[2], ok, Status::Unset);
     // The library's events are the call span's (the attempts have none).
@@ -224,11 +226,11 @@ fn assert_retried_twice(traces: &Traces) {
     assert_call(
         &call,
         vec![
-            ("resilience.form", string("retry")),
-            ("resilience.attempts", Value::I64(3)),
-            ("resilience.stop", string("accepted")),
+            ("http_resilience.form", string("retry")),
+            ("http_resilience.attempts", Value::I64(3)),
+            ("http_resilience.stop", string("accepted")),
             (
-                "resilience.deadline_ms",
+                "http_resilience.deadline_ms",
                 Value::I64(TOTAL.as_millis() as i64),
             ),
             ("http.response.status_code", Value::I64(200)),
@@ -301,20 +303,96 @@ async fn a_hedged_call_exports_two_client_spans_under_one_call_span() {
     let winner = vec![
         ("http.request.resend_count", Value::I64(1)),
         ("http.response.status_code", Value::I64(200)),
+        ("network.protocol.version", string("1.1")),
     ];
     assert_attempt(&attempts[1], winner, Status::Unset);
     assert_call(
         &call,
         vec![
-            ("resilience.form", string("hedge")),
-            ("resilience.attempts", Value::I64(2)),
-            ("resilience.stop", string("accepted")),
+            ("http_resilience.form", string("hedge")),
+            ("http_resilience.attempts", Value::I64(2)),
+            ("http_resilience.stop", string("accepted")),
             (
-                "resilience.deadline_ms",
+                "http_resilience.deadline_ms",
                 Value::I64(TOTAL.as_millis() as i64),
             ),
-            ("resilience.hedge.winner", Value::I64(2)),
+            ("http_resilience.hedge.winner", Value::I64(2)),
             ("http.response.status_code", Value::I64(200)),
         ],
     );
+}
+
+/// The attribute names of OpenTelemetry's conventions the spans use; every
+/// other name of the library's is under `http_resilience.`.
+const CONVENTIONS: [&str; 8] = [
+    "http.request.method",
+    "server.address",
+    "server.port",
+    "url.full",
+    "http.request.resend_count",
+    "http.response.status_code",
+    "network.protocol.version",
+    "error.type",
+];
+
+#[tokio::test]
+async fn spans_over_loopback_name_every_field_of_the_library_under_http_resilience() {
+    use super::wiring::{client, get, guarded, LONG_BREAK};
+    use http_resilience::{breaker::BreakerPolicy, policy::TransientDecoder, FailureKind};
+    use http_resilience_mock::{MockResponse, MockServer};
+    use tower::Layer;
+
+    let _one = crate::ONE_AT_A_TIME.lock().await;
+    let traces = Traces::install();
+    let server = guarded(MockServer::start()).await.unwrap();
+    server.enqueue(MockResponse::new(503));
+    let breaker = BreakerPolicy::new(StatusDecoder::new([503]).unwrap())
+        .consecutive_failures(1)
+        .and_then(|p| p.break_duration(LONG_BREAK, LONG_BREAK))
+        .unwrap();
+    let retry = RetryPolicy::new(TransientDecoder::new(), FixedDelay::never());
+    let policy = ResiliencePolicy::new(TOTAL, Duration::from_secs(3), retry)
+        .unwrap()
+        .with_breaker(breaker);
+    let svc = policy.layer().layer(client(false));
+    // One 503 trips the circuit; the next call is turned away.
+    let first = guarded(svc.clone().oneshot(get(&server))).await.unwrap();
+    assert_eq!(first.status(), 503);
+    let err = guarded(svc.oneshot(get(&server))).await.unwrap_err();
+    assert_eq!(FailureKind::of(&*err), FailureKind::CircuitOpen);
+
+    let spans: Vec<_> = traces
+        .exporter
+        .get_finished_spans()
+        .unwrap()
+        .into_iter()
+        .filter(|span| span.name == "GET")
+        .collect();
+    assert_eq!(spans.len(), 4, "two calls, two attempts: {spans:#?}");
+    for span in &spans {
+        for name in attributes(span).keys() {
+            assert!(
+                CONVENTIONS.contains(&name.as_str()) || name.starts_with("http_resilience."),
+                "{name} is neither the conventions' nor under http_resilience."
+            );
+        }
+    }
+    let sent = spans
+        .iter()
+        .find(|span| span.span_kind == SpanKind::Client && resend_count(span) == 0)
+        .map(attributes)
+        .filter(|attributes| attributes.contains_key("http.response.status_code"))
+        .expect("the attempt that was sent");
+    assert_eq!(sent["network.protocol.version"], string("1.1"));
+    let rejected = spans
+        .iter()
+        .filter(|span| span.span_kind == SpanKind::Internal)
+        .map(attributes)
+        .find(|attributes| attributes.contains_key("http_resilience.breaker.rejected"))
+        .expect("the call the circuit turned away");
+    assert_eq!(
+        rejected["http_resilience.breaker.rejected"],
+        Value::Bool(true)
+    );
+    assert_eq!(rejected["http_resilience.stop"], string("failed"));
 }

@@ -72,14 +72,14 @@ async fn a_hedged_call_makes_a_span_per_copy_and_names_the_winner() {
     let expected = with(
         request_fields("internal"),
         [
-            ("resilience.form", string("hedge")),
-            ("resilience.attempts", Value::I64(2)),
-            ("resilience.stop", string("accepted")),
+            ("http_resilience.form", string("hedge")),
+            ("http_resilience.attempts", Value::I64(2)),
+            ("http_resilience.stop", string("accepted")),
             (
-                "resilience.deadline_ms",
+                "http_resilience.deadline_ms",
                 Value::I64(DEADLINE.as_millis() as i64),
             ),
-            ("resilience.hedge.winner", Value::I64(2)),
+            ("http_resilience.hedge.winner", Value::I64(2)),
             ("http.response.status_code", Value::I64(200)),
         ],
     );
@@ -97,6 +97,7 @@ async fn a_hedged_call_makes_a_span_per_copy_and_names_the_winner() {
         [
             ("http.request.resend_count", Value::I64(1)),
             ("http.response.status_code", Value::I64(200)),
+            ("network.protocol.version", string("1.1")),
         ],
     );
     assert_eq!(winner.fields(), expected, "the winner");

@@ -50,11 +50,11 @@ async fn a_retried_call_makes_a_call_span_and_a_child_span_per_attempt() {
         let expected = with(
             request_fields("internal"),
             [
-                ("resilience.form", string("retry")),
-                ("resilience.attempts", Value::I64(3)),
-                ("resilience.stop", string("accepted")),
+                ("http_resilience.form", string("retry")),
+                ("http_resilience.attempts", Value::I64(3)),
+                ("http_resilience.stop", string("accepted")),
                 (
-                    "resilience.deadline_ms",
+                    "http_resilience.deadline_ms",
                     Value::I64(DEADLINE.as_millis() as i64),
                 ),
                 ("http.response.status_code", Value::I64(200)),
@@ -70,11 +70,15 @@ async fn a_retried_call_makes_a_call_span_and_a_child_span_per_attempt() {
             let outcome: Vec<(&'static str, Value)> = if n < 2 {
                 vec![
                     ("http.response.status_code", Value::I64(503)),
+                    ("network.protocol.version", string("1.1")),
                     ("error.type", string("503")),
                     ("otel.status_code", string("ERROR")),
                 ]
             } else {
-                vec![("http.response.status_code", Value::I64(200))]
+                vec![
+                    ("http.response.status_code", Value::I64(200)),
+                    ("network.protocol.version", string("1.1")),
+                ]
             };
             let expected = with(request_fields("client"), resend.into_iter().chain(outcome));
             assert_eq!(attempt.fields(), expected, "{form:?} attempt {}", n + 1);
@@ -101,9 +105,9 @@ async fn a_call_without_a_deadline_records_no_budget() {
     assert_eq!(get(svc).await.unwrap(), StatusCode::OK);
     let (call, attempts) = call_and_attempts(&recorder);
     assert_eq!(attempts.len(), 2);
-    assert_eq!(call.int("resilience.attempts"), Some(2));
+    assert_eq!(call.int("http_resilience.attempts"), Some(2));
     assert_eq!(
-        call.get("resilience.deadline_ms"),
+        call.get("http_resilience.deadline_ms"),
         None,
         "{:?}",
         call.fields()
@@ -136,8 +140,8 @@ async fn an_attempt_its_limit_ends_records_attempt_timeout() {
         assert_eq!(attempt.get("http.response.status_code"), None, "{form:?}");
         assert_eq!(call.str("error.type"), Some("attempt_timeout"), "{form:?}");
         assert_eq!(call.str("otel.status_code"), Some("ERROR"), "{form:?}");
-        assert_eq!(call.str("resilience.stop"), Some("failed"), "{form:?}");
-        assert_eq!(call.int("resilience.attempts"), Some(1), "{form:?}");
+        assert_eq!(call.str("http_resilience.stop"), Some("failed"), "{form:?}");
+        assert_eq!(call.int("http_resilience.attempts"), Some(1), "{form:?}");
         assert_eq!(call.get("http.response.status_code"), None, "{form:?}");
     }
 }
@@ -299,7 +303,7 @@ async fn retries_and_the_end_are_events_inside_the_call_span() {
         let done = recorder.events().pop().unwrap();
         assert_eq!(done.get("attempts"), Some(&Value::U64(3)));
         assert_eq!(done.get("stop"), Some(&text("retries exhausted")));
-        assert_eq!(call.str("resilience.stop"), Some("exhausted"));
+        assert_eq!(call.str("http_resilience.stop"), Some("exhausted"));
         assert_eq!(call.str("error.type"), Some("503"));
         assert_eq!(call.int("http.response.status_code"), Some(503));
     }
@@ -363,12 +367,12 @@ async fn a_call_overload_control_turns_away_records_it_on_the_call_span() {
         assert!(upstream.seen().is_empty(), "{form:?}: never sent");
         let (call, _) = call_and_attempts(&recorder);
         assert_eq!(
-            call.get("resilience.overload.rejected"),
+            call.get("http_resilience.overload.rejected"),
             Some(&Value::Bool(true)),
             "{form:?}"
         );
         assert_eq!(call.str("error.type"), Some("overloaded"), "{form:?}");
-        assert_eq!(call.str("resilience.stop"), Some("failed"), "{form:?}");
+        assert_eq!(call.str("http_resilience.stop"), Some("failed"), "{form:?}");
         runs.push(normalized(&recorder));
         held.abort();
     }

@@ -3,17 +3,22 @@
 //! upstream: the spans as they close (tracing-subscriber's fmt), then every
 //! metric the SDK's in-memory exporter holds. No collector, no network.
 //!
+//! The combined service takes the metrics in one call
+//! (`ResiliencePolicy::with_metrics`); the hedging stack, a stack of layers,
+//! has its call layer outermost and its hedging policy wired.
+//!
 //! ```text
 //! cargo run -p http-resilience --example otel
 //! ```
 
 use http::{Request, Response, StatusCode};
 use http_resilience::{
+    breaker::BreakerPolicy,
     hedge::{HedgeDelay, HedgeLayer, HedgePolicy},
     policy::{FixedDelay, RetryBudget, StatusDecoder, TransientDecoder},
-    retry::{RetryPolicy, StatusRetryLayer},
+    retry::RetryPolicy,
     telemetry::otel::Metrics,
-    AttemptTimeoutLayer, BoxError, DeadlineLayer,
+    BoxError, DeadlineLayer, ResiliencePolicy,
 };
 use opentelemetry::{metrics::MeterProvider as _, KeyValue};
 use opentelemetry_sdk::metrics::{
@@ -28,7 +33,7 @@ use std::{
     },
     time::Duration,
 };
-use tower::{ServiceBuilder, ServiceExt};
+use tower::{Service, ServiceBuilder, ServiceExt};
 use tracing_subscriber::fmt::format::FmtSpan;
 
 const MS: fn(u64) -> Duration = Duration::from_millis;
@@ -51,14 +56,15 @@ async fn main() -> Result<(), BoxError> {
     let metrics = Metrics::new(&provider.meter("otel-example"));
 
     println!("== a call retried: 503, 503, then 200");
-    let budget = Arc::new(RetryBudget::new(10, 0.1)?);
-    let _tokens = metrics.observe_budget("api", Arc::clone(&budget));
-    retried_call(&metrics, budget).await?;
+    let retried = retried_call(&metrics.clone().with_budget_name("api")).await?;
 
     println!("\n== a hedged call: the first copy is slow, the hedge answers");
     hedged_call(&metrics).await?;
 
+    // NOTE: the gauges read the breaker and the budget while the service
+    // that holds them lives.
     provider.force_flush()?;
+    drop(retried);
     println!("\n== metrics");
     let exported = exporter.get_finished_metrics()?;
     if let Some(last) = exported.last() {
@@ -70,18 +76,20 @@ async fn main() -> Result<(), BoxError> {
     Ok(())
 }
 
-/// The three layers, the call layer outermost, around an upstream that
-/// answers 503 twice, then 200.
-async fn retried_call(metrics: &Metrics, budget: Arc<RetryBudget>) -> Result<(), BoxError> {
-    let policy = RetryPolicy::new(StatusDecoder::new([503])?, FixedDelay::new(MS(10), 2))
-        .with_budget(budget)
-        .with_listener(metrics.clone());
+/// The combined service with a breaker, wired with one call, around an
+/// upstream that answers 503 twice, then 200; the service is returned, so
+/// that its gauges read until it is dropped.
+async fn retried_call(
+    metrics: &Metrics,
+) -> Result<impl Service<Request<String>> + Clone, BoxError> {
+    let retry = RetryPolicy::new(StatusDecoder::new([503])?, FixedDelay::new(MS(10), 2))
+        .with_budget(Arc::new(RetryBudget::new(10, 0.1)?));
+    let policy = ResiliencePolicy::new(Duration::from_secs(8), Duration::from_secs(3), retry)?
+        .with_breaker(BreakerPolicy::new(StatusDecoder::new([503])?))
+        .with_metrics(metrics);
     let calls = Arc::new(AtomicU32::new(0));
     let svc = ServiceBuilder::new()
-        .layer(metrics.layer())
-        .layer(DeadlineLayer::new(Duration::from_secs(8)))
-        .layer(StatusRetryLayer::new(policy))
-        .layer(AttemptTimeoutLayer::new(Duration::from_secs(3)))
+        .layer(policy.layer())
         .service_fn(move |_: Request<String>| {
             let unavailable = calls.fetch_add(1, Ordering::Relaxed) < 2;
             async move {
@@ -94,16 +102,16 @@ async fn retried_call(metrics: &Metrics, budget: Arc<RetryBudget>) -> Result<(),
             }
         });
     let request = Request::get("http://api.test:8080/items").body(String::new())?;
-    let response = svc.oneshot(request).await?;
+    let response = svc.clone().oneshot(request).await?;
     println!("-> {}", response.status());
-    Ok(())
+    Ok(svc)
 }
 
 /// A hedge after 50 ms, the call layer outermost, around an upstream whose
 /// first answer takes a second.
 async fn hedged_call(metrics: &Metrics) -> Result<(), BoxError> {
     let policy = HedgePolicy::new(TransientDecoder::new(), HedgeDelay::fixed(MS(50)), 2)?
-        .with_listener(metrics.clone());
+        .with_metrics(metrics);
     let calls = Arc::new(AtomicU32::new(0));
     let svc = ServiceBuilder::new()
         .layer(metrics.layer())
@@ -150,6 +158,11 @@ fn print_metric(metric: &Metric) {
             }
         }
         AggregatedMetrics::F64(MetricData::Gauge(g)) => {
+            for p in g.data_points() {
+                println!("  {{{}}} {}", pairs(p.attributes()), p.value());
+            }
+        }
+        AggregatedMetrics::U64(MetricData::Gauge(g)) => {
             for p in g.data_points() {
                 println!("  {{{}}} {}", pairs(p.attributes()), p.value());
             }

@@ -4,9 +4,10 @@
 //! and the end of a call exist once.
 
 use crate::{
+    errors::AsError,
     extensions::{AttemptNumber, FinalAttempt},
-    policy::{AttemptEnd, CallContext, Parts, Reason, RetryEvent, Verdict},
-    telemetry::{self, CallSpan},
+    policy::{AttemptEnd, CallContext, CallEnd, Parts, Reason, RetryEvent, Verdict},
+    telemetry::{self, names, CallSpan},
     Attempts, FailureKind, RequestDeadline, RetryReport, Stop,
 };
 use http::StatusCode;
@@ -34,6 +35,8 @@ struct Watch {
     span: Option<Span>,
     // The call, for a listener.
     context: Option<CallContext>,
+    // When the call started, for a listener.
+    called: Instant,
     // When the attempt in flight started, for a listener.
     started: Instant,
     hedge: bool,
@@ -80,12 +83,24 @@ impl Session {
         }
     }
 
-    /// The session of a call that sends nothing (its deadline had passed).
-    pub(crate) const fn unsent() -> Self {
+    /// The session of a call that sends nothing (its deadline had passed):
+    /// with a listener, it keeps the call's context for its end.
+    pub(crate) fn unsent<B, D>(parts: &Parts<D>, request: &http::Request<B>) -> Self {
+        let watch = parts.listener.as_ref().map(|_| {
+            let now = Instant::now();
+            Box::new(Watch {
+                span: None,
+                context: Some(CallContext::of(request)),
+                called: now,
+                started: now,
+                hedge: false,
+                attempt: None,
+            })
+        });
         Self {
             attempts: 1,
             report: None,
-            watch: None,
+            watch,
         }
     }
 
@@ -125,33 +140,39 @@ impl Session {
         self.watch.as_mut()?.attempt.take()
     }
 
-    /// Ends the attempt in flight with `verdict` on its outcome (of
-    /// `status`, for a response): its span records it, a listener hears it.
+    /// Ends the attempt in flight with `verdict` on its outcome (`response`,
+    /// when it is one): its span records it, a listener hears it.
     #[inline(always)]
-    pub(crate) fn end_attempt<D>(
+    pub(crate) fn end_attempt<D, T>(
         &mut self,
         parts: &Parts<D>,
         verdict: Verdict,
-        status: Option<StatusCode>,
+        response: Option<&http::Response<T>>,
     ) {
         let Some(watch) = &mut self.watch else {
             return;
         };
         let copy = (watch.attempt.take(), self.attempts, Some(watch.started));
-        self.end_copy(parts, copy, verdict, status);
+        self.end_copy(parts, copy, verdict, response);
     }
 
     /// Ends copy `number` (with its `span`, started at `started`) with
-    /// `verdict` on its outcome: its span records it, a listener hears it.
-    pub(crate) fn end_copy<D>(
+    /// `verdict` on its outcome (`response`, when it is one): its span
+    /// records it, a listener hears it.
+    pub(crate) fn end_copy<D, T>(
         &self,
         parts: &Parts<D>,
         (span, number, started): (Option<Box<Span>>, u32, Option<Instant>),
         verdict: Verdict,
-        status: Option<StatusCode>,
+        response: Option<&http::Response<T>>,
     ) {
+        let status = response.map(http::Response::status);
+        let version = response.map(http::Response::version);
         if let Some(span) = span {
             telemetry::record_outcome(&span, verdict, status);
+            if let Some(version) = version {
+                telemetry::record_version(&span, version);
+            }
         }
         let (Some(listener), Some(watch)) = (&parts.listener, &self.watch) else {
             return;
@@ -164,8 +185,40 @@ impl Session {
             verdict,
             status,
             duration: started.elapsed(),
+            version,
         };
         listener.on_attempt(&end, context);
+    }
+
+    /// Tells the listener, if there is one, that the call ended with
+    /// `output`: for the form that holds the call's deadline (the combined
+    /// service), which alone sees every end of its calls.
+    pub(crate) fn finish<D, T, E: AsError>(
+        &self,
+        parts: &Parts<D>,
+        output: &Result<http::Response<T>, E>,
+    ) {
+        let Some(listener) = &parts.listener else {
+            return;
+        };
+        let Some((context, watch)) = self
+            .watch
+            .as_ref()
+            .and_then(|watch| Some((watch.context.as_ref()?, watch)))
+        else {
+            return;
+        };
+        let (status, version, failure) = match output {
+            Ok(response) => (Some(response.status()), Some(response.version()), None),
+            Err(error) => (None, None, Some(FailureKind::of(error))),
+        };
+        let end = CallEnd {
+            status,
+            version,
+            failure,
+            duration: watch.called.elapsed(),
+        };
+        listener.on_call_end(&end, context);
     }
 
     /// Tells the listener, if there is one, of `event`, with the call's
@@ -245,24 +298,22 @@ impl Session {
         deadline: Option<RequestDeadline>,
         status: Option<StatusCode>,
     ) {
-        span.record("resilience.attempts", i64::from(summary.get()));
-        span.record("resilience.stop", summary.stop().name());
+        span.record(names::ATTEMPTS, i64::from(summary.get()));
+        span.record(names::STOP, summary.stop().name());
         if let Some(deadline) = deadline {
-            span.record(
-                "resilience.deadline_ms",
-                telemetry::int(whole_millis(deadline.budget())),
-            );
+            let budget = telemetry::int(whole_millis(deadline.budget()));
+            span.record(names::DEADLINE_MS, budget);
         }
         if self.watch.as_ref().is_some_and(|watch| watch.hedge) {
-            span.record("resilience.hedge.winner", i64::from(summary.winner()));
+            span.record(names::HEDGE_WINNER, i64::from(summary.winner()));
         }
         let verdict = summary.verdict();
         match verdict.reason() {
             Some(Reason::Failure(FailureKind::CircuitOpen)) => {
-                span.record("resilience.breaker.rejected", true);
+                span.record(names::BREAKER_REJECTED, true);
             }
             Some(Reason::Failure(FailureKind::Overloaded)) => {
-                span.record("resilience.overload.rejected", true);
+                span.record(names::OVERLOAD_REJECTED, true);
             }
             _ => {}
         }
@@ -316,9 +367,11 @@ impl Watch {
         if span.is_none() && attempt.is_none() && parts.listener.is_none() {
             return None;
         }
+        let now = Instant::now();
         Some(Box::new(Self {
             context: parts.listener.as_ref().map(|_| CallContext::of(request)),
-            started: Instant::now(),
+            called: now,
+            started: now,
             hedge: call.is_hedge(),
             span,
             attempt,

@@ -55,7 +55,7 @@ impl<'a> Ctx<'a> {
             settings: &shared.settings,
             base: shared.base,
             seeds: &shared.seeds,
-            listener: shared.listener.as_deref(),
+            listener: super::events::heard(&shared.listener),
         }
     }
 

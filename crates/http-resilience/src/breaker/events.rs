@@ -1,8 +1,12 @@
 //! Breaker events (see [`BreakerListener`]).
 
-use super::BreakerKey;
-use crate::policy::Verdict;
-use std::{fmt, time::Duration};
+use super::{registry::Registry, BreakerKey, CircuitState};
+use crate::{policy::Verdict, telemetry::listeners::Listeners};
+use std::{
+    fmt,
+    sync::{Arc, Weak},
+    time::Duration,
+};
 use tokio::time::Instant;
 
 /// Why a circuit opened.
@@ -155,6 +159,61 @@ where
 {
     fn on_event(&self, event: &BreakerEvent<'_>) {
         self(event)
+    }
+}
+
+/// What watches a policy's circuits from outside the breaker, attached to
+/// them in place (the metrics of `telemetry::otel`): it hears every event, as
+/// a listener does, and reads the states of the circuits it is attached to,
+/// and of those of every policy made from that one.
+pub(crate) trait Observer: BreakerListener {
+    /// Reads the states of `circuits` from now on, for as long as they are
+    /// kept.
+    fn observe(&self, circuits: Circuits);
+}
+
+/// The listeners of a policy's circuits.
+pub(crate) type BreakerListeners = Listeners<dyn BreakerListener, dyn Observer>;
+
+impl BreakerListener for BreakerListeners {
+    fn on_event(&self, event: &BreakerEvent<'_>) {
+        if let Some(given) = self.given() {
+            given.on_event(event);
+        }
+        if let Some(observer) = self.observer() {
+            observer.on_event(event);
+        }
+    }
+}
+
+/// The listener to tell of the circuits' events: `listeners`, unless no one
+/// listens.
+pub(crate) fn heard(listeners: &BreakerListeners) -> Option<&dyn BreakerListener> {
+    listeners.any().then_some(listeners as &dyn BreakerListener)
+}
+
+/// A policy's circuits, held weakly: their states are read while any clone
+/// of the policy (or a layer or service made from it) keeps them.
+#[derive(Clone)]
+#[cfg_attr(not(feature = "otel"), allow(dead_code))]
+pub(crate) struct Circuits {
+    registry: Weak<Registry>,
+    base: Instant,
+}
+
+impl Circuits {
+    /// The circuits of `registry`, whose clock counts from `base`.
+    pub(crate) fn of(registry: &Arc<Registry>, base: Instant) -> Self {
+        Self {
+            registry: Arc::downgrade(registry),
+            base,
+        }
+    }
+
+    /// The state of every circuit kept, or `None` once nothing keeps them.
+    #[cfg_attr(not(feature = "otel"), allow(dead_code))]
+    pub(crate) fn states(&self) -> Option<Vec<(BreakerKey, CircuitState)>> {
+        Some(self.registry.upgrade()?.states(self.base))
     }
 }
 

@@ -178,6 +178,8 @@ pub use self::{
     settings::BreakerSettings,
 };
 
+#[cfg(feature = "otel")]
+pub(crate) use self::events::{Circuits, Observer};
 pub(crate) use self::probe::waits_for_probe;
 
 pub(crate) use self::key::KeyRef;

@@ -1,6 +1,10 @@
 //! What a breaker trips on, how long it stays open, and how it recovers.
 
-use super::{events::BreakerListener, registry::Registry, BreakerKey, CircuitState};
+use super::{
+    events::{BreakerListener, BreakerListeners, Circuits},
+    registry::Registry,
+    BreakerKey, CircuitState,
+};
 use crate::policy::{AnyDecoder, Decoder, Reason, TransientDecoder, Verdict};
 use crate::{policy::Seeds, InvalidSetting};
 use std::{fmt, sync::Arc, time::Duration};
@@ -74,11 +78,13 @@ pub(crate) struct Shared<D> {
     pub(crate) settings: Settings,
     pub(crate) decoder: D,
     pub(crate) key_fn: Option<Arc<KeyFn>>,
-    pub(crate) listener: Option<Arc<dyn BreakerListener>>,
+    pub(crate) listener: BreakerListeners,
     pub(crate) seeds: Seeds,
     /// The instant the circuits count their time from.
     pub(crate) base: Instant,
-    pub(crate) registry: Registry,
+    /// NOTE: in an `Arc` of its own, so that an observer holds the circuits
+    /// weakly, whatever the decoder.
+    pub(crate) registry: Arc<Registry>,
 }
 
 /// A circuit breaker's policy: what counts as a failure, when a circuit
@@ -179,14 +185,21 @@ pub struct BreakerPolicy<D> {
 impl<D> BreakerPolicy<D> {
     /// A policy that judges outcomes with `decoder`, with the defaults.
     pub fn new(decoder: D) -> Self {
-        Self::from_parts(decoder, Settings::default(), None, None, Seeds::random())
+        let listeners = BreakerListeners::none();
+        Self::from_parts(
+            decoder,
+            Settings::default(),
+            None,
+            listeners,
+            Seeds::random(),
+        )
     }
 
     fn from_parts(
         decoder: D,
         settings: Settings,
         key_fn: Option<Arc<KeyFn>>,
-        listener: Option<Arc<dyn BreakerListener>>,
+        listener: BreakerListeners,
         seeds: Seeds,
     ) -> Self {
         Self::from_shared(Shared {
@@ -196,14 +209,32 @@ impl<D> BreakerPolicy<D> {
             listener,
             seeds,
             base: Instant::now(),
-            registry: Registry::default(),
+            registry: Arc::default(),
         })
     }
 
+    /// The policy of `shared`, whose observer, carried from the policy it
+    /// was made from, reads its new circuits too.
     fn from_shared(shared: Shared<D>) -> Self {
+        if let Some(observer) = shared.listener.observer() {
+            observer.observe(Circuits::of(&shared.registry, shared.base));
+        }
         Self {
             shared: Arc::new(shared),
         }
+    }
+
+    /// Attaches `observer` to this policy's circuits, in place: every clone
+    /// of the policy and every policy made from it from now on tells it of
+    /// their events. Whether it was attached (not when one already is).
+    #[cfg(feature = "otel")]
+    pub(crate) fn attach(&self, observer: Arc<dyn super::events::Observer>) -> bool {
+        let shared = &*self.shared;
+        if !shared.listener.attach(Arc::clone(&observer)) {
+            return false;
+        }
+        observer.observe(Circuits::of(&shared.registry, shared.base));
+        true
     }
 
     /// The decoder.
@@ -256,10 +287,10 @@ impl<D: Clone> BreakerPolicy<D> {
             settings,
             decoder: shared.decoder.clone(),
             key_fn: shared.key_fn.clone(),
-            listener: shared.listener.clone(),
+            listener: shared.listener.carried(None),
             seeds: shared.seeds.clone(),
             base: Instant::now(),
-            registry: Registry::default(),
+            registry: Arc::default(),
         }
     }
 
@@ -480,7 +511,7 @@ impl<D: Clone> BreakerPolicy<D> {
     #[must_use]
     pub fn with_listener(self, listener: impl BreakerListener) -> Self {
         let mut next = self.fresh(self.shared.settings);
-        next.listener = Some(Arc::new(listener));
+        next.listener = self.shared.listener.carried(Some(Arc::new(listener)));
         Self::from_shared(next)
     }
 
@@ -491,7 +522,7 @@ impl<D: Clone> BreakerPolicy<D> {
             decoder,
             shared.settings,
             shared.key_fn.clone(),
-            shared.listener.clone(),
+            shared.listener.carried(None),
             shared.seeds.clone(),
         )
     }
@@ -538,7 +569,7 @@ impl<D: fmt::Debug> fmt::Debug for BreakerPolicy<D> {
             .field("decoder", &shared.decoder)
             .field("settings", &shared.settings)
             .field("custom_key", &shared.key_fn.is_some())
-            .field("listener", &shared.listener.is_some())
+            .field("listener", &shared.listener.given().is_some())
             .field("keys", &shared.registry.len())
             .finish()
     }

@@ -214,9 +214,8 @@ where
             self.policy.delay().record(now - started, now);
         }
         let verdict = self.policy.decoder().decode(&outcome);
-        let status = outcome.as_ref().ok().map(http::Response::status);
         self.session
-            .end_copy(self.policy.parts(), copy, verdict, status);
+            .end_copy(self.policy.parts(), copy, verdict, outcome.as_ref().ok());
         match verdict {
             Verdict::Accept => {
                 self.policy.parts().record(verdict);

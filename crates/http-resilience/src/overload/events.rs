@@ -1,8 +1,11 @@
 //! Overload control's events (see [`OverloadListener`]).
 
-use super::error::Rejection;
-use crate::breaker::BreakerKey;
-use std::fmt;
+use super::{error::Rejection, policy::Shared, OverloadPolicy, OverloadState};
+use crate::{breaker::BreakerKey, telemetry::listeners::Listeners};
+use std::{
+    fmt,
+    sync::{Arc, Weak},
+};
 
 /// Something overload control did.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -58,13 +61,54 @@ where
     }
 }
 
+/// What watches a policy's slots from outside overload control, attached to
+/// them in place (the metrics of `telemetry::otel`): it hears every event, as
+/// a listener does, and reads the state of the slots it is attached to, and
+/// of those of every policy made from that one.
+pub(crate) trait Observer: OverloadListener {
+    /// Reads the state of `slots` from now on, for as long as they are kept.
+    fn observe(&self, slots: KeptSlots);
+}
+
+/// The listeners of a policy's slots.
+pub(crate) type OverloadListeners = Listeners<dyn OverloadListener, dyn Observer>;
+
+impl OverloadListener for OverloadListeners {
+    fn on_event(&self, event: &OverloadEvent<'_>) {
+        if let Some(given) = self.given() {
+            given.on_event(event);
+        }
+        if let Some(observer) = self.observer() {
+            observer.on_event(event);
+        }
+    }
+}
+
+/// A policy's slots, held weakly: their state is read while any clone of
+/// the policy (or a layer or service made from it) keeps them.
+#[derive(Clone)]
+#[cfg_attr(not(feature = "otel"), allow(dead_code))]
+pub(crate) struct KeptSlots(Weak<Shared>);
+
+impl KeptSlots {
+    /// The slots of the policy of `shared`.
+    pub(crate) fn of(shared: &Arc<Shared>) -> Self {
+        Self(Arc::downgrade(shared))
+    }
+
+    /// The state of every key kept, or `None` once nothing keeps them.
+    #[cfg_attr(not(feature = "otel"), allow(dead_code))]
+    pub(crate) fn states(&self) -> Option<Vec<(BreakerKey, OverloadState)>> {
+        let shared = self.0.upgrade()?;
+        Some(OverloadPolicy { shared }.states())
+    }
+}
+
 /// Logs `event` (at debug level: a loaded client turns many calls away) and
 /// tells `listener`, if any.
-pub(crate) fn emit(listener: Option<&dyn OverloadListener>, event: &OverloadEvent<'_>) {
+pub(crate) fn emit(listeners: &OverloadListeners, event: &OverloadEvent<'_>) {
     tracing::debug!(%event, "overload control");
-    if let Some(listener) = listener {
-        listener.on_event(event);
-    }
+    listeners.on_event(event);
 }
 
 #[cfg(test)]

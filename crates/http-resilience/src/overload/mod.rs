@@ -120,6 +120,8 @@ mod service;
 mod slots;
 mod throttle;
 
+#[cfg(feature = "otel")]
+pub(crate) use self::events::{KeptSlots, Observer};
 pub(crate) use self::pass::Admission;
 
 pub use self::{

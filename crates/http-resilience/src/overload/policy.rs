@@ -2,7 +2,7 @@
 //! per key, shared by every clone.
 
 use super::{
-    events::{emit, OverloadEvent, OverloadListener},
+    events::{emit, KeptSlots, OverloadEvent, OverloadListener, OverloadListeners},
     limit::{AdaptiveLimit, Limit},
     slots::Slots,
     throttle::Throttle,
@@ -46,7 +46,7 @@ pub(crate) type Settings = OverloadSettings;
 pub(crate) struct Shared {
     pub(crate) settings: Settings,
     pub(crate) key_fn: Option<Arc<KeyFn>>,
-    listener: Option<Arc<dyn OverloadListener>>,
+    listener: OverloadListeners,
     seeds: Seeds,
     /// The instant the slots count their time from.
     base: Instant,
@@ -141,13 +141,30 @@ impl OverloadPolicy {
             max_keys: 1024,
             idle_key_timeout: Duration::from_secs(300),
         };
-        Self::from_shared(Shared::new(settings, None, None, Seeds::random()))
+        let listeners = OverloadListeners::none();
+        Self::from_shared(Shared::new(settings, None, listeners, Seeds::random()))
     }
 
+    /// The policy of `shared`, whose observer, carried from the policy it
+    /// was made from, reads its new slots too.
     fn from_shared(shared: Shared) -> Self {
-        Self {
-            shared: Arc::new(shared),
+        let shared = Arc::new(shared);
+        if let Some(observer) = shared.listener.observer() {
+            observer.observe(KeptSlots::of(&shared));
         }
+        Self { shared }
+    }
+
+    /// Attaches `observer` to this policy's slots, in place: every clone of
+    /// the policy and every policy made from it from now on tells it of
+    /// their events. Whether it was attached (not when one already is).
+    #[cfg(feature = "otel")]
+    pub(crate) fn attach(&self, observer: Arc<dyn super::events::Observer>) -> bool {
+        if !self.shared.listener.attach(Arc::clone(&observer)) {
+            return false;
+        }
+        observer.observe(KeptSlots::of(&self.shared));
+        true
     }
 
     /// The same parts with `settings`, and a state of its own.
@@ -156,7 +173,7 @@ impl OverloadPolicy {
         Shared::new(
             settings,
             s.key_fn.clone(),
-            s.listener.clone(),
+            s.listener.carried(None),
             s.seeds.clone(),
         )
     }
@@ -249,7 +266,7 @@ impl OverloadPolicy {
     #[must_use]
     pub fn with_listener(self, listener: impl OverloadListener) -> Self {
         let mut next = self.remade(self.shared.settings);
-        next.listener = Some(Arc::new(listener));
+        next.listener = self.shared.listener.carried(Some(Arc::new(listener)));
         Self::from_shared(next)
     }
 
@@ -297,7 +314,7 @@ impl fmt::Debug for OverloadPolicy {
         f.debug_struct("OverloadPolicy")
             .field("settings", &shared.settings)
             .field("keyed_by_fn", &shared.key_fn.is_some())
-            .field("listener", &shared.listener.is_some())
+            .field("listener", &shared.listener.given().is_some())
             .field("keys", &shared.registry.len())
             .finish()
     }
@@ -309,7 +326,7 @@ impl Shared {
     fn new(
         settings: Settings,
         key_fn: Option<Arc<KeyFn>>,
-        listener: Option<Arc<dyn OverloadListener>>,
+        listener: OverloadListeners,
         seeds: Seeds,
     ) -> Self {
         Self {
@@ -343,7 +360,7 @@ impl Shared {
 
     /// Logs `event` and tells the listener.
     pub(crate) fn tell(&self, event: &OverloadEvent<'_>) {
-        emit(self.listener.as_deref(), event);
+        emit(&self.listener, event);
     }
 
     fn read(&self, slots: &Slots) -> OverloadState {

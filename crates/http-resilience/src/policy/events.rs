@@ -1,7 +1,7 @@
 //! Retry events (see [`RetryListener`]).
 
 use super::Verdict;
-use crate::Stop;
+use crate::{FailureKind, Stop};
 use std::{fmt, time::Duration};
 
 /// Where the wait before a retry came from.
@@ -197,6 +197,20 @@ pub trait RetryListener: Send + Sync + 'static {
     fn on_attempt(&self, attempt: &AttemptEnd, call: &CallContext) {
         let _ = (attempt, call);
     }
+
+    /// Called once a call the combined service
+    /// ([`Resilience`](crate::Resilience), and so the gRPC layers) drives
+    /// has its output, whatever ended it: an outcome the retry returned, the
+    /// deadline, a service that could not get ready; by default, nothing.
+    /// What `http_resilience.call.duration` is made of.
+    ///
+    /// Under the three layers and hedging, the deadline is a layer outside
+    /// the retry that drops it when it runs out: the retry never sees such
+    /// an end, and this is not called; a layer outside the deadline sees
+    /// every end (as `telemetry::otel::Metrics::layer` does).
+    fn on_call_end(&self, end: &CallEnd, call: &CallContext) {
+        let _ = (end, call);
+    }
 }
 
 /// The call a listener hears of: its method, and the scheme and authority of
@@ -265,6 +279,9 @@ pub struct AttemptEnd {
     /// From the attempt's start to its outcome (the response head, or the
     /// error).
     pub duration: Duration,
+    /// The response's protocol version, when it got one (OpenTelemetry's
+    /// `network.protocol.version`).
+    pub version: Option<http::Version>,
 }
 
 impl AttemptEnd {
@@ -276,6 +293,32 @@ impl AttemptEnd {
     /// success.
     pub fn error_type(&self) -> Option<&str> {
         crate::telemetry::error_type(self.verdict, self.status.as_ref())
+    }
+}
+
+/// The end of a whole call, as [`RetryListener::on_call_end`] hears it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct CallEnd {
+    /// The response's status, when the call's output is a response.
+    pub status: Option<http::StatusCode>,
+    /// The response's protocol version, likewise.
+    pub version: Option<http::Version>,
+    /// The kind of the call's error, when its output is one
+    /// ([`FailureKind::Deadline`] for a call its deadline ended).
+    pub failure: Option<FailureKind>,
+    /// From the call to its output (the response head, or the error), every
+    /// attempt and wait included.
+    pub duration: Duration,
+}
+
+impl CallEnd {
+    /// OpenTelemetry's `error.type` of the output, as
+    /// [`AttemptEnd::error_type`] says it: the status code for a 4xx or 5xx
+    /// response, the [`FailureKind::name`] of an error, none for a success.
+    pub fn error_type(&self) -> Option<&str> {
+        let verdict = self.failure.map_or(Verdict::Accept, Verdict::fail);
+        crate::telemetry::error_type(verdict, self.status.as_ref())
     }
 }
 

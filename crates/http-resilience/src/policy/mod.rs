@@ -54,7 +54,9 @@ pub use self::{
         InvalidStatus, Or, Outcome, OutcomeDecoder, Reason, RetryOnHeader, StatusDecoder,
         TransientDecoder, Verdict, GRPC_PREVIOUS_RPC_ATTEMPTS, GRPC_RETRY_PUSHBACK_MS, GRPC_STATUS,
     },
-    events::{AttemptEnd, CallContext, HedgeTrigger, RetryEvent, RetryListener, WaitSource},
+    events::{
+        AttemptEnd, CallContext, CallEnd, HedgeTrigger, RetryEvent, RetryListener, WaitSource,
+    },
     report::{Attempts, RetryReport, Stop},
     retryer::{
         AnyRetryer, ExponentialBackoff, FeignRetryer, FixedDelay, GrpcBackoff, Jitter, Retryer,

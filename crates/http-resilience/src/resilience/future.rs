@@ -336,6 +336,7 @@ where
             // NOTE: the call's slot and circuit place go back now, not when
             // its future is dropped (a finished future may be kept).
             call.release();
+            call.retry.finish(&output);
             this.state.set(State::Done);
             return Poll::Ready(output);
         }

@@ -723,7 +723,7 @@ where
             self.overload.pass_for(&mut self.slots_at_hand, &request),
         );
         if deadline.has_passed_at(now) {
-            let retry = RetryState::unsent(Arc::clone(&self.policy));
+            let retry = RetryState::unsent(Arc::clone(&self.policy), &request);
             return ResponseFuture::expired(self.call_with(retry, deadline, passes));
         }
         let span = CallSpan::new(Form::Retry, self.policy.parts().telemetry, &request);

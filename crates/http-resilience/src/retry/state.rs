@@ -88,16 +88,17 @@ impl<B, D, R> RetryState<B, D, R> {
         }
     }
 
-    /// The state of a call that sends nothing: its deadline had passed.
-    pub(crate) fn unsent(policy: Arc<RetryPolicy<D, R>>) -> Self
+    /// The state of a call that sends nothing, `request`: its deadline had
+    /// passed.
+    pub(crate) fn unsent(policy: Arc<RetryPolicy<D, R>>, request: &http::Request<B>) -> Self
     where
         R: Retryer,
     {
         Self {
             retryer: policy.start(),
+            session: Session::unsent(policy.parts(), request),
             policy,
             request: None,
-            session: Session::unsent(),
             verdict: Verdict::Accept,
             on_final: true,
             marks_final: false,
@@ -146,6 +147,15 @@ impl<B, D, R> RetryState<B, D, R> {
         outcome
     }
 
+    /// Tells the listener that the call ended with `output`, for the form
+    /// that holds the call's deadline (see [`Session::finish`]).
+    pub(crate) fn finish<T, E: crate::errors::AsError>(
+        &self,
+        output: &Result<http::Response<T>, E>,
+    ) {
+        self.session.finish(self.policy.parts(), output);
+    }
+
     /// Ends the call through its session.
     fn end<T, E>(
         &mut self,
@@ -178,9 +188,8 @@ impl<B: TryCloneBody, D, R: Retryer> RetryState<B, D, R> {
         let verdict = self.policy.decode(outcome);
         self.verdict = verdict;
         self.policy.parts().record(verdict);
-        let status = outcome.as_ref().ok().map(http::Response::status);
         self.session
-            .end_attempt(self.policy.parts(), verdict, status);
+            .end_attempt(self.policy.parts(), verdict, outcome.as_ref().ok());
         let wait = match verdict {
             Verdict::Retry { after, reason } => self.wait(after, reason, deadline),
             Verdict::Fail { .. } => Err(Stop::Failed),

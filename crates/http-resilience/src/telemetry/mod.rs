@@ -10,19 +10,23 @@
 //!
 //! - **`http_resilience.call`**, the logical call, `otel.kind = "internal"`,
 //!   `otel.name` the method; made from the first request, entered while the
-//!   call runs. When the call ends it records `resilience.attempts`,
-//!   `resilience.stop` ([`Stop::name`](crate::Stop::name)), the final
-//!   `http.response.status_code` or `error.type`, `resilience.deadline_ms`
-//!   (the call's budget, when it had a deadline), `resilience.hedge.winner`
-//!   (the copy that answered, for a hedge), `resilience.breaker.rejected`
-//!   (when an open circuit turned the last attempt away) and
-//!   `resilience.overload.rejected` (when overload control did).
+//!   call runs, with `http_resilience.form` (`retry` or `hedge`). When the
+//!   call ends it records `http_resilience.attempts`,
+//!   `http_resilience.stop` ([`Stop::name`](crate::Stop::name)), the final
+//!   `http.response.status_code` or `error.type`,
+//!   `http_resilience.deadline_ms` (the call's budget, when it had a
+//!   deadline), `http_resilience.hedge.winner` (the copy that answered, for
+//!   a hedge), `http_resilience.breaker.rejected` (when an open circuit
+//!   turned the last attempt away, as the decoder's verdict names it) and
+//!   `http_resilience.overload.rejected` (when overload control did).
 //! - **`http_resilience.attempt`**, one per attempt and per hedged copy, a
 //!   child of the call's, `otel.kind = "client"`, `otel.name` the method:
 //!   `http.request.method`, `server.address`, `server.port`, `url.full`,
 //!   `http.request.resend_count` on every attempt after the first (1 for the
-//!   second), and when the attempt ends `http.response.status_code`, or
-//!   `error.type` (the status code for 4xx and 5xx; for an error, the
+//!   second), and when the attempt ends `http.response.status_code` and
+//!   `network.protocol.version` (the response's HTTP version: `1.0`, `1.1`,
+//!   `2`, `3`), or `error.type` (the status code for 4xx and 5xx; for an
+//!   error, the
 //!   [`FailureKind::name`](crate::FailureKind::name) of the kind the
 //!   decoder's verdict gives, `_OTHER` when it gives none) with
 //!   `otel.status_code = "ERROR"`. Under the decoders that classify errors
@@ -44,9 +48,13 @@
 //! ([`with_url_query_in_spans`](crate::retry::RetryPolicy::with_url_query_in_spans)):
 //! a query often carries keys and signatures.
 //!
+//! The names are OpenTelemetry's where its HTTP client conventions have one,
+//! and the library's own are under `http_resilience.`, the namespace of its
+//! metrics too (`telemetry::otel`, feature `otel`).
+//!
 //! Every integer field (`server.port`, `http.request.resend_count`,
-//! `http.response.status_code`, `resilience.attempts`,
-//! `resilience.deadline_ms`, `resilience.hedge.winner`) is recorded as an
+//! `http.response.status_code`, `http_resilience.attempts`,
+//! `http_resilience.deadline_ms`, `http_resilience.hedge.winner`) is recorded as an
 //! `i64`, OpenTelemetry's integer type: `tracing-opentelemetry` exports a
 //! `u64` field as a string. Through it, the `otel.*` fields become the span's
 //! name, kind and status and no attribute; every other field is an attribute
@@ -83,17 +91,21 @@
 //! end of every attempt and hedged copy through
 //! [`on_attempt`](crate::policy::RetryListener::on_attempt) (an
 //! [`AttemptEnd`](crate::policy::AttemptEnd): its number, verdict, status,
-//! duration and `error.type`), each with the call's
+//! duration, protocol version and `error.type`), each with the call's
 //! [`CallContext`](crate::policy::CallContext) (method, scheme, authority).
+//! The combined service also tells it the end of every call, whatever ended
+//! it, the deadline included
+//! ([`on_call_end`](crate::policy::RetryListener::on_call_end)).
 //! With a listener, a call keeps its context (one allocation) and reads the
 //! clock when each attempt starts.
 //!
 //! # Metrics
 //!
-//! With the feature `otel`, `telemetry::otel::Metrics` is such a listener: it
-//! records the attempts, retries, hedges, ends of calls and a breaker's
-//! changes to OpenTelemetry instruments (`http.client.request.duration` and
-//! the `http_resilience.*` namespace). The crate's example `examples/otel.rs`
+//! With the feature `otel`, `telemetry::otel::Metrics` records the attempts,
+//! retries, hedges, ends of calls and the guards' events and states to
+//! OpenTelemetry instruments (`http.client.request.duration` and the
+//! `http_resilience.*` namespace), wired into a policy in one call
+//! (`ResiliencePolicy::with_metrics`). The crate's example `examples/otel.rs`
 //! prints the metrics and the spans of a retried call and a hedged call
 //! (`cargo run -p http-resilience --example otel`).
 //!
@@ -148,6 +160,8 @@
 //! # }
 //! ```
 
+pub(crate) mod listeners;
+pub(crate) mod names;
 #[cfg(feature = "otel")]
 pub mod otel;
 
@@ -221,26 +235,26 @@ impl CallSpan {
         let (method, uri) = (request.method(), request.uri());
         let span = span_at!(
             telemetry.level,
-            "http_resilience.call",
-            otel.name = %method,
-            otel.kind = "internal",
-            resilience.form = form.name(),
-            http.request.method = %method,
-            server.address = uri.host().unwrap_or(""),
-            server.port = i64::from(port(uri)),
-            url.full = Empty,
-            resilience.attempts = Empty,
-            resilience.stop = Empty,
-            resilience.deadline_ms = Empty,
-            resilience.hedge.winner = Empty,
-            resilience.breaker.rejected = Empty,
-            resilience.overload.rejected = Empty,
-            http.response.status_code = Empty,
-            error.type = Empty,
-            otel.status_code = Empty,
+            names::CALL_SPAN,
+            { names::OTEL_NAME } = %method,
+            { names::OTEL_KIND } = "internal",
+            { names::FORM } = form.name(),
+            { names::HTTP_REQUEST_METHOD } = %method,
+            { names::SERVER_ADDRESS } = uri.host().unwrap_or(""),
+            { names::SERVER_PORT } = i64::from(port(uri)),
+            { names::URL_FULL } = Empty,
+            { names::ATTEMPTS } = Empty,
+            { names::STOP } = Empty,
+            { names::DEADLINE_MS } = Empty,
+            { names::HEDGE_WINNER } = Empty,
+            { names::BREAKER_REJECTED } = Empty,
+            { names::OVERLOAD_REJECTED } = Empty,
+            { names::HTTP_RESPONSE_STATUS_CODE } = Empty,
+            { names::ERROR_TYPE } = Empty,
+            { names::OTEL_STATUS_CODE } = Empty,
         );
         if !span.is_disabled() {
-            span.record("url.full", url_full(uri, telemetry.url_query));
+            span.record(names::URL_FULL, url_full(uri, telemetry.url_query));
         }
         Self(span, form)
     }
@@ -283,24 +297,25 @@ pub(crate) fn attempt_span<B>(
     let (method, uri) = (request.method(), request.uri());
     let span = span_at!(
         telemetry.level,
-        "http_resilience.attempt",
-        otel.name = %method,
-        otel.kind = "client",
-        http.request.method = %method,
-        server.address = uri.host().unwrap_or(""),
-        server.port = i64::from(port(uri)),
-        url.full = Empty,
-        http.request.resend_count = Empty,
-        http.response.status_code = Empty,
-        error.type = Empty,
-        otel.status_code = Empty,
+        names::ATTEMPT_SPAN,
+        { names::OTEL_NAME } = %method,
+        { names::OTEL_KIND } = "client",
+        { names::HTTP_REQUEST_METHOD } = %method,
+        { names::SERVER_ADDRESS } = uri.host().unwrap_or(""),
+        { names::SERVER_PORT } = i64::from(port(uri)),
+        { names::URL_FULL } = Empty,
+        { names::HTTP_REQUEST_RESEND_COUNT } = Empty,
+        { names::HTTP_RESPONSE_STATUS_CODE } = Empty,
+        { names::NETWORK_PROTOCOL_VERSION } = Empty,
+        { names::ERROR_TYPE } = Empty,
+        { names::OTEL_STATUS_CODE } = Empty,
     );
     if span.is_disabled() {
         return None;
     }
-    span.record("url.full", url_full(uri, telemetry.url_query));
+    span.record(names::URL_FULL, url_full(uri, telemetry.url_query));
     if number > 1 {
-        span.record("http.request.resend_count", i64::from(number - 1));
+        span.record(names::HTTP_REQUEST_RESEND_COUNT, i64::from(number - 1));
     }
     Some(Box::new(span))
 }
@@ -337,12 +352,35 @@ pub(crate) fn int(value: u64) -> i64 {
 /// status, or the error's type, from the `verdict` on it.
 pub(crate) fn record_outcome(span: &Span, verdict: Verdict, status: Option<StatusCode>) {
     if let Some(status) = status {
-        span.record("http.response.status_code", i64::from(status.as_u16()));
+        span.record(names::HTTP_RESPONSE_STATUS_CODE, i64::from(status.as_u16()));
     }
     if let Some(error) = error_type(verdict, status.as_ref()) {
-        span.record("error.type", error);
-        span.record("otel.status_code", "ERROR");
+        span.record(names::ERROR_TYPE, error);
+        span.record(names::OTEL_STATUS_CODE, "ERROR");
     }
+}
+
+/// Records on an attempt's `span` the protocol `version` of its response
+/// (`network.protocol.version`).
+pub(crate) fn record_version(span: &Span, version: http::Version) {
+    if let Some(version) = protocol_version(version) {
+        span.record(names::NETWORK_PROTOCOL_VERSION, version);
+    }
+}
+
+/// OpenTelemetry's `network.protocol.version` of an HTTP `version`: `1.0`,
+/// `1.1`, `2`, `3` (`0.9` for HTTP/0.9); none for a version `http` may add.
+pub(crate) fn protocol_version(version: http::Version) -> Option<&'static str> {
+    use http::Version;
+    [
+        (Version::HTTP_09, "0.9"),
+        (Version::HTTP_10, "1.0"),
+        (Version::HTTP_11, "1.1"),
+        (Version::HTTP_2, "2"),
+        (Version::HTTP_3, "3"),
+    ]
+    .into_iter()
+    .find_map(|(known, name)| (known == version).then_some(name))
 }
 
 /// The `error.type` of an outcome: a 4xx or 5xx status, or the kind of the
@@ -436,5 +474,19 @@ mod tests {
             error_type(Verdict::fail(Reason::Error), None),
             Some("_OTHER")
         );
+    }
+
+    #[test]
+    fn protocol_versions_are_named_as_the_conventions_say() {
+        use http::Version;
+        let named = [
+            Version::HTTP_10,
+            Version::HTTP_11,
+            Version::HTTP_2,
+            Version::HTTP_3,
+        ]
+        .map(protocol_version);
+        assert_eq!(named, [Some("1.0"), Some("1.1"), Some("2"), Some("3")]);
+        assert_eq!(protocol_version(Version::HTTP_09), Some("0.9"));
     }
 }

@@ -7,19 +7,17 @@ use http::Method;
 use opentelemetry::KeyValue;
 use std::borrow::Cow;
 
-// OpenTelemetry's HTTP client semantic conventions.
-pub(super) const METHOD: &str = "http.request.method";
-pub(super) const SERVER_ADDRESS: &str = "server.address";
-pub(super) const SERVER_PORT: &str = "server.port";
+// OpenTelemetry's HTTP client conventions, named as the spans name them.
+pub(super) use crate::telemetry::names::{
+    ERROR_TYPE, HTTP_REQUEST_METHOD as METHOD, HTTP_RESPONSE_STATUS_CODE as STATUS_CODE,
+    NETWORK_PROTOCOL_VERSION, SERVER_ADDRESS, SERVER_PORT, STOP,
+};
 pub(super) const URL_SCHEME: &str = "url.scheme";
-pub(super) const STATUS_CODE: &str = "http.response.status_code";
-pub(super) const ERROR_TYPE: &str = "error.type";
 
-// The library's namespace.
+// The library's namespace, the spans' too.
 pub(super) const REASON: &str = "http_resilience.reason";
 pub(super) const WAIT_SOURCE: &str = "http_resilience.wait_source";
 pub(super) const TRIGGER: &str = "http_resilience.trigger";
-pub(super) const STOP: &str = "http_resilience.stop";
 pub(super) const BREAKER_KEY: &str = "http_resilience.breaker.key";
 pub(super) const BREAKER_STATE: &str = "http_resilience.breaker.state";
 pub(super) const TRIP_REASON: &str = "http_resilience.breaker.trip_reason";
@@ -62,13 +60,33 @@ pub(super) fn call(call: &CallContext) -> [KeyValue; 2] {
 /// when the URI has one, `url.scheme`: the request attributes of
 /// `http.client.request.duration`.
 pub(super) fn request(call: &CallContext) -> Vec<KeyValue> {
-    let mut attributes = Vec::with_capacity(6);
+    let mut attributes = Vec::with_capacity(8);
     attributes.extend(self::call(call));
     attributes.push(KeyValue::new(SERVER_PORT, i64::from(call.server_port())));
     if let Some(scheme) = call.scheme() {
         attributes.push(KeyValue::new(URL_SCHEME, scheme.to_owned()));
     }
     attributes
+}
+
+/// The attributes of an outcome, after the request's: its
+/// `http.response.status_code` and `network.protocol.version` with a
+/// response, its `error.type` when it failed (as the spans record them).
+pub(super) fn outcome(
+    attributes: &mut Vec<KeyValue>,
+    status: Option<http::StatusCode>,
+    version: Option<http::Version>,
+    error_type: Option<&str>,
+) {
+    if let Some(status) = status {
+        attributes.push(KeyValue::new(STATUS_CODE, i64::from(status.as_u16())));
+    }
+    if let Some(version) = version.and_then(crate::telemetry::protocol_version) {
+        attributes.push(KeyValue::new(NETWORK_PROTOCOL_VERSION, version));
+    }
+    if let Some(error) = error_type {
+        attributes.push(KeyValue::new(ERROR_TYPE, error.to_owned()));
+    }
 }
 
 /// `http_resilience.reason`: why the decoder judged so. A status is its

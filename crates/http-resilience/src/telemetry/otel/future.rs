@@ -1,7 +1,11 @@
 //! Future types
 
 use super::Metrics;
-use crate::{errors::AsError, policy::CallContext, FailureKind};
+use crate::{
+    errors::AsError,
+    policy::{CallContext, CallEnd},
+    FailureKind,
+};
 use pin_project_lite::pin_project;
 use std::{
     fmt,
@@ -54,12 +58,17 @@ where
         let this = self.project();
         let outcome = ready!(this.response.poll(cx));
         if let Some(watch) = this.watch.take() {
-            let ended = match &outcome {
-                Ok(response) => Ok(response.status()),
-                Err(err) => Err(FailureKind::of(err.as_error())),
+            let (status, version, failure) = match &outcome {
+                Ok(response) => (Some(response.status()), Some(response.version()), None),
+                Err(err) => (None, None, Some(FailureKind::of(err.as_error()))),
             };
-            let instruments = &watch.metrics.instruments;
-            instruments.call_end(&watch.call, watch.started.elapsed(), ended);
+            let end = CallEnd {
+                status,
+                version,
+                failure,
+                duration: watch.started.elapsed(),
+            };
+            watch.metrics.instruments.call_end(&watch.call, &end);
         }
         Poll::Ready(outcome)
     }

@@ -1,41 +1,181 @@
-//! The gauges, read when the meter collects: a breaker's circuits and a
-//! budget's tokens.
+//! The gauges, read when the meter collects: a breaker's circuits, overload
+//! control's slots and a budget's tokens. Each gauge is made once per
+//! [`Metrics`], when it is first asked for, and reads every source given to
+//! it since: one kept by an [`Observation`], or one attached to a guard's
+//! state, read for as long as the state lives.
 
 use super::{attributes as attr, Metrics};
-use crate::breaker::{BreakerPolicy, CircuitState};
-use crate::overload::{OverloadPolicy, OverloadState};
+use crate::breaker::{self, BreakerKey, BreakerPolicy, CircuitState};
+use crate::overload::{self, OverloadPolicy, OverloadState};
 use crate::policy::RetryBudget;
-use opentelemetry::{metrics::AsyncInstrument, KeyValue};
+use opentelemetry::{
+    metrics::{AsyncInstrument, Meter},
+    KeyValue,
+};
 use std::{
     any::Any,
     borrow::Cow,
     fmt,
-    sync::{Arc, Weak},
+    sync::{Arc, Mutex, OnceLock, PoisonError, Weak},
 };
 
-/// What a gauge reads, as long as its [`Observation`] is kept.
-type Reader<T> = dyn Fn(&dyn AsyncInstrument<T>) + Send + Sync;
+/// A gauge's name, unit and description.
+type Spec = (&'static str, &'static str, &'static str);
+
+const BREAKER_STATE: Spec = (
+    "http_resilience.breaker.state",
+    "{state}",
+    "The state of each circuit: 0 closed, 1 open, 2 half-open, 3 ramping up.",
+);
+const BUDGET_TOKENS: Spec = (
+    "http_resilience.budget.tokens",
+    "{token}",
+    "The tokens left in a retry budget.",
+);
+const OVERLOAD_LIMIT: Spec = (
+    "http_resilience.overload.limit",
+    "{call}",
+    "The limit of calls in flight, per key.",
+);
+const OVERLOAD_IN_FLIGHT: Spec = (
+    "http_resilience.overload.in_flight",
+    "{call}",
+    "The calls in flight, per key.",
+);
+const OVERLOAD_QUEUED: Spec = (
+    "http_resilience.overload.queued",
+    "{call}",
+    "The calls waiting for a slot, per key.",
+);
+const OVERLOAD_PROBABILITY: Spec = (
+    "http_resilience.overload.rejection_probability",
+    "1",
+    "The probability that throttling turns the next call away, per key.",
+);
+
+/// What a gauge reads from one source at a collection: `false` once the
+/// source is gone (the gauge then forgets it).
+type Source<T> = Box<dyn Fn(&dyn AsyncInstrument<T>) -> bool + Send + Sync>;
+
+/// One gauge of a [`Metrics`]: its sources, and the instrument, made on
+/// first use, whose callback reads them.
+pub(super) struct Gauge<T> {
+    spec: Spec,
+    sources: Arc<Mutex<Vec<Source<T>>>>,
+    made: OnceLock<()>,
+}
+
+/// Every gauge of a [`Metrics`].
+pub(super) struct Gauges {
+    breaker_state: Gauge<u64>,
+    budget_tokens: Gauge<f64>,
+    overload_limit: Gauge<u64>,
+    overload_in_flight: Gauge<u64>,
+    overload_queued: Gauge<u64>,
+    overload_probability: Gauge<f64>,
+}
+
+impl Gauges {
+    pub(super) fn new() -> Self {
+        Self {
+            breaker_state: Gauge::new(BREAKER_STATE),
+            budget_tokens: Gauge::new(BUDGET_TOKENS),
+            overload_limit: Gauge::new(OVERLOAD_LIMIT),
+            overload_in_flight: Gauge::new(OVERLOAD_IN_FLIGHT),
+            overload_queued: Gauge::new(OVERLOAD_QUEUED),
+            overload_probability: Gauge::new(OVERLOAD_PROBABILITY),
+        }
+    }
+}
+
+// ===== impl Gauge =====
+
+impl<T> Gauge<T> {
+    fn new(spec: Spec) -> Self {
+        Self {
+            spec,
+            sources: Arc::new(Mutex::new(Vec::new())),
+            made: OnceLock::new(),
+        }
+    }
+
+    /// Reads every source, forgetting those that are gone.
+    fn read(sources: &Mutex<Vec<Source<T>>>, gauge: &dyn AsyncInstrument<T>) {
+        let mut sources = sources.lock().unwrap_or_else(PoisonError::into_inner);
+        sources.retain(|source| source(gauge));
+    }
+
+    /// Adds `source`, once the instrument is made (`make` makes it).
+    fn add(&self, source: Source<T>, make: impl FnOnce(Spec, Arc<Mutex<Vec<Source<T>>>>)) {
+        self.made
+            .get_or_init(|| make(self.spec, Arc::clone(&self.sources)));
+        let mut sources = self.sources.lock().unwrap_or_else(PoisonError::into_inner);
+        sources.push(source);
+    }
+}
+
+impl Gauge<u64> {
+    /// Adds `source` to the gauge of `meter`.
+    fn add_u64(&self, meter: &Meter, source: Source<u64>) {
+        self.add(source, |(name, unit, description), sources| {
+            let _gauge = meter
+                .u64_observable_gauge(name)
+                .with_unit(unit)
+                .with_description(description)
+                .with_callback(move |gauge| Self::read(&sources, gauge))
+                .build();
+        });
+    }
+}
+
+impl Gauge<f64> {
+    /// Adds `source` to the gauge of `meter`.
+    fn add_f64(&self, meter: &Meter, source: Source<f64>) {
+        self.add(source, |(name, unit, description), sources| {
+            let _gauge = meter
+                .f64_observable_gauge(name)
+                .with_unit(unit)
+                .with_description(description)
+                .with_callback(move |gauge| Self::read(&sources, gauge))
+                .build();
+        });
+    }
+}
 
 /// A gauge's readings, kept while this handle is: once it is dropped, the
-/// gauge reports nothing more, and what it read (the policy, the budget) is
-/// let go.
+/// gauge reports nothing more of what it observed, and lets it go.
 ///
 /// OpenTelemetry's SDK keeps a gauge's callback until its meter provider
-/// shuts down, and has no way to take one back; the callback holds a weak
-/// reference to what this handle keeps, so that dropping the handle is what
-/// ends the readings. Keep it as long as the thing it observes: beside the
-/// client, in the application's state.
+/// shuts down, and has no way to take one back: each gauge of a [`Metrics`]
+/// is registered once and reads what is observed through it, holding what
+/// this handle keeps weakly. Keep it as long as the thing it observes:
+/// beside the client, in the application's state. (A guard wired with
+/// `with_metrics` needs no handle: its gauge reads it for as long as it
+/// lives.)
 ///
 /// See the [module docs](super) for an example.
 #[must_use = "the gauge reads nothing once its `Observation` is dropped"]
 pub struct Observation {
-    _reader: Box<dyn Any + Send + Sync>,
+    _kept: Box<dyn Any + Send + Sync>,
 }
 
 impl fmt::Debug for Observation {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Observation").finish_non_exhaustive()
     }
+}
+
+/// `kept`, held by the [`Observation`] returned, and a weak hold on it for
+/// the sources.
+fn kept<K: Send + Sync + 'static>(kept: K) -> (Observation, Weak<K>) {
+    let kept = Arc::new(kept);
+    let weak = Arc::downgrade(&kept);
+    (
+        Observation {
+            _kept: Box::new(kept),
+        },
+        weak,
+    )
 }
 
 // ===== impl Metrics =====
@@ -51,32 +191,14 @@ impl Metrics {
     /// observe the policy as it is handed to the stack, after
     /// [`with_listener`](BreakerPolicy::with_listener) and every other
     /// setter, each of which makes circuits of its own.
+    /// [`BreakerPolicy::with_metrics`] needs no such care, nor a handle.
     pub fn observe_breaker<D>(&self, policy: &BreakerPolicy<D>) -> Observation
     where
         D: Send + Sync + 'static,
     {
-        let policy = policy.clone();
-        let read = move |gauge: &dyn AsyncInstrument<u64>| {
-            for (key, state) in policy.states() {
-                let key = KeyValue::new(attr::BREAKER_KEY, key.to_string());
-                gauge.observe(state_value(state), &[key]);
-            }
-        };
-        let reader: Arc<Reader<u64>> = Arc::new(read);
-        let weak = Arc::downgrade(&reader);
-        let _gauge = self
-            .instruments
-            .meter
-            .u64_observable_gauge("http_resilience.breaker.state")
-            .with_unit("{state}")
-            .with_description(
-                "The state of each circuit: 0 closed, 1 open, 2 half-open, 3 ramping up.",
-            )
-            .with_callback(move |gauge| read_if_kept(&weak, gauge))
-            .build();
-        Observation {
-            _reader: Box::new(reader),
-        }
+        let (observation, policy) = kept(policy.clone());
+        self.read_circuits(move || Some(policy.upgrade()?.states()));
+        observation
     }
 
     /// Observes `budget`: the gauge `http_resilience.budget.tokens`, the
@@ -88,109 +210,112 @@ impl Metrics {
         budget: Arc<RetryBudget>,
     ) -> Observation {
         let name = KeyValue::new(attr::BUDGET_NAME, name.into());
-        let read = move |gauge: &dyn AsyncInstrument<f64>| {
+        let (observation, budget) = kept(budget);
+        let source: Source<f64> = Box::new(move |gauge| {
+            let Some(budget) = budget.upgrade() else {
+                return false;
+            };
             let tokens = budget.tokens_milli() as f64 / 1000.0;
             gauge.observe(tokens, std::slice::from_ref(&name));
-        };
-        let reader: Arc<Reader<f64>> = Arc::new(read);
-        let weak = Arc::downgrade(&reader);
-        let _gauge = self
-            .instruments
-            .meter
-            .f64_observable_gauge("http_resilience.budget.tokens")
-            .with_unit("{token}")
-            .with_description("The tokens left in a retry budget.")
-            .with_callback(move |gauge| read_if_kept(&weak, gauge))
-            .build();
-        Observation {
-            _reader: Box::new(reader),
-        }
+            true
+        });
+        let gauges = &self.instruments.gauges;
+        gauges
+            .budget_tokens
+            .add_f64(&self.instruments.meter, source);
+        observation
     }
-}
 
-impl Metrics {
     /// Observes the slots of `policy`, one reading per key kept, with its
     /// `http_resilience.overload.key`: the gauges
     /// `http_resilience.overload.limit` (none for a policy without a
     /// limit), `.in_flight`, `.queued` and `.rejection_probability`.
     ///
     /// As for [`observe_breaker`](Self::observe_breaker): observe the
-    /// policy as it is handed to the stack, after every setter.
+    /// policy as it is handed to the stack, after every setter, or wire it
+    /// with [`OverloadPolicy::with_metrics`].
     pub fn observe_overload(&self, policy: &OverloadPolicy) -> Observation {
-        let counts: [CountGauge; 3] = [
-            ("limit", "The limit of calls in flight, per key.", |s| {
-                s.limit.map(u64::from)
-            }),
-            ("in_flight", "The calls in flight, per key.", |s| {
-                Some(u64::from(s.in_flight))
-            }),
-            ("queued", "The calls waiting for a slot, per key.", |s| {
-                Some(u64::from(s.queued))
-            }),
-        ];
-        let mut readers: Vec<Box<dyn Any + Send + Sync>> = Vec::new();
-        for (name, description, value) in counts {
-            let policy = policy.clone();
-            let read = move |gauge: &dyn AsyncInstrument<u64>| {
-                for (key, state) in policy.states() {
-                    if let Some(value) = value(&state) {
-                        gauge.observe(value, &[KeyValue::new(attr::OVERLOAD_KEY, key.to_string())]);
-                    }
-                }
-            };
-            let reader: Arc<Reader<u64>> = Arc::new(read);
-            let weak = Arc::downgrade(&reader);
-            let _gauge = self
-                .instruments
-                .meter
-                .u64_observable_gauge(format!("http_resilience.overload.{name}"))
-                .with_unit("{call}")
-                .with_description(description)
-                .with_callback(move |gauge| read_if_kept(&weak, gauge))
-                .build();
-            readers.push(Box::new(reader));
-        }
-        readers.push(Box::new(self.observe_probability(policy.clone())));
-        Observation {
-            _reader: Box::new(readers),
-        }
+        let (observation, policy) = kept(policy.clone());
+        self.read_slots(move || Some(policy.upgrade()?.states()));
+        observation
     }
 
-    /// The gauge `http_resilience.overload.rejection_probability` of
-    /// `policy`'s keys, and its reader.
-    fn observe_probability(&self, policy: OverloadPolicy) -> Arc<Reader<f64>> {
-        let read = move |gauge: &dyn AsyncInstrument<f64>| {
-            for (key, state) in policy.states() {
-                let key = KeyValue::new(attr::OVERLOAD_KEY, key.to_string());
-                gauge.observe(state.rejection_probability, &[key]);
+    /// Reads the circuits `states` gives, while it gives any, into the
+    /// gauge `http_resilience.breaker.state`.
+    fn read_circuits<F>(&self, states: F)
+    where
+        F: Fn() -> Option<Vec<(BreakerKey, CircuitState)>> + Send + Sync + 'static,
+    {
+        let source: Source<u64> = Box::new(move |gauge| {
+            let Some(states) = states() else {
+                return false;
+            };
+            for (key, state) in states {
+                let key = KeyValue::new(attr::BREAKER_KEY, key.to_string());
+                gauge.observe(state_value(state), &[key]);
             }
-        };
-        let reader: Arc<Reader<f64>> = Arc::new(read);
-        let weak = Arc::downgrade(&reader);
-        let _gauge = self
-            .instruments
-            .meter
-            .f64_observable_gauge("http_resilience.overload.rejection_probability")
-            .with_unit("1")
-            .with_description("The probability that throttling turns the next call away, per key.")
-            .with_callback(move |gauge| read_if_kept(&weak, gauge))
-            .build();
-        reader
+            true
+        });
+        let gauges = &self.instruments.gauges;
+        gauges
+            .breaker_state
+            .add_u64(&self.instruments.meter, source);
+    }
+
+    /// Reads the slots `states` gives, while it gives any, into the four
+    /// gauges of overload control.
+    fn read_slots<F>(&self, states: F)
+    where
+        F: Fn() -> Option<Vec<(BreakerKey, OverloadState)>> + Send + Sync + 'static,
+    {
+        let (meter, gauges) = (&self.instruments.meter, &self.instruments.gauges);
+        let states = Arc::new(states);
+        let counts: [(&Gauge<u64>, SlotValue<u64>); 3] = [
+            (&gauges.overload_limit, |s| s.limit.map(u64::from)),
+            (&gauges.overload_in_flight, |s| Some(u64::from(s.in_flight))),
+            (&gauges.overload_queued, |s| Some(u64::from(s.queued))),
+        ];
+        for (gauge, value) in counts {
+            let states = Arc::clone(&states);
+            gauge.add_u64(meter, slots_source(move || states(), value));
+        }
+        let probability = slots_source(move || states(), |s| Some(s.rejection_probability));
+        gauges.overload_probability.add_f64(meter, probability);
     }
 }
 
-/// A gauge of a key's slots: its name after `http_resilience.overload.`, its
-/// description, and what it reads of the state.
-type CountGauge = (
-    &'static str,
-    &'static str,
-    fn(&OverloadState) -> Option<u64>,
-);
+/// What a gauge of overload control reads of a key's state.
+type SlotValue<T> = fn(&OverloadState) -> Option<T>;
 
-/// Reads `gauge` with the reader, if its [`Observation`] is still kept.
-fn read_if_kept<T>(reader: &Weak<Reader<T>>, gauge: &dyn AsyncInstrument<T>) {
-    if let Some(read) = reader.upgrade() {
-        read(gauge);
+/// A source reading `value` of every key's state that `states` gives.
+fn slots_source<T: 'static, F>(states: F, value: SlotValue<T>) -> Source<T>
+where
+    F: Fn() -> Option<Vec<(BreakerKey, OverloadState)>> + Send + Sync + 'static,
+{
+    Box::new(move |gauge| {
+        let Some(states) = states() else {
+            return false;
+        };
+        for (key, state) in states {
+            if let Some(value) = value(&state) {
+                gauge.observe(value, &[KeyValue::new(attr::OVERLOAD_KEY, key.to_string())]);
+            }
+        }
+        true
+    })
+}
+
+// ===== the guards' observer =====
+
+impl breaker::Observer for Metrics {
+    fn observe(&self, circuits: breaker::Circuits) {
+        self.read_circuits(move || circuits.states());
+    }
+}
+
+impl overload::Observer for Metrics {
+    fn observe(&self, slots: overload::KeptSlots) {
+        self.read_slots(move || slots.states());
     }
 }
 

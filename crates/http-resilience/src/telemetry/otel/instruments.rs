@@ -1,17 +1,15 @@
 //! The instruments, made once per [`Metrics`](super::Metrics), and what each
 //! records.
 
-use super::attributes as attr;
+use super::{attributes as attr, gauges::Gauges};
 use crate::breaker::BreakerEvent;
 use crate::overload::OverloadEvent;
-use crate::policy::{AttemptEnd, CallContext, RetryEvent, Verdict};
-use crate::{telemetry, FailureKind, Stop};
-use http::StatusCode;
+use crate::policy::{AttemptEnd, CallContext, CallEnd, RetryEvent};
+use crate::{FailureKind, Stop};
 use opentelemetry::{
     metrics::{Counter, Histogram, Meter},
     KeyValue,
 };
-use std::time::Duration;
 
 /// The bucket boundaries, in seconds, that OpenTelemetry's HTTP semantic
 /// conventions advise for `http.client.request.duration`; every histogram of
@@ -86,6 +84,7 @@ const LIMIT_CHANGES: Spec = Spec(
 /// for the gauges made on demand.
 pub(super) struct Instruments {
     pub(super) meter: Meter,
+    pub(super) gauges: Gauges,
     request_duration: Histogram<f64>,
     retries: Counter<u64>,
     retry_delay: Histogram<f64>,
@@ -107,6 +106,7 @@ impl Instruments {
     pub(super) fn new(meter: &Meter) -> Self {
         Self {
             meter: meter.clone(),
+            gauges: Gauges::new(),
             request_duration: seconds(meter, REQUEST_DURATION),
             retries: counter(meter, RETRIES),
             retry_delay: seconds(meter, RETRY_DELAY),
@@ -125,12 +125,8 @@ impl Instruments {
     /// Records the end of an attempt or a hedged copy of `call`.
     pub(super) fn attempt(&self, attempt: &AttemptEnd, call: &CallContext) {
         let mut attributes = attr::request(call);
-        if let Some(status) = attempt.status {
-            attributes.push(KeyValue::new(attr::STATUS_CODE, i64::from(status.as_u16())));
-        }
-        if let Some(error) = attempt.error_type() {
-            attributes.push(KeyValue::new(attr::ERROR_TYPE, error.to_owned()));
-        }
+        let error = attempt.error_type();
+        attr::outcome(&mut attributes, attempt.status, attempt.version, error);
         let seconds = attempt.duration.as_secs_f64();
         self.request_duration.record(seconds, &attributes);
     }
@@ -209,32 +205,16 @@ impl Instruments {
         }
     }
 
-    /// Records the end of a whole `call` after `elapsed`, as the layer sees
-    /// it: `outcome` is the response's status, or the error's kind.
-    pub(super) fn call_end(
-        &self,
-        call: &CallContext,
-        elapsed: Duration,
-        outcome: Result<StatusCode, FailureKind>,
-    ) {
+    /// Records the end of a whole `call`, as the layer outside the deadline
+    /// or the combined service sees it.
+    pub(super) fn call_end(&self, call: &CallContext, end: &CallEnd) {
         let mut attributes = attr::request(call);
-        // NOTE: `error.type` by the rule of the spans and the attempts: the
-        // status for a 4xx or 5xx, else the failure's kind.
-        let (status, verdict) = match outcome {
-            Ok(status) => (Some(status), Verdict::Accept),
-            Err(kind) => (None, Verdict::fail(kind)),
-        };
-        if let Some(status) = status {
-            attributes.push(KeyValue::new(attr::STATUS_CODE, i64::from(status.as_u16())));
-        }
-        if let Some(error) = telemetry::error_type(verdict, status.as_ref()) {
-            attributes.push(KeyValue::new(attr::ERROR_TYPE, error.to_owned()));
-        }
-        if outcome == Err(FailureKind::Deadline) {
+        attr::outcome(&mut attributes, end.status, end.version, end.error_type());
+        if end.failure == Some(FailureKind::Deadline) {
             self.overruns.add(1, &attr::call(call));
         }
         self.call_duration
-            .record(elapsed.as_secs_f64(), &attributes);
+            .record(end.duration.as_secs_f64(), &attributes);
     }
 }
 

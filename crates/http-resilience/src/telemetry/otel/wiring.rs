@@ -1,0 +1,295 @@
+//! `with_metrics`: one call that gives a policy the metrics, its guards and
+//! its budget included.
+
+use super::{Metrics, Observation};
+use crate::{
+    breaker::{AnyBreaker, BreakerPolicy, NoBreaker},
+    hedge::HedgePolicy,
+    overload::{AnyOverload, NoOverload, OverloadPolicy},
+    policy::{AttemptEnd, CallContext, CallEnd, Parts, RetryEvent, RetryListener},
+    retry::RetryPolicy,
+    ResiliencePolicy,
+};
+use std::{fmt, sync::Arc};
+
+mod sealed {
+    pub trait Sealed {}
+}
+
+/// A guard whose state [`Metrics`] can observe, as
+/// [`ResiliencePolicy::with_metrics`] wires it: [`NoBreaker`],
+/// [`BreakerPolicy`], [`AnyBreaker`], [`NoOverload`], [`OverloadPolicy`] or
+/// [`AnyOverload`].
+///
+/// The trait is sealed: only this crate's types implement it.
+pub trait Observed: sealed::Sealed {
+    /// Attaches `metrics` to the guard's state, in place.
+    #[doc(hidden)]
+    fn attach_metrics(&self, metrics: &Metrics);
+}
+
+/// The listener `with_metrics` gives a retry or hedging policy: the
+/// metrics, beside the listener the policy had (both hear every event), and
+/// the gauge of the policy's budget, which reads while the policy lives.
+struct Wired {
+    metrics: Metrics,
+    given: Option<Arc<dyn RetryListener>>,
+    _budget: Option<Observation>,
+}
+
+// ===== impl Wired =====
+
+impl Wired {
+    /// The listener of a policy whose shared `parts` are these.
+    fn of<D>(metrics: &Metrics, parts: &Parts<D>) -> Self {
+        let budget = parts
+            .budget
+            .as_ref()
+            .map(|budget| metrics.observe_budget(metrics.budget_name.clone(), Arc::clone(budget)));
+        Self {
+            metrics: metrics.clone(),
+            given: parts.listener.clone(),
+            _budget: budget,
+        }
+    }
+}
+
+impl RetryListener for Wired {
+    fn on_event(&self, event: &RetryEvent) {
+        if let Some(given) = &self.given {
+            given.on_event(event);
+        }
+        self.metrics.on_event(event);
+    }
+
+    fn on_call_event(&self, event: &RetryEvent, call: &CallContext) {
+        if let Some(given) = &self.given {
+            given.on_call_event(event, call);
+        }
+        self.metrics.on_call_event(event, call);
+    }
+
+    fn on_attempt(&self, attempt: &AttemptEnd, call: &CallContext) {
+        if let Some(given) = &self.given {
+            given.on_attempt(attempt, call);
+        }
+        self.metrics.on_attempt(attempt, call);
+    }
+
+    /// NOTE: the one end `Metrics` records only when wired: a plain
+    /// `with_listener(metrics)` leaves whole calls to `Metrics::layer`,
+    /// which would count them a second time.
+    fn on_call_end(&self, end: &CallEnd, call: &CallContext) {
+        if let Some(given) = &self.given {
+            given.on_call_end(end, call);
+        }
+        self.metrics.instruments.call_end(call, end);
+    }
+}
+
+impl fmt::Debug for Wired {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Wired")
+            .field("given", &self.given.is_some())
+            .finish_non_exhaustive()
+    }
+}
+
+// ===== impl ResiliencePolicy =====
+
+impl<D, R, G: Observed, O: Observed> ResiliencePolicy<D, R, G, O> {
+    /// The same policy recording to `metrics`, with nothing else to wire:
+    /// its retry policy's listener (beside any it had:
+    /// [`RetryPolicy::with_metrics`]), its circuit breaker's and overload
+    /// control's, in place ([`BreakerPolicy::with_metrics`],
+    /// [`OverloadPolicy::with_metrics`]), the gauges of its circuits, slots
+    /// and budget, and the end of every call its service makes,
+    /// `http_resilience.call.duration` and `http_resilience.deadline.overruns`
+    /// included: the combined service holds the call's deadline, so it sees
+    /// every end that [`Metrics::layer`] sees from outside. The layer and
+    /// the gRPC layers ([`GrpcLayer`](crate::grpc::GrpcLayer)) made from it
+    /// need no other part.
+    ///
+    /// A policy is wired once: wired again (or put under a [`Metrics::layer`])
+    /// it counts every call twice. Set a breaker or overload control before
+    /// (the one given later with [`with_breaker`](Self::with_breaker) is not
+    /// observed); every other setter, [`erase`](Self::erase) included, keeps
+    /// the wiring.
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// use http::{Request, Response};
+    /// use http_resilience::{breaker::BreakerPolicy, presets, telemetry::otel::Metrics};
+    /// use opentelemetry::metrics::MeterProvider as _;
+    /// use opentelemetry_sdk::metrics::{InMemoryMetricExporter, PeriodicReader, SdkMeterProvider};
+    /// use std::convert::Infallible;
+    /// use tower::{ServiceBuilder, ServiceExt};
+    ///
+    /// # #[tokio::main(flavor = "current_thread", start_paused = true)]
+    /// # async fn main() -> Result<(), http_resilience::BoxError> {
+    /// let exporter = InMemoryMetricExporter::default();
+    /// let provider = SdkMeterProvider::builder()
+    ///     .with_reader(PeriodicReader::builder(exporter.clone()).build())
+    ///     .build();
+    /// let metrics = Metrics::new(&provider.meter("my-client"));
+    ///
+    /// let policy = presets::standard()
+    ///     .with_breaker(BreakerPolicy::default())
+    ///     .with_metrics(&metrics);
+    /// let svc = ServiceBuilder::new()
+    ///     .layer(policy.layer())
+    ///     .service_fn(|_: Request<String>| async {
+    ///         Ok::<_, Infallible>(Response::new(String::new()))
+    ///     });
+    /// // The breaker's gauge reads its circuits while the service keeps them.
+    /// svc.clone().oneshot(Request::get("http://api.test/").body(String::new())?).await?;
+    ///
+    /// provider.force_flush()?;
+    /// let exported = exporter.get_finished_metrics()?;
+    /// let names: Vec<&str> = exported.last().unwrap().scope_metrics()
+    ///     .flat_map(|scope| scope.metrics())
+    ///     .map(|metric| metric.name())
+    ///     .collect();
+    /// for name in [
+    ///     "http.client.request.duration",
+    ///     "http_resilience.call.duration",
+    ///     "http_resilience.breaker.state",
+    /// ] {
+    ///     assert!(names.contains(&name), "{name} in {names:?}");
+    /// }
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn with_metrics(self, metrics: &Metrics) -> Self {
+        self.breaker().attach_metrics(metrics);
+        self.overload().attach_metrics(metrics);
+        self.map_retry(|retry| retry.with_metrics(metrics))
+    }
+}
+
+// ===== impl RetryPolicy =====
+
+impl<D, R> RetryPolicy<D, R> {
+    /// The same policy telling `metrics` of every attempt, retry and end of
+    /// a call, beside the listener it has, if any (both hear every event),
+    /// and observing its budget, if it has one (the gauge
+    /// `http_resilience.budget.tokens`, named as
+    /// [`Metrics::with_budget_name`] says, for as long as the policy lives).
+    ///
+    /// Under the three layers, this is the retry's part: [`Metrics::layer`]
+    /// goes outermost, around the deadline, since the deadline drops the
+    /// retry when it runs out and only a layer outside sees that end; a
+    /// breaker or overload control below the retry is its own layer, with a
+    /// policy of its own, wired with [`BreakerPolicy::with_metrics`] and
+    /// [`OverloadPolicy::with_metrics`]. In the combined service
+    /// ([`ResiliencePolicy::with_metrics`] does this too) the policy also
+    /// records the end of every call. A listener set after this one replaces
+    /// both.
+    pub fn with_metrics(self, metrics: &Metrics) -> Self {
+        let wired = Wired::of(metrics, self.parts());
+        self.with_listener(wired)
+    }
+}
+
+// ===== impl HedgePolicy =====
+
+impl<D> HedgePolicy<D> {
+    /// The same policy telling `metrics` of every copy, hedge and end of a
+    /// call, beside the listener it has, if any, and observing its budget,
+    /// as [`RetryPolicy::with_metrics`] does. A hedging stack is a stack of
+    /// layers: [`Metrics::layer`] goes outermost, around the deadline (around
+    /// the [`GrpcHedgeLayer`](crate::grpc::GrpcHedgeLayer)'s service, which
+    /// holds its own), and a breaker inside is wired with
+    /// [`BreakerPolicy::with_metrics`].
+    pub fn with_metrics(self, metrics: &Metrics) -> Self {
+        let wired = Wired::of(metrics, self.parts());
+        self.with_listener(wired)
+    }
+}
+
+// ===== impl BreakerPolicy =====
+
+impl<D> BreakerPolicy<D> {
+    /// The same policy, its circuits observed by `metrics` in place (unlike
+    /// every other setter, this one keeps the circuits, and every clone
+    /// already handed out reports too): `metrics` hears every change of
+    /// state and every call turned away, beside the policy's listener, if
+    /// it has one, and the gauge `http_resilience.breaker.state` reads the
+    /// circuits for as long as they live, with no handle to keep. The
+    /// setters called afterwards keep the metrics, and their new circuits
+    /// are read too.
+    ///
+    /// Circuits are observed by one [`Metrics`]: wiring a policy already
+    /// wired (one shared by two stacks) changes nothing, so that they are
+    /// never counted twice.
+    pub fn with_metrics(self, metrics: &Metrics) -> Self {
+        self.attach(Arc::new(metrics.clone()));
+        self
+    }
+}
+
+// ===== impl OverloadPolicy =====
+
+impl OverloadPolicy {
+    /// The same policy, its slots observed by `metrics` in place, as
+    /// [`BreakerPolicy::with_metrics`] observes circuits: every call turned
+    /// away and every move of an adaptive limit, and the gauges
+    /// `http_resilience.overload.limit`, `.in_flight`, `.queued` and
+    /// `.rejection_probability`, for as long as the slots live.
+    #[must_use]
+    pub fn with_metrics(self, metrics: &Metrics) -> Self {
+        self.attach(Arc::new(metrics.clone()));
+        self
+    }
+}
+
+// ===== impl Observed =====
+
+impl sealed::Sealed for NoBreaker {}
+
+impl Observed for NoBreaker {
+    fn attach_metrics(&self, _: &Metrics) {}
+}
+
+impl<D> sealed::Sealed for BreakerPolicy<D> {}
+
+impl<D> Observed for BreakerPolicy<D> {
+    fn attach_metrics(&self, metrics: &Metrics) {
+        self.attach(Arc::new(metrics.clone()));
+    }
+}
+
+impl sealed::Sealed for AnyBreaker {}
+
+impl Observed for AnyBreaker {
+    fn attach_metrics(&self, metrics: &Metrics) {
+        if let Some(policy) = self.policy() {
+            policy.attach_metrics(metrics);
+        }
+    }
+}
+
+impl sealed::Sealed for NoOverload {}
+
+impl Observed for NoOverload {
+    fn attach_metrics(&self, _: &Metrics) {}
+}
+
+impl sealed::Sealed for OverloadPolicy {}
+
+impl Observed for OverloadPolicy {
+    fn attach_metrics(&self, metrics: &Metrics) {
+        self.attach(Arc::new(metrics.clone()));
+    }
+}
+
+impl sealed::Sealed for AnyOverload {}
+
+impl Observed for AnyOverload {
+    fn attach_metrics(&self, metrics: &Metrics) {
+        if let Some(policy) = self.policy() {
+            policy.attach_metrics(metrics);
+        }
+    }
+}
