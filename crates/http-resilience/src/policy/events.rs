@@ -217,12 +217,25 @@ pub trait RetryListener: Send + Sync + 'static {
 /// its first request.
 ///
 /// A call whose policy has a listener keeps one (made once per call; the
-/// method and the URI's parts are reference-counted or inline).
-#[derive(Debug, Clone)]
+/// method and the URI's parts are reference-counted or inline). Its `Debug`
+/// shows the method, scheme, host and port, never a user or password the URI
+/// carried.
+#[derive(Clone)]
 pub struct CallContext {
     method: http::Method,
     scheme: Option<http::uri::Scheme>,
     authority: Option<http::uri::Authority>,
+}
+
+impl fmt::Debug for CallContext {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("CallContext")
+            .field("method", &self.method)
+            .field("scheme", &self.scheme())
+            .field("server_address", &self.server_address())
+            .field("server_port", &self.server_port())
+            .finish()
+    }
 }
 
 impl CallContext {
@@ -379,5 +392,15 @@ mod tests {
             accepted.to_string(),
             "done after 1 attempt: accepted (last: accept)"
         );
+    }
+
+    #[test]
+    fn a_call_context_shows_no_credentials() {
+        let request = http::Request::get("http://user:s3cret@api.test:8080/x")
+            .body(())
+            .unwrap();
+        let shown = format!("{:?}", CallContext::of(&request));
+        assert!(!shown.contains("s3cret") && !shown.contains("user"), "{shown}");
+        assert!(shown.contains("api.test") && shown.contains("8080"), "{shown}");
     }
 }
