@@ -215,6 +215,7 @@ pub mod body;
 pub mod breaker;
 #[cfg(feature = "serde")]
 pub mod config;
+mod coop;
 pub mod deadline;
 pub mod errors;
 pub mod extensions;
