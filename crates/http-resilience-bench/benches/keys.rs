@@ -14,8 +14,8 @@
 //! the `allocs` bench), after the map filled and after the last host: both
 //! must stay bounded whatever the number of hosts.
 //!
-//! Run: `cargo bench -p http-resilience-bench --bench keys` (the table, about
-//! a minute); see `BENCHMARKS.md`. A phase of new hosts on a full map stops
+//! Run: `cargo bench -p http-resilience-bench --bench keys` (the table, a
+//! few seconds); see `BENCHMARKS.md`. A phase of new hosts on a full map stops
 //! after [`CHURN_BUDGET`], and the table says how many it made.
 //!
 //! Instructions per call, under callgrind: the binary with arguments

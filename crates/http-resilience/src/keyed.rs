@@ -80,8 +80,8 @@ pub(crate) struct Room {
 /// them, so that the next new keys examine others and the hand sweeps the
 /// whole map in turn. What holds: the map never keeps more than
 /// `max_keys`; a new key examines at most `SAMPLE` of them, however many are
-/// kept; and a busy key goes only when every key examined with it is busy
-/// too. The key that goes is the least recently used of those examined, not
+/// kept; and a busy key that is not idle goes only when every key examined
+/// with it is busy too. The key that goes is the least recently used of those examined, not
 /// always of the whole map.
 pub(crate) struct Registry<T> {
     hasher: RandomState,

@@ -452,8 +452,8 @@ impl<D: Clone> BreakerPolicy<D> {
     ///
     /// What holds whatever `max`: no more than `max` circuits are kept; a
     /// new key costs the same (it examines 16 circuits, never all of them);
-    /// and a circuit that is not closed goes only when the 15 examined with
-    /// it are not closed either. The circuit that goes is the least recently
+    /// and a circuit that is not closed, with an outcome within `idle`, goes
+    /// only when the 15 examined with it are not closed either. The circuit that goes is the least recently
     /// used of those examined, not always of all.
     ///
     /// # Errors
