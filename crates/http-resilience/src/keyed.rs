@@ -2,11 +2,14 @@
 //! map that the circuit breaker and overload control both keep, and the
 //! entry a service keeps at hand for the authority it called last.
 
+mod map;
+
 use crate::breaker::{BreakerKey, KeyRef};
+use map::Map;
 use std::{
-    collections::{hash_map::RandomState, HashMap},
+    collections::hash_map::RandomState,
     fmt,
-    hash::{BuildHasher, BuildHasherDefault, Hasher},
+    hash::{BuildHasher, Hasher},
     sync::{
         atomic::{AtomicBool, Ordering},
         Arc, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard,
@@ -57,31 +60,39 @@ pub(crate) struct Room {
     pub(crate) idle: u64,
 }
 
-/// The entries of one policy, by key.
+/// The entries of one policy, by key, at most [`Room::max_keys`] of them.
 ///
 /// NOTE: the map is keyed by the hash of a key, so that a lookup hashes the
 /// request's authority where it lies, with no owned key built; the entries
 /// of one hash (almost always one) are told apart by their keys. A lookup
 /// takes the read lock for the time of the lookup only; a new key takes the
-/// write lock.
+/// write lock, for work that does not grow with the number of keys kept
+/// (see [`Map`]).
+///
+/// # Eviction
+///
+/// A new key that finds the map full makes room by sampling, as Redis's
+/// approximated LRU does: it examines the next [`SAMPLE`](map::SAMPLE) keys
+/// from a clock hand and evicts every idle one among them (no call in
+/// flight, none used for [`Room::idle`]); if none is, the one ranked first
+/// among them: a quiet one (a closed circuit, slots with no call) before a
+/// busy one, then the one used least recently. The hand then moves past
+/// them, so that the next new keys examine others and the hand sweeps the
+/// whole map in turn. What holds: the map never keeps more than
+/// `max_keys`; a new key examines at most `SAMPLE` of them, however many are
+/// kept; and a busy key that is not idle goes only when every key examined
+/// with it is busy too. The key that goes is the least recently used of those examined, not
+/// always of the whole map.
 pub(crate) struct Registry<T> {
     hasher: RandomState,
     map: RwLock<Map<T>>,
-}
-
-struct Map<T> {
-    entries: HashMap<u64, Vec<Arc<T>>, BuildHasherDefault<Prehashed>>,
-    len: usize,
 }
 
 impl<T> Default for Registry<T> {
     fn default() -> Self {
         Self {
             hasher: RandomState::new(),
-            map: RwLock::new(Map {
-                entries: HashMap::default(),
-                len: 0,
-            }),
+            map: RwLock::new(Map::default()),
         }
     }
 }
@@ -89,7 +100,7 @@ impl<T> Default for Registry<T> {
 impl<T> fmt::Debug for Registry<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Registry")
-            .field("len", &self.read().len)
+            .field("len", &self.read().len())
             .finish_non_exhaustive()
     }
 }
@@ -107,12 +118,13 @@ impl<T> Registry<T> {
 
     /// The number of entries kept.
     pub(crate) fn len(&self) -> usize {
-        self.read().len
+        self.read().len()
     }
 
-    /// Every entry kept.
+    /// Every entry kept (for a readout: it copies the whole map, under the
+    /// read lock).
     pub(crate) fn all(&self) -> Vec<Arc<T>> {
-        self.read().entries.values().flatten().cloned().collect()
+        self.read().all()
     }
 }
 
@@ -130,9 +142,8 @@ impl<T: Keyed> Registry<T> {
     }
 
     /// The entry of `key`, made by `make` at `now()` (nanoseconds on the
-    /// owner's clock), with room made for it within `room`, if none is kept:
-    /// idle entries go first, then the one used least recently, a quiet one
-    /// before a busy one.
+    /// owner's clock), with room made for it within `room` as the
+    /// [eviction rule](Registry#eviction) says, if none is kept.
     pub(crate) fn get_or_make(
         &self,
         key: KeyRef<'_>,
@@ -149,83 +160,10 @@ impl<T: Keyed> Registry<T> {
         if let Some(entry) = map.find(hash, key) {
             return Arc::clone(entry);
         }
-        if map.len >= room.max_keys {
-            map.evict(|entry| {
-                !entry.in_use() && now.saturating_sub(entry.last_used()) >= room.idle
-            });
-        }
-        if map.len >= room.max_keys {
-            map.evict_least_recent();
-        }
+        map.make_room(room.max_keys, now, room.idle);
         let entry = Arc::new(make(BreakerKey::from_ref(key), now));
-        map.entries
-            .entry(hash)
-            .or_default()
-            .push(Arc::clone(&entry));
-        map.len += 1;
+        map.insert(hash, Arc::clone(&entry));
         entry
-    }
-}
-
-// ===== impl Map =====
-
-impl<T: Keyed> Map<T> {
-    fn find(&self, hash: u64, key: KeyRef<'_>) -> Option<&Arc<T>> {
-        self.entries
-            .get(&hash)?
-            .iter()
-            .find(|entry| entry.key().as_ref().matches(key))
-    }
-
-    /// Removes the entries `gone` picks, marking them evicted for the
-    /// services that keep one at hand.
-    fn evict(&mut self, gone: impl Fn(&T) -> bool) {
-        let mut len = 0;
-        self.entries.retain(|_, entries| {
-            entries.retain(|entry| {
-                let evicted = gone(entry);
-                if evicted {
-                    entry.evicted().store(true, Ordering::Relaxed);
-                }
-                !evicted
-            });
-            len += entries.len();
-            !entries.is_empty()
-        });
-        self.len = len;
-    }
-
-    /// Removes the entry used least recently, a quiet one before any other.
-    fn evict_least_recent(&mut self) {
-        let victim = self
-            .entries
-            .values()
-            .flatten()
-            .min_by_key(|entry| (entry.is_busy(), entry.last_used()))
-            .map(Arc::clone);
-        if let Some(victim) = victim {
-            self.evict(|entry| std::ptr::eq(entry, &*victim));
-        }
-    }
-}
-
-/// A hasher for keys that are hashes already.
-#[derive(Debug, Default)]
-struct Prehashed(u64);
-
-impl Hasher for Prehashed {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-
-    fn write(&mut self, bytes: &[u8]) {
-        for &byte in bytes {
-            self.0 = self.0.rotate_left(8) ^ u64::from(byte);
-        }
-    }
-
-    fn write_u64(&mut self, hash: u64) {
-        self.0 = hash;
     }
 }
 

@@ -160,7 +160,8 @@
 //! policies, the presets and [`FailureKind`] are always built; they need only
 //! `http`, `http-body`, `http-body-util`, `bytes`, `httpdate` (for
 //! `Retry-After` dates), `tracing`, `pin-project-lite`, `tower-layer`,
-//! `tower-service` and tokio's timer. Features add what needs more:
+//! `tower-service` and tokio's timer and task budget (features `time` and
+//! `rt`). Features add what needs more:
 //!
 //! - `transport`: [`transport::Builder`], a hyper-util client with connect and
 //!   read timeouts; also lets [`FailureKind`] recognise hyper's errors.
@@ -218,6 +219,7 @@ pub mod body;
 pub mod breaker;
 #[cfg(feature = "serde")]
 pub mod config;
+mod coop;
 pub mod deadline;
 pub mod errors;
 pub mod extensions;

@@ -5,7 +5,7 @@ use super::{
     error::CircuitOpen,
     policy::Shared,
 };
-use crate::{policy::Decoder, BoxError};
+use crate::{coop, policy::Decoder, BoxError};
 use pin_project_lite::pin_project;
 use std::{
     fmt,
@@ -84,9 +84,7 @@ where
                 Poll::Ready(outcome.map_err(Into::into))
             }
             StateProj::Rejected { error } => {
-                let error = error
-                    .take()
-                    .expect("ResponseFuture polled after completion");
+                let error = ready!(coop::poll_turned_away(error, cx));
                 Poll::Ready(Err(error.into()))
             }
         }

@@ -120,9 +120,10 @@
 //! # Keys and memory
 //!
 //! At most [`max_keys`](BreakerPolicy::max_keys) circuits are kept (1024 by
-//! default): a new key beyond that evicts the circuits idle longer than the
-//! idle time (5 minutes), else the least recently used one, a closed one
-//! first. A circuit is about 200 bytes plus its key, so the default bound is
+//! default): a new key beyond that examines 16 of them, and evicts those
+//! idle longer than the idle time (5 minutes), else the least recently used
+//! of the 16, a closed one first; its cost does not grow with the bound.
+//! A circuit is about 200 bytes plus its key, so the default bound is
 //! about a quarter of a megabyte, however many hosts callers name. An
 //! evicted circuit's state is forgotten: its key starts closed again.
 //!

@@ -468,9 +468,17 @@ impl<D: Clone> BreakerPolicy<D> {
         )
     }
 
-    /// Keeps at most `max` circuits. A new key beyond it first evicts the
-    /// circuits with no outcome for `idle`, then, if none is, the one used
-    /// least recently (a closed one before any other).
+    /// Keeps at most `max` circuits. A new key beyond it makes room by
+    /// sampling (an approximate LRU, as Redis's): it examines the next 16
+    /// circuits of a clock hand that sweeps them all in turn, and evicts
+    /// those among them with no outcome for `idle`, or, if none is, the one
+    /// used least recently among them, a closed one before any other.
+    ///
+    /// What holds whatever `max`: no more than `max` circuits are kept; a
+    /// new key costs the same (it examines 16 circuits, never all of them);
+    /// and a circuit that is not closed, with an outcome within `idle`, goes
+    /// only when the 15 examined with it are not closed either. The circuit that goes is the least recently
+    /// used of those examined, not always of all.
     ///
     /// # Errors
     ///

@@ -78,7 +78,8 @@ pub struct BreakerSettings {
     pub slow_call_threshold: Option<Duration>,
     /// Circuits kept at most ([`max_keys`](BreakerPolicy::max_keys)).
     pub max_keys: usize,
-    /// How long a circuit with no outcome is kept before it is evicted first.
+    /// How long a circuit with no outcome is kept before it is the first
+    /// evicted among those a new key examines for room.
     pub idle_key_timeout: Duration,
 }
 

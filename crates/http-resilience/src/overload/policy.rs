@@ -35,8 +35,9 @@ pub struct OverloadSettings {
     pub throttle: Option<Throttle>,
     /// The keys kept at most.
     pub max_keys: usize,
-    /// How long a key with no call counts as idle, the first evicted when a
-    /// new key needs room.
+    /// How long a key with no call counts as idle, the first evicted among
+    /// those a new key examines for room
+    /// ([`max_keys`](OverloadPolicy::max_keys)).
     pub idle_key_timeout: Duration,
 }
 
@@ -228,9 +229,18 @@ impl OverloadPolicy {
         self.with(|s| s.throttle = Some(throttle))
     }
 
-    /// Keeps the state of at most `max` keys. A new key beyond it first
-    /// evicts the keys with no call for `idle`, then, if none is, the one
-    /// used least recently (one with no call in flight before any other).
+    /// Keeps the state of at most `max` keys. A new key beyond it makes room
+    /// by sampling (an approximate LRU, as Redis's): it examines the next 16
+    /// keys of a clock hand that sweeps them all in turn, and evicts those
+    /// among them with no call for `idle` and none in flight, or, if none
+    /// is, the one used least recently among them, one with no call in
+    /// flight or waiting before any other.
+    ///
+    /// What holds whatever `max`: no more than `max` keys are kept; a new key
+    /// costs the same (it examines 16 keys, never all of them); a key with a
+    /// call in flight is never evicted as idle, and goes only when the 15
+    /// examined with it have calls too. The key that goes is the least
+    /// recently used of those examined, not always of all.
     ///
     /// # Errors
     ///

@@ -4,7 +4,7 @@ use super::{
     pass::{Admission, OverloadAtHand, OverloadPass},
     OverloadPolicy,
 };
-use crate::{BoxError, RequestDeadline};
+use crate::{coop, BoxError, RequestDeadline};
 use pin_project_lite::pin_project;
 use std::{
     fmt,
@@ -193,7 +193,7 @@ where
                     return Poll::Ready(outcome);
                 }
                 StateProj::Refused { error } => {
-                    return Poll::Ready(Err(error.take().expect("polled after completion")));
+                    return coop::poll_turned_away(error, cx).map(Err);
                 }
             }
         }

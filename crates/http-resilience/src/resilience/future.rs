@@ -3,6 +3,7 @@
 use crate::{
     body::TryCloneBody,
     breaker::{Gate, Judges, NoBreaker},
+    coop,
     deadline::{body::DeadlineBody, error::DeadlineExceeded},
     limits::{self, Expiry},
     overload::{Admission, Admit, NoOverload},
@@ -116,8 +117,9 @@ pin_project! {
         Queued {
             request: Option<Box<http::Request<B>>>,
         },
-        // The circuit or overload control turned the first attempt away: it
-        // was never sent.
+        // The circuit or overload control turned the attempt away: it was
+        // never sent. Its error is judged once the task has cooperative
+        // budget (`coop`), so that a caller spinning on it yields.
         // (Boxed, as the caller gets it, so that the state stays small.)
         Refused {
             error: Option<BoxError>,
@@ -321,7 +323,9 @@ where
                         }
                     }
                 }
-                StateProj::Refused { error } => Step::Judge(Err(refused(error))),
+                StateProj::Refused { error } => {
+                    Step::Judge(Err(ready!(coop::poll_turned_away(error, cx))))
+                }
                 StateProj::Expired => Step::End(Err(call.exceeded())),
                 StateProj::Done => panic!("ResponseFuture polled after completion"),
             };
@@ -443,7 +447,7 @@ where
                 state.set(State::Queued { request });
                 Step::Again
             }
-            Admission::Refused(error) => Step::Judge(Err(error)),
+            Admission::Refused(error) => refuse(error, state),
         }
     }
 
@@ -463,6 +467,8 @@ where
         }
         match O::poll_admit(&mut self.slot, deadline, cx) {
             Poll::Ready(Ok(())) => Poll::Ready(None),
+            // NOTE: turned away at the end of its wait, whose timer spent
+            // the task's budget already.
             Poll::Ready(Err(error)) => Poll::Ready(Some(Step::Judge(Err(error)))),
             Poll::Pending => {
                 // NOTE: the wait for a slot is bounded by the deadline too.
@@ -488,7 +494,7 @@ where
             // NOTE: the attempt is numbered but never sent, as under a
             // `CircuitBreaker` between the three layers' retry and attempt
             // timeout; the readiness is left for the next call.
-            return Step::Judge(Err(open.into()));
+            return refuse(open.into(), state);
         }
         let span = self.retry.attempt_span();
         let future = telemetry::send_in(span, || self.service.call(request));
@@ -529,11 +535,11 @@ where
     }
 }
 
-/// The error of a call whose first attempt the circuit turned away.
-fn refused(error: &mut Option<BoxError>) -> BoxError {
-    error
-        .take()
-        .expect("ResponseFuture polled after completion")
+/// Turns the attempt away with `error`: judged from the `Refused` state,
+/// once the task's cooperative budget allows.
+fn refuse<F, B, O, T>(error: BoxError, mut state: Pin<&mut State<F, B>>) -> Step<O, T> {
+    state.set(State::Refused { error: Some(error) });
+    Step::Again
 }
 
 impl<S, B, D, R, G: Gate, O: Admit> Call<S, B, D, R, G, O> {
