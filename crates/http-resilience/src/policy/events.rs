@@ -400,7 +400,13 @@ mod tests {
             .body(())
             .unwrap();
         let shown = format!("{:?}", CallContext::of(&request));
-        assert!(!shown.contains("s3cret") && !shown.contains("user"), "{shown}");
-        assert!(shown.contains("api.test") && shown.contains("8080"), "{shown}");
+        assert!(
+            !shown.contains("s3cret") && !shown.contains("user"),
+            "{shown}"
+        );
+        assert!(
+            shown.contains("api.test") && shown.contains("8080"),
+            "{shown}"
+        );
     }
 }
