@@ -37,7 +37,7 @@ async fn the_combined_service_trips_on_refusals_sends_nothing_while_open_and_clo
     let other = guarded(MockServer::start()).await.unwrap();
     let policy = ResiliencePolicy::new(Duration::from_secs(10), Duration::from_secs(2), retry())
         .unwrap()
-        .with_breaker(breaker(3, SHORT_BREAK));
+        .with_guard(breaker(3, SHORT_BREAK));
     let svc = policy.clone().layer().layer(client());
 
     // Three refused attempts of one call trip the circuit; the caller gets
@@ -46,12 +46,12 @@ async fn the_combined_service_trips_on_refusals_sends_nothing_while_open_and_clo
         .await
         .unwrap_err();
     assert_eq!(FailureKind::of(&*err), FailureKind::ConnectRefused, "{err}");
-    let Some(CircuitState::Open { until }) = policy.breaker().state(&key(down)) else {
-        panic!("open after three failures: {:?}", policy.breaker().states());
+    let Some(CircuitState::Open { until }) = policy.guard().state(&key(down)) else {
+        panic!("open after three failures: {:?}", policy.guard().states());
     };
     assert_eq!(
-        svc.breaker().state(&key(down)),
-        policy.breaker().state(&key(down)),
+        svc.guard().state(&key(down)),
+        policy.guard().state(&key(down)),
         "the service reads the policy's circuits"
     );
 
@@ -74,7 +74,7 @@ async fn the_combined_service_trips_on_refusals_sends_nothing_while_open_and_clo
         .unwrap();
     assert_eq!(response.status(), StatusCode::OK);
     assert_eq!(other.request_count(), 1);
-    let mut states = policy.breaker().states();
+    let mut states = policy.guard().states();
     states.sort_by_key(|(key, _)| key.port());
     let mut expected = vec![
         (key(down), CircuitState::Open { until }),
@@ -89,10 +89,7 @@ async fn the_combined_service_trips_on_refusals_sends_nothing_while_open_and_clo
     let response = guarded(svc.clone().oneshot(get(uri(down)))).await.unwrap();
     assert_eq!(response.status(), StatusCode::OK);
     assert_eq!(server.request_count(), 1, "exactly the probe");
-    assert_eq!(
-        policy.breaker().state(&key(down)),
-        Some(CircuitState::Closed)
-    );
+    assert_eq!(policy.guard().state(&key(down)), Some(CircuitState::Closed));
     server.enqueue(MockResponse::ok("still"));
     let response = guarded(svc.oneshot(get(uri(down)))).await.unwrap();
     assert_eq!(response.status(), StatusCode::OK);

@@ -23,8 +23,9 @@ use http::{Request, Response, StatusCode};
 use http_body_util::Full;
 use http_resilience::{
     attempt_timeout::AttemptTimeoutLayer,
-    breaker::{error::CircuitOpen, BreakerKey, BreakerPolicy, CircuitBreakerLayer, CircuitState},
+    breaker::{error::CircuitOpen, BreakerPolicy, CircuitBreakerLayer, CircuitState},
     deadline::DeadlineLayer,
+    key::UpstreamKey,
     policy::{FixedDelay, TransientDecoder},
     retry::{RetryPolicy, StatusRetryLayer},
     transport, BoxError, FailureKind, ResiliencePolicy, RetryReport, Stop,
@@ -45,8 +46,8 @@ fn uri(addr: SocketAddr) -> http::Uri {
     format!("http://{addr}/value").parse().unwrap()
 }
 
-fn key(addr: SocketAddr) -> BreakerKey {
-    BreakerKey::authority("http", &addr.ip().to_string(), addr.port())
+fn key(addr: SocketAddr) -> UpstreamKey {
+    UpstreamKey::authority("http", &addr.ip().to_string(), addr.port())
 }
 
 /// A breaker that trips after `failures` in a row and stays open for
@@ -116,7 +117,7 @@ fn stack_with(
         Form::Combined => {
             let policy = ResiliencePolicy::new(deadline, attempt, retry)
                 .unwrap()
-                .with_breaker(breaker.clone());
+                .with_guard(breaker.clone());
             BoxCloneService::new(policy.layer().layer(client()))
         }
         Form::Layers => BoxCloneService::new(

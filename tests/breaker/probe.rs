@@ -62,7 +62,7 @@ fn stack(combined: bool, deadline: Duration, budget: Arc<RetryBudget>, inner: Sv
     if combined {
         let policy = ResiliencePolicy::new(deadline, attempt, retry)
             .unwrap()
-            .with_breaker(breaker);
+            .with_guard(breaker);
         return BoxCloneService::new(
             policy
                 .layer()

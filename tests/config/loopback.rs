@@ -7,10 +7,11 @@ use crate::support::{get, guarded, text};
 use bytes::Bytes;
 use http_body_util::Full;
 use http_resilience::{
-    breaker::{error::CircuitOpen, BreakerKey, CircuitBreakerLayer, CircuitState},
+    breaker::{error::CircuitOpen, CircuitBreakerLayer, CircuitState},
     config::ClientsConfig,
     errors,
     hedge::HedgeLayer,
+    key::UpstreamKey,
     overload::{Overloaded, Rejection},
     transport, AttemptTimeoutLayer, Attempts, BoxError, DeadlineLayer, FailureKind,
 };
@@ -55,8 +56,9 @@ async fn a_client_that_hedges_in_the_file_takes_the_copy_that_answers() {
         .layer(HedgeLayer::new(hedge))
         .option_layer(
             policy
-                .breaker()
-                .policy()
+                .guard()
+                .breaker
+                .as_ref()
                 .cloned()
                 .map(CircuitBreakerLayer::new),
         )
@@ -167,9 +169,9 @@ breaker.break_duration = "1m"
 "#;
 
 /// The states of the circuits of client `name`'s breaker, through its policy.
-fn circuits(config: &ClientsConfig, name: &str) -> Vec<(BreakerKey, CircuitState)> {
+fn circuits(config: &ClientsConfig, name: &str) -> Vec<(UpstreamKey, CircuitState)> {
     let policy = config.policy(name).unwrap();
-    policy.breaker().policy().expect("a breaker").states()
+    policy.guard().breaker.as_ref().expect("a breaker").states()
 }
 
 #[tokio::test]
@@ -178,7 +180,7 @@ async fn a_circuit_tripped_through_a_clients_layer_is_open_in_its_policy_and_its
     let before = config.policy("api").unwrap();
     let server = guarded(MockServer::start()).await.unwrap();
     server.enqueue(MockResponse::new(503));
-    let key = BreakerKey::authority("http", "127.0.0.1", server.addr().port());
+    let key = UpstreamKey::authority("http", "127.0.0.1", server.addr().port());
 
     let svc = config.layer("api").unwrap().layer(client());
     let response = guarded(svc.oneshot(get(server.uri("/a")))).await.unwrap();
@@ -186,8 +188,8 @@ async fn a_circuit_tripped_through_a_clients_layer_is_open_in_its_policy_and_its
 
     // The policies built for the client, before and after, and through a
     // clone of the configuration, all see the circuit the layer tripped.
-    let open = |states: Vec<(BreakerKey, CircuitState)>| matches!(&states[..], [(k, CircuitState::Open { .. })] if *k == key);
-    assert!(open(before.breaker().policy().unwrap().states()));
+    let open = |states: Vec<(UpstreamKey, CircuitState)>| matches!(&states[..], [(k, CircuitState::Open { .. })] if *k == key);
+    assert!(open(before.guard().breaker.as_ref().unwrap().states()));
     assert!(
         open(circuits(&config, "api")),
         "{:?}",
@@ -230,8 +232,9 @@ async fn the_calls_in_flight_through_one_of_a_clients_stacks_count_in_all_of_the
     let in_flight = || {
         let policy = config.policy("api").unwrap();
         let states = policy
-            .overload()
-            .policy()
+            .guard()
+            .overload
+            .as_ref()
             .expect("overload control")
             .states();
         states.iter().map(|(_, state)| state.in_flight).sum::<u32>()

@@ -670,7 +670,7 @@ async fn a_breaker_section_opens_the_circuit_after_its_failures() {
         .unwrap_err();
     assert_eq!(FailureKind::of(&*err), FailureKind::CircuitOpen, "{err}");
     assert_eq!(calls.load(Ordering::SeqCst), 3, "nothing sent while open");
-    let states = svc.breaker().policy().unwrap().states();
+    let states = svc.guard().breaker.as_ref().unwrap().states();
     match states.as_slice() {
         [(key, CircuitState::Open { until })] => {
             assert_eq!(key.to_string(), "http://flaky.test:80");
@@ -688,7 +688,7 @@ async fn a_breaker_section_opens_the_circuit_after_its_failures() {
         .unwrap();
     assert_eq!(response.status(), StatusCode::SERVICE_UNAVAILABLE);
     assert_eq!(calls.load(Ordering::SeqCst), 4);
-    let states = svc.breaker().policy().unwrap().states();
+    let states = svc.guard().breaker.as_ref().unwrap().states();
     assert!(
         matches!(states.as_slice(), [(_, CircuitState::Open { .. })]),
         "{states:?}"
@@ -715,14 +715,15 @@ async fn the_default_breaker_is_inherited_and_enabled_false_turns_it_off() {
         "#,
     );
     let policy = config.policy("guarded").unwrap();
-    let settings = policy.breaker().policy().unwrap().settings();
+    let settings = policy.guard().breaker.as_ref().unwrap().settings();
     assert_eq!(settings.consecutive_failures, 4, "from [default]");
     assert_eq!(settings.break_duration, secs(5), "from the standard preset");
     assert!(config
         .policy("unguarded")
         .unwrap()
-        .breaker()
-        .policy()
+        .guard()
+        .breaker
+        .as_ref()
         .is_none());
 
     for (name, sent) in [("guarded", 4), ("unguarded", 10)] {
@@ -806,7 +807,7 @@ async fn a_slow_call_threshold_opens_the_circuit_on_slow_successes() {
     assert_eq!(FailureKind::of(&*err), FailureKind::CircuitOpen, "{err}");
     assert_eq!(calls.load(Ordering::SeqCst), 2, "nothing sent while open");
     assert_eq!(Instant::now(), started, "turned away without waiting");
-    let states = svc.breaker().policy().unwrap().states();
+    let states = svc.guard().breaker.as_ref().unwrap().states();
     assert!(
         matches!(states.as_slice(), [(_, CircuitState::Open { .. })]),
         "{states:?}"

@@ -327,8 +327,20 @@ fn a_field_beside_enabled_false_in_a_client_is_refused_and_kept_in_default() {
         );
         let config = ClientsConfig::from_toml_str(&text).unwrap_or_else(|err| panic!("{err}"));
         let on = match table {
-            "breaker" => config.policy("on").unwrap().breaker().policy().is_some(),
-            "overload" => config.policy("on").unwrap().overload().policy().is_some(),
+            "breaker" => config
+                .policy("on")
+                .unwrap()
+                .guard()
+                .breaker
+                .as_ref()
+                .is_some(),
+            "overload" => config
+                .policy("on")
+                .unwrap()
+                .guard()
+                .overload
+                .as_ref()
+                .is_some(),
             _ => config.hedge("on").unwrap().is_some(),
         };
         assert!(on, "{text}");
@@ -382,7 +394,7 @@ async fn more_successes_than_probes_close_the_circuit_after_that_many_probes() {
     };
     let state = || {
         let policy = config.policy("api").unwrap();
-        let states = policy.breaker().policy().unwrap().states();
+        let states = policy.guard().breaker.as_ref().unwrap().states();
         assert_eq!(states.len(), 1, "{states:?}");
         states[0].1
     };

@@ -72,9 +72,7 @@ fn stack(
     };
     match form {
         Form::Retries => {
-            let policy = quick()
-                .with_breaker(breaker.clone())
-                .with_overload(overload.clone());
+            let policy = quick().with_guard((overload.clone(), breaker.clone()));
             let layer = GrpcLayer::new(policy).with_authority(endpoint).unwrap();
             let grpc = layer.layer(channel.clone());
             BoxCloneService::new(ServiceBuilder::new().map_response(respond).service(grpc))

@@ -18,7 +18,7 @@ async fn a_call_the_bulkhead_turns_away_is_unavailable_and_never_sent() {
     let script = Script::new([Step::Silent]);
     let channel = server(&script).await;
     let overload = OverloadPolicy::bulkhead(1).unwrap();
-    let layer = GrpcLayer::new(quick().with_overload(overload.clone()));
+    let layer = GrpcLayer::new(quick().with_guard(overload.clone()));
     let mut held = HealthClient::new(layer.layer(channel.clone()));
     let mut turned_away = HealthClient::new(layer.layer(channel));
     let silent = tokio::spawn(async move { held.check(check()).await });
@@ -42,7 +42,7 @@ async fn resource_exhausted_shrinks_an_adaptive_limit() {
     let script = Script::new(std::iter::repeat_n(Step::Status(8, None), 5));
     let channel = server(&script).await;
     let overload = OverloadPolicy::adaptive(AdaptiveLimit::new(20, 2, 20).unwrap());
-    let layer = GrpcLayer::new(quick().with_overload(overload.clone()));
+    let layer = GrpcLayer::new(quick().with_guard(overload.clone()));
     let mut client = HealthClient::new(layer.layer(channel));
     for _ in 0..5 {
         let status = guarded(client.check(check())).await.unwrap_err();

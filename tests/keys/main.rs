@@ -17,8 +17,9 @@ use http::{Request, Response, StatusCode};
 use http_body_util::Full;
 use http_resilience::{
     attempt_timeout::AttemptTimeoutLayer,
-    breaker::{error::CircuitOpen, BreakerKey, BreakerPolicy, CircuitBreakerLayer, CircuitState},
+    breaker::{error::CircuitOpen, BreakerPolicy, CircuitBreakerLayer, CircuitState},
     deadline::DeadlineLayer,
+    key::UpstreamKey,
     overload::{
         error::{Overloaded, Rejection},
         OverloadLayer, OverloadPolicy,
@@ -143,11 +144,11 @@ fn stack(form: Form, guard: Guard<'_>, upstream: &Upstream) -> Svc {
     let attempt = AttemptTimeoutLayer::new(ATTEMPT);
     match (form, guard) {
         (Form::Combined, Guard::Breaker(breaker)) => {
-            let policy = combined().with_breaker(breaker.clone());
+            let policy = combined().with_guard(breaker.clone());
             BoxCloneService::new(policy.layer().layer(inner).map_response(status))
         }
         (Form::Combined, Guard::Overload(overload)) => {
-            let policy = combined().with_overload(overload.clone());
+            let policy = combined().with_guard(overload.clone());
             BoxCloneService::new(policy.layer().layer(inner).map_response(status))
         }
         (Form::Layers, Guard::Breaker(breaker)) => BoxCloneService::new(
@@ -172,8 +173,8 @@ fn get(host: &str) -> Request<Full<Bytes>> {
     Request::get(uri).body(Full::default()).unwrap()
 }
 
-fn key(host: &str) -> BreakerKey {
-    BreakerKey::authority("http", host, 80)
+fn key(host: &str) -> UpstreamKey {
+    UpstreamKey::authority("http", host, 80)
 }
 
 /// One call through `svc` to `host`, a millisecond after the last.

@@ -353,7 +353,7 @@ async fn spans_over_loopback_name_every_field_of_the_library_under_http_resilien
     let retry = RetryPolicy::new(TransientDecoder::new(), FixedDelay::never());
     let policy = ResiliencePolicy::new(TOTAL, Duration::from_secs(3), retry)
         .unwrap()
-        .with_breaker(breaker);
+        .with_guard(breaker);
     let svc = policy.layer().layer(client(false));
     // One 503 trips the circuit; the next call is turned away.
     let first = guarded(svc.clone().oneshot(get(&server))).await.unwrap();

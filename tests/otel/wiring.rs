@@ -200,7 +200,7 @@ async fn one_call_wires_the_combined_service_its_breaker_and_its_budget() {
         retry(&retries),
     )
     .unwrap()
-    .with_breaker(breaker(&events))
+    .with_guard(breaker(&events))
     .with_metrics(&metrics.clone().with_budget_name("api"));
     let svc = policy.layer().layer(client(false));
     three_calls(&server, &svc).await;
@@ -303,7 +303,7 @@ async fn a_breaker_wired_in_place_is_read_while_it_lives_through_its_setters_and
     let retry = RetryPolicy::new(StatusDecoder::new([503]).unwrap(), FixedDelay::never());
     let policy = ResiliencePolicy::new(Duration::from_secs(8), Duration::from_secs(3), retry)
         .unwrap()
-        .with_breaker(twice)
+        .with_guard(twice)
         .erase();
     let svc = ServiceBuilder::new()
         .layer(policy.layer())
@@ -343,7 +343,7 @@ async fn overload_control_wired_with_the_policy_counts_its_rejections_and_reads_
     let retry = RetryPolicy::new(StatusDecoder::new([503]).unwrap(), FixedDelay::never());
     let policy = ResiliencePolicy::new(Duration::from_secs(8), Duration::from_secs(3), retry)
         .unwrap()
-        .with_overload(OverloadPolicy::bulkhead(1).unwrap())
+        .with_guard(OverloadPolicy::bulkhead(1).unwrap())
         .with_metrics(&metrics);
     let svc = ServiceBuilder::new()
         .layer(policy.layer())

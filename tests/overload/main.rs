@@ -12,9 +12,9 @@ use http::{Request, Response, StatusCode};
 use http_body_util::{combinators::UnsyncBoxBody, BodyExt, Full};
 use http_resilience::{
     attempt_timeout::AttemptTimeoutLayer,
-    breaker::BreakerKey,
     deadline::DeadlineLayer,
     hedge::{HedgeDelay, HedgeLayer, HedgePolicy},
+    key::UpstreamKey,
     overload::{AdaptiveLimit, OverloadLayer, OverloadPolicy, OverloadState},
     policy::{ExponentialBackoff, TransientDecoder},
     retry::{RetryPolicy, StatusRetryLayer},
@@ -121,8 +121,8 @@ where
     response.map(|body| body.map_err(Into::into).boxed_unsync())
 }
 
-fn key(addr: SocketAddr) -> BreakerKey {
-    BreakerKey::authority("http", &addr.ip().to_string(), addr.port())
+fn key(addr: SocketAddr) -> UpstreamKey {
+    UpstreamKey::authority("http", &addr.ip().to_string(), addr.port())
 }
 
 fn state(policy: &OverloadPolicy, addr: SocketAddr) -> OverloadState {
@@ -160,7 +160,7 @@ fn stack(form: Form, overload: &OverloadPolicy) -> Svc {
         Form::Combined => Svc::new(
             ResiliencePolicy::new(deadline, attempt, retry)
                 .unwrap()
-                .with_overload(overload.clone())
+                .with_guard(overload.clone())
                 .layer()
                 .layer(client())
                 .map_response(boxed),

@@ -21,9 +21,10 @@ use http::{Request, Response, StatusCode};
 use http_body_util::Full;
 use http_resilience::{
     attempt_timeout::AttemptTimeoutLayer,
-    breaker::{BreakerKey, BreakerPolicy, CircuitBreakerLayer, CircuitState},
+    breaker::{BreakerPolicy, CircuitBreakerLayer, CircuitState},
     deadline::DeadlineLayer,
     hedge::{HedgeDelay, HedgeLayer, HedgePolicy},
+    key::UpstreamKey,
     overload::{OverloadLayer, OverloadPolicy},
     policy::{FixedDelay, TransientDecoder},
     retry::{RetryPolicy, StatusRetryLayer},
@@ -162,7 +163,7 @@ fn with_breaker(form: Form, breaker: &BreakerPolicy<TransientDecoder>) -> Svc {
         Form::Combined => {
             let policy = ResiliencePolicy::new(DEADLINE, ATTEMPT, retry())
                 .unwrap()
-                .with_breaker(breaker.clone());
+                .with_guard(breaker.clone());
             BoxCloneService::new(policy.layer().layer(client()).map_response(status))
         }
     }
@@ -184,7 +185,7 @@ fn with_overload(form: Form, overload: &OverloadPolicy) -> Svc {
         Form::Combined => {
             let policy = ResiliencePolicy::new(DEADLINE, ATTEMPT, retry())
                 .unwrap()
-                .with_overload(overload.clone());
+                .with_guard(overload.clone());
             BoxCloneService::new(policy.layer().layer(client()).map_response(status))
         }
     }
@@ -303,7 +304,7 @@ async fn spin_on_an_open_circuit(form: Form) {
         "{form:?}: sent while open"
     );
     assert!(rejections >= SPINNERS, "{form:?}: {rejections} rejections");
-    let down = BreakerKey::authority("http", "127.0.0.1", addr.port());
+    let down = UpstreamKey::authority("http", "127.0.0.1", addr.port());
     let state = probe.state(&down);
     assert!(
         matches!(state, Some(CircuitState::Open { .. })),

@@ -247,16 +247,13 @@ async fn observe(case: Case, fused: bool) -> Observed {
         match (breaker, overload) {
             (Some(breaker), Some(overload)) => boxed(
                 resilience
-                    .with_breaker(breaker)
-                    .with_overload(overload)
+                    .with_guard((overload, breaker))
                     .layer()
                     .layer(recording),
             ),
-            (Some(breaker), None) => {
-                boxed(resilience.with_breaker(breaker).layer().layer(recording))
-            }
+            (Some(breaker), None) => boxed(resilience.with_guard(breaker).layer().layer(recording)),
             (None, Some(overload)) => {
-                boxed(resilience.with_overload(overload).layer().layer(recording))
+                boxed(resilience.with_guard(overload).layer().layer(recording))
             }
             (None, None) => boxed(resilience.layer().layer(recording)),
         }

@@ -353,7 +353,7 @@ async fn a_call_overload_control_turns_away_records_it_on_the_call_span() {
             Form::Combined => crate::harness::Svc::new(
                 ResiliencePolicy::new(DEADLINE, DEADLINE, policy)
                     .unwrap()
-                    .with_overload(overload)
+                    .with_guard(overload)
                     .layer()
                     .layer(upstream.clone()),
             ),

@@ -124,7 +124,7 @@ fn policy() -> ResiliencePolicy<TransientDecoder, FixedDelay, BreakerPolicy<Tran
     );
     ResiliencePolicy::new(Duration::from_secs(10), Duration::from_secs(5), retry)
         .expect("a valid policy")
-        .with_breaker(BreakerPolicy::new(TransientDecoder::new()))
+        .with_guard(BreakerPolicy::new(TransientDecoder::new()))
 }
 
 /// `request` through the combined service over the library's transport,

@@ -178,7 +178,7 @@ fn breaker_run(
     let breaker = BreakerPolicy::default()
         .max_keys(max_keys, IDLE)
         .expect("a bound");
-    let policy = combined().with_breaker(breaker.clone());
+    let policy = combined().with_guard(breaker.clone());
     Run {
         svc: policy.layer().layer(ok_service()),
         kept: move || breaker.states().len(),
@@ -197,7 +197,7 @@ fn overload_run(
     let overload = OverloadPolicy::bulkhead(1024)
         .and_then(|p| p.max_keys(max_keys, IDLE))
         .expect("a bound");
-    let policy = combined().with_overload(overload.clone());
+    let policy = combined().with_guard(overload.clone());
     Run {
         svc: policy.layer().layer(ok_service()),
         kept: move || overload.states().len(),

@@ -7,11 +7,8 @@
 //! ```
 
 use http_resilience::{
-    breaker::AnyBreaker,
-    config::ClientsConfig,
-    overload::AnyOverload,
+    config::{ClientPolicy, ClientsConfig},
     policy::{AnyDecoder, AnyRetryer, Retryer},
-    ResiliencePolicy,
 };
 use std::time::Duration;
 
@@ -51,10 +48,7 @@ fn main() {
 }
 
 /// One client's policy, readably.
-fn print_policy(
-    name: &str,
-    policy: &ResiliencePolicy<AnyDecoder, AnyRetryer, AnyBreaker, AnyOverload>,
-) {
+fn print_policy(name: &str, policy: &ClientPolicy) {
     println!(
         "{name}\n  {} per attempt, {} in all",
         human(policy.attempt_timeout()),
@@ -85,7 +79,7 @@ fn print_policy(
         other => format!("{other:?}"),
     };
     println!("  backoff {backoff}");
-    match policy.breaker().policy() {
+    match policy.guard().breaker.as_ref() {
         Some(breaker) => {
             let s = breaker.settings();
             println!(

@@ -11,9 +11,7 @@ use http::{Request, Response};
 use http_body_util::Full;
 use http_resilience::{
     attempt_timeout::AttemptTimeoutLayer,
-    breaker::AnyBreaker,
     deadline::DeadlineLayer,
-    overload::AnyOverload,
     policy::{
         AnyDecoder, AnyRetryer, Decoder, ExponentialBackoff, RetryEvent, TransientDecoder,
         WaitSource,
@@ -70,7 +68,7 @@ const READ: Duration = Duration::from_secs(5);
 fn seed_with(
     attempt: Duration,
     total: Duration,
-) -> Result<ResiliencePolicy<AnyDecoder, AnyRetryer, AnyBreaker, AnyOverload>, InvalidSetting> {
+) -> Result<ResiliencePolicy<AnyDecoder, AnyRetryer>, InvalidSetting> {
     let policy = presets::reactor()
         .with_deadline(total)?
         .with_attempt_timeout(attempt)?;
@@ -91,7 +89,7 @@ async fn scenario(
     timeline: &Arc<Timeline>,
     title: &str,
     script: Vec<MockResponse>,
-    policy: ResiliencePolicy<AnyDecoder, AnyRetryer, AnyBreaker, AnyOverload>,
+    policy: ResiliencePolicy<AnyDecoder, AnyRetryer>,
     read: Duration,
 ) -> Result<(), BoxError> {
     println!("\n== {title} ==");

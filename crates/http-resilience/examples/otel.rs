@@ -85,7 +85,7 @@ async fn retried_call(
     let retry = RetryPolicy::new(StatusDecoder::new([503])?, FixedDelay::new(MS(10), 2))
         .with_budget(Arc::new(RetryBudget::new(10, 0.1)?));
     let policy = ResiliencePolicy::new(Duration::from_secs(8), Duration::from_secs(3), retry)?
-        .with_breaker(BreakerPolicy::new(StatusDecoder::new([503])?))
+        .with_guard(BreakerPolicy::new(StatusDecoder::new([503])?))
         .with_metrics(metrics);
     let calls = Arc::new(AtomicU32::new(0));
     let svc = ServiceBuilder::new()

@@ -225,8 +225,9 @@ pub mod errors;
 pub mod extensions;
 #[cfg(feature = "grpc")]
 pub mod grpc;
+pub mod guard;
 pub mod hedge;
-mod keyed;
+pub mod key;
 mod limits;
 pub mod overload;
 pub mod policy;

@@ -99,7 +99,7 @@ pub fn standard(
         )
         .deadline_aware(MIN_USEFUL_ATTEMPT),
     )
-    .with_breaker(BreakerPolicy::default())
+    .with_guard(BreakerPolicy::default())
 }
 
 /// The least time an attempt needs to be worth making, for the HTTP presets

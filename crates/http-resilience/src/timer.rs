@@ -56,6 +56,17 @@ pub(crate) fn poll_timer(
         .poll(cx)
 }
 
+/// Whether `timer`, if there is one, was due at `deadline` and has fired:
+/// the one tie rule of every form. Once the deadline's own timer has fired,
+/// the deadline ends the call, whatever else is ready in the same poll
+/// (layers inside may have timers due at the same instant: an attempt limit
+/// capped by the deadline, a wait cut by it; an outcome they gave would not
+/// be the deadline's).
+#[inline(always)]
+pub(crate) fn deadline_fired(timer: Option<&Sleep>, deadline: Instant) -> bool {
+    timer.is_some_and(|timer| timer.deadline() == deadline && timer.is_elapsed())
+}
+
 /// Polls `timer`, first moving it to `at` if it is due at another instant.
 pub(crate) fn poll_moved(
     mut timer: Pin<&mut Sleep>,

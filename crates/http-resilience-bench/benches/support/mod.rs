@@ -18,8 +18,9 @@ use http::{Request, Response, StatusCode};
 use http_body_util::Full;
 use http_resilience::{
     attempt_timeout::AttemptTimeoutLayer,
-    breaker::{BreakerPolicy, CircuitBreakerLayer, Judges, NoBreaker},
+    breaker::{BreakerPolicy, CircuitBreakerLayer},
     deadline::{body::DeadlineBody, DeadlineLayer},
+    guard::Settle,
     overload::{OverloadLayer, OverloadPolicy},
     policy::{FixedDelay, StatusDecoder},
     retry::{RetryPolicy, StatusRetryLayer},
@@ -149,11 +150,11 @@ where
     S: Service<Req, Response = Response<T>> + Clone,
     S::Error: Into<tower::BoxError>,
 {
-    fused_with(inner, NoBreaker)
+    fused_with(inner, ())
 }
 
 /// [`ours_fused`] with a circuit breaker of the default policy on every
-/// attempt (`ResiliencePolicy::with_breaker`): the whole stack with it.
+/// attempt (`ResiliencePolicy::with_guard`): the whole stack with it.
 pub(crate) fn ours_fused_breaker<S, T>(
     inner: S,
 ) -> impl Service<Req, Response = Response<DeadlineBody<T>>, Error = tower::BoxError> + Clone
@@ -165,7 +166,7 @@ where
 }
 
 /// [`ours_fused`] with a bulkhead on every attempt
-/// (`ResiliencePolicy::with_overload`), far from full: a slot taken and given
+/// (`ResiliencePolicy::with_guard`), far from full: a slot taken and given
 /// back per call.
 pub(crate) fn ours_fused_bulkhead<S, T>(
     inner: S,
@@ -179,7 +180,7 @@ where
         .with_queue(1024);
     let resilience = ResiliencePolicy::new(CALL_LIMIT, ATTEMPT_LIMIT, retry_503())
         .expect("the limits fit together")
-        .with_overload(bulkhead);
+        .with_guard(bulkhead);
     tower::Layer::layer(&resilience.layer(), inner)
 }
 
@@ -191,11 +192,11 @@ fn fused_with<S, T, G>(
 where
     S: Service<Req, Response = Response<T>> + Clone,
     S::Error: Into<tower::BoxError>,
-    G: Judges<T>,
+    G: Settle<T>,
 {
     let resilience = ResiliencePolicy::new(CALL_LIMIT, ATTEMPT_LIMIT, retry_503())
         .expect("the limits fit together")
-        .with_breaker(breaker);
+        .with_guard(breaker);
     tower::Layer::layer(&resilience.layer(), inner)
 }
 

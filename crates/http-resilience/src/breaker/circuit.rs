@@ -8,8 +8,9 @@ use super::{
     events::{emit, BreakerEvent, BreakerListener, TripReason},
     policy::{judge_timed, Judged, Ramp, Settings, Shared},
     window::{Window, BUCKETS},
-    BreakerKey, CircuitState,
+    CircuitState,
 };
+use crate::key::{Clock, UpstreamKey};
 use crate::policy::{Seeds, Verdict};
 use std::{
     sync::{
@@ -44,7 +45,7 @@ const fn next(word: u64, phase: u64) -> u64 {
 #[derive(Clone, Copy)]
 pub(crate) struct Ctx<'a> {
     settings: &'a Settings,
-    base: Instant,
+    clock: Clock,
     seeds: &'a Seeds,
     listener: Option<&'a dyn BreakerListener>,
 }
@@ -53,7 +54,7 @@ impl<'a> Ctx<'a> {
     pub(crate) fn of<D>(shared: &'a Shared<D>) -> Self {
         Self {
             settings: &shared.settings,
-            base: shared.base,
+            clock: shared.clock,
             seeds: &shared.seeds,
             listener: super::events::heard(&shared.listener),
         }
@@ -61,7 +62,7 @@ impl<'a> Ctx<'a> {
 
     /// `now` in nanoseconds since the base.
     pub(crate) fn nanos(&self, now: Instant) -> u64 {
-        nanos(now.saturating_duration_since(self.base))
+        self.clock.nanos(now)
     }
 
     pub(crate) fn settings(&self) -> &Settings {
@@ -69,10 +70,7 @@ impl<'a> Ctx<'a> {
     }
 }
 
-/// `duration` in nanoseconds, at most `u64::MAX`.
-pub(crate) fn nanos(duration: Duration) -> u64 {
-    u64::try_from(duration.as_nanos()).unwrap_or(u64::MAX)
-}
+pub(crate) use crate::key::nanos;
 
 /// The circuit of one key.
 ///
@@ -81,8 +79,8 @@ pub(crate) fn nanos(duration: Duration) -> u64 {
 /// `last_used`: atomics only. `recovery` is locked only to change state
 /// (trip, half-open, ramp, close), to admit a call while not closed, for a
 /// probe's outcome and to read a ramp's share; never across an await.
-pub(crate) struct Circuit {
-    key: BreakerKey,
+pub struct Circuit {
+    key: UpstreamKey,
     state: AtomicU64,
     consecutive: AtomicU32,
     window: Window,
@@ -121,7 +119,7 @@ pub(crate) struct Ticket {
 // ===== impl Circuit =====
 
 impl Circuit {
-    pub(crate) fn new(key: BreakerKey, now: u64) -> Self {
+    pub(crate) fn new(key: UpstreamKey, now: u64) -> Self {
         Self {
             key,
             state: AtomicU64::new(word(0, CLOSED)),
@@ -134,7 +132,7 @@ impl Circuit {
         }
     }
 
-    pub(crate) fn key(&self) -> &BreakerKey {
+    pub(crate) fn key(&self) -> &UpstreamKey {
         &self.key
     }
 
@@ -256,7 +254,7 @@ impl Circuit {
     /// The error for a call turned away, which may come back at `retry_at`
     /// (since the base), told.
     fn reject(&self, ctx: Ctx<'_>, retry_at: u64) -> CircuitOpen {
-        let until = ctx.base + Duration::from_nanos(retry_at);
+        let until = ctx.clock.base() + Duration::from_nanos(retry_at);
         emit(
             ctx.listener,
             &BreakerEvent::Rejected {

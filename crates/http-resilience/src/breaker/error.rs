@@ -1,6 +1,6 @@
 //! Error types
 
-use super::BreakerKey;
+use crate::key::UpstreamKey;
 use std::{error::Error, fmt};
 use tokio::time::Instant;
 
@@ -10,13 +10,13 @@ use tokio::time::Instant;
 /// Its message, `circuit open`, is the same whatever the key, so that the
 /// failure groups as one in logs; the key is [`key`](Self::key).
 ///
-/// [`CircuitBreaker`](super::CircuitBreaker) returns it, boxed.
+/// Its [`CircuitBreakerLayer`](super::CircuitBreakerLayer) and the combined service return it, boxed.
 /// [`FailureKind::of`](crate::FailureKind::of) reads it as
 /// [`FailureKind::CircuitOpen`](crate::FailureKind::CircuitOpen), which the
 /// ready-made decoders never retry (the circuit would refuse the retry too).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CircuitOpen {
-    key: BreakerKey,
+    key: UpstreamKey,
     retry_at: Instant,
 }
 
@@ -27,12 +27,12 @@ impl CircuitOpen {
     /// from `retry_at` on.
     ///
     /// Public so that tests and mocks can produce the same error the layer does.
-    pub const fn new(key: BreakerKey, retry_at: Instant) -> Self {
+    pub const fn new(key: UpstreamKey, retry_at: Instant) -> Self {
         Self { key, retry_at }
     }
 
     /// The key of the circuit: by default the request's authority.
-    pub const fn key(&self) -> &BreakerKey {
+    pub const fn key(&self) -> &UpstreamKey {
         &self.key
     }
 
@@ -62,12 +62,12 @@ mod tests {
     #[test]
     fn the_message_is_the_same_whatever_the_key() {
         let at = Instant::now();
-        let err = CircuitOpen::new(BreakerKey::authority("http", "127.0.0.1", 8080), at);
+        let err = CircuitOpen::new(UpstreamKey::authority("http", "127.0.0.1", 8080), at);
         assert_eq!(err.to_string(), "circuit open");
         assert_eq!(err.retry_at(), at);
         assert_eq!(err.key().port(), Some(8080));
-        let custom = CircuitOpen::new(BreakerKey::custom("tenant-7"), at);
-        assert_eq!(custom.key(), &BreakerKey::custom("tenant-7"));
+        let custom = CircuitOpen::new(UpstreamKey::custom("tenant-7"), at);
+        assert_eq!(custom.key(), &UpstreamKey::custom("tenant-7"));
         assert_eq!(format!("{custom:>14}"), "  circuit open");
     }
 }

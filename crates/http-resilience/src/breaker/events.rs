@@ -1,6 +1,7 @@
 //! Breaker events (see [`BreakerListener`]).
 
-use super::{registry::Registry, BreakerKey, CircuitState};
+use super::{registry::Registry, CircuitState};
+use crate::key::UpstreamKey;
 use crate::{policy::Verdict, telemetry::listeners::Listeners};
 use std::{
     fmt,
@@ -54,7 +55,7 @@ pub enum BreakerEvent<'a> {
     /// The circuit opened: calls are turned away until `until`.
     Opened {
         /// The circuit's key.
-        key: &'a BreakerKey,
+        key: &'a UpstreamKey,
         /// Why it opened.
         why: TripReason,
         /// The decoder's verdict on the outcome that tripped it.
@@ -68,14 +69,14 @@ pub enum BreakerEvent<'a> {
     /// The break is over: the circuit lets probes through.
     HalfOpen {
         /// The circuit's key.
-        key: &'a BreakerKey,
+        key: &'a UpstreamKey,
     },
     /// Enough probes succeeded, with a [ramp](super::BreakerPolicy::ramp):
     /// the circuit lets a growing share of calls through for `duration`,
     /// then closes.
     RampingUp {
         /// The circuit's key.
-        key: &'a BreakerKey,
+        key: &'a UpstreamKey,
         /// How long the ramp lasts.
         duration: Duration,
         /// Its steps: the first lets one in `steps` calls through.
@@ -85,12 +86,12 @@ pub enum BreakerEvent<'a> {
     /// circuit closed.
     Closed {
         /// The circuit's key.
-        key: &'a BreakerKey,
+        key: &'a UpstreamKey,
     },
     /// A call was turned away, never sent.
     Rejected {
         /// The circuit's key.
-        key: &'a BreakerKey,
+        key: &'a UpstreamKey,
         /// From when a probe may go; while the circuit ramps up, the start of
         /// the next step, which lets a larger share through.
         retry_at: Instant,
@@ -212,7 +213,7 @@ impl Circuits {
 
     /// The state of every circuit kept, or `None` once nothing keeps them.
     #[cfg_attr(not(feature = "otel"), allow(dead_code))]
-    pub(crate) fn states(&self) -> Option<Vec<(BreakerKey, CircuitState)>> {
+    pub(crate) fn states(&self) -> Option<Vec<(UpstreamKey, CircuitState)>> {
         Some(self.registry.upgrade()?.states(self.base))
     }
 }
@@ -235,7 +236,7 @@ mod tests {
 
     #[test]
     fn every_event_reads_as_one_line() {
-        let key = BreakerKey::authority("http", "a", 80);
+        let key = UpstreamKey::authority("http", "a", 80);
         let opened = BreakerEvent::Opened {
             key: &key,
             why: TripReason::ConsecutiveFailures { count: 5 },

@@ -2,10 +2,10 @@
 //! after failures, turns calls away without sending them, and lets a few
 //! probes through to find out when the upstream is back.
 //!
-//! [`CircuitBreaker`] keeps one circuit per key (by default the request's
+//! A [`BreakerPolicy`] keeps one circuit per key (by default the request's
 //! authority: scheme, host and port) in a bounded map shared by every clone
 //! of its [`CircuitBreakerLayer`] and [`BreakerPolicy`]. Each outcome is
-//! judged by the policy's [`Decoder`] (see
+//! judged by the policy's [`Decoder`](crate::policy::Decoder) (see
 //! [`BreakerPolicy`] for what counts as a failure). A closed circuit trips
 //! on failures in a row or on a failure ratio over a sliding window; while
 //! open, calls fail at once with [`CircuitOpen`](error::CircuitOpen), the
@@ -20,7 +20,7 @@
 //! ```
 //! use http::{Request, Response, StatusCode};
 //! use http_resilience::{
-//!     breaker::{error::CircuitOpen, BreakerKey, BreakerPolicy, CircuitBreakerLayer, CircuitState},
+//!     breaker::{error::CircuitOpen, BreakerPolicy, CircuitBreakerLayer, CircuitState}, key::{UpstreamKey},
 //!     policy::TransientDecoder,
 //!     FailureKind,
 //! };
@@ -47,7 +47,7 @@
 //! assert_eq!(FailureKind::of(&*err), FailureKind::CircuitOpen);
 //! let open = err.downcast_ref::<CircuitOpen>().unwrap();
 //! assert_eq!(open.key().to_string(), "http://upstream.test:80");
-//! let key = BreakerKey::authority("http", "upstream.test", 80);
+//! let key = UpstreamKey::authority("http", "upstream.test", 80);
 //! assert!(matches!(policy.state(&key), Some(CircuitState::Open { .. })));
 //! # Ok(())
 //! # }
@@ -129,7 +129,7 @@
 //!
 //! # The combined service and hedging
 //!
-//! [`ResiliencePolicy::with_breaker`](crate::ResiliencePolicy::with_breaker)
+//! [`ResiliencePolicy::with_guard`](crate::ResiliencePolicy::with_guard)
 //! gives the combined service ([`Resilience`](crate::Resilience)) the same
 //! breaker, in the same place: every attempt passes the circuit of its
 //! call's key, a refused attempt is never sent, an attempt its limit ends
@@ -158,11 +158,8 @@
 mod circuit;
 pub mod error;
 mod events;
-pub mod future;
 mod gate;
 mod grpc;
-mod key;
-mod layer;
 mod policy;
 mod probe;
 mod registry;
@@ -171,9 +168,6 @@ mod window;
 
 pub use self::{
     events::{BreakerEvent, BreakerListener, TripReason},
-    gate::{AnyBreaker, Gate, Judges, NoBreaker},
-    key::BreakerKey,
-    layer::CircuitBreakerLayer,
     policy::BreakerPolicy,
     probe::WaitForProbe,
     settings::BreakerSettings,
@@ -183,16 +177,13 @@ pub use self::{
 pub(crate) use self::events::{Circuits, Observer};
 pub(crate) use self::probe::waits_for_probe;
 
-pub(crate) use self::key::KeyRef;
-use self::{circuit::Circuit, circuit::Ctx, future::ResponseFuture};
-use crate::{policy::Decoder, BoxError};
-use std::{
-    fmt,
-    sync::Arc,
-    task::{Context, Poll},
-};
+use crate::guard::GuardLayer;
 use tokio::time::Instant;
-use tower_service::Service;
+
+/// A circuit breaker as a layer of its own: a [`GuardLayer`] of a
+/// [`BreakerPolicy`], whose circuits every clone of the layer (and of the
+/// policy) shares. See the [module docs](self) for an example.
+pub type CircuitBreakerLayer<D> = GuardLayer<BreakerPolicy<D>>;
 
 /// The state of one circuit, as [`BreakerPolicy::state`] reads it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -222,92 +213,6 @@ pub enum CircuitState {
         /// The end of the ramp.
         until: Instant,
     },
-}
-
-/// Turns calls away at once while the circuit of their key is open.
-///
-/// See the [module docs](self) for an example.
-///
-/// # Clone
-///
-/// Clones share the policy's circuits (behind an `Arc`); each keeps the
-/// circuit of its last key at hand.
-pub struct CircuitBreaker<S, D> {
-    inner: S,
-    policy: BreakerPolicy<D>,
-    at_hand: gate::AtHand,
-}
-
-// ===== impl CircuitBreaker =====
-
-impl<S, D> CircuitBreaker<S, D> {
-    /// Wraps `inner`, breaking circuits as `policy` says.
-    pub const fn new(inner: S, policy: BreakerPolicy<D>) -> Self {
-        Self {
-            inner,
-            policy,
-            at_hand: gate::AtHand::EMPTY,
-        }
-    }
-
-    /// The policy, whose [`state`](BreakerPolicy::state) reads the circuits.
-    pub const fn policy(&self) -> &BreakerPolicy<D> {
-        &self.policy
-    }
-
-    define_inner_service_accessors!();
-
-    /// The circuit of `request`'s key.
-    #[inline]
-    fn circuit_for<B>(&mut self, request: &http::Request<B>) -> Arc<Circuit> {
-        gate::circuit_for(&self.policy.shared, &mut self.at_hand, request)
-    }
-}
-
-impl<S: Clone, D> Clone for CircuitBreaker<S, D> {
-    fn clone(&self) -> Self {
-        Self {
-            inner: self.inner.clone(),
-            policy: self.policy.clone(),
-            at_hand: self.at_hand.clone(),
-        }
-    }
-}
-
-impl<S: fmt::Debug, D: fmt::Debug> fmt::Debug for CircuitBreaker<S, D> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("CircuitBreaker")
-            .field("inner", &self.inner)
-            .field("policy", &self.policy)
-            .finish_non_exhaustive()
-    }
-}
-
-impl<S, B, T, D> Service<http::Request<B>> for CircuitBreaker<S, D>
-where
-    S: Service<http::Request<B>, Response = http::Response<T>>,
-    S::Error: Into<BoxError>,
-    D: Decoder<T, S::Error>,
-{
-    type Response = http::Response<T>;
-    type Error = BoxError;
-    type Future = ResponseFuture<S::Future, D>;
-
-    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
-        self.inner.poll_ready(cx).map_err(Into::into)
-    }
-
-    #[inline]
-    fn call(&mut self, request: http::Request<B>) -> Self::Future {
-        let circuit = self.circuit_for(&request);
-        let shared = &self.policy.shared;
-        match circuit.admit(Ctx::of(shared)) {
-            Ok(ticket) => {
-                ResponseFuture::called(self.inner.call(request), ticket, Arc::clone(shared))
-            }
-            Err(open) => ResponseFuture::rejected(open),
-        }
-    }
 }
 
 #[cfg(test)]

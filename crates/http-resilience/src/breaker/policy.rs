@@ -3,15 +3,15 @@
 use super::{
     events::{BreakerListener, BreakerListeners, Circuits},
     registry::Registry,
-    BreakerKey, CircuitState,
+    CircuitState,
 };
+use crate::key::{Clock, UpstreamKey};
 use crate::policy::{AnyDecoder, Decoder, Reason, TransientDecoder, Verdict};
 use crate::{policy::Seeds, InvalidSetting};
 use std::{fmt, sync::Arc, time::Duration};
-use tokio::time::Instant;
 
 /// A key function of one's own.
-pub(crate) use crate::keyed::KeyFn;
+pub(crate) use crate::key::KeyFn;
 
 /// The settings of a breaker, validated.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -81,7 +81,7 @@ pub(crate) struct Shared<D> {
     pub(crate) listener: BreakerListeners,
     pub(crate) seeds: Seeds,
     /// The instant the circuits count their time from.
-    pub(crate) base: Instant,
+    pub(crate) clock: Clock,
     /// NOTE: in an `Arc` of its own, so that an observer holds the circuits
     /// weakly, whatever the decoder.
     pub(crate) registry: Arc<Registry>,
@@ -208,7 +208,7 @@ impl<D> BreakerPolicy<D> {
             key_fn,
             listener,
             seeds,
-            base: Instant::now(),
+            clock: Clock::start(),
             registry: Arc::default(),
         })
     }
@@ -217,7 +217,7 @@ impl<D> BreakerPolicy<D> {
     /// was made from, reads its new circuits too.
     fn from_shared(shared: Shared<D>) -> Self {
         if let Some(observer) = shared.listener.observer() {
-            observer.observe(Circuits::of(&shared.registry, shared.base));
+            observer.observe(Circuits::of(&shared.registry, shared.clock.base()));
         }
         Self {
             shared: Arc::new(shared),
@@ -233,7 +233,7 @@ impl<D> BreakerPolicy<D> {
         if !shared.listener.attach(Arc::clone(&observer)) {
             return false;
         }
-        observer.observe(Circuits::of(&shared.registry, shared.base));
+        observer.observe(Circuits::of(&shared.registry, shared.clock.base()));
         true
     }
 
@@ -248,17 +248,17 @@ impl<D> BreakerPolicy<D> {
     }
 
     /// The state of the circuit of `key`, if one is kept.
-    pub fn state(&self, key: &BreakerKey) -> Option<CircuitState> {
+    pub fn state(&self, key: &UpstreamKey) -> Option<CircuitState> {
         let shared = &*self.shared;
         shared
             .registry
             .find(shared.registry.hash(key.as_ref()), key.as_ref())
-            .map(|circuit| circuit.state(shared.base))
+            .map(|circuit| circuit.state(shared.clock.base()))
     }
 
     /// The state of every circuit kept, for a health endpoint.
-    pub fn states(&self) -> Vec<(BreakerKey, CircuitState)> {
-        self.shared.registry.states(self.shared.base)
+    pub fn states(&self) -> Vec<(UpstreamKey, CircuitState)> {
+        self.shared.registry.states(self.shared.clock.base())
     }
 }
 
@@ -289,7 +289,7 @@ impl<D: Clone> BreakerPolicy<D> {
             key_fn: shared.key_fn.clone(),
             listener: shared.listener.carried(None),
             seeds: shared.seeds.clone(),
-            base: Instant::now(),
+            clock: Clock::start(),
             registry: Arc::default(),
         }
     }
@@ -508,7 +508,7 @@ impl<D: Clone> BreakerPolicy<D> {
     #[must_use]
     pub fn with_key<F>(self, key: F) -> Self
     where
-        F: Fn(&http::Uri, &http::HeaderMap) -> BreakerKey + Send + Sync + 'static,
+        F: Fn(&http::Uri, &http::HeaderMap) -> UpstreamKey + Send + Sync + 'static,
     {
         let mut next = self.fresh(self.shared.settings);
         next.key_fn = Some(Arc::new(key));

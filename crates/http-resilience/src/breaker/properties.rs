@@ -7,8 +7,9 @@
 use super::{
     circuit::{Ctx, Ticket},
     policy::Judged,
-    BreakerKey, BreakerPolicy, CircuitState, KeyRef,
+    BreakerPolicy, CircuitState,
 };
+use crate::key::{KeyRef, UpstreamKey};
 use crate::policy::{TransientDecoder, Verdict};
 use http::StatusCode;
 use proptest::prelude::*;
@@ -64,7 +65,7 @@ struct Run {
 impl Run {
     fn state(&self, n: u8) -> Option<CircuitState> {
         self.policy
-            .state(&BreakerKey::authority("http", &host(n), 80))
+            .state(&UpstreamKey::authority("http", &host(n), 80))
     }
 
     fn states(&self) -> Vec<Option<CircuitState>> {
@@ -88,7 +89,7 @@ impl Run {
                 let shared = &*self.policy.shared;
                 ticket.settle(Ctx::of(shared), judged);
                 if ramping {
-                    let state = Some(circuit.state(shared.base));
+                    let state = Some(circuit.state(shared.clock.base()));
                     match judged {
                         Judged::Failure(_) => assert!(
                             matches!(state, Some(CircuitState::Open { .. })),
@@ -103,7 +104,7 @@ impl Run {
                 let ticket = self.held.swap_remove(i % self.held.len());
                 let n = number(&ticket);
                 let circuit = Arc::clone(ticket.circuit());
-                let base = self.policy.shared.base;
+                let base = self.policy.shared.clock.base();
                 let before = circuit.state(base);
                 drop(ticket);
                 if let CircuitState::Ramp { .. } = before {

@@ -1,21 +1,22 @@
 //! The bounded map of circuits, by key: the crate's keyed map of
 //! [`Circuit`]s, made and read on the breaker's clock.
 
-#[cfg(test)]
-use super::KeyRef;
 use super::{
     circuit::{nanos, Circuit, Ctx},
-    BreakerKey, CircuitState,
+    CircuitState,
 };
-use crate::keyed::{self, Keyed, Room};
+#[cfg(test)]
+use crate::key::KeyRef;
+use crate::key::UpstreamKey;
+use crate::key::{self, Keyed, Room};
 use std::sync::atomic::AtomicBool;
 use tokio::time::Instant;
 
 /// The circuits of one policy.
-pub(crate) type Registry = keyed::Registry<Circuit>;
+pub(crate) type Registry = key::Registry<Circuit>;
 
 impl Keyed for Circuit {
-    fn key(&self) -> &BreakerKey {
+    fn key(&self) -> &UpstreamKey {
         Circuit::key(self)
     }
 
@@ -33,7 +34,7 @@ impl Keyed for Circuit {
     }
 }
 
-impl keyed::Registry<Circuit> {
+impl key::Registry<Circuit> {
     /// The circuit of `key`, made (and room made for it) if none is kept.
     #[cfg(test)]
     pub(crate) fn get_or_insert(&self, key: KeyRef<'_>, ctx: Ctx<'_>) -> std::sync::Arc<Circuit> {
@@ -41,7 +42,7 @@ impl keyed::Registry<Circuit> {
     }
 
     /// The state of every circuit kept.
-    pub(crate) fn states(&self, base: Instant) -> Vec<(BreakerKey, CircuitState)> {
+    pub(crate) fn states(&self, base: Instant) -> Vec<(UpstreamKey, CircuitState)> {
         self.all()
             .iter()
             .map(|circuit| (circuit.key().clone(), circuit.state(base)))

@@ -1,9 +1,10 @@
 //! The breaker's state machine, on tokio's paused clock.
 
 use super::{
-    circuit::Ctx, error::CircuitOpen, policy::judge, policy::Judged, BreakerEvent, BreakerKey,
-    BreakerPolicy, CircuitBreaker, CircuitBreakerLayer, CircuitState, KeyRef, TripReason,
+    circuit::Ctx, error::CircuitOpen, policy::judge, policy::Judged, BreakerEvent, BreakerPolicy,
+    CircuitBreakerLayer, CircuitState, TripReason,
 };
+use crate::key::{KeyRef, UpstreamKey};
 use crate::{
     policy::{FixedDelay, Reason, RetryBudget, TransientDecoder, Verdict},
     retry::{RetryPolicy, StatusRetryLayer},
@@ -117,8 +118,8 @@ fn open_error(outcome: Outcome) -> CircuitOpen {
     err.downcast_ref::<CircuitOpen>().unwrap().clone()
 }
 
-fn key(host: &str) -> BreakerKey {
-    BreakerKey::authority("http", host, 80)
+fn key(host: &str) -> UpstreamKey {
+    UpstreamKey::authority("http", host, 80)
 }
 
 const A: &str = "http://a.test/";
@@ -128,7 +129,7 @@ const B: &str = "http://b.test/";
 async fn trips_after_consecutive_failures() {
     let upstream = Upstream::new(Mode::Status(503));
     let policy = policy().consecutive_failures(3).unwrap();
-    let mut svc = CircuitBreaker::new(upstream.service(), policy.clone());
+    let mut svc = breaker_around(upstream.service(), policy.clone());
     for _ in 0..2 {
         assert_eq!(call(&mut svc, A).await.unwrap().status(), 503);
     }
@@ -157,7 +158,7 @@ async fn trips_after_consecutive_failures() {
 async fn errors_and_timeouts_count_as_failures() {
     let upstream = Upstream::new(Mode::Refused);
     let policy = policy().consecutive_failures(2).unwrap();
-    let mut svc = CircuitBreaker::new(upstream.service(), policy);
+    let mut svc = breaker_around(upstream.service(), policy);
     call(&mut svc, A).await.unwrap_err();
     call(&mut svc, A).await.unwrap_err();
     open_error(call(&mut svc, A).await);
@@ -172,7 +173,7 @@ async fn trips_on_the_failure_ratio_once_the_throughput_is_reached() {
         .unwrap()
         .failure_ratio(0.5, 10 * SECOND, 10)
         .unwrap();
-    let mut svc = CircuitBreaker::new(upstream.service(), policy.clone());
+    let mut svc = breaker_around(upstream.service(), policy.clone());
     // Success, failure, ...: half of them fail, from the start.
     for n in 0..10 {
         assert_eq!(
@@ -198,7 +199,7 @@ async fn the_ratio_needs_the_minimum_throughput_within_the_window() {
         .unwrap()
         .failure_ratio(0.5, 10 * SECOND, 10)
         .unwrap();
-    let mut svc = CircuitBreaker::new(upstream.service(), policy.clone());
+    let mut svc = breaker_around(upstream.service(), policy.clone());
     for _ in 0..9 {
         call(&mut svc, A).await.unwrap();
     }
@@ -222,7 +223,7 @@ async fn the_ratio_needs_the_minimum_throughput_within_the_window() {
 async fn the_break_lasts_what_retry_after_asked_for_capped() {
     let upstream = Upstream::new(Mode::RetryAfter(503, 20));
     let policy = policy().consecutive_failures(1).unwrap();
-    let mut svc = CircuitBreaker::new(upstream.service(), policy);
+    let mut svc = breaker_around(upstream.service(), policy);
     let start = Instant::now();
     call(&mut svc, A).await.unwrap();
     assert_eq!(
@@ -251,7 +252,7 @@ async fn repeated_trips_back_off_to_the_cap_and_a_close_forgets_them() {
         .unwrap()
         .break_duration(5 * SECOND, 30 * SECOND)
         .unwrap();
-    let mut svc = CircuitBreaker::new(upstream.service(), policy);
+    let mut svc = breaker_around(upstream.service(), policy);
     call(&mut svc, A).await.unwrap();
     for expected in [5, 10, 20, 30, 30] {
         let now = Instant::now();
@@ -283,7 +284,7 @@ async fn jitter_lengthens_the_break_within_its_share() {
             .break_growth(2.0, 0.5)
             .unwrap()
             .with_seed(seed);
-        let mut svc = CircuitBreaker::new(upstream.service(), policy);
+        let mut svc = breaker_around(upstream.service(), policy);
         call(&mut svc, A).await.unwrap();
         let now = Instant::now();
         let wait = open_error(call(&mut svc, A).await).retry_at() - now;
@@ -302,7 +303,7 @@ async fn half_open_lets_a_bounded_number_of_probes_through_then_closes() {
         .unwrap()
         .half_open(2, 2)
         .unwrap();
-    let svc = CircuitBreaker::new(upstream.service(), policy.clone());
+    let svc = breaker_around(upstream.service(), policy.clone());
     call(&mut svc.clone(), A).await.unwrap();
     time::advance(5 * SECOND).await;
     upstream.set(Mode::Slow(SECOND));
@@ -332,7 +333,7 @@ async fn a_hundred_callers_at_the_end_of_the_break_make_only_the_allowed_probes(
         .unwrap()
         .half_open(3, 3)
         .unwrap();
-    let svc = CircuitBreaker::new(upstream.service(), policy.clone());
+    let svc = breaker_around(upstream.service(), policy.clone());
     call(&mut svc.clone(), A).await.unwrap();
     time::advance(5 * SECOND).await;
     upstream.set(Mode::Slow(SECOND));
@@ -366,7 +367,7 @@ async fn any_failed_probe_opens_the_circuit_again() {
         .unwrap()
         .half_open(1, 3)
         .unwrap();
-    let mut svc = CircuitBreaker::new(upstream.service(), policy.clone());
+    let mut svc = breaker_around(upstream.service(), policy.clone());
     call(&mut svc, A).await.unwrap();
     time::advance(5 * SECOND).await;
     upstream.set(Mode::Status(200));
@@ -390,7 +391,7 @@ async fn any_failed_probe_opens_the_circuit_again() {
 async fn a_dropped_call_counts_for_nothing_and_a_dropped_probe_gives_its_place_back() {
     let upstream = Upstream::new(Mode::Slow(10 * SECOND));
     let policy = policy().consecutive_failures(1).unwrap();
-    let mut svc = CircuitBreaker::new(upstream.service(), policy.clone());
+    let mut svc = breaker_around(upstream.service(), policy.clone());
     // A closed call dropped before its outcome.
     drop(svc.ready().await.unwrap().call(request(A)));
     assert_eq!(policy.state(&key("a.test")), Some(CircuitState::Closed));
@@ -410,7 +411,7 @@ async fn a_dropped_call_counts_for_nothing_and_a_dropped_probe_gives_its_place_b
 async fn keys_are_isolated() {
     let upstream = Upstream::new(Mode::Status(503));
     let policy = policy().consecutive_failures(1).unwrap();
-    let mut svc = CircuitBreaker::new(upstream.service(), policy.clone());
+    let mut svc = breaker_around(upstream.service(), policy.clone());
     call(&mut svc, A).await.unwrap();
     open_error(call(&mut svc, A).await);
     upstream.set(Mode::Status(200));
@@ -432,7 +433,7 @@ async fn keys_are_isolated() {
 async fn the_circuit_at_hand_serves_only_its_own_scheme_and_authority() {
     let upstream = Upstream::new(Mode::Status(503));
     let policy = policy().consecutive_failures(1).unwrap();
-    let mut svc = CircuitBreaker::new(upstream.service(), policy.clone());
+    let mut svc = breaker_around(upstream.service(), policy.clone());
     call(&mut svc, A).await.unwrap();
     open_error(call(&mut svc, A).await);
     upstream.set(Mode::Status(200));
@@ -457,17 +458,17 @@ async fn a_key_of_ones_own_keys_the_circuits() {
     let policy = policy().consecutive_failures(1).unwrap().with_key(
         |_: &http::Uri, headers: &http::HeaderMap| {
             let tenant = headers.get("x-tenant").and_then(|v| v.to_str().ok());
-            BreakerKey::custom(tenant.unwrap_or("none"))
+            UpstreamKey::custom(tenant.unwrap_or("none"))
         },
     );
-    let svc = CircuitBreaker::new(upstream.service(), policy.clone());
+    let svc = breaker_around(upstream.service(), policy.clone());
     let tenant = |name: &str| Request::get(A).header("x-tenant", name).body(()).unwrap();
     svc.clone().oneshot(tenant("one")).await.unwrap();
     open_error(svc.clone().oneshot(tenant("one")).await);
     upstream.set(Mode::Status(200));
     svc.clone().oneshot(tenant("two")).await.unwrap();
     assert_eq!(
-        policy.state(&BreakerKey::custom("two")),
+        policy.state(&UpstreamKey::custom("two")),
         Some(CircuitState::Closed)
     );
     assert!(policy.state(&key("a.test")).is_none());
@@ -477,7 +478,7 @@ async fn a_key_of_ones_own_keys_the_circuits() {
 async fn the_key_map_is_bounded() {
     let upstream = Upstream::new(Mode::Status(200));
     let policy = policy().max_keys(2, 10 * SECOND).unwrap();
-    let mut svc = CircuitBreaker::new(upstream.service(), policy.clone());
+    let mut svc = breaker_around(upstream.service(), policy.clone());
     for uri in [A, B, A] {
         call(&mut svc, uri).await.unwrap();
         time::advance(Duration::from_millis(1)).await;
@@ -507,7 +508,7 @@ async fn an_evicted_open_circuit_at_hand_is_not_used_again() {
         .unwrap()
         .max_keys(1, 60 * SECOND)
         .unwrap();
-    let mut svc = CircuitBreaker::new(upstream.service(), policy.clone());
+    let mut svc = breaker_around(upstream.service(), policy.clone());
     call(&mut svc, A).await.unwrap();
     open_error(call(&mut svc, A).await);
     // Another clone brings a new key, which evicts a's circuit.
@@ -536,7 +537,7 @@ async fn the_listener_hears_every_change_and_rejection() {
                     assert_eq!(*why, TripReason::ConsecutiveFailures { count: 2 });
                 }
             });
-    let mut svc = CircuitBreaker::new(upstream.service(), policy);
+    let mut svc = breaker_around(upstream.service(), policy);
     call(&mut svc, A).await.unwrap();
     call(&mut svc, A).await.unwrap();
     open_error(call(&mut svc, A).await);
@@ -610,7 +611,7 @@ async fn the_ramp_lets_a_growing_share_through_then_closes() {
         .unwrap()
         .ramp(4 * SECOND, 4)
         .unwrap();
-    let mut svc = CircuitBreaker::new(upstream.service(), policy.clone());
+    let mut svc = breaker_around(upstream.service(), policy.clone());
     let start = trip_and_probe(&mut svc, &upstream).await;
     let end = start + 4 * SECOND;
     let steps = ["x...x...", "x.x.x.x.", "xxx.xxx.", "xxxxxxxx"];
@@ -649,7 +650,7 @@ async fn a_failure_during_the_ramp_opens_the_circuit_for_a_longer_break() {
             .ramp(4 * SECOND, 4)
             .unwrap(),
     );
-    let mut svc = CircuitBreaker::new(upstream.service(), policy.clone());
+    let mut svc = breaker_around(upstream.service(), policy.clone());
     trip_and_probe(&mut svc, &upstream).await;
     // Three quarters go in the third step: two good calls, then a 503.
     time::advance(2 * SECOND).await;
@@ -697,7 +698,7 @@ async fn a_call_dropped_during_the_ramp_counts_for_nothing_and_keeps_its_share()
         .unwrap()
         .ramp(4 * SECOND, 4)
         .unwrap();
-    let mut svc = CircuitBreaker::new(upstream.service(), policy.clone());
+    let mut svc = breaker_around(upstream.service(), policy.clone());
     let start = trip_and_probe(&mut svc, &upstream).await;
     // The step's first call goes, and is dropped before its outcome.
     upstream.set(Mode::Refused);
@@ -728,7 +729,7 @@ async fn slow_calls_count_as_failures_in_a_row_and_as_probes() {
             .slow_calls(SECOND)
             .unwrap(),
     );
-    let mut svc = CircuitBreaker::new(upstream.service(), policy.clone());
+    let mut svc = breaker_around(upstream.service(), policy.clone());
     for delay in [500, 1000, 999, 2000] {
         upstream.set(Mode::Slow(Duration::from_millis(delay)));
         call(&mut svc, A).await.unwrap();
@@ -767,7 +768,7 @@ async fn slow_calls_count_in_the_failure_ratio() {
         .unwrap()
         .slow_calls(SECOND)
         .unwrap();
-    let mut svc = CircuitBreaker::new(upstream.service(), policy.clone());
+    let mut svc = breaker_around(upstream.service(), policy.clone());
     for n in 0..4 {
         assert_eq!(
             policy.state(&key("a.test")).unwrap_or(CircuitState::Closed),
@@ -928,7 +929,7 @@ async fn outcomes_counted_from_many_threads_are_all_counted() {
                 heard.lock().unwrap().push(*why);
             }
         });
-    let svc = CircuitBreaker::new(upstream.service(), policy.clone());
+    let svc = breaker_around(upstream.service(), policy.clone());
     let tasks: Vec<_> = (0..4)
         .map(|_| {
             let mut svc = svc.clone();
@@ -965,7 +966,7 @@ async fn a_probe_the_deadline_ended_gives_its_place_back_with_its_future_kept() 
     let retry = RetryPolicy::new(TransientDecoder::new(), FixedDelay::never());
     let svc = ResiliencePolicy::new(SECOND, SECOND, retry)
         .unwrap()
-        .with_breaker(policy.clone())
+        .with_guard(policy.clone())
         .layer()
         .layer(upstream.service());
     assert_eq!(svc.clone().oneshot(request(A)).await.unwrap().status(), 503);
@@ -980,4 +981,12 @@ async fn a_probe_the_deadline_ended_gives_its_place_back_with_its_future_kept() 
     assert_eq!(next.unwrap().status(), 200, "the next call probed");
     assert_eq!(policy.state(&key("a.test")), Some(CircuitState::Closed));
     drop(probe);
+}
+
+/// `inner` behind a circuit breaker of `policy`, as its layer makes it.
+fn breaker_around<S, D>(
+    inner: S,
+    policy: BreakerPolicy<D>,
+) -> crate::guard::Guarded<S, BreakerPolicy<D>> {
+    tower_layer::Layer::layer(&CircuitBreakerLayer::new(policy), inner)
 }

@@ -13,7 +13,7 @@ use super::{
     written::{turns_on, BreakerSection, Written},
 };
 use crate::{
-    breaker::{AnyBreaker, BreakerPolicy, BreakerSettings},
+    breaker::{BreakerPolicy, BreakerSettings},
     policy::AnyDecoder,
     InvalidSetting,
 };
@@ -36,8 +36,8 @@ pub(super) struct BreakerFields {
 
 impl BreakerFields {
     /// The fields of `breaker`, in a policy whose retry judges with `retry`.
-    pub(super) fn of(breaker: &AnyBreaker, retry: &DecoderFields) -> Self {
-        let Some(policy) = breaker.policy() else {
+    pub(super) fn of(breaker: Option<&BreakerPolicy<AnyDecoder>>, retry: &DecoderFields) -> Self {
+        let Some(policy) = breaker else {
             return Self::off();
         };
         let own = DecoderFields::of(policy.decoder());
@@ -290,7 +290,7 @@ impl Fields {
         &self,
         retry: &AnyDecoder,
         path: &str,
-    ) -> Result<AnyBreaker, InvalidSetting> {
+    ) -> Result<Option<BreakerPolicy<AnyDecoder>>, InvalidSetting> {
         let path = format!("{path}.breaker");
         let breaker = &self.breaker;
         let decoder = match &breaker.decoder {
@@ -318,11 +318,7 @@ impl Fields {
             Some(seed) => policy.with_seed(seed),
             None => policy,
         };
-        Ok(if breaker.enabled {
-            policy.into()
-        } else {
-            AnyBreaker::default()
-        })
+        Ok(breaker.enabled.then_some(policy))
     }
 
     /// `err`, from a setter, said again with where the values its check

@@ -251,7 +251,7 @@
 //!
 //! The `breaker` table sets the circuit breaker that every attempt passes,
 //! between the retry and the attempt timeout
-//! ([`ResiliencePolicy::with_breaker`](crate::ResiliencePolicy::with_breaker)):
+//! ([`ResiliencePolicy::with_guard`](crate::ResiliencePolicy::with_guard)):
 //! one circuit per authority, which fails calls at once with
 //! [`FailureKind::CircuitOpen`](crate::FailureKind::CircuitOpen) while it is
 //! open.
@@ -286,15 +286,12 @@
 //!   `enabled = false` turns off the whole breaker.
 //! - **The circuits.** A client has one breaker, whose circuits every
 //!   policy, layer and hedge built for it share (see [One client, one
-//!   state](#one-client-one-state)); [`Resilience::breaker`](crate::Resilience::breaker)
+//!   state](#one-client-one-state)); [`Resilience::guard`](crate::Resilience::guard)
 //!   on the service a layer makes reads them, as the policy's
 //!   [`BreakerPolicy::states`](crate::breaker::BreakerPolicy::states) does.
 //!
 //! ```
-//! use http_resilience::{
-//!     breaker::{AnyBreaker, BreakerKey},
-//!     config::ClientsConfig,
-//! };
+//! use http_resilience::{config::ClientsConfig, key::UpstreamKey};
 //! use std::time::Duration;
 //!
 //! let config = ClientsConfig::from_toml_str(
@@ -311,33 +308,33 @@
 //!     "#,
 //! )?;
 //! let search = config.policy("search")?;
-//! let settings = search.breaker().policy().expect("a breaker").settings();
+//! let settings = search.guard().breaker.as_ref().expect("a breaker").settings();
 //! assert_eq!(settings.consecutive_failures, 3); // from [default]
 //! assert_eq!(settings.break_duration, Duration::from_secs(10)); // its own
 //! assert_eq!(settings.failure_ratio, 0.1); // from the standard preset
 //! assert_eq!(settings.slow_call_threshold, Some(Duration::from_secs(2)));
 //! assert_eq!(settings.ramp, None); // off by default
-//! assert!(config.policy("batch")?.breaker().policy().is_none());
+//! assert!(config.policy("batch")?.guard().breaker.is_none());
 //!
 //! // A key of its own is code: the file's breaker takes one and goes back.
-//! let by_path = search.breaker().policy().cloned().expect("a breaker")
-//!     .with_key(|uri, _| BreakerKey::custom(uri.path()));
-//! let search = search.with_breaker(AnyBreaker::from(by_path));
-//! assert_eq!(search.breaker().policy().unwrap().settings(), settings);
+//! let mut guards = search.guard().clone();
+//! guards.breaker = guards.breaker.map(|b| b.with_key(|uri, _| UpstreamKey::custom(uri.path())));
+//! let search = search.with_guard(guards);
+//! assert_eq!(search.guard().breaker.as_ref().unwrap().settings(), settings);
 //! # Ok::<(), http_resilience::BoxError>(())
 //! ```
 //!
 //! The key function and the listener of a [`BreakerPolicy`] are code, not
 //! settings: the breaker's policy from [`ClientsConfig::policy`] takes them
 //! ([`BreakerPolicy::with_key`], [`BreakerPolicy::with_listener`]) and goes
-//! back with [`with_breaker`](crate::ResiliencePolicy::with_breaker), as
-//! above.
+//! back in the client's [`ClientGuards`], given with
+//! [`with_guard`](crate::ResiliencePolicy::with_guard), as above.
 //!
 //! # Overload control
 //!
 //! The `overload` table sets the overload control every attempt passes,
 //! between the retry and the breaker
-//! ([`ResiliencePolicy::with_overload`](crate::ResiliencePolicy::with_overload),
+//! ([`ResiliencePolicy::with_guard`](crate::ResiliencePolicy::with_guard),
 //! see [`overload`](crate::overload)): a limit of attempts in flight per
 //! authority, fixed (`max_in_flight`) or adaptive (an `adaptive` table, not
 //! both), a queue, and throttling (a `throttle` table); one of the three is
@@ -363,10 +360,10 @@
 //!     "#,
 //! )?;
 //! let search = config.policy("search")?;
-//! let settings = search.overload().policy().expect("overload control").settings();
+//! let settings = search.guard().overload.as_ref().expect("overload control").settings();
 //! assert!(matches!(settings.limit, Limit::Adaptive(limit) if limit.max() == 200));
 //! assert_eq!(settings.max_queued, 64); // from [default]
-//! let batch = config.policy("batch")?.overload().policy().unwrap().settings();
+//! let batch = config.policy("batch")?.guard().overload.as_ref().unwrap().settings();
 //! assert_eq!(batch.limit, Limit::Fixed(64));
 //! assert_eq!(batch.throttle.map(|t| t.k()), Some(1.5));
 //! # Ok::<(), http_resilience::BoxError>(())
@@ -418,8 +415,8 @@
 //! let svc = ServiceBuilder::new()
 //!     .layer(DeadlineLayer::new(policy.deadline()))
 //!     .layer(HedgeLayer::new(hedge))
-//!     .option_layer(policy.overload().policy().cloned().map(OverloadLayer::new))
-//!     .option_layer(policy.breaker().policy().cloned().map(CircuitBreakerLayer::new))
+//!     .option_layer(policy.guard().overload.clone().map(OverloadLayer::new))
+//!     .option_layer(policy.guard().breaker.clone().map(CircuitBreakerLayer::new))
 //!     .layer(AttemptTimeoutLayer::new(policy.attempt_timeout()))
 //!     .service_fn(move |_: Request<String>| {
 //!         // A stand-in for the network: the first copy is slow.
@@ -568,7 +565,7 @@
 //! svc.oneshot(request).await?;
 //! // The policy built apart sees the circuit the layer tripped.
 //! let policy = config.policy("api")?;
-//! let states = policy.breaker().policy().expect("a breaker").states();
+//! let states = policy.guard().breaker.as_ref().expect("a breaker").states();
 //! assert!(matches!(states[..], [(_, CircuitState::Open { .. })]));
 //! # Ok(())
 //! # }
@@ -627,6 +624,7 @@
 mod breaker;
 mod decoder;
 mod error;
+mod guards;
 mod hedge;
 mod origin;
 mod overload;
@@ -639,7 +637,7 @@ mod tests;
 mod validate;
 mod written;
 
-pub use self::error::ConfigError;
+pub use self::{error::ConfigError, guards::ClientGuards};
 
 #[cfg(feature = "toml")]
 use self::error::ErrorKind;
@@ -650,9 +648,7 @@ use self::{
     written::{Preset, Section},
 };
 use crate::{
-    breaker::AnyBreaker,
     hedge::HedgePolicy,
-    overload::AnyOverload,
     policy::{AnyDecoder, AnyRetryer},
     InvalidSetting, ResilienceLayer, ResiliencePolicy,
 };
@@ -661,10 +657,10 @@ use std::collections::BTreeMap;
 
 /// A client's policy as the configuration builds it: every part a run-time
 /// choice, so that every client has one type.
-pub type ClientPolicy = ResiliencePolicy<AnyDecoder, AnyRetryer, AnyBreaker, AnyOverload>;
+pub type ClientPolicy = ResiliencePolicy<AnyDecoder, AnyRetryer, ClientGuards>;
 
 /// The layer of a [`ClientPolicy`]: what [`ClientsConfig::layer`] gives.
-pub type ClientLayer = ResilienceLayer<AnyDecoder, AnyRetryer, AnyBreaker, AnyOverload>;
+pub type ClientLayer = ResilienceLayer<AnyDecoder, AnyRetryer, ClientGuards>;
 
 /// The resilience policies of named clients: a `[default]` section and one
 /// section per client.

@@ -8,7 +8,7 @@ use super::{
     written::{turns_on, AdaptiveSection, OverloadSection, ThrottleSection},
 };
 use crate::{
-    overload::{AdaptiveLimit, AnyOverload, OverloadPolicy, Throttle},
+    overload::{AdaptiveLimit, OverloadPolicy, Throttle},
     InvalidSetting,
 };
 use std::time::Duration;
@@ -86,7 +86,7 @@ impl OverloadFields {
     /// The overload control, checked under `path` (which ends in
     /// `.overload`); built when off too (if it has anything to build), so
     /// that what a client would inherit is checked.
-    pub(super) fn build(&self, path: &str) -> Result<AnyOverload, InvalidSetting> {
+    pub(super) fn build(&self, path: &str) -> Result<Option<OverloadPolicy>, InvalidSetting> {
         let within = |err: InvalidSetting| err.within(path);
         let throttle = match self.throttle {
             Some((k, window)) => Some(
@@ -97,7 +97,7 @@ impl OverloadFields {
             None => None,
         };
         let policy = match (self.limit, throttle) {
-            (LimitFields::Unbounded, None) if !self.enabled => return Ok(AnyOverload::default()),
+            (LimitFields::Unbounded, None) if !self.enabled => return Ok(None),
             (LimitFields::Unbounded, None) => {
                 let problem = "or an adaptive or a throttle table must be given: \
                                overload control with no limit and no throttling does nothing";
@@ -125,11 +125,7 @@ impl OverloadFields {
         if let Some(seed) = self.seed {
             policy = policy.with_seed(seed);
         }
-        Ok(if self.enabled {
-            policy.into()
-        } else {
-            AnyOverload::default()
-        })
+        Ok(self.enabled.then_some(policy))
     }
 }
 

@@ -10,7 +10,7 @@ use super::{
     retry::{AttemptHeaderField, Schedule},
     validate::positive,
     written::{BackoffKind, Preset, Section},
-    ClientPolicy,
+    ClientGuards, ClientPolicy,
 };
 use crate::{
     hedge::HedgePolicy,
@@ -98,7 +98,7 @@ impl Fields {
             deadline: policy.deadline(),
             attempt_timeout: policy.attempt_timeout(),
             propagate: policy.budget_header().cloned(),
-            breaker: BreakerFields::of(policy.breaker(), &decoder),
+            breaker: BreakerFields::of(policy.guard().breaker.as_ref(), &decoder),
             hedge: HedgeFields::off(),
             overload: OverloadFields::off(),
             decoder,
@@ -185,7 +185,7 @@ impl Fields {
             policy = policy.propagating(header.clone(), *format);
         }
         let overload = self.overload.build(&format!("{path}.overload"))?;
-        Ok(policy.with_breaker(breaker).with_overload(overload))
+        Ok(policy.with_guard(ClientGuards { overload, breaker }))
     }
 
     /// An error when the attempt timeout exceeds the deadline. The layers
@@ -260,16 +260,16 @@ impl Preset {
     /// [`presets`](crate::presets) builds, so that its numbers exist once.
     pub(super) fn fields(self) -> Fields {
         let (name, policy) = match self {
-            Preset::Reactor => ("reactor", presets::reactor().erase()),
-            Preset::Feign => ("feign", presets::feign().erase()),
-            Preset::Standard => ("standard", presets::standard().erase()),
-            Preset::Conservative => ("conservative", presets::conservative().erase()),
-            Preset::Apache => ("apache", presets::apache().erase()),
-            Preset::Grpc => ("grpc", presets::grpc().erase()),
+            Preset::Reactor => ("reactor", client_policy(presets::reactor())),
+            Preset::Feign => ("feign", client_policy(presets::feign())),
+            Preset::Standard => ("standard", client_policy(presets::standard())),
+            Preset::Conservative => ("conservative", client_policy(presets::conservative())),
+            Preset::Apache => ("apache", client_policy(presets::apache())),
+            Preset::Grpc => ("grpc", client_policy(presets::grpc())),
         };
         let mut fields = Fields::of(&policy);
         fields.origins = Origins::all(Origin::Preset(name));
-        if policy.breaker().policy().is_none() {
+        if policy.guard().breaker.is_none() {
             // NOTE: the preset has no breaker: a section that turns one on
             // gets the breaker's defaults, not the preset's numbers.
             fields.origins.break_duration = Origin::Builtin;
@@ -278,4 +278,16 @@ impl Preset {
         }
         fields
     }
+}
+
+/// A preset as a client's policy: its decoder and retryer erased, its
+/// guards the client's.
+pub(super) fn client_policy<D, R, G>(preset: ResiliencePolicy<D, R, G>) -> ClientPolicy
+where
+    D: Into<AnyDecoder>,
+    R: Into<AnyRetryer>,
+    G: Into<ClientGuards> + Clone,
+{
+    let guards = preset.guard().clone().into();
+    preset.erase().with_guard(guards)
 }

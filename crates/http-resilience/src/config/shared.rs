@@ -1,8 +1,8 @@
 //! The state of each client: made once per name, and shared by every
 //! policy, layer and hedge the configuration builds for that name.
 
-use super::ClientPolicy;
-use crate::{breaker::AnyBreaker, overload::AnyOverload, policy::RetryBudget};
+use super::{ClientGuards, ClientPolicy};
+use crate::policy::RetryBudget;
 use std::{
     collections::HashMap,
     fmt,
@@ -30,8 +30,7 @@ pub(super) enum Client {
 /// One client's stateful parts.
 #[derive(Clone)]
 struct State {
-    breaker: AnyBreaker,
-    overload: AnyOverload,
+    guards: ClientGuards,
     budget: Option<Arc<RetryBudget>>,
 }
 
@@ -70,17 +69,14 @@ impl State {
     /// The stateful parts of `policy`.
     fn of(policy: &ClientPolicy) -> Self {
         Self {
-            breaker: policy.breaker().clone(),
-            overload: policy.overload().clone(),
+            guards: policy.guard().clone(),
             budget: policy.retry().parts().budget.clone(),
         }
     }
 
     /// `policy` with these parts in place of its own.
     fn onto(self, policy: ClientPolicy) -> ClientPolicy {
-        let policy = policy
-            .with_breaker(self.breaker)
-            .with_overload(self.overload);
+        let policy = policy.with_guard(self.guards);
         match self.budget {
             Some(budget) => policy.map_retry(|retry| retry.with_budget(budget)),
             None => policy,

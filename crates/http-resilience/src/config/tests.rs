@@ -68,18 +68,30 @@ fn assert_same(name: &str, built: &ClientPolicy, preset: &ClientPolicy) {
 
 /// The settings and the decoder of `policy`'s breaker, if it has one.
 fn breaker_of(policy: &ClientPolicy) -> Option<(BreakerSettings, &AnyDecoder)> {
-    let breaker = policy.breaker().policy()?;
+    let breaker = policy.guard().breaker.as_ref()?;
     Some((breaker.settings(), breaker.decoder()))
 }
 
 #[test]
 fn preset_fields_build_the_presets() {
     let cases = [
-        (Preset::Reactor, presets::reactor().erase()),
-        (Preset::Feign, presets::feign().erase()),
-        (Preset::Standard, presets::standard().erase()),
-        (Preset::Conservative, presets::conservative().erase()),
-        (Preset::Grpc, presets::grpc().erase()),
+        (
+            Preset::Reactor,
+            super::resolve::client_policy(presets::reactor()),
+        ),
+        (
+            Preset::Feign,
+            super::resolve::client_policy(presets::feign()),
+        ),
+        (
+            Preset::Standard,
+            super::resolve::client_policy(presets::standard()),
+        ),
+        (
+            Preset::Conservative,
+            super::resolve::client_policy(presets::conservative()),
+        ),
+        (Preset::Grpc, super::resolve::client_policy(presets::grpc())),
     ];
     for (preset, expected) in cases {
         let name = format!("{preset:?}");
@@ -159,7 +171,11 @@ fn empty_configuration_gives_the_standard_preset() {
     config.validate().unwrap();
     assert_eq!(config.names().count(), 0);
     let policy = config.policy("anything").unwrap();
-    assert_same("standard", &policy, &presets::standard().erase());
+    assert_same(
+        "standard",
+        &policy,
+        &super::resolve::client_policy(presets::standard()),
+    );
 }
 
 /// The cells of the markdown table rows in `doc` whose first cell is one of
@@ -427,7 +443,13 @@ fn breaker_settings(text: &str, name: &str) -> BreakerSettings {
 /// Whether `name` in `text` has a breaker.
 fn has_a_breaker(text: &str, name: &str) -> bool {
     let config = ClientsConfig::from_toml_str(text).unwrap_or_else(|err| panic!("{err}"));
-    config.policy(name).unwrap().breaker().policy().is_some()
+    config
+        .policy(name)
+        .unwrap()
+        .guard()
+        .breaker
+        .as_ref()
+        .is_some()
 }
 
 /// The setting `text` is refused for.
@@ -454,7 +476,7 @@ fn the_standard_presets_breaker_is_read_off_presets_standard() {
     let fields = Preset::Standard.fields();
     let standard = presets::standard();
     assert!(fields.breaker.enabled);
-    assert_eq!(fields.breaker.settings, standard.breaker().settings());
+    assert_eq!(fields.breaker.settings, standard.guard().settings());
     // It judges with the retry's decoder, and so follows it.
     assert_eq!(fields.breaker.decoder, None);
     assert_eq!(fields.breaker.seed, None);
@@ -467,10 +489,7 @@ fn the_standard_presets_breaker_is_read_off_presets_standard() {
         );
     }
     // An empty file is the standard preset, breaker included.
-    assert_eq!(
-        breaker_settings("", "anyone"),
-        standard.breaker().settings()
-    );
+    assert_eq!(breaker_settings("", "anyone"), standard.guard().settings());
 }
 
 #[test]
@@ -484,7 +503,7 @@ fn a_client_inherits_the_breaker_field_by_field() {
         break_duration = "10s"
         failure_ratio = 0.25
     "#;
-    let standard = presets::standard().breaker().settings();
+    let standard = presets::standard().guard().settings();
     let weather = breaker_settings(text, "weather");
     assert_eq!(weather.consecutive_failures, 3, "from [default]");
     assert_eq!(weather.failure_ratio, 0.25, "its own over [default]'s");
@@ -513,7 +532,7 @@ fn a_clients_preset_replaces_the_default_breaker() {
     "#;
     assert_eq!(
         breaker_settings(text, "search"),
-        presets::standard().breaker().settings()
+        presets::standard().guard().settings()
     );
     assert!(!has_a_breaker(text, "legacy"), "reactor has none");
 }
@@ -543,8 +562,9 @@ fn a_breaker_field_turns_the_breaker_on_over_a_base_without_one() {
     match config
         .policy("guarded")
         .unwrap()
-        .breaker()
-        .policy()
+        .guard()
+        .breaker
+        .as_ref()
         .unwrap()
         .decoder()
     {
@@ -622,7 +642,7 @@ fn the_breaker_judges_with_the_retry_decoder_unless_it_has_its_own() {
     let config = ClientsConfig::from_toml_str(text).unwrap();
     let decoder = |name: &str| {
         let policy = config.policy(name).unwrap();
-        policy.breaker().policy().unwrap().decoder().clone()
+        policy.guard().breaker.as_ref().unwrap().decoder().clone()
     };
     let statuses = |decoder: &AnyDecoder| match decoder {
         AnyDecoder::Statuses(d) => (
@@ -908,7 +928,7 @@ fn half_a_ramp_names_the_missing_field_and_where_no_ramp_came_from() {
 #[test]
 fn the_docs_table_of_breaker_defaults_is_the_code() {
     let defaults = BreakerPolicy::default().settings();
-    let standard = presets::standard().breaker().settings();
+    let standard = presets::standard().guard().settings();
     assert_eq!(defaults, standard, "the standard preset has the defaults");
     let doc = include_str!("mod.rs");
     let default_of = |field: &str| {

@@ -1,7 +1,7 @@
 //! Future types
 
 use super::{body::DeadlineBody, error::DeadlineExceeded};
-use crate::timer::{poll_until, LazySleep};
+use crate::timer::{deadline_fired, poll_until, LazySleep};
 use crate::{BoxError, RequestDeadline};
 use pin_project_lite::pin_project;
 use std::{
@@ -74,13 +74,10 @@ where
         let mut state = this.state;
         let output = match state.as_mut().project() {
             StateProj::Running { response, sleep } => {
-                // NOTE: once this deadline's own timer has fired, the deadline
-                // ends the call. Layers inside may have timers due at the same
-                // instant (an attempt limit capped by this deadline, a retry's
-                // wait cut by it); polling them first would turn the deadline
-                // into their outcome. A head returned now could not have its
-                // body read anyway: the body checks the deadline first.
-                if sleep.as_ref().is_some_and(|sleep| sleep.is_elapsed()) {
+                // NOTE: a head returned once the deadline fired could not
+                // have its body read anyway: the body checks the deadline
+                // first.
+                if deadline_fired(sleep.as_deref(), deadline.instant()) {
                     Err(DeadlineExceeded::new(deadline.budget()).into())
                 } else if let Poll::Ready(result) = response.poll(cx) {
                     // NOTE: the timer, if the call armed one, is due at the

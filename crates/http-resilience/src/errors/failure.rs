@@ -475,8 +475,8 @@ mod tests {
 
     #[test]
     fn an_open_circuit_is_found_below_wrappers() {
-        use crate::breaker::BreakerKey;
-        let open = CircuitOpen::new(BreakerKey::custom("a"), tokio::time::Instant::now());
+        use crate::key::UpstreamKey;
+        let open = CircuitOpen::new(UpstreamKey::custom("a"), tokio::time::Instant::now());
         assert_eq!(kind(open.clone()), FailureKind::CircuitOpen);
         assert_eq!(kind(io::Error::other(open)), FailureKind::CircuitOpen);
         assert!(FailureKind::CircuitOpen.is_before_send());

@@ -70,7 +70,7 @@
 //!
 //! # fn main() -> Result<(), Box<dyn std::error::Error>> {
 //! // One policy, one breaker, for every server: a circuit each.
-//! let policy = presets::grpc().with_breaker(BreakerPolicy::grpc());
+//! let policy = presets::grpc().with_guard(BreakerPolicy::grpc());
 //! let mut clients = Vec::new();
 //! for uri in ["http://10.0.0.1:50051", "http://10.0.0.2:50051"] {
 //!     let endpoint = Channel::from_shared(uri)?;
@@ -142,7 +142,7 @@
 //!
 //! # A circuit breaker
 //!
-//! Given to the policy, `GrpcLayer::new(presets::grpc().with_breaker(BreakerPolicy::grpc()))`,
+//! Given to the policy, `GrpcLayer::new(presets::grpc().with_guard(BreakerPolicy::grpc()))`,
 //! a [`BreakerPolicy`](crate::breaker::BreakerPolicy) turns calls away while
 //! the server is down: `UNAVAILABLE` and `RESOURCE_EXHAUSTED` count as
 //! failures, as do attempts that time out, and a call turned away reaches
@@ -150,8 +150,8 @@
 //! [`CircuitOpen`] error.
 //!
 //! Overload control goes the same way,
-//! `GrpcLayer::new(presets::grpc().with_overload(OverloadPolicy::adaptive(..)))`
-//! ([`ResiliencePolicy::with_overload`]): `RESOURCE_EXHAUSTED` and attempts
+//! `GrpcLayer::new(presets::grpc().with_guard(OverloadPolicy::adaptive(..)))`
+//! ([`ResiliencePolicy::with_guard`]): `RESOURCE_EXHAUSTED` and attempts
 //! that time out shrink an adaptive limit, and a call turned away reaches
 //! the caller as `UNAVAILABLE`, its source the
 //! [`Overloaded`] error.
@@ -227,10 +227,11 @@ use self::endpoint::Endpoint;
 use crate::{
     attempt_timeout::error::AttemptTimedOut,
     body::{ReplayBody, DEFAULT_REPLAY_CAP},
-    breaker::{error::CircuitOpen, Gate, NoBreaker},
+    breaker::error::CircuitOpen,
     deadline::{body::DeadlineBody, error::DeadlineExceeded},
     errors::is_caused_by,
-    overload::{error::Overloaded, Admit, NoOverload},
+    guard::Guard,
+    overload::error::Overloaded,
     propagate::{InheritDeadline, InheritDeadlineLayer, TimeoutFormat, GRPC_TIMEOUT},
     BoxError, Resilience, ResilienceLayer, ResiliencePolicy,
 };
@@ -249,9 +250,9 @@ use tower_service::Service;
 
 /// The stack [`GrpcLayer`] puts around a tonic `Channel` (or any service of
 /// `http::Request<tonic::body::Body>`); see the [module docs](self).
-pub struct GrpcLayer<D, R, G = NoBreaker, O = NoOverload> {
+pub struct GrpcLayer<D, R, G = ()> {
     inherit: InheritDeadlineLayer,
-    resilience: ResilienceLayer<D, R, G, O>,
+    resilience: ResilienceLayer<D, R, G>,
     replay_cap: usize,
     endpoint: Option<Endpoint>,
 }
@@ -259,14 +260,14 @@ pub struct GrpcLayer<D, R, G = NoBreaker, O = NoOverload> {
 /// What [`GrpcLayer`] makes of a service `S`: a service of
 /// `http::Request<B>` for any request body, which a tonic generated client
 /// takes as its transport.
-pub struct Grpc<S, D, R, G: Gate = NoBreaker, O: Admit = NoOverload> {
-    inner: Stack<S, D, R, G, O>,
+pub struct Grpc<S, D, R, G: Guard = ()> {
+    inner: Stack<S, D, R, G>,
     replay_cap: usize,
     endpoint: Option<Endpoint>,
 }
 
 /// The layers inside [`Grpc`], outermost first.
-type Stack<S, D, R, G, O> = InheritDeadline<Resilience<TonicBody<S>, D, R, G, O>>;
+type Stack<S, D, R, G> = InheritDeadline<Resilience<TonicBody<S>, D, R, G>>;
 
 /// The response body of [`Grpc`]: the inner service's, bounded by the
 /// deadline, with a deadline overrun read as a `tonic::Status`.
@@ -274,14 +275,14 @@ pub type GrpcBody<T> = MapErr<DeadlineBody<T>, fn(BoxError) -> BoxError>;
 
 // ===== impl GrpcLayer =====
 
-impl<D, R, G, O> GrpcLayer<D, R, G, O> {
+impl<D, R, G> GrpcLayer<D, R, G> {
     /// The stack for `resilience`'s deadline, attempt limit, retry policy and
-    /// circuit breaker, if it has one (usually
+    /// guard, if it has one (usually
     /// [`presets::grpc`](crate::presets::grpc), and
     /// [`BreakerPolicy::grpc`](crate::breaker::BreakerPolicy::grpc) given with
-    /// [`with_breaker`](ResiliencePolicy::with_breaker)), with request bodies
+    /// [`with_guard`](ResiliencePolicy::with_guard)), with request bodies
     /// kept for replay up to [`DEFAULT_REPLAY_CAP`] bytes.
-    pub fn new(resilience: ResiliencePolicy<D, R, G, O>) -> Self {
+    pub fn new(resilience: ResiliencePolicy<D, R, G>) -> Self {
         Self {
             inherit: InheritDeadlineLayer::grpc(),
             resilience: resilience
@@ -316,7 +317,7 @@ impl<D, R, G, O> GrpcLayer<D, R, G, O> {
     }
 }
 
-impl<D, R, G: Clone, O: Clone> Clone for GrpcLayer<D, R, G, O> {
+impl<D, R, G: Clone> Clone for GrpcLayer<D, R, G> {
     fn clone(&self) -> Self {
         Self {
             inherit: self.inherit.clone(),
@@ -327,9 +328,7 @@ impl<D, R, G: Clone, O: Clone> Clone for GrpcLayer<D, R, G, O> {
     }
 }
 
-impl<D: fmt::Debug, R: fmt::Debug, G: fmt::Debug, O: fmt::Debug> fmt::Debug
-    for GrpcLayer<D, R, G, O>
-{
+impl<D: fmt::Debug, R: fmt::Debug, G: fmt::Debug> fmt::Debug for GrpcLayer<D, R, G> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("GrpcLayer")
             .field("resilience", &self.resilience)
@@ -339,8 +338,8 @@ impl<D: fmt::Debug, R: fmt::Debug, G: fmt::Debug, O: fmt::Debug> fmt::Debug
     }
 }
 
-impl<S, D, R, G: Gate, O: Admit> Layer<S> for GrpcLayer<D, R, G, O> {
-    type Service = Grpc<S, D, R, G, O>;
+impl<S, D, R, G: Guard> Layer<S> for GrpcLayer<D, R, G> {
+    type Service = Grpc<S, D, R, G>;
 
     fn layer(&self, inner: S) -> Self::Service {
         let call = self.resilience.layer(TonicBody { inner });
@@ -354,7 +353,7 @@ impl<S, D, R, G: Gate, O: Admit> Layer<S> for GrpcLayer<D, R, G, O> {
 
 // ===== impl Grpc =====
 
-impl<S: Clone, D, R, G: Gate, O: Admit> Clone for Grpc<S, D, R, G, O> {
+impl<S: Clone, D, R, G: Guard> Clone for Grpc<S, D, R, G> {
     fn clone(&self) -> Self {
         Self {
             inner: self.inner.clone(),
@@ -364,8 +363,8 @@ impl<S: Clone, D, R, G: Gate, O: Admit> Clone for Grpc<S, D, R, G, O> {
     }
 }
 
-impl<S: fmt::Debug, D: fmt::Debug, R: fmt::Debug, G: Gate + fmt::Debug, O: Admit + fmt::Debug>
-    fmt::Debug for Grpc<S, D, R, G, O>
+impl<S: fmt::Debug, D: fmt::Debug, R: fmt::Debug, G: Guard + fmt::Debug> fmt::Debug
+    for Grpc<S, D, R, G>
 {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Grpc")
@@ -376,11 +375,10 @@ impl<S: fmt::Debug, D: fmt::Debug, R: fmt::Debug, G: Gate + fmt::Debug, O: Admit
     }
 }
 
-impl<S, D, R, G, O, B, T> Service<http::Request<B>> for Grpc<S, D, R, G, O>
+impl<S, D, R, G, B, T> Service<http::Request<B>> for Grpc<S, D, R, G>
 where
-    G: Gate,
-    O: Admit,
-    Stack<S, D, R, G, O>: Service<
+    G: Guard,
+    Stack<S, D, R, G>: Service<
         http::Request<ReplayBody<B>>,
         Response = http::Response<DeadlineBody<T>>,
         Error = BoxError,
@@ -392,7 +390,7 @@ where
     type Response = http::Response<GrpcBody<T>>;
     type Error = BoxError;
     type Future =
-        ResponseFuture<<Stack<S, D, R, G, O> as Service<http::Request<ReplayBody<B>>>>::Future>;
+        ResponseFuture<<Stack<S, D, R, G> as Service<http::Request<ReplayBody<B>>>>::Future>;
 
     fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
         self.inner.poll_ready(cx).map_err(into_status)
@@ -452,7 +450,8 @@ where
 /// attempt) as the `tonic::Status` gRPC defines for it,
 /// `DEADLINE_EXCEEDED`, and a call an open circuit or overload control
 /// turned away as `UNAVAILABLE` (gRPC's code for a client failing fast),
-/// each with `err` as its source; any other error as it is.
+/// its message naming the upstream turned away from; each with `err` as its
+/// source; any other error as it is.
 pub fn into_status(err: BoxError) -> BoxError {
     if err.is::<tonic::Status>() {
         return err;
@@ -460,13 +459,23 @@ pub fn into_status(err: BoxError) -> BoxError {
     let overrun = is_caused_by::<DeadlineExceeded>(&*err) || is_caused_by::<AttemptTimedOut>(&*err);
     let mut status = if overrun {
         tonic::Status::deadline_exceeded(err.to_string())
-    } else if is_caused_by::<CircuitOpen>(&*err) || is_caused_by::<Overloaded>(&*err) {
-        tonic::Status::unavailable(err.to_string())
+    } else if let Some(key) = turned_away_from(&*err) {
+        tonic::Status::unavailable(format!("{err} for {key}"))
     } else {
         return err;
     };
     status.set_source(Arc::from(err));
     Box::new(status)
+}
+
+/// The upstream a guard turned `err` away from, if one did.
+fn turned_away_from<'a>(
+    err: &'a (dyn std::error::Error + 'static),
+) -> Option<&'a crate::key::UpstreamKey> {
+    if let Some(open) = crate::errors::find::<CircuitOpen>(err) {
+        return Some(open.key());
+    }
+    crate::errors::find::<Overloaded>(err).map(Overloaded::key)
 }
 
 /// Sends any request body as tonic's body type, which a `Channel` takes.

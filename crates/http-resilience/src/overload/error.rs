@@ -1,6 +1,6 @@
 //! Error types
 
-use crate::breaker::BreakerKey;
+use crate::key::UpstreamKey;
 use std::{error::Error, fmt};
 
 /// Overload control turned the call away: the request was never sent.
@@ -11,13 +11,13 @@ use std::{error::Error, fmt};
 /// logs; the key is [`key`](Self::key), the limit and the probability are
 /// in the [`reason`](Self::reason).
 ///
-/// [`Overload`](super::Overload) and the combined service return it, boxed.
+/// Its [`OverloadLayer`](super::OverloadLayer) and the combined service return it, boxed.
 /// [`FailureKind::of`](crate::FailureKind::of) reads it as
 /// [`FailureKind::Overloaded`](crate::FailureKind::Overloaded), which the
 /// ready-made decoders never retry and which costs no retry budget token.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Overloaded {
-    key: BreakerKey,
+    key: UpstreamKey,
     reason: Rejection,
 }
 
@@ -48,13 +48,13 @@ impl Overloaded {
     /// An error for a call to `key` turned away for `reason`.
     ///
     /// Public so that tests and mocks can produce the same error the layer does.
-    pub const fn new(key: BreakerKey, reason: Rejection) -> Self {
+    pub const fn new(key: UpstreamKey, reason: Rejection) -> Self {
         Self { key, reason }
     }
 
     /// The key whose limit turned the call away: by default the request's
     /// authority.
-    pub const fn key(&self) -> &BreakerKey {
+    pub const fn key(&self) -> &UpstreamKey {
         &self.key
     }
 
@@ -107,8 +107,8 @@ mod tests {
 
     #[test]
     fn the_message_names_the_reason_and_holds_no_value() {
-        let key = BreakerKey::authority("http", "127.0.0.1", 8080);
-        let other = BreakerKey::authority("http", "127.0.0.1", 9090);
+        let key = UpstreamKey::authority("http", "127.0.0.1", 8080);
+        let other = UpstreamKey::authority("http", "127.0.0.1", 9090);
         let full = |limit| Overloaded::new(key.clone(), Rejection::QueueFull { limit });
         assert_eq!(
             full(8).to_string(),

@@ -1,7 +1,7 @@
 //! Overload control's events (see [`OverloadListener`]).
 
 use super::{error::Rejection, policy::Shared, OverloadPolicy, OverloadState};
-use crate::{breaker::BreakerKey, telemetry::listeners::Listeners};
+use crate::{key::UpstreamKey, telemetry::listeners::Listeners};
 use std::{
     fmt,
     sync::{Arc, Weak},
@@ -14,7 +14,7 @@ pub enum OverloadEvent<'a> {
     /// An adaptive limit moved.
     LimitChanged {
         /// The key whose limit it is.
-        key: &'a BreakerKey,
+        key: &'a UpstreamKey,
         /// The limit before.
         from: u32,
         /// The limit now.
@@ -23,7 +23,7 @@ pub enum OverloadEvent<'a> {
     /// A call was turned away, never sent.
     Rejected {
         /// The key whose limit turned it away.
-        key: &'a BreakerKey,
+        key: &'a UpstreamKey,
         /// Why.
         reason: Rejection,
     },
@@ -98,7 +98,7 @@ impl KeptSlots {
 
     /// The state of every key kept, or `None` once nothing keeps them.
     #[cfg_attr(not(feature = "otel"), allow(dead_code))]
-    pub(crate) fn states(&self) -> Option<Vec<(BreakerKey, OverloadState)>> {
+    pub(crate) fn states(&self) -> Option<Vec<(UpstreamKey, OverloadState)>> {
         let shared = self.0.upgrade()?;
         Some(OverloadPolicy { shared }.states())
     }
@@ -117,7 +117,7 @@ mod tests {
 
     #[test]
     fn every_event_reads_as_one_line() {
-        let key = BreakerKey::authority("http", "a", 80);
+        let key = UpstreamKey::authority("http", "a", 80);
         let moved = OverloadEvent::LimitChanged {
             key: &key,
             from: 20,

@@ -61,7 +61,7 @@
 //!   that is down; overload control one that is slow or shedding load.
 //!
 //! The combined service takes the same policy,
-//! [`ResiliencePolicy::with_overload`](crate::ResiliencePolicy::with_overload),
+//! [`ResiliencePolicy::with_guard`](crate::ResiliencePolicy::with_guard),
 //! in the same place (between its retry and its breaker), and runs the same
 //! code: a call's attempts take their slots through one type in both
 //! forms. Clones of a policy share its state: the stacks of one client
@@ -116,23 +116,26 @@ mod events;
 mod limit;
 mod pass;
 mod policy;
-mod service;
 mod slots;
 mod throttle;
 
 #[cfg(feature = "otel")]
 pub(crate) use self::events::{KeptSlots, Observer};
-pub(crate) use self::pass::Admission;
+
+use crate::guard::GuardLayer;
 
 pub use self::{
-    admit::{Admit, AnyOverload, NoOverload},
     error::{Overloaded, Rejection},
     events::{OverloadEvent, OverloadListener},
     limit::{AdaptiveLimit, Limit},
     policy::{OverloadPolicy, OverloadSettings, OverloadState},
-    service::{Overload, OverloadLayer, ResponseFuture},
     throttle::Throttle,
 };
+
+/// Overload control as a layer of its own: a [`GuardLayer`] of an
+/// [`OverloadPolicy`], whose state every clone of the layer (and of the
+/// policy) shares. See the [module docs](self) for its place and an example.
+pub type OverloadLayer = GuardLayer<OverloadPolicy>;
 
 #[cfg(test)]
 mod tests;

@@ -1,7 +1,7 @@
 //! A call's way through overload control: a slot at once, a wait in the
 //! queue within its deadline, or a rejection; and the slot given back with
 //! what the call's outcome says of the upstream's load. Both stack forms
-//! (the [`Overload`](super::Overload) service and the combined service)
+//! (its [`OverloadLayer`](super::OverloadLayer) and the combined service)
 //! drive this one type.
 
 use super::{
@@ -13,7 +13,7 @@ use super::{
 use crate::{
     deadline::error::DeadlineExceeded,
     errors::AsError,
-    keyed::{self, AtHand, Keyed},
+    key::{self, AtHand, Keyed},
     policy::grpc_status_of,
     BoxError, FailureKind, RequestDeadline,
 };
@@ -55,16 +55,6 @@ struct WaitEnd {
     deadline: Option<Duration>,
 }
 
-/// What one clone of a service keeps of an [`OverloadPolicy`]: the slots
-/// of its last key.
-#[derive(Debug, Clone, Default)]
-pub struct OverloadAtHand(AtHand<Slots>);
-
-impl OverloadAtHand {
-    /// No slots at hand yet.
-    pub(crate) const EMPTY: Self = Self(AtHand::EMPTY);
-}
-
 impl std::fmt::Debug for OverloadPass {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let step = match self.step {
@@ -79,17 +69,6 @@ impl std::fmt::Debug for OverloadPass {
     }
 }
 
-/// What asking for a slot gave.
-#[derive(Debug)]
-pub enum Admission {
-    /// A slot: send now.
-    Now,
-    /// A place in the queue: poll until a slot is handed over.
-    Queued,
-    /// Turned away, with this error.
-    Refused(BoxError),
-}
-
 /// The gRPC code a server sheds load with.
 const RESOURCE_EXHAUSTED: i32 = 8;
 
@@ -100,11 +79,11 @@ impl OverloadPass {
     /// slots of its key (the one `at_hand` keeps, when it is).
     pub(crate) fn new<B>(
         policy: &OverloadPolicy,
-        at_hand: &mut OverloadAtHand,
+        at_hand: &mut AtHand<Slots>,
         request: &http::Request<B>,
     ) -> Self {
         let shared = &policy.shared;
-        let lookup = keyed::Lookup {
+        let lookup = key::Lookup {
             registry: &shared.registry,
             key_fn: shared.key_fn.as_deref(),
             room: shared.room(),
@@ -112,14 +91,19 @@ impl OverloadPass {
             make: |key, now| shared.make(key, now),
         };
         Self {
-            slots: keyed::entry_for(lookup, &mut at_hand.0, request),
+            slots: key::entry_for(lookup, at_hand, request),
             shared: Arc::clone(shared),
             step: Step::Idle,
         }
     }
 
-    /// Asks for a slot for the next attempt, under the call's `deadline`.
-    pub(crate) fn try_admit(&mut self, deadline: Option<RequestDeadline>) -> Admission {
+    /// Asks for a slot for the next attempt, under the call's `deadline`:
+    /// `Ready(Ok)` with one, `Pending` with a place in the queue,
+    /// `Ready(Err)` turned away.
+    pub(crate) fn try_admit(
+        &mut self,
+        deadline: Option<RequestDeadline>,
+    ) -> Poll<Result<(), BoxError>> {
         debug_assert!(matches!(self.step, Step::Idle), "a slot asked for twice");
         let now = Instant::now();
         let end = self.wait_end(now, deadline);
@@ -127,7 +111,7 @@ impl OverloadPass {
         match self.slots.enter(&self.shared, self.shared.nanos(now), room) {
             Entry::Admitted(in_flight) => {
                 self.step = Step::Admitted { at: now, in_flight };
-                Admission::Now
+                Poll::Ready(Ok(()))
             }
             Entry::Queued(waiter) => {
                 self.step = Step::Queued {
@@ -135,9 +119,9 @@ impl OverloadPass {
                     end,
                     sleep: None,
                 };
-                Admission::Queued
+                Poll::Pending
             }
-            Entry::Rejected(reason) => Admission::Refused(self.rejection(reason)),
+            Entry::Rejected(reason) => Poll::Ready(Err(self.rejection(reason))),
         }
     }
 
@@ -149,10 +133,8 @@ impl OverloadPass {
         cx: &mut Context<'_>,
     ) -> Poll<Result<(), BoxError>> {
         if let Step::Idle = self.step {
-            match self.try_admit(deadline) {
-                Admission::Now => return Poll::Ready(Ok(())),
-                Admission::Refused(error) => return Poll::Ready(Err(error)),
-                Admission::Queued => {}
+            if let Poll::Ready(asked) = self.try_admit(deadline) {
+                return Poll::Ready(asked);
             }
         }
         let Step::Queued { waiter, end, sleep } = &mut self.step else {
@@ -202,7 +184,7 @@ impl OverloadPass {
     }
 
     /// The key of the call.
-    pub(crate) fn key(&self) -> &crate::breaker::BreakerKey {
+    pub(crate) fn key(&self) -> &crate::key::UpstreamKey {
         Keyed::key(&*self.slots)
     }
 

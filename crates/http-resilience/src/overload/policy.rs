@@ -8,8 +8,8 @@ use super::{
     throttle::Throttle,
 };
 use crate::{
-    breaker::BreakerKey,
-    keyed::{KeyFn, Registry, Room},
+    key::UpstreamKey,
+    key::{nanos, Clock, KeyFn, Registry, Room},
     policy::Seeds,
     InvalidSetting,
 };
@@ -50,7 +50,7 @@ pub(crate) struct Shared {
     listener: OverloadListeners,
     seeds: Seeds,
     /// The instant the slots count their time from.
-    base: Instant,
+    clock: Clock,
     pub(crate) registry: Registry<Slots>,
 }
 
@@ -265,7 +265,7 @@ impl OverloadPolicy {
     #[must_use]
     pub fn with_key<F>(self, key: F) -> Self
     where
-        F: Fn(&http::Uri, &http::HeaderMap) -> BreakerKey + Send + Sync + 'static,
+        F: Fn(&http::Uri, &http::HeaderMap) -> UpstreamKey + Send + Sync + 'static,
     {
         let mut next = self.remade(self.shared.settings);
         next.key_fn = Some(Arc::new(key));
@@ -295,7 +295,7 @@ impl OverloadPolicy {
     }
 
     /// The state of `key`'s slots, if kept.
-    pub fn state(&self, key: &BreakerKey) -> Option<OverloadState> {
+    pub fn state(&self, key: &UpstreamKey) -> Option<OverloadState> {
         let shared = &*self.shared;
         let slots = shared
             .registry
@@ -304,16 +304,11 @@ impl OverloadPolicy {
     }
 
     /// The state of every key kept, for a health endpoint or a gauge.
-    pub fn states(&self) -> Vec<(BreakerKey, OverloadState)> {
+    pub fn states(&self) -> Vec<(UpstreamKey, OverloadState)> {
         let shared = &*self.shared;
         let all = shared.registry.all();
         all.iter()
-            .map(|slots| {
-                (
-                    crate::keyed::Keyed::key(&**slots).clone(),
-                    shared.read(slots),
-                )
-            })
+            .map(|slots| (crate::key::Keyed::key(&**slots).clone(), shared.read(slots)))
             .collect()
     }
 }
@@ -344,27 +339,26 @@ impl Shared {
             key_fn,
             listener,
             seeds,
-            base: Instant::now(),
+            clock: Clock::start(),
             registry: Registry::default(),
         }
     }
 
     /// `now` in nanoseconds on the slots' clock.
     pub(crate) fn nanos(&self, now: Instant) -> u64 {
-        u64::try_from(now.saturating_duration_since(self.base).as_nanos()).unwrap_or(u64::MAX)
+        self.clock.nanos(now)
     }
 
     /// The room the settings give the keys.
     pub(crate) fn room(&self) -> Room {
-        let idle = self.settings.idle_key_timeout.as_nanos();
         Room {
             max_keys: self.settings.max_keys,
-            idle: u64::try_from(idle).unwrap_or(u64::MAX),
+            idle: nanos(self.settings.idle_key_timeout),
         }
     }
 
     /// The slots of a key first seen at `now`.
-    pub(crate) fn make(&self, key: BreakerKey, now: u64) -> Slots {
+    pub(crate) fn make(&self, key: UpstreamKey, now: u64) -> Slots {
         Slots::new(key, now, &self.settings, self.seeds.next_rng())
     }
 

@@ -8,7 +8,7 @@ use super::{
     policy::{Settings, Shared},
     throttle::ThrottleState,
 };
-use crate::{breaker::BreakerKey, keyed::Keyed, policy::SplitMix64};
+use crate::{key::Keyed, key::UpstreamKey, policy::SplitMix64};
 use std::{
     collections::VecDeque,
     sync::{
@@ -21,8 +21,8 @@ use std::{
 
 /// The slots of one key.
 #[derive(Debug)]
-pub(crate) struct Slots {
-    key: BreakerKey,
+pub struct Slots {
+    key: UpstreamKey,
     last_used: AtomicU64,
     evicted: AtomicBool,
     /// The calls in flight and queued, for eviction to read without the lock.
@@ -81,7 +81,7 @@ const LATENCY_SMOOTHING: f64 = 0.1;
 // ===== impl Slots =====
 
 impl Slots {
-    pub(crate) fn new(key: BreakerKey, now: u64, settings: &Settings, rng: SplitMix64) -> Self {
+    pub(crate) fn new(key: UpstreamKey, now: u64, settings: &Settings, rng: SplitMix64) -> Self {
         Self {
             key,
             last_used: AtomicU64::new(now),
@@ -188,7 +188,7 @@ impl Slots {
 }
 
 impl Keyed for Slots {
-    fn key(&self) -> &BreakerKey {
+    fn key(&self) -> &UpstreamKey {
         &self.key
     }
 

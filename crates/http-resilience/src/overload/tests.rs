@@ -3,7 +3,7 @@
 //! three-layer form's service.
 
 use super::*;
-use crate::{breaker::BreakerKey, FailureKind, RequestDeadline};
+use crate::{guard::Guarded, key::UpstreamKey, FailureKind, RequestDeadline};
 use http::{Request, Response};
 use std::{
     collections::VecDeque,
@@ -79,14 +79,14 @@ fn request(uri: &str, deadline: Option<Duration>) -> Request<()> {
     request
 }
 
-fn key(uri: &str) -> BreakerKey {
-    BreakerKey::of_uri(&uri.parse().unwrap())
+fn key(uri: &str) -> UpstreamKey {
+    UpstreamKey::of_uri(&uri.parse().unwrap())
 }
 
 type Call = tokio::task::JoinHandle<(Result<Response<()>, crate::BoxError>, Instant)>;
 
 /// Sends a request through a clone of `svc` on a task of its own.
-fn spawn(svc: &Overload<Upstream>, request: Request<()>) -> Call {
+fn spawn(svc: &Guarded<Upstream, OverloadPolicy>, request: Request<()>) -> Call {
     let svc = svc.clone();
     tokio::spawn(async move {
         let outcome = svc.oneshot(request).await;
@@ -389,13 +389,7 @@ mod combined {
         Resilience, ResiliencePolicy,
     };
 
-    type Combined = Resilience<
-        Upstream,
-        TransientDecoder,
-        FixedDelay,
-        crate::breaker::NoBreaker,
-        OverloadPolicy,
-    >;
+    type Combined = Resilience<Upstream, TransientDecoder, FixedDelay, OverloadPolicy>;
 
     fn combined(
         upstream: &Upstream,
@@ -408,7 +402,7 @@ mod combined {
         }
         ResiliencePolicy::new(Duration::from_secs(1), Duration::from_secs(1), retry)
             .unwrap()
-            .with_overload(overload.clone())
+            .with_guard(overload.clone())
             .layer()
             .layer(upstream.clone())
     }
@@ -549,7 +543,7 @@ mod edges {
         let overload = OverloadPolicy::bulkhead(1).unwrap().with_queue(1);
         let svc = ResiliencePolicy::new(SEC, SEC, retry())
             .unwrap()
-            .with_overload(overload.clone())
+            .with_guard(overload.clone())
             .layer()
             .layer(mock);
         let first = tokio::spawn(svc.clone().oneshot(request(A, None)));
@@ -581,7 +575,7 @@ mod edges {
         let overload = OverloadPolicy::bulkhead(1).unwrap().with_queue(1);
         let svc = ResiliencePolicy::new(SEC, SEC, retry())
             .unwrap()
-            .with_overload(overload.clone())
+            .with_guard(overload.clone())
             .layer()
             .layer(buffered);
         let first = tokio::spawn(svc.clone().oneshot(request(A, None)));
@@ -620,7 +614,7 @@ mod edges {
             Stack::new(
                 ResiliencePolicy::new(SEC, SEC, retry())
                     .unwrap()
-                    .with_overload(overload.clone())
+                    .with_guard(overload.clone())
                     .layer()
                     .layer(upstream.clone()),
             )
@@ -682,7 +676,7 @@ mod edges {
         let overload = OverloadPolicy::bulkhead(1).unwrap().with_queue(1);
         let svc = ResiliencePolicy::new(SEC, SEC, retry())
             .unwrap()
-            .with_overload(overload.clone())
+            .with_guard(overload.clone())
             .layer()
             .layer(upstream.clone());
         let _busy = tokio::spawn(svc.clone().oneshot(request(A, None)));
@@ -713,7 +707,7 @@ mod edges {
         let overload = OverloadPolicy::bulkhead(1).unwrap().with_queue(1);
         let svc = ResiliencePolicy::new(SEC, SEC, retry())
             .unwrap()
-            .with_overload(overload.clone())
+            .with_guard(overload.clone())
             .layer()
             .layer(upstream.clone());
         let busy = tokio::spawn(svc.clone().oneshot(request(A, None)));

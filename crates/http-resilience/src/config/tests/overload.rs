@@ -7,7 +7,11 @@ use std::time::Duration;
 /// The settings of client `name`'s overload control, if on.
 fn settings_of(config: &ClientsConfig, name: &str) -> Option<OverloadSettings> {
     let policy = config.policy(name).unwrap();
-    policy.overload().policy().map(|policy| policy.settings())
+    policy
+        .guard()
+        .overload
+        .as_ref()
+        .map(|policy| policy.settings())
 }
 
 #[test]
@@ -98,7 +102,7 @@ fn the_layer_of_a_file_applies_its_overload_control() {
             Ok::<_, std::convert::Infallible>(http::Response::new(String::new()))
         }),
     );
-    let limit = svc.overload().policy().map(|p| p.settings().limit);
+    let limit = svc.guard().overload.as_ref().map(|p| p.settings().limit);
     assert_eq!(limit, Some(Limit::Fixed(2)));
 }
 

@@ -332,10 +332,11 @@ fn invalid_header_values_are_refused_as_values() {
 
 #[test]
 fn no_ready_made_decoder_retries_an_open_circuit() {
-    use crate::breaker::{error::CircuitOpen, BreakerKey};
+    use crate::breaker::error::CircuitOpen;
+    use crate::key::UpstreamKey;
     let open = || {
         error(CircuitOpen::new(
-            BreakerKey::custom("a"),
+            UpstreamKey::custom("a"),
             tokio::time::Instant::now(),
         ))
     };

@@ -5,7 +5,8 @@
 //! state, read for as long as the state lives.
 
 use super::{attributes as attr, Metrics};
-use crate::breaker::{self, BreakerKey, BreakerPolicy, CircuitState};
+use crate::breaker::{self, BreakerPolicy, CircuitState};
+use crate::key::UpstreamKey;
 use crate::overload::{self, OverloadPolicy, OverloadState};
 use crate::policy::RetryBudget;
 use opentelemetry::{
@@ -244,7 +245,7 @@ impl Metrics {
     /// gauge `http_resilience.breaker.state`.
     fn read_circuits<F>(&self, states: F)
     where
-        F: Fn() -> Option<Vec<(BreakerKey, CircuitState)>> + Send + Sync + 'static,
+        F: Fn() -> Option<Vec<(UpstreamKey, CircuitState)>> + Send + Sync + 'static,
     {
         let source: Source<u64> = Box::new(move |gauge| {
             let Some(states) = states() else {
@@ -266,7 +267,7 @@ impl Metrics {
     /// gauges of overload control.
     fn read_slots<F>(&self, states: F)
     where
-        F: Fn() -> Option<Vec<(BreakerKey, OverloadState)>> + Send + Sync + 'static,
+        F: Fn() -> Option<Vec<(UpstreamKey, OverloadState)>> + Send + Sync + 'static,
     {
         let (meter, gauges) = (&self.instruments.meter, &self.instruments.gauges);
         let states = Arc::new(states);
@@ -290,7 +291,7 @@ type SlotValue<T> = fn(&OverloadState) -> Option<T>;
 /// A source reading `value` of every key's state that `states` gives.
 fn slots_source<T: 'static, F>(states: F, value: SlotValue<T>) -> Source<T>
 where
-    F: Fn() -> Option<Vec<(BreakerKey, OverloadState)>> + Send + Sync + 'static,
+    F: Fn() -> Option<Vec<(UpstreamKey, OverloadState)>> + Send + Sync + 'static,
 {
     Box::new(move |gauge| {
         let Some(states) = states() else {

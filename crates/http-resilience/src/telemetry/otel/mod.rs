@@ -14,8 +14,8 @@
 //! Nothing else is wired: no listener, no layer.
 //!
 //! ```text
-//! presets::standard().with_breaker(breaker).with_overload(overload).with_metrics(&metrics).layer()
-//! GrpcLayer::new(presets::grpc().with_breaker(BreakerPolicy::grpc()).with_metrics(&metrics))
+//! presets::standard().with_guard((overload, breaker)).with_metrics(&metrics).layer()
+//! GrpcLayer::new(presets::grpc().with_guard(BreakerPolicy::grpc()).with_metrics(&metrics))
 //! ```
 //!
 //! It gives the retry policy the metrics as a listener, beside the one it
@@ -113,7 +113,7 @@
 //!   refused for: `budget_exhausted`, `would_miss_deadline`,
 //!   `deadline_passed`, `not_idempotent`, `not_replayable`, ...;
 //! - `http_resilience.breaker.key`: the circuit's
-//!   [`BreakerKey`](crate::breaker::BreakerKey) as it displays
+//!   [`UpstreamKey`](crate::key::UpstreamKey) as it displays
 //!   (`http://api.test:8080`); `http_resilience.breaker.state`: `opened`,
 //!   `half_open`, `ramping_up` or `closed`;
 //!   `http_resilience.breaker.trip_reason`: `consecutive_failures`,
@@ -298,7 +298,7 @@ pub mod future;
 mod gauges;
 mod instruments;
 mod layer;
-mod wiring;
+pub(crate) mod wiring;
 
 pub use self::{gauges::Observation, layer::CallMetricsLayer, wiring::Observed};
 

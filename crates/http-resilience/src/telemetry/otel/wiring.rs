@@ -3,23 +3,22 @@
 
 use super::{Metrics, Observation};
 use crate::{
-    breaker::{AnyBreaker, BreakerPolicy, NoBreaker},
+    breaker::BreakerPolicy,
     hedge::HedgePolicy,
-    overload::{AnyOverload, NoOverload, OverloadPolicy},
+    overload::OverloadPolicy,
     policy::{AttemptEnd, CallContext, CallEnd, Parts, RetryEvent, RetryListener},
     retry::RetryPolicy,
     ResiliencePolicy,
 };
 use std::{fmt, sync::Arc};
 
-mod sealed {
+pub(crate) mod sealed {
     pub trait Sealed {}
 }
 
 /// A guard whose state [`Metrics`] can observe, as
-/// [`ResiliencePolicy::with_metrics`] wires it: [`NoBreaker`],
-/// [`BreakerPolicy`], [`AnyBreaker`], [`NoOverload`], [`OverloadPolicy`] or
-/// [`AnyOverload`].
+/// [`ResiliencePolicy::with_metrics`] wires it: a [`BreakerPolicy`], an
+/// [`OverloadPolicy`], an `Option` or a pair of such guards, or `()`.
 ///
 /// The trait is sealed: only this crate's types implement it.
 pub trait Observed: sealed::Sealed {
@@ -97,11 +96,11 @@ impl fmt::Debug for Wired {
 
 // ===== impl ResiliencePolicy =====
 
-impl<D, R, G: Observed, O: Observed> ResiliencePolicy<D, R, G, O> {
+impl<D, R, G: Observed> ResiliencePolicy<D, R, G> {
     /// The same policy recording to `metrics`, with nothing else to wire:
     /// its retry policy's listener (beside any it had:
-    /// [`RetryPolicy::with_metrics`]), its circuit breaker's and overload
-    /// control's, in place ([`BreakerPolicy::with_metrics`],
+    /// [`RetryPolicy::with_metrics`]), its guards' (a circuit breaker's,
+    /// overload control's), in place ([`BreakerPolicy::with_metrics`],
     /// [`OverloadPolicy::with_metrics`]), the gauges of its circuits, slots
     /// and budget, and the end of every call its service makes,
     /// `http_resilience.call.duration` and `http_resilience.deadline.overruns`
@@ -111,10 +110,9 @@ impl<D, R, G: Observed, O: Observed> ResiliencePolicy<D, R, G, O> {
     /// need no other part.
     ///
     /// A policy is wired once: wired again (or put under a [`Metrics::layer`])
-    /// it counts every call twice. Set a breaker or overload control before
-    /// (the one given later with [`with_breaker`](Self::with_breaker) is not
-    /// observed); every other setter, [`erase`](Self::erase) included, keeps
-    /// the wiring.
+    /// it counts every call twice. Set the guard before (one given later with
+    /// [`with_guard`](Self::with_guard) is not observed); every other setter,
+    /// [`erase`](Self::erase) included, keeps the wiring.
     ///
     /// # Example
     ///
@@ -135,7 +133,7 @@ impl<D, R, G: Observed, O: Observed> ResiliencePolicy<D, R, G, O> {
     /// let metrics = Metrics::new(&provider.meter("my-client"));
     ///
     /// let policy = presets::standard()
-    ///     .with_breaker(BreakerPolicy::default())
+    ///     .with_guard(BreakerPolicy::default())
     ///     .with_metrics(&metrics);
     /// let svc = ServiceBuilder::new()
     ///     .layer(policy.layer())
@@ -162,8 +160,7 @@ impl<D, R, G: Observed, O: Observed> ResiliencePolicy<D, R, G, O> {
     /// # }
     /// ```
     pub fn with_metrics(self, metrics: &Metrics) -> Self {
-        self.breaker().attach_metrics(metrics);
-        self.overload().attach_metrics(metrics);
+        self.guard().attach_metrics(metrics);
         self.map_retry(|retry| retry.with_metrics(metrics))
     }
 }
@@ -246,10 +243,29 @@ impl OverloadPolicy {
 
 // ===== impl Observed =====
 
-impl sealed::Sealed for NoBreaker {}
+impl sealed::Sealed for () {}
 
-impl Observed for NoBreaker {
+impl Observed for () {
     fn attach_metrics(&self, _: &Metrics) {}
+}
+
+impl<G: Observed> sealed::Sealed for Option<G> {}
+
+impl<G: Observed> Observed for Option<G> {
+    fn attach_metrics(&self, metrics: &Metrics) {
+        if let Some(guard) = self {
+            guard.attach_metrics(metrics);
+        }
+    }
+}
+
+impl<A: Observed, B: Observed> sealed::Sealed for (A, B) {}
+
+impl<A: Observed, B: Observed> Observed for (A, B) {
+    fn attach_metrics(&self, metrics: &Metrics) {
+        self.0.attach_metrics(metrics);
+        self.1.attach_metrics(metrics);
+    }
 }
 
 impl<D> sealed::Sealed for BreakerPolicy<D> {}
@@ -260,36 +276,10 @@ impl<D> Observed for BreakerPolicy<D> {
     }
 }
 
-impl sealed::Sealed for AnyBreaker {}
-
-impl Observed for AnyBreaker {
-    fn attach_metrics(&self, metrics: &Metrics) {
-        if let Some(policy) = self.policy() {
-            policy.attach_metrics(metrics);
-        }
-    }
-}
-
-impl sealed::Sealed for NoOverload {}
-
-impl Observed for NoOverload {
-    fn attach_metrics(&self, _: &Metrics) {}
-}
-
 impl sealed::Sealed for OverloadPolicy {}
 
 impl Observed for OverloadPolicy {
     fn attach_metrics(&self, metrics: &Metrics) {
         self.attach(Arc::new(metrics.clone()));
-    }
-}
-
-impl sealed::Sealed for AnyOverload {}
-
-impl Observed for AnyOverload {
-    fn attach_metrics(&self, metrics: &Metrics) {
-        if let Some(policy) = self.policy() {
-            policy.attach_metrics(metrics);
-        }
     }
 }

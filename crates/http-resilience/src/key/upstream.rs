@@ -1,4 +1,4 @@
-//! The key a circuit is kept under.
+//! The key a guard keeps its state under.
 
 use std::{
     fmt,
@@ -6,9 +6,9 @@ use std::{
     sync::Arc,
 };
 
-/// What a circuit is kept under: by default the authority of the request
-/// URI (scheme, host and port), or a key of one's own
-/// ([`BreakerPolicy::with_key`](super::BreakerPolicy::with_key)).
+/// What a guard keeps its state under: by default the authority of the
+/// request URI (scheme, host and port), or a key of one's own (the one a
+/// guard's policy's `with_key` function gives).
 ///
 /// Hosts and schemes compare without regard to ASCII case, as URIs do; a
 /// port left out of the URI is the scheme's default (80 for `http`, 443 for
@@ -17,17 +17,17 @@ use std::{
 /// # Example
 ///
 /// ```
-/// use http_resilience::breaker::BreakerKey;
+/// use http_resilience::key::UpstreamKey;
 ///
 /// let uri: http::Uri = "http://Example.com/path".parse()?;
-/// let key = BreakerKey::of_uri(&uri);
-/// assert_eq!(key, BreakerKey::authority("http", "example.com", 80));
+/// let key = UpstreamKey::of_uri(&uri);
+/// assert_eq!(key, UpstreamKey::authority("http", "example.com", 80));
 /// assert_eq!(key.to_string(), "http://example.com:80");
-/// assert_eq!(BreakerKey::custom("tenant-7").to_string(), "tenant-7");
+/// assert_eq!(UpstreamKey::custom("tenant-7").to_string(), "tenant-7");
 /// # Ok::<(), http_resilience::BoxError>(())
 /// ```
 #[derive(Clone)]
-pub struct BreakerKey(Arc<Repr>);
+pub struct UpstreamKey(Arc<Repr>);
 
 enum Repr {
     Authority {
@@ -49,9 +49,9 @@ pub(crate) enum KeyRef<'a> {
     Custom(&'a str),
 }
 
-// ===== impl BreakerKey =====
+// ===== impl UpstreamKey =====
 
-impl BreakerKey {
+impl UpstreamKey {
     /// The key of an authority: `scheme`, `host` and `port`.
     pub fn authority(scheme: &str, host: &str, port: u16) -> Self {
         Self::from_ref(KeyRef::Authority { scheme, host, port })
@@ -109,21 +109,21 @@ impl BreakerKey {
     }
 }
 
-impl PartialEq for BreakerKey {
+impl PartialEq for UpstreamKey {
     fn eq(&self, other: &Self) -> bool {
         self.as_ref().matches(other.as_ref())
     }
 }
 
-impl Eq for BreakerKey {}
+impl Eq for UpstreamKey {}
 
-impl Hash for BreakerKey {
+impl Hash for UpstreamKey {
     fn hash<H: Hasher>(&self, state: &mut H) {
         self.as_ref().hash_into(state);
     }
 }
 
-impl fmt::Display for BreakerKey {
+impl fmt::Display for UpstreamKey {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match &*self.0 {
             // NOTE: a request whose URI is a path alone (a tonic client made
@@ -139,9 +139,9 @@ impl fmt::Display for BreakerKey {
     }
 }
 
-impl fmt::Debug for BreakerKey {
+impl fmt::Debug for UpstreamKey {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "BreakerKey({self})")
+        write!(f, "UpstreamKey({self})")
     }
 }
 
@@ -226,8 +226,8 @@ mod tests {
 
     #[test]
     fn a_path_alone_says_it_has_no_authority() {
-        let key = BreakerKey::of_uri(&http::Uri::from_static("/pkg.Svc/Method"));
-        assert_eq!(key, BreakerKey::authority("", "", 0));
+        let key = UpstreamKey::of_uri(&http::Uri::from_static("/pkg.Svc/Method"));
+        assert_eq!(key, UpstreamKey::authority("", "", 0));
         assert_eq!(key.to_string(), "(no authority)");
         assert_eq!(format!("{key:>16}"), "  (no authority)");
     }
@@ -241,8 +241,8 @@ mod tests {
         let other: http::Uri = "http://example.com:8080/".parse().unwrap();
         assert!(!KeyRef::of_uri(&a).matches(KeyRef::of_uri(&other)));
         let https: http::Uri = "https://example.com/".parse().unwrap();
-        assert_eq!(BreakerKey::of_uri(&https).port(), Some(443));
-        assert!(!BreakerKey::custom("http://example.com:80")
+        assert_eq!(UpstreamKey::of_uri(&https).port(), Some(443));
+        assert!(!UpstreamKey::custom("http://example.com:80")
             .as_ref()
             .matches(KeyRef::of_uri(&b)));
     }

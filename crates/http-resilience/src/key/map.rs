@@ -14,8 +14,8 @@
 //! a bound in the thousands) and bounded by twice the table that `max_keys`
 //! entries need.
 
+use super::KeyRef;
 use super::Keyed;
-use crate::breaker::KeyRef;
 use std::{
     collections::{hash_map::Entry, HashMap},
     hash::{BuildHasherDefault, Hasher},
@@ -245,12 +245,12 @@ impl Hasher for Prehashed {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::breaker::BreakerKey;
+    use crate::key::UpstreamKey;
     use std::sync::atomic::{AtomicBool, AtomicU64};
 
     /// An entry whose use and business the test sets.
     struct Entry {
-        key: BreakerKey,
+        key: UpstreamKey,
         last_used: AtomicU64,
         busy: AtomicBool,
         in_use: AtomicBool,
@@ -258,7 +258,7 @@ mod tests {
     }
 
     impl Keyed for Entry {
-        fn key(&self) -> &BreakerKey {
+        fn key(&self) -> &UpstreamKey {
             &self.key
         }
 
@@ -281,7 +281,7 @@ mod tests {
 
     fn entry(name: &str, last_used: u64) -> Arc<Entry> {
         Arc::new(Entry {
-            key: BreakerKey::custom(name.to_owned()),
+            key: UpstreamKey::custom(name.to_owned()),
             last_used: AtomicU64::new(last_used),
             busy: AtomicBool::new(false),
             in_use: AtomicBool::new(false),

@@ -1,11 +1,8 @@
 //! State kept per key (an authority, or a key of the user's): the bounded
-//! map that the circuit breaker and overload control both keep, and the
-//! entry a service keeps at hand for the authority it called last.
+//! map every guard keeps, and the entry a service keeps at hand for the
+//! authority it called last.
 
-mod map;
-
-use crate::breaker::{BreakerKey, KeyRef};
-use map::Map;
+use super::{map::Map, KeyRef, UpstreamKey};
 use std::{
     collections::hash_map::RandomState,
     fmt,
@@ -17,12 +14,12 @@ use std::{
 };
 
 /// The function that keys a request, given by the user.
-pub(crate) type KeyFn = dyn Fn(&http::Uri, &http::HeaderMap) -> BreakerKey + Send + Sync;
+pub(crate) type KeyFn = dyn Fn(&http::Uri, &http::HeaderMap) -> UpstreamKey + Send + Sync;
 
 /// What a [`Registry`] keeps for one key.
 pub(crate) trait Keyed: Sized {
     /// Its key.
-    fn key(&self) -> &BreakerKey;
+    fn key(&self) -> &UpstreamKey;
 
     /// When it was last used, on the owner's clock.
     fn last_used(&self) -> u64;
@@ -149,7 +146,7 @@ impl<T: Keyed> Registry<T> {
         key: KeyRef<'_>,
         now: impl FnOnce() -> u64,
         room: Room,
-        make: impl FnOnce(BreakerKey, u64) -> T,
+        make: impl FnOnce(UpstreamKey, u64) -> T,
     ) -> Arc<T> {
         let hash = self.hash(key);
         if let Some(entry) = self.find(hash, key) {
@@ -161,7 +158,7 @@ impl<T: Keyed> Registry<T> {
             return Arc::clone(entry);
         }
         map.make_room(room.max_keys, now, room.idle);
-        let entry = Arc::new(make(BreakerKey::from_ref(key), now));
+        let entry = Arc::new(make(UpstreamKey::from_ref(key), now));
         map.insert(hash, Arc::clone(&entry));
         entry
     }
@@ -169,7 +166,7 @@ impl<T: Keyed> Registry<T> {
 
 /// What one clone of a service keeps of a keyed policy: the entry of its
 /// last key, and the scheme and authority of the request that found it.
-pub(crate) struct AtHand<T>(Option<Held<T>>);
+pub struct AtHand<T>(Option<Held<T>>);
 
 impl<T> Default for AtHand<T> {
     fn default() -> Self {
@@ -187,11 +184,6 @@ impl<T> fmt::Debug for AtHand<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_tuple("AtHand").field(&self.0.is_some()).finish()
     }
-}
-
-impl<T> AtHand<T> {
-    /// No entry at hand yet.
-    pub(crate) const EMPTY: Self = Self(None);
 }
 
 struct Held<T> {
@@ -247,7 +239,7 @@ pub(crate) fn entry_for<T, B, N, M>(
 where
     T: Keyed,
     N: FnOnce() -> u64,
-    M: FnOnce(BreakerKey, u64) -> T,
+    M: FnOnce(UpstreamKey, u64) -> T,
 {
     let Lookup {
         registry,

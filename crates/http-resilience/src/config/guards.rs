@@ -1,0 +1,111 @@
+//! The guards of a client's policy as the configuration builds them.
+
+use crate::{
+    breaker::BreakerPolicy,
+    guard::{sealed, Guard, Settle},
+    overload::OverloadPolicy,
+    policy::AnyDecoder,
+    BoxError, RequestDeadline,
+};
+use std::task::{Context, Poll};
+
+/// The guards of a [`ClientPolicy`](super::ClientPolicy): overload control
+/// first, then the circuit breaker (the order of the
+/// [`GuardLayer`](crate::guard::GuardLayer)s between the three layers'
+/// retry and attempt timeout), each where the client's section turns it on.
+///
+/// A guard of one's own choosing replaces the file's by a field:
+///
+/// ```
+/// use http_resilience::{config::ClientsConfig, key::UpstreamKey};
+///
+/// let config = ClientsConfig::from_toml_str("[clients.search.breaker]\nbreak_duration = \"10s\"\n")?;
+/// let search = config.policy("search")?;
+/// let mut guards = search.guard().clone();
+/// guards.breaker = guards
+///     .breaker
+///     .map(|breaker| breaker.with_key(|uri, _| UpstreamKey::custom(uri.path())));
+/// let search = search.with_guard(guards);
+/// assert!(search.guard().overload.is_none());
+/// # Ok::<(), http_resilience::BoxError>(())
+/// ```
+#[derive(Debug, Clone, Default)]
+pub struct ClientGuards {
+    /// Overload control, if the client has it.
+    pub overload: Option<OverloadPolicy>,
+    /// The circuit breaker, if the client has one.
+    pub breaker: Option<BreakerPolicy<AnyDecoder>>,
+}
+
+/// The pair the guards are asked as.
+type Pair = (Option<OverloadPolicy>, Option<BreakerPolicy<AnyDecoder>>);
+
+impl sealed::Sealed for ClientGuards {}
+
+impl Guard for ClientGuards {
+    type Local = <Pair as Guard>::Local;
+    type Pass = <Pair as Guard>::Pass;
+
+    fn pass_for<B>(&self, local: &mut Self::Local, request: &http::Request<B>) -> Self::Pass {
+        let overload = self.overload.pass_for(&mut local.0, request);
+        (
+            overload,
+            self.breaker.pass_for(&mut local.1, request),
+            false,
+        )
+    }
+
+    fn admit(
+        pass: &mut Self::Pass,
+        deadline: Option<RequestDeadline>,
+    ) -> Poll<Result<(), BoxError>> {
+        Pair::admit(pass, deadline)
+    }
+
+    fn poll_admit(
+        pass: &mut Self::Pass,
+        deadline: Option<RequestDeadline>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Result<(), BoxError>> {
+        Pair::poll_admit(pass, deadline, cx)
+    }
+
+    fn release(pass: &mut Self::Pass) {
+        Pair::release(pass);
+    }
+}
+
+impl<T> Settle<T> for ClientGuards
+where
+    Pair: Settle<T>,
+{
+    fn settle(pass: &mut Self::Pass, outcome: &Result<http::Response<T>, BoxError>) {
+        Pair::settle(pass, outcome);
+    }
+}
+
+impl From<()> for ClientGuards {
+    fn from((): ()) -> Self {
+        Self::default()
+    }
+}
+
+impl<D: Into<AnyDecoder> + Clone> From<BreakerPolicy<D>> for ClientGuards {
+    fn from(breaker: BreakerPolicy<D>) -> Self {
+        Self {
+            overload: None,
+            breaker: Some(breaker.erase()),
+        }
+    }
+}
+
+#[cfg(feature = "otel")]
+impl crate::telemetry::otel::wiring::sealed::Sealed for ClientGuards {}
+
+#[cfg(feature = "otel")]
+impl crate::telemetry::otel::Observed for ClientGuards {
+    fn attach_metrics(&self, metrics: &crate::telemetry::otel::Metrics) {
+        self.overload.attach_metrics(metrics);
+        self.breaker.attach_metrics(metrics);
+    }
+}

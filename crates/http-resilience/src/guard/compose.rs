@@ -1,0 +1,161 @@
+//! The guards that are made of others: none at all, one chosen at run time,
+//! and two in a row.
+
+use super::{sealed::Sealed, Guard, Settle};
+use crate::{BoxError, RequestDeadline};
+use std::task::{ready, Context, Poll};
+
+// ===== impl Guard for () =====
+
+impl Sealed for () {}
+
+/// No guard: every step compiles away.
+impl Guard for () {
+    type Local = ();
+    type Pass = ();
+
+    #[inline(always)]
+    fn pass_for<B>(&self, (): &mut (), _: &http::Request<B>) {}
+
+    #[inline(always)]
+    fn admit((): &mut (), _: Option<RequestDeadline>) -> Poll<Result<(), BoxError>> {
+        Poll::Ready(Ok(()))
+    }
+
+    #[inline(always)]
+    fn poll_admit(
+        (): &mut (),
+        _: Option<RequestDeadline>,
+        _: &mut Context<'_>,
+    ) -> Poll<Result<(), BoxError>> {
+        Poll::Ready(Ok(()))
+    }
+
+    #[inline(always)]
+    fn release((): &mut ()) {}
+}
+
+impl<T> Settle<T> for () {
+    #[inline(always)]
+    fn settle((): &mut (), _: &Result<http::Response<T>, BoxError>) {}
+}
+
+// ===== impl Guard for Option =====
+
+impl<G: Guard> Sealed for Option<G> {}
+
+/// A guard chosen at run time (a configuration file's): `None` lets every
+/// attempt through.
+impl<G: Guard> Guard for Option<G> {
+    type Local = G::Local;
+    type Pass = Option<G::Pass>;
+
+    fn pass_for<B>(&self, local: &mut G::Local, request: &http::Request<B>) -> Self::Pass {
+        self.as_ref().map(|guard| guard.pass_for(local, request))
+    }
+
+    fn admit(
+        pass: &mut Self::Pass,
+        deadline: Option<RequestDeadline>,
+    ) -> Poll<Result<(), BoxError>> {
+        pass.as_mut()
+            .map_or(Poll::Ready(Ok(())), |pass| G::admit(pass, deadline))
+    }
+
+    fn poll_admit(
+        pass: &mut Self::Pass,
+        deadline: Option<RequestDeadline>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Result<(), BoxError>> {
+        pass.as_mut().map_or(Poll::Ready(Ok(())), |pass| {
+            G::poll_admit(pass, deadline, cx)
+        })
+    }
+
+    fn release(pass: &mut Self::Pass) {
+        if let Some(pass) = pass {
+            G::release(pass);
+        }
+    }
+}
+
+impl<T, G: Settle<T>> Settle<T> for Option<G> {
+    fn settle(pass: &mut Self::Pass, outcome: &Result<http::Response<T>, BoxError>) {
+        if let Some(pass) = pass {
+            G::settle(pass, outcome);
+        }
+    }
+}
+
+// ===== impl Guard for (A, B) =====
+
+impl<A: Guard, B: Guard> Sealed for (A, B) {}
+
+/// Two guards in a row: `A` first, then `B` once `A` let the attempt
+/// through. The pass keeps whether `A` did, so that a wait resumes where it
+/// was.
+impl<A: Guard, B: Guard> Guard for (A, B) {
+    type Local = (A::Local, B::Local);
+    type Pass = (A::Pass, B::Pass, bool);
+
+    #[inline]
+    fn pass_for<R>(&self, local: &mut Self::Local, request: &http::Request<R>) -> Self::Pass {
+        let outer = self.0.pass_for(&mut local.0, request);
+        (outer, self.1.pass_for(&mut local.1, request), false)
+    }
+
+    #[inline]
+    fn admit(
+        pass: &mut Self::Pass,
+        deadline: Option<RequestDeadline>,
+    ) -> Poll<Result<(), BoxError>> {
+        ready!(A::admit(&mut pass.0, deadline))?;
+        pass.2 = true;
+        let inner = B::admit(&mut pass.1, deadline);
+        admit_inner::<A, B>(pass, inner)
+    }
+
+    fn poll_admit(
+        pass: &mut Self::Pass,
+        deadline: Option<RequestDeadline>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Result<(), BoxError>> {
+        if !pass.2 {
+            ready!(A::poll_admit(&mut pass.0, deadline, cx))?;
+            pass.2 = true;
+            let inner = B::admit(&mut pass.1, deadline);
+            return admit_inner::<A, B>(pass, inner);
+        }
+        let inner = B::poll_admit(&mut pass.1, deadline, cx);
+        admit_inner::<A, B>(pass, inner)
+    }
+
+    fn release(pass: &mut Self::Pass) {
+        B::release(&mut pass.1);
+        A::release(&mut pass.0);
+        pass.2 = false;
+    }
+}
+
+/// What the inner guard of a pair said, once the outer let the attempt
+/// through: a refusal gives back what the outer gave.
+#[inline]
+fn admit_inner<A: Guard, B: Guard>(
+    pass: &mut (A::Pass, B::Pass, bool),
+    inner: Poll<Result<(), BoxError>>,
+) -> Poll<Result<(), BoxError>> {
+    if let Poll::Ready(Err(_)) = &inner {
+        A::release(&mut pass.0);
+        pass.2 = false;
+    }
+    inner
+}
+
+impl<T, A: Settle<T>, B: Settle<T>> Settle<T> for (A, B) {
+    #[inline]
+    fn settle(pass: &mut Self::Pass, outcome: &Result<http::Response<T>, BoxError>) {
+        B::settle(&mut pass.1, outcome);
+        A::settle(&mut pass.0, outcome);
+        pass.2 = false;
+    }
+}

@@ -1,0 +1,125 @@
+//! Future types
+
+use super::Settle;
+use crate::{coop, BoxError, RequestDeadline};
+use pin_project_lite::pin_project;
+use std::{
+    fmt,
+    future::Future,
+    pin::Pin,
+    task::{ready, Context, Poll},
+};
+use tower_service::Service;
+
+pin_project! {
+    /// Response future of [`Guarded`](super::Guarded).
+    pub struct ResponseFuture<S, B, G>
+    where
+        S: Service<http::Request<B>>,
+        G: super::Guard,
+    {
+        #[pin]
+        state: State<S, B>,
+        pass: G::Pass,
+        deadline: Option<RequestDeadline>,
+    }
+}
+
+pin_project! {
+    #[project = StateProj]
+    enum State<S, B>
+    where
+        S: Service<http::Request<B>>,
+    {
+        // Waiting for the guard, with the service made ready and the request.
+        Waiting { parked: Option<Box<(S, http::Request<B>)>> },
+        // Sent.
+        Called { #[pin] future: S::Future },
+        // Turned away: never sent.
+        Refused { error: Option<BoxError> },
+    }
+}
+
+impl<S, B, G> ResponseFuture<S, B, G>
+where
+    S: Service<http::Request<B>>,
+    G: super::Guard,
+{
+    pub(super) fn called(future: S::Future, pass: G::Pass) -> Self {
+        Self {
+            state: State::Called { future },
+            pass,
+            deadline: None,
+        }
+    }
+
+    pub(super) fn refused(error: BoxError, pass: G::Pass) -> Self {
+        Self {
+            state: State::Refused { error: Some(error) },
+            pass,
+            deadline: None,
+        }
+    }
+
+    pub(super) fn waiting(
+        service: S,
+        request: http::Request<B>,
+        pass: G::Pass,
+        deadline: Option<RequestDeadline>,
+    ) -> Self {
+        let parked = Some(Box::new((service, request)));
+        Self {
+            state: State::Waiting { parked },
+            pass,
+            deadline,
+        }
+    }
+}
+
+impl<S, B, T, G> Future for ResponseFuture<S, B, G>
+where
+    S: Service<http::Request<B>, Response = http::Response<T>>,
+    S::Error: Into<BoxError>,
+    G: Settle<T>,
+{
+    type Output = Result<http::Response<T>, BoxError>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let mut this = self.project();
+        loop {
+            match this.state.as_mut().project() {
+                StateProj::Waiting { parked } => {
+                    ready!(G::poll_admit(this.pass, *this.deadline, cx))?;
+                    let (mut service, request) = *parked.take().expect("polled after completion");
+                    let future = service.call(request);
+                    this.state.set(State::Called { future });
+                }
+                StateProj::Called { future } => {
+                    let outcome = ready!(future.poll(cx)).map_err(Into::into);
+                    G::settle(this.pass, &outcome);
+                    return Poll::Ready(outcome);
+                }
+                StateProj::Refused { error } => {
+                    return coop::poll_turned_away(error, cx).map(Err);
+                }
+            }
+        }
+    }
+}
+
+impl<S, B, G> fmt::Debug for ResponseFuture<S, B, G>
+where
+    S: Service<http::Request<B>>,
+    G: super::Guard,
+{
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let state = match &self.state {
+            State::Waiting { .. } => "waiting",
+            State::Called { .. } => "called",
+            State::Refused { .. } => "turned away",
+        };
+        f.debug_struct("ResponseFuture")
+            .field("state", &state)
+            .finish_non_exhaustive()
+    }
+}

@@ -1,0 +1,350 @@
+//! What one call of the combined service keeps besides the attempt in
+//! flight and the timer, and the steps its future takes.
+
+use super::future::State;
+use crate::{
+    body::TryCloneBody,
+    deadline::{body::DeadlineBody, error::DeadlineExceeded},
+    guard::{Guard, Settle},
+    limits::{self, Expiry},
+    policy::{Decoder, Retryer},
+    propagate::{send_budget, time_left, TimeoutFormat},
+    retry::{Decision, RetryState},
+    telemetry,
+    timer::{deadline_fired, poll_timer, saturating_after},
+    BoxError, RequestDeadline,
+};
+use http::HeaderName;
+use std::{
+    pin::Pin,
+    sync::Arc,
+    task::{ready, Context, Poll},
+    time::Duration,
+};
+use tokio::time::{Instant, Sleep};
+use tower_service::Service;
+
+/// What the caller gets.
+pub(super) type Output<T> = Result<http::Response<DeadlineBody<T>>, BoxError>;
+
+/// An attempt's outcome, as the retry judges it.
+pub(super) type Outcome<T> = Result<http::Response<T>, BoxError>;
+
+/// What a step of the call came to.
+pub(super) enum Step<T> {
+    /// An attempt's outcome, for the retry to judge.
+    Judge(Outcome<T>),
+    /// The call is over, with this output.
+    End(Output<T>),
+    /// The next step is set: poll again.
+    Again,
+}
+
+/// What the call keeps besides the attempt in flight and the timer.
+pub(super) struct Call<S, B, D, R, G: Guard> {
+    // The service that sends every attempt: the one made ready for the
+    // call, then readied again before each later attempt.
+    service: S,
+    retry: RetryState<B, D, R>,
+    deadline: RequestDeadline,
+    limits: Limits,
+    // The call's pass through the guard.
+    pass: G::Pass,
+}
+
+/// The limit of every attempt, and whether the last one runs until the
+/// deadline instead.
+#[derive(Debug, Clone)]
+pub(crate) struct Limits {
+    pub(crate) attempt: Duration,
+    pub(crate) final_uses_deadline: bool,
+    /// The header and format every attempt's budget is sent in, if it is.
+    pub(crate) budget_header: Option<Arc<(HeaderName, TimeoutFormat)>>,
+}
+
+impl Limits {
+    /// Whether an attempt runs until the deadline, rather than its limit:
+    /// the final one, when that is asked for.
+    const fn runs_to_deadline(&self, on_final: bool) -> bool {
+        self.final_uses_deadline && on_final
+    }
+
+    /// The limit an attempt's budget is sent under: none for one that runs
+    /// until the deadline.
+    const fn sent_limit(&self, on_final: bool) -> Option<Duration> {
+        if self.runs_to_deadline(on_final) {
+            None
+        } else {
+            Some(self.attempt)
+        }
+    }
+}
+
+// ===== impl Call =====
+
+impl<S, B, D, R, G: Guard> Call<S, B, D, R, G> {
+    /// What a call keeps: the service made ready for it, the retry's state,
+    /// the deadline and limits, and its pass through the guard.
+    #[inline(always)]
+    pub(super) fn new(
+        service: S,
+        retry: RetryState<B, D, R>,
+        deadline: RequestDeadline,
+        limits: Limits,
+        pass: G::Pass,
+    ) -> Self {
+        Self {
+            service,
+            retry,
+            deadline,
+            limits,
+            pass,
+        }
+    }
+
+    /// The attempts made so far.
+    pub(super) const fn attempts(&self) -> u32 {
+        self.retry.attempts()
+    }
+
+    /// The call's deadline.
+    pub(super) const fn deadline(&self) -> RequestDeadline {
+        self.deadline
+    }
+
+    /// The error of a call its deadline ended.
+    pub(super) fn exceeded(&self) -> BoxError {
+        DeadlineExceeded::new(self.deadline.budget()).into()
+    }
+
+    /// Ends the call with `output`: what the guard still holds goes back
+    /// now, not when the future is dropped (a finished future may be
+    /// kept), and the retry hears the end.
+    pub(super) fn end<T>(&mut self, output: &Output<T>) {
+        G::release(&mut self.pass);
+        self.retry.finish(output);
+    }
+
+    /// Writes the attempt's budget in `request`, if it is sent: the time
+    /// left at `now`, capped by the attempt's limit. `Err` when none is
+    /// left to write.
+    #[inline(always)]
+    fn stamp_budget(&self, request: &mut http::Request<B>, now: Instant) -> Result<(), ()> {
+        let Some(header) = &self.limits.budget_header else {
+            return Ok(());
+        };
+        let left = time_left(self.deadline, now);
+        let limit = self.limits.sent_limit(self.retry.on_final_attempt());
+        send_budget(request, &header.0, header.1, left, limit).map_err(|_| ())
+    }
+}
+
+impl<S, B, D, R, G> Call<S, B, D, R, G>
+where
+    S: Service<http::Request<B>>,
+    B: TryCloneBody,
+    G: Guard,
+{
+    /// Passes `request`, the next attempt (the first included), through the
+    /// guard at `now`: the state it is sent in, waits in, or was turned
+    /// away in.
+    ///
+    /// NOTE: the attempt is numbered before it asks, so that one turned away
+    /// counts as an attempt, as under a guard's layer between the three
+    /// layers' retry and attempt timeout.
+    #[inline(always)]
+    pub(super) fn admit(&mut self, request: http::Request<B>, now: Instant) -> State<S::Future, B> {
+        match G::admit(&mut self.pass, Some(self.deadline)) {
+            Poll::Ready(Ok(())) => self.send(request, now),
+            Poll::Ready(Err(error)) => State::Refused { error: Some(error) },
+            Poll::Pending => State::Queued {
+                request: Some(Box::new(request)),
+            },
+        }
+    }
+
+    /// Sends `request`, which the guard let through, at `now`, with its
+    /// budget written.
+    #[inline(always)]
+    fn send(&mut self, mut request: http::Request<B>, now: Instant) -> State<S::Future, B> {
+        if self.stamp_budget(&mut request, now).is_err() {
+            return State::Expired;
+        }
+        let span = self.retry.attempt_span();
+        let future = telemetry::send_in(span, || self.service.call(request));
+        State::Called {
+            future,
+            at: now,
+            ended: false,
+        }
+    }
+}
+
+impl<S, B, T, D, R, G> Call<S, B, D, R, G>
+where
+    S: Service<http::Request<B>, Response = http::Response<T>>,
+    S::Error: Into<BoxError>,
+    B: TryCloneBody,
+    D: Decoder<T, BoxError>,
+    R: Retryer,
+    G: Settle<T>,
+{
+    /// Polls the attempt in flight against its end: its outcome, the
+    /// attempt timeout, or the deadline, which ends the call.
+    #[inline(always)]
+    pub(super) fn poll_attempt(
+        &mut self,
+        future: Pin<&mut S::Future>,
+        at: &mut Instant,
+        ended: &mut bool,
+        sleep: Pin<&mut Option<Sleep>>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Step<T>> {
+        if deadline_fired(sleep.as_ref().get_ref().as_ref(), self.deadline.instant()) {
+            return Poll::Ready(Step::End(Err(self.exceeded())));
+        }
+        // NOTE: the response is polled first, so a response ready in the
+        // same poll as an attempt's limit counts.
+        let polled = telemetry::poll_in(self.retry.attempt_span(), future, cx);
+        if let Poll::Ready(outcome) = polled {
+            return Poll::Ready(Step::Judge(outcome.map_err(Into::into)));
+        }
+        if !*ended {
+            let to_deadline = self.limits.runs_to_deadline(self.retry.on_final_attempt());
+            let end =
+                limits::attempt_end(*at, self.limits.attempt, Some(self.deadline), to_deadline);
+            let Ok((end, _)) = end else {
+                return Poll::Ready(Step::End(Err(self.exceeded())));
+            };
+            (*at, *ended) = (end, true);
+        }
+        ready!(poll_timer(sleep, *at, cx));
+        // NOTE: an attempt the deadline ends has the deadline itself as its
+        // end (`limits::attempt_end`), so the instant says which limit it was.
+        Poll::Ready(
+            match limits::expiry_at(*at, self.limits.attempt, self.deadline) {
+                Expiry::Deadline(_) => Step::End(Err(self.exceeded())),
+                ends @ Expiry::Attempt(_) => Step::Judge(Err(ends.into_error())),
+            },
+        )
+    }
+
+    /// The step after a wait that ended at `until`: the deadline ends the
+    /// call when the wait reached it, else the service is readied.
+    pub(super) fn after_wait(
+        &mut self,
+        until: Instant,
+        mut state: Pin<&mut State<S::Future, B>>,
+    ) -> Step<T> {
+        if until >= self.deadline.instant() {
+            return Step::End(Err(self.exceeded()));
+        }
+        state.set(State::Readying);
+        Step::Again
+    }
+
+    /// Readies the service and passes the next attempt through the guard,
+    /// within the deadline.
+    #[inline(always)]
+    pub(super) fn poll_send(
+        &mut self,
+        mut state: Pin<&mut State<S::Future, B>>,
+        sleep: Pin<&mut Option<Sleep>>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Step<T>> {
+        let deadline = self.deadline;
+        if deadline_fired(sleep.as_ref().get_ref().as_ref(), deadline.instant()) {
+            return Poll::Ready(Step::End(Err(self.exceeded())));
+        }
+        let Poll::Ready(ready) = self.service.poll_ready(cx) else {
+            // NOTE: a service that never gets ready is still bounded by the
+            // deadline.
+            ready!(poll_timer(sleep, deadline.instant(), cx));
+            return Poll::Ready(Step::End(Err(self.exceeded())));
+        };
+        if let Err(error) = ready {
+            let outcome = self.retry.not_ready(error.into());
+            return Poll::Ready(Step::End(outcome.map(|r| with_deadline(r, deadline))));
+        }
+        let now = Instant::now();
+        if deadline.has_passed_at(now) {
+            return Poll::Ready(Step::End(Err(self.exceeded())));
+        }
+        let request = self.retry.next_request();
+        state.set(self.admit(request, now));
+        Poll::Ready(Step::Again)
+    }
+
+    /// Waits for the guard to let the parked attempt through, within the
+    /// deadline: `None` once it may go, else the step the call takes
+    /// instead.
+    #[inline(always)]
+    pub(super) fn poll_queued(
+        &mut self,
+        sleep: Pin<&mut Option<Sleep>>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Step<T>>> {
+        let deadline = self.deadline;
+        if deadline_fired(sleep.as_ref().get_ref().as_ref(), deadline.instant())
+            || deadline.has_passed_at(Instant::now())
+        {
+            return Poll::Ready(Some(Step::End(Err(self.exceeded()))));
+        }
+        match G::poll_admit(&mut self.pass, Some(deadline), cx) {
+            Poll::Ready(Ok(())) => Poll::Ready(None),
+            // NOTE: turned away at the end of its wait, whose timer spent
+            // the task's budget already.
+            Poll::Ready(Err(error)) => Poll::Ready(Some(Step::Judge(Err(error)))),
+            Poll::Pending => {
+                // NOTE: the wait for the guard is bounded by the deadline too.
+                ready!(poll_timer(sleep, deadline.instant(), cx));
+                Poll::Ready(Some(Step::End(Err(self.exceeded()))))
+            }
+        }
+    }
+
+    /// Sends `request`, which waited for the guard and may go now.
+    pub(super) fn send_parked(
+        &mut self,
+        request: http::Request<B>,
+        mut state: Pin<&mut State<S::Future, B>>,
+    ) -> Step<T> {
+        state.set(self.send(request, Instant::now()));
+        Step::Again
+    }
+
+    /// Judges an attempt's outcome: sets the next step, or gives the call's
+    /// output.
+    #[inline(always)]
+    pub(super) fn judge(
+        &mut self,
+        mut outcome: Outcome<T>,
+        mut state: Pin<&mut State<S::Future, B>>,
+    ) -> Option<Output<T>> {
+        let deadline = self.deadline;
+        G::settle(&mut self.pass, &outcome);
+        let next = match self.retry.decide(&mut outcome, Some(deadline)) {
+            Decision::Return => return Some(outcome.map(|r| with_deadline(r, deadline))),
+            Decision::Retry(wait) if wait.is_zero() => State::Readying,
+            Decision::Retry(wait) => State::Waiting {
+                until: saturating_after(Instant::now(), wait),
+            },
+            // NOTE: the wait reaches the deadline, which ends the call
+            // there; the outcome in hand is dropped now rather than held.
+            Decision::Cut(until) => State::Waiting { until },
+        };
+        // NOTE: the discarded outcome (and its unread body) is dropped before
+        // the next attempt.
+        drop(outcome);
+        state.set(next);
+        None
+    }
+}
+
+/// `response` with its body bounded by the call's `deadline`.
+fn with_deadline<T>(
+    response: http::Response<T>,
+    deadline: RequestDeadline,
+) -> http::Response<DeadlineBody<T>> {
+    response.map(|body| DeadlineBody::new(body, deadline))
+}
