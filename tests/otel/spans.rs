@@ -388,11 +388,11 @@ async fn spans_over_loopback_name_every_field_of_the_library_under_http_resilien
         .iter()
         .filter(|span| span.span_kind == SpanKind::Internal)
         .map(attributes)
-        .find(|attributes| attributes.contains_key("http_resilience.breaker.rejected"))
+        .find(|attributes| attributes.contains_key("http_resilience.turned_away"))
         .expect("the call the circuit turned away");
     assert_eq!(
-        rejected["http_resilience.breaker.rejected"],
-        Value::Bool(true)
+        rejected["http_resilience.turned_away"],
+        string("circuit_open")
     );
     assert_eq!(rejected["http_resilience.stop"], string("failed"));
 }

@@ -367,8 +367,8 @@ async fn a_call_overload_control_turns_away_records_it_on_the_call_span() {
         assert!(upstream.seen().is_empty(), "{form:?}: never sent");
         let (call, _) = call_and_attempts(&recorder);
         assert_eq!(
-            call.get("http_resilience.overload.rejected"),
-            Some(&Value::Bool(true)),
+            call.str("http_resilience.turned_away"),
+            Some("overloaded"),
             "{form:?}"
         );
         assert_eq!(call.str("error.type"), Some("overloaded"), "{form:?}");

@@ -290,7 +290,7 @@ impl Session {
 
 impl Session {
     /// Records the call's end on its span: the attempts, why it stopped, its
-    /// outcome, its budget, a hedge's winner, a breaker's rejection.
+    /// outcome, its budget, a hedge's winner, a guard's rejection.
     fn record_end(
         &self,
         span: &Span,
@@ -308,14 +308,10 @@ impl Session {
             span.record(names::HEDGE_WINNER, i64::from(summary.winner()));
         }
         let verdict = summary.verdict();
-        match verdict.reason() {
-            Some(Reason::Failure(FailureKind::CircuitOpen)) => {
-                span.record(names::BREAKER_REJECTED, true);
+        if let Some(Reason::Failure(kind)) = verdict.reason() {
+            if kind.is_turned_away() {
+                span.record(names::TURNED_AWAY, kind.name());
             }
-            Some(Reason::Failure(FailureKind::Overloaded)) => {
-                span.record(names::OVERLOAD_REJECTED, true);
-            }
-            _ => {}
         }
         telemetry::record_outcome(span, verdict, status);
     }

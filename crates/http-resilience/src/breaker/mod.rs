@@ -175,7 +175,6 @@ pub use self::{
 
 #[cfg(feature = "otel")]
 pub(crate) use self::events::{Circuits, Observer};
-pub(crate) use self::probe::waits_for_probe;
 
 use crate::guard::GuardLayer;
 use tokio::time::Instant;

@@ -79,14 +79,3 @@ impl<B, E: AsError, D: Decoder<B, E>> Decoder<B, E> for WaitForProbe<D> {
         }
     }
 }
-
-/// Whether `verdict` retries an attempt an open circuit turned away.
-pub(crate) fn waits_for_probe(verdict: Verdict) -> bool {
-    matches!(
-        verdict,
-        Verdict::Retry {
-            reason: Reason::Failure(FailureKind::CircuitOpen),
-            ..
-        }
-    )
-}

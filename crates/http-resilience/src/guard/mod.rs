@@ -134,3 +134,6 @@ pub trait Settle<T>: Guard {
     #[doc(hidden)]
     fn settle(pass: &mut Self::Pass, outcome: &Result<http::Response<T>, BoxError>);
 }
+
+#[cfg(test)]
+mod tests;

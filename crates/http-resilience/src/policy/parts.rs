@@ -75,9 +75,9 @@ impl<D> Parts<D> {
     pub(crate) fn record(&self, verdict: Verdict) {
         if let Some(budget) = &self.budget {
             match verdict {
-                // NOTE: an attempt an open circuit turned away was never
-                // sent; waiting for its probe is no load on the upstream.
-                Verdict::Retry { .. } if crate::breaker::waits_for_probe(verdict) => {}
+                // NOTE: an attempt a guard turned away was never sent;
+                // waiting to send it again is no load on the upstream.
+                Verdict::Retry { .. } if verdict.resends_unsent() => {}
                 Verdict::Retry { .. } => budget.record_retryable_failure(),
                 Verdict::Accept => budget.record_success(),
                 _ => {}

@@ -94,6 +94,14 @@ impl Verdict {
         }
     }
 
+    /// Whether this retries an attempt a guard turned away (a decoder such as
+    /// [`WaitForProbe`](crate::breaker::WaitForProbe) asks for it): one that
+    /// was never sent, whose wait is the guard's (`after`), not a backoff, and
+    /// which costs no retry-budget token.
+    pub(crate) const fn resends_unsent(&self) -> bool {
+        matches!(self, Verdict::Retry { reason: Reason::Failure(kind), .. } if kind.is_turned_away())
+    }
+
     /// Why the decoder judged so; `None` for `Accept`.
     pub const fn reason(&self) -> Option<Reason> {
         match self {

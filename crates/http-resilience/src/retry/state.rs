@@ -4,7 +4,6 @@ use super::RetryPolicy;
 use crate::body::{Pristine, TryCloneBody};
 use crate::extensions::FinalAttempt;
 use crate::policy::{Attempts, Decoder, Reason, RetryEvent, Retryer, Stop, Verdict, WaitSource};
-use crate::FailureKind;
 use crate::{
     limits::{self, Scheduled},
     session::{self, whole_millis, Session},
@@ -272,8 +271,8 @@ impl<B: TryCloneBody, D, R: Retryer> RetryState<B, D, R> {
         };
         let now = Instant::now();
         session::deadline_open(deadline, now)?;
-        if reason == Reason::Failure(FailureKind::CircuitOpen) {
-            return probe_wait(after, deadline, policy.deadline_margin(), now);
+        if (Verdict::Retry { after, reason }).resends_unsent() {
+            return resend_wait(after, deadline, policy.deadline_margin(), now);
         }
         // NOTE: what `allows` reads (method, headers, the `Idempotency`
         // extension) is all in the kept copy.
@@ -329,11 +328,12 @@ impl<B: TryCloneBody, D, R: Retryer> RetryState<B, D, R> {
     }
 }
 
-/// The wait for an open circuit's probe (`after`), for an attempt the
-/// circuit turned away: it was never sent, so it is safe to send and no
-/// backoff or budget applies; only with deadline-aware scheduling, and when
-/// the wait and a useful attempt fit before the deadline.
-fn probe_wait(
+/// The wait a guard named (`after`: an open circuit's probe, say) before an
+/// attempt it turned away is sent again: it was never sent, so it is safe to
+/// send and no backoff or budget applies; only with deadline-aware
+/// scheduling, and when the wait and a useful attempt fit before the
+/// deadline.
+fn resend_wait(
     after: Option<Duration>,
     deadline: Option<RequestDeadline>,
     margin: Option<Duration>,

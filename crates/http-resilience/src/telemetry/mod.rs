@@ -16,9 +16,10 @@
 //!   `http.response.status_code` or `error.type`,
 //!   `http_resilience.deadline_ms` (the call's budget, when it had a
 //!   deadline), `http_resilience.hedge.winner` (the copy that answered, for
-//!   a hedge), `http_resilience.breaker.rejected` (when an open circuit
-//!   turned the last attempt away, as the decoder's verdict names it) and
-//!   `http_resilience.overload.rejected` (when overload control did).
+//!   a hedge) and `http_resilience.turned_away` (when a guard turned the last
+//!   attempt away, as the decoder's verdict names it: the
+//!   [`FailureKind::name`](crate::FailureKind::name) of its error,
+//!   `circuit_open` for an open circuit, `overloaded` for overload control).
 //! - **`http_resilience.attempt`**, one per attempt and per hedged copy, a
 //!   child of the call's, `otel.kind = "client"`, `otel.name` the method:
 //!   `http.request.method`, `server.address`, `server.port`, `url.full`,
@@ -247,8 +248,7 @@ impl CallSpan {
             { names::STOP } = Empty,
             { names::DEADLINE_MS } = Empty,
             { names::HEDGE_WINNER } = Empty,
-            { names::BREAKER_REJECTED } = Empty,
-            { names::OVERLOAD_REJECTED } = Empty,
+            { names::TURNED_AWAY } = Empty,
             { names::HTTP_RESPONSE_STATUS_CODE } = Empty,
             { names::ERROR_TYPE } = Empty,
             { names::OTEL_STATUS_CODE } = Empty,

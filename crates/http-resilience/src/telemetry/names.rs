@@ -41,7 +41,6 @@ pub(crate) const STOP: &str = "http_resilience.stop";
 pub(crate) const DEADLINE_MS: &str = "http_resilience.deadline_ms";
 /// The hedged copy that answered.
 pub(crate) const HEDGE_WINNER: &str = "http_resilience.hedge.winner";
-/// An open circuit turned the last attempt away.
-pub(crate) const BREAKER_REJECTED: &str = "http_resilience.breaker.rejected";
-/// Overload control turned the last attempt away.
-pub(crate) const OVERLOAD_REJECTED: &str = "http_resilience.overload.rejected";
+/// The kind of failure of a guard that turned the last attempt away
+/// (`circuit_open`, `overloaded`).
+pub(crate) const TURNED_AWAY: &str = "http_resilience.turned_away";
