@@ -1,12 +1,14 @@
 //! Telling failures apart.
 
-use super::AsError;
+use super::{
+    chain,
+    classified::{self, Reading},
+    AsError,
+};
 use crate::{
     attempt_timeout::error::AttemptTimedOut,
     body::{BodyChanged, ReopenFailed},
-    breaker::error::CircuitOpen,
     deadline::error::DeadlineExceeded,
-    errors::chain,
     read_timeout::error::ReadTimedOut,
 };
 use std::{error::Error, fmt, io};
@@ -75,15 +77,13 @@ pub enum FailureKind {
     /// Another transport failure (the upstream broke the protocol, for
     /// example).
     Transport,
-    /// A circuit breaker turned the call away at once
-    /// ([`CircuitOpen`]): the request was never sent. The ready-made
+    /// A circuit breaker turned the call away at once (the breaker's
+    /// `CircuitOpen` error): the request was never sent. The ready-made
     /// decoders never retry it.
     CircuitOpen,
-    /// Overload control turned the call away ([`Overloaded`]): no slot
-    /// in time, or throttled; the request was never sent. The ready-made
-    /// decoders never retry it.
-    ///
-    /// [`Overloaded`]: crate::overload::error::Overloaded
+    /// Overload control turned the call away (its `Overloaded` error): no
+    /// slot in time, or throttled; the request was never sent. The
+    /// ready-made decoders never retry it.
     Overloaded,
     /// The request body could not be produced as announced: a
     /// [`ReopenBody`](crate::body::ReopenBody) opened to another length than
@@ -103,7 +103,9 @@ impl FailureKind {
     /// Classifies `error` by walking its `source()` chain.
     ///
     /// The first error in the chain that is one of this crate's timeout types
-    /// decides. Otherwise an `io::Error` of kind `ConnectionRefused` is
+    /// decides, and so does an error with which one of the crate's features
+    /// turned the call away ([`CircuitOpen`](Self::CircuitOpen),
+    /// [`Overloaded`](Self::Overloaded)). Otherwise an `io::Error` of kind `ConnectionRefused` is
     /// [`ConnectRefused`](Self::ConnectRefused), and one of kind `TimedOut`
     /// below a connect error of hyper-util's client is
     /// [`ConnectTimeout`](Self::ConnectTimeout). The typed errors of this
@@ -145,57 +147,13 @@ impl FailureKind {
 
     /// [`of`](Self::of), for the error as a trait object.
     fn of_error(error: &(dyn Error + 'static)) -> Self {
-        let mut connecting = false;
-        let mut transport = false;
-        let mut closed = false;
-        let mut unsent = false;
+        let mut clues = Clues::default();
         for err in chain(error) {
-            if let Some(kind) = own_kind(err) {
+            if let Some(kind) = clues.read(err) {
                 return kind;
             }
-            let client = client_error(err);
-            if let Some(kind) = client.kind {
-                return kind;
-            }
-            transport |= client.is_client;
-            connecting |= client.is_connect;
-            #[cfg(feature = "reqwest")]
-            if let Some(reqwest) = err.downcast_ref::<reqwest::Error>() {
-                // NOTE: reqwest's own kinds; the errors beneath (hyper-util's,
-                // `io::Error`) still decide below when they say more.
-                transport = true;
-                connecting |= reqwest.is_connect();
-            }
-            closed |= client.is_closed;
-            unsent |= client.is_canceled;
-            if let Some(io) = err.downcast_ref::<io::Error>() {
-                transport = true;
-                match io.kind() {
-                    io::ErrorKind::ConnectionRefused => return FailureKind::ConnectRefused,
-                    io::ErrorKind::TimedOut if connecting => return FailureKind::ConnectTimeout,
-                    io::ErrorKind::ConnectionReset
-                    | io::ErrorKind::ConnectionAborted
-                    | io::ErrorKind::BrokenPipe
-                        if !connecting =>
-                    {
-                        return FailureKind::ConnectionReset
-                    }
-                    io::ErrorKind::UnexpectedEof if !connecting => closed = true,
-                    _ => {}
-                }
-            }
         }
-        if connecting {
-            FailureKind::Connect
-        } else if unsent {
-            FailureKind::Unsent
-        } else if closed {
-            FailureKind::ConnectionClosed
-        } else if transport {
-            FailureKind::Transport
-        } else {
-            FailureKind::Other
-        }
+        clues.kind()
     }
 
     /// Whether this kind is one of the timeouts (deadline, attempt, read or
@@ -306,7 +264,92 @@ struct ClientError {
     kind: Option<FailureKind>,
 }
 
-/// The kind of an error of this crate's own layers, if `err` is one.
+/// What the links of a chain read so far say, when none decided the kind.
+#[derive(Default)]
+struct Clues {
+    /// A transport's error was seen.
+    transport: bool,
+    /// A transport failed to connect.
+    connecting: bool,
+    /// The connection closed before the message was complete.
+    closed: bool,
+    /// The request was canceled before it was written.
+    unsent: bool,
+}
+
+// ===== impl Clues =====
+
+impl Clues {
+    /// Reads one link of the chain: its kind, when the link decides it.
+    ///
+    /// NOTE: the core's own types first, then hyper's, hyper-util's and
+    /// `std::io`'s, then the probes the features registered (see
+    /// `classified`): each link is of one type, so the order only spares the
+    /// probes' reads for the links the core knows.
+    fn read(&mut self, err: &(dyn Error + 'static)) -> Option<FailureKind> {
+        if let Some(kind) = own_kind(err) {
+            return Some(kind);
+        }
+        let client = client_error(err);
+        if client.kind.is_some() {
+            return client.kind;
+        }
+        self.transport |= client.is_client;
+        self.connecting |= client.is_connect;
+        self.closed |= client.is_closed;
+        self.unsent |= client.is_canceled;
+        if let Some(io) = err.downcast_ref::<io::Error>() {
+            return self.read_io(io);
+        }
+        match classified::read(err)? {
+            Reading::Kind(kind) => Some(kind),
+            Reading::Transport { connecting } => {
+                self.transport = true;
+                self.connecting |= connecting;
+                None
+            }
+        }
+    }
+
+    /// Reads an `io::Error` of the chain.
+    fn read_io(&mut self, io: &io::Error) -> Option<FailureKind> {
+        self.transport = true;
+        match io.kind() {
+            io::ErrorKind::ConnectionRefused => Some(FailureKind::ConnectRefused),
+            io::ErrorKind::TimedOut if self.connecting => Some(FailureKind::ConnectTimeout),
+            io::ErrorKind::ConnectionReset
+            | io::ErrorKind::ConnectionAborted
+            | io::ErrorKind::BrokenPipe
+                if !self.connecting =>
+            {
+                Some(FailureKind::ConnectionReset)
+            }
+            io::ErrorKind::UnexpectedEof if !self.connecting => {
+                self.closed = true;
+                None
+            }
+            _ => None,
+        }
+    }
+
+    /// The kind the whole chain says, when no link decided it.
+    fn kind(&self) -> FailureKind {
+        if self.connecting {
+            FailureKind::Connect
+        } else if self.unsent {
+            FailureKind::Unsent
+        } else if self.closed {
+            FailureKind::ConnectionClosed
+        } else if self.transport {
+            FailureKind::Transport
+        } else {
+            FailureKind::Other
+        }
+    }
+}
+
+/// The kind of an error of this crate's own layers and bodies, if `err` is
+/// one.
 fn own_kind(err: &(dyn Error + 'static)) -> Option<FailureKind> {
     if err.is::<DeadlineExceeded>() {
         Some(FailureKind::Deadline)
@@ -314,10 +357,6 @@ fn own_kind(err: &(dyn Error + 'static)) -> Option<FailureKind> {
         Some(FailureKind::AttemptTimeout)
     } else if err.is::<ReadTimedOut>() {
         Some(FailureKind::ReadTimeout)
-    } else if err.is::<CircuitOpen>() {
-        Some(FailureKind::CircuitOpen)
-    } else if err.is::<crate::overload::error::Overloaded>() {
-        Some(FailureKind::Overloaded)
     } else if err.is::<BodyChanged>() || err.is::<ReopenFailed>() {
         Some(FailureKind::RequestBody)
     } else {
@@ -471,17 +510,6 @@ mod tests {
             FailureKind::Unprocessed.to_string(),
             "refused unprocessed by the upstream"
         );
-    }
-
-    #[test]
-    fn an_open_circuit_is_found_below_wrappers() {
-        use crate::breaker::BreakerKey;
-        let open = CircuitOpen::new(BreakerKey::custom("a"), tokio::time::Instant::now());
-        assert_eq!(kind(open.clone()), FailureKind::CircuitOpen);
-        assert_eq!(kind(io::Error::other(open)), FailureKind::CircuitOpen);
-        assert!(FailureKind::CircuitOpen.is_before_send());
-        assert!(!FailureKind::CircuitOpen.is_timeout());
-        assert_eq!(FailureKind::CircuitOpen.to_string(), "circuit open");
     }
 
     #[test]

@@ -1,8 +1,12 @@
 //! The error of a [`ResilientClient`](super::ResilientClient) call.
 
-use crate::{policy::Attempts, BoxError, FailureKind, RetryReport};
+use crate::{
+    errors::{self, AsError, Reading},
+    policy::Attempts,
+    BoxError, FailureKind, RetryReport,
+};
 use reqwest::{StatusCode, Url};
-use std::{error::Error as StdError, fmt};
+use std::{error::Error as StdError, fmt, sync::Once};
 
 /// Why a call of a [`ResilientClient`](super::ResilientClient) failed: a
 /// `reqwest::Error` when reqwest failed, the layers' error otherwise, and in
@@ -90,6 +94,7 @@ impl Error {
         summary: Option<Attempts>,
         url: Option<Url>,
     ) -> Self {
+        classify_reqwest();
         let inner = Inner {
             source,
             attempts,
@@ -229,6 +234,44 @@ impl StdError for Error {
     fn source(&self) -> Option<&(dyn StdError + 'static)> {
         Some(self.get_ref())
     }
+}
+
+impl AsError for Error {
+    fn as_error(&self) -> &(dyn StdError + 'static) {
+        self
+    }
+}
+
+impl AsError for reqwest::Error {
+    fn as_error(&self) -> &(dyn StdError + 'static) {
+        classify_reqwest();
+        self
+    }
+}
+
+// ===== reqwest's errors in FailureKind =====
+
+/// Registers how [`FailureKind::of`] reads a `reqwest::Error` in a chain:
+/// a transport's error, one of connecting when reqwest says so
+/// (`reqwest::Error::is_connect`); the errors beneath (hyper-util's,
+/// `io::Error`) still decide when they say more.
+///
+/// NOTE: reqwest's errors are made by reqwest, not here, so the glue
+/// registers them before it can hand one out: in every call of
+/// [`ReqwestService`](super::ReqwestService) (whose constructor stays a
+/// `const fn`), in this error's constructors, and when one is looked at
+/// through [`AsError`]. After the first, each costs one atomic load.
+pub(super) fn classify_reqwest() {
+    static CLASSIFIED: Once = Once::new();
+    errors::register::<reqwest::Error>(&CLASSIFIED, read_reqwest);
+}
+
+/// The probe of `reqwest::Error`.
+fn read_reqwest(err: &(dyn StdError + 'static)) -> Option<Reading> {
+    let reqwest = err.downcast_ref::<reqwest::Error>()?;
+    Some(Reading::Transport {
+        connecting: reqwest.is_connect(),
+    })
 }
 
 #[cfg(test)]
