@@ -2,7 +2,10 @@
 
 use super::BreakerKey;
 use crate::{
-    errors::{self, AsError, Classified},
+    errors::{
+        classified::{self, Classified},
+        AsError,
+    },
     FailureKind,
 };
 use std::{error::Error, fmt, sync::Once};
@@ -15,9 +18,10 @@ use tokio::time::Instant;
 /// failure groups as one in logs; the key is [`key`](Self::key).
 ///
 /// [`CircuitBreaker`](super::CircuitBreaker) returns it, boxed.
-/// [`FailureKind::of`](crate::FailureKind::of) reads it as
-/// [`FailureKind::CircuitOpen`](crate::FailureKind::CircuitOpen), which the
-/// ready-made decoders never retry (the circuit would refuse the retry too).
+/// [`FailureKind::of`] reads it as [`FailureKind::CircuitOpen`], wherever it
+/// is in the chain (its constructor makes the type known to it, so every
+/// value is); the ready-made decoders never retry it (the
+/// circuit would refuse the retry too).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CircuitOpen {
     key: BreakerKey,
@@ -33,7 +37,7 @@ impl CircuitOpen {
     /// Public so that tests and mocks can produce the same error the layer does.
     pub fn new(key: BreakerKey, retry_at: Instant) -> Self {
         static CLASSIFIED: Once = Once::new();
-        errors::classify::<Self>(&CLASSIFIED);
+        classified::classify::<Self>(&CLASSIFIED);
         Self { key, retry_at }
     }
 
@@ -74,7 +78,7 @@ impl AsError for CircuitOpen {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::BoxError;
+    use crate::{errors, BoxError};
     use std::io;
 
     #[derive(Debug)]

@@ -10,7 +10,10 @@
 //! constructor, behind a `static` [`Once`] of its own, so that a rejection
 //! in a tight loop pays one atomic load. A boxed error stays the feature's
 //! type (`downcast_ref` finds it) and its `source()` chain is untouched: the
-//! registry is consulted beside the chain, never threaded into it.
+//! registry is consulted beside the chain, never threaded into it. (A list
+//! of the features' types kept at the crate root would need no registry, but
+//! this module would read the list, and so depend on every feature through
+//! it.)
 //!
 //! The consequence: an error type is classified once any value of it has
 //! been made, which is always true for a value one holds when every
@@ -40,17 +43,26 @@ pub(crate) trait Classified: Error + Send + Sync + 'static {
     const KIND: FailureKind;
 }
 
-/// What a probe reads in one link of an error's chain.
+/// What one link of an error's chain says: the terms in which the core reads
+/// its own errors, hyper's and `std::io`'s, and a probe reads a feature's.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Reading {
     /// The link decides the kind, whatever lies beneath.
     Kind(FailureKind),
-    /// The link is a transport's error (connecting, when `connecting`); the
-    /// errors beneath still decide when they say more.
-    Transport {
-        /// The transport failed to connect: the request was never sent.
-        connecting: bool,
-    },
+    /// The link is a transport's error; the errors beneath still decide when
+    /// they say more, and the signs of every link decide when none does.
+    Transport(Signs),
+}
+
+/// What a transport's error says of where the call failed.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct Signs {
+    /// Connecting failed: the request was never sent.
+    pub(crate) connecting: bool,
+    /// The connection closed before the message was complete.
+    pub(crate) closed: bool,
+    /// The request was canceled before it was written.
+    pub(crate) unsent: bool,
 }
 
 /// A probe: it reads an error of its type, and says nothing of any other.

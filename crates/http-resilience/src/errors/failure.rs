@@ -2,7 +2,7 @@
 
 use super::{
     chain,
-    classified::{self, Reading},
+    classified::{self, Reading, Signs},
     AsError,
 };
 use crate::{
@@ -122,7 +122,10 @@ impl FailureKind {
     /// of hyper, hyper-util or `std::io` is [`Transport`](Self::Transport).
     /// With the feature `reqwest`, a `reqwest::Error` is read the same way: a
     /// connect error is a connect kind, one while sending or reading the body,
-    /// or decoding it, a transport kind. A request body that could not be
+    /// or decoding it, a transport kind. (The crate's reqwest glue registers
+    /// this reading before it hands out such an error, and when one is passed
+    /// here as itself; a `reqwest::Error` boxed in a process that never used
+    /// the glue is read by the errors beneath it only.) A request body that could not be
     /// produced as announced ([`BodyChanged`], [`ReopenFailed`], which hyper
     /// keeps as the cause of its own error) is
     /// [`RequestBody`](Self::RequestBody), whatever error its factory gave.
@@ -249,32 +252,13 @@ impl fmt::Display for FailureKind {
     }
 }
 
-/// What an error of hyper or hyper-util says about the failure.
-#[derive(Default)]
-struct ClientError {
-    /// An error of hyper or hyper-util's client.
-    is_client: bool,
-    /// A connect error of hyper-util's client.
-    is_connect: bool,
-    /// hyper saw the connection close before the message was complete.
-    is_closed: bool,
-    /// hyper canceled the request before writing it.
-    is_canceled: bool,
-    /// A typed failure of this crate's connectors, which decides the kind.
-    kind: Option<FailureKind>,
-}
-
 /// What the links of a chain read so far say, when none decided the kind.
 #[derive(Default)]
 struct Clues {
     /// A transport's error was seen.
     transport: bool,
-    /// A transport failed to connect.
-    connecting: bool,
-    /// The connection closed before the message was complete.
-    closed: bool,
-    /// The request was canceled before it was written.
-    unsent: bool,
+    /// What the transports' errors said, all together.
+    signs: Signs,
 }
 
 // ===== impl Clues =====
@@ -284,61 +268,34 @@ impl Clues {
     ///
     /// NOTE: the core's own types first, then hyper's, hyper-util's and
     /// `std::io`'s, then the probes the features registered (see
-    /// `classified`): each link is of one type, so the order only spares the
-    /// probes' reads for the links the core knows.
+    /// `classified`). Each link is of one type, so the order changes no
+    /// result: it only spares the probes' reads for the links the core knows.
     fn read(&mut self, err: &(dyn Error + 'static)) -> Option<FailureKind> {
-        if let Some(kind) = own_kind(err) {
-            return Some(kind);
-        }
-        let client = client_error(err);
-        if client.kind.is_some() {
-            return client.kind;
-        }
-        self.transport |= client.is_client;
-        self.connecting |= client.is_connect;
-        self.closed |= client.is_closed;
-        self.unsent |= client.is_canceled;
-        if let Some(io) = err.downcast_ref::<io::Error>() {
-            return self.read_io(io);
-        }
-        match classified::read(err)? {
+        let connecting = self.signs.connecting;
+        let reading = own_kind(err)
+            .map(Reading::Kind)
+            .or_else(|| client_error(err))
+            .or_else(|| err.downcast_ref().map(|io| io_reading(io, connecting)))
+            .or_else(|| classified::read(err))?;
+        match reading {
             Reading::Kind(kind) => Some(kind),
-            Reading::Transport { connecting } => {
+            Reading::Transport(signs) => {
                 self.transport = true;
-                self.connecting |= connecting;
+                self.signs.connecting |= signs.connecting;
+                self.signs.closed |= signs.closed;
+                self.signs.unsent |= signs.unsent;
                 None
             }
-        }
-    }
-
-    /// Reads an `io::Error` of the chain.
-    fn read_io(&mut self, io: &io::Error) -> Option<FailureKind> {
-        self.transport = true;
-        match io.kind() {
-            io::ErrorKind::ConnectionRefused => Some(FailureKind::ConnectRefused),
-            io::ErrorKind::TimedOut if self.connecting => Some(FailureKind::ConnectTimeout),
-            io::ErrorKind::ConnectionReset
-            | io::ErrorKind::ConnectionAborted
-            | io::ErrorKind::BrokenPipe
-                if !self.connecting =>
-            {
-                Some(FailureKind::ConnectionReset)
-            }
-            io::ErrorKind::UnexpectedEof if !self.connecting => {
-                self.closed = true;
-                None
-            }
-            _ => None,
         }
     }
 
     /// The kind the whole chain says, when no link decided it.
     fn kind(&self) -> FailureKind {
-        if self.connecting {
+        if self.signs.connecting {
             FailureKind::Connect
-        } else if self.unsent {
+        } else if self.signs.unsent {
             FailureKind::Unsent
-        } else if self.closed {
+        } else if self.signs.closed {
             FailureKind::ConnectionClosed
         } else if self.transport {
             FailureKind::Transport
@@ -364,44 +321,58 @@ fn own_kind(err: &(dyn Error + 'static)) -> Option<FailureKind> {
     }
 }
 
+/// What an `io::Error` of the chain says, below a connect error of the
+/// links above it when `connecting`.
+fn io_reading(io: &io::Error, connecting: bool) -> Reading {
+    let closed = match io.kind() {
+        io::ErrorKind::ConnectionRefused => return Reading::Kind(FailureKind::ConnectRefused),
+        io::ErrorKind::TimedOut if connecting => return Reading::Kind(FailureKind::ConnectTimeout),
+        io::ErrorKind::ConnectionReset
+        | io::ErrorKind::ConnectionAborted
+        | io::ErrorKind::BrokenPipe
+            if !connecting =>
+        {
+            return Reading::Kind(FailureKind::ConnectionReset)
+        }
+        io::ErrorKind::UnexpectedEof => !connecting,
+        _ => false,
+    };
+    Reading::Transport(Signs {
+        closed,
+        ..Signs::default()
+    })
+}
+
+/// What an error of hyper, hyper-util, `h2` or this crate's connectors says,
+/// if `err` is one.
 #[cfg(feature = "transport")]
-fn client_error(err: &(dyn Error + 'static)) -> ClientError {
+fn client_error(err: &(dyn Error + 'static)) -> Option<Reading> {
     use super::{DnsError, TlsError};
     if err.is::<DnsError>() {
-        return ClientError {
-            kind: Some(FailureKind::Dns),
-            ..ClientError::default()
-        };
+        return Some(Reading::Kind(FailureKind::Dns));
     }
     if err.is::<TlsError>() {
-        return ClientError {
-            kind: Some(FailureKind::Tls),
-            ..ClientError::default()
-        };
+        return Some(Reading::Kind(FailureKind::Tls));
     }
     if let Some(h2) = err.downcast_ref::<h2::Error>() {
-        return ClientError {
-            is_client: true,
-            kind: is_unprocessed(h2).then_some(FailureKind::Unprocessed),
-            ..ClientError::default()
-        };
+        return Some(if is_unprocessed(h2) {
+            Reading::Kind(FailureKind::Unprocessed)
+        } else {
+            Reading::Transport(Signs::default())
+        });
     }
     if let Some(client) = err.downcast_ref::<hyper_util::client::legacy::Error>() {
-        return ClientError {
-            is_client: true,
-            is_connect: client.is_connect(),
-            ..ClientError::default()
-        };
+        return Some(Reading::Transport(Signs {
+            connecting: client.is_connect(),
+            ..Signs::default()
+        }));
     }
-    match err.downcast_ref::<hyper::Error>() {
-        Some(hyper) => ClientError {
-            is_client: true,
-            is_closed: hyper.is_incomplete_message() || hyper.is_closed(),
-            is_canceled: hyper.is_canceled(),
-            ..ClientError::default()
-        },
-        None => ClientError::default(),
-    }
+    let hyper = err.downcast_ref::<hyper::Error>()?;
+    Some(Reading::Transport(Signs {
+        closed: hyper.is_incomplete_message() || hyper.is_closed(),
+        unsent: hyper.is_canceled(),
+        ..Signs::default()
+    }))
 }
 
 /// Whether an HTTP/2 error says the upstream did not process the request.
@@ -418,8 +389,8 @@ fn is_unprocessed(err: &h2::Error) -> bool {
 
 /// Without the `transport` feature no hyper error can be named.
 #[cfg(not(feature = "transport"))]
-fn client_error(_: &(dyn Error + 'static)) -> ClientError {
-    ClientError::default()
+fn client_error(_: &(dyn Error + 'static)) -> Option<Reading> {
+    None
 }
 
 #[cfg(test)]

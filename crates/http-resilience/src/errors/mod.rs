@@ -19,11 +19,10 @@
 //! );
 //! ```
 
-mod classified;
+pub(crate) mod classified;
 mod failure;
 mod transport;
 
-pub(crate) use self::classified::{classify, register, Classified, Reading};
 pub use self::{
     failure::FailureKind,
     transport::{DnsError, NoResponse, TcpError, TlsError},

@@ -2,7 +2,10 @@
 
 use crate::{
     breaker::BreakerKey,
-    errors::{self, AsError, Classified},
+    errors::{
+        classified::{self, Classified},
+        AsError,
+    },
     FailureKind,
 };
 use std::{error::Error, fmt, sync::Once};
@@ -16,9 +19,10 @@ use std::{error::Error, fmt, sync::Once};
 /// in the [`reason`](Self::reason).
 ///
 /// [`Overload`](super::Overload) and the combined service return it, boxed.
-/// [`FailureKind::of`](crate::FailureKind::of) reads it as
-/// [`FailureKind::Overloaded`](crate::FailureKind::Overloaded), which the
-/// ready-made decoders never retry and which costs no retry budget token.
+/// [`FailureKind::of`] reads it as [`FailureKind::Overloaded`], wherever it
+/// is in the chain (its constructor makes the type known to it, so every
+/// value is); the ready-made decoders never retry it, and it
+/// costs no retry budget token.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Overloaded {
     key: BreakerKey,
@@ -54,7 +58,7 @@ impl Overloaded {
     /// Public so that tests and mocks can produce the same error the layer does.
     pub fn new(key: BreakerKey, reason: Rejection) -> Self {
         static CLASSIFIED: Once = Once::new();
-        errors::classify::<Self>(&CLASSIFIED);
+        classified::classify::<Self>(&CLASSIFIED);
         Self { key, reason }
     }
 
@@ -120,7 +124,7 @@ impl fmt::Display for Rejection {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::BoxError;
+    use crate::{errors, BoxError};
     use std::io;
 
     #[test]

@@ -1,7 +1,10 @@
 //! The error of a [`ResilientClient`](super::ResilientClient) call.
 
 use crate::{
-    errors::{self, AsError, Reading},
+    errors::{
+        classified::{self, Reading, Signs},
+        AsError,
+    },
     policy::Attempts,
     BoxError, FailureKind, RetryReport,
 };
@@ -263,15 +266,16 @@ impl AsError for reqwest::Error {
 /// through [`AsError`]. After the first, each costs one atomic load.
 pub(super) fn classify_reqwest() {
     static CLASSIFIED: Once = Once::new();
-    errors::register::<reqwest::Error>(&CLASSIFIED, read_reqwest);
+    classified::register::<reqwest::Error>(&CLASSIFIED, read_reqwest);
 }
 
 /// The probe of `reqwest::Error`.
 fn read_reqwest(err: &(dyn StdError + 'static)) -> Option<Reading> {
     let reqwest = err.downcast_ref::<reqwest::Error>()?;
-    Some(Reading::Transport {
+    Some(Reading::Transport(Signs {
         connecting: reqwest.is_connect(),
-    })
+        ..Signs::default()
+    }))
 }
 
 #[cfg(test)]
@@ -297,6 +301,20 @@ mod tests {
         assert_eq!(err.status(), None);
         assert_eq!(err.summary(), None);
         assert!(err.into_reqwest().is_err());
+    }
+
+    #[test]
+    fn reqwests_errors_are_transport_errors_as_one_holds_them() {
+        let unbuilt = || reqwest::Client::new().get("not a url").build().unwrap_err();
+        // Looked at as itself, boxed, or below this error: reqwest's error
+        // is read wherever it is, and it is no connect error.
+        assert_eq!(FailureKind::of(&unbuilt()), FailureKind::Transport);
+        let boxed: BoxError = unbuilt().into();
+        assert_eq!(FailureKind::of(&boxed), FailureKind::Transport);
+        let err = Error::unsent(unbuilt());
+        assert_eq!(err.kind(), FailureKind::Transport);
+        assert!(!err.is_connect() && err.is_reqwest());
+        assert!(read_reqwest(&std::io::Error::other("not reqwest's")).is_none());
     }
 
     #[test]
