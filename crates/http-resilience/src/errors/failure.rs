@@ -1,12 +1,14 @@
 //! Telling failures apart.
 
-use super::AsError;
+use super::{
+    chain,
+    classified::{self, Reading, Signs},
+    AsError,
+};
 use crate::{
     attempt_timeout::error::AttemptTimedOut,
     body::{BodyChanged, ReopenFailed},
-    breaker::error::CircuitOpen,
     deadline::error::DeadlineExceeded,
-    errors::chain,
     read_timeout::error::ReadTimedOut,
 };
 use std::{error::Error, fmt, io};
@@ -75,15 +77,13 @@ pub enum FailureKind {
     /// Another transport failure (the upstream broke the protocol, for
     /// example).
     Transport,
-    /// A circuit breaker turned the call away at once
-    /// ([`CircuitOpen`]): the request was never sent. The ready-made
+    /// A circuit breaker turned the call away at once (the breaker's
+    /// `CircuitOpen` error): the request was never sent. The ready-made
     /// decoders never retry it.
     CircuitOpen,
-    /// Overload control turned the call away ([`Overloaded`]): no slot
-    /// in time, or throttled; the request was never sent. The ready-made
-    /// decoders never retry it.
-    ///
-    /// [`Overloaded`]: crate::overload::error::Overloaded
+    /// Overload control turned the call away (its `Overloaded` error): no
+    /// slot in time, or throttled; the request was never sent. The
+    /// ready-made decoders never retry it.
     Overloaded,
     /// The request body could not be produced as announced: a
     /// [`ReopenBody`](crate::body::ReopenBody) opened to another length than
@@ -103,7 +103,9 @@ impl FailureKind {
     /// Classifies `error` by walking its `source()` chain.
     ///
     /// The first error in the chain that is one of this crate's timeout types
-    /// decides. Otherwise an `io::Error` of kind `ConnectionRefused` is
+    /// decides, and so does an error with which one of the crate's features
+    /// turned the call away ([`CircuitOpen`](Self::CircuitOpen),
+    /// [`Overloaded`](Self::Overloaded)). Otherwise an `io::Error` of kind `ConnectionRefused` is
     /// [`ConnectRefused`](Self::ConnectRefused), and one of kind `TimedOut`
     /// below a connect error of hyper-util's client is
     /// [`ConnectTimeout`](Self::ConnectTimeout). The typed errors of this
@@ -120,7 +122,10 @@ impl FailureKind {
     /// of hyper, hyper-util or `std::io` is [`Transport`](Self::Transport).
     /// With the feature `reqwest`, a `reqwest::Error` is read the same way: a
     /// connect error is a connect kind, one while sending or reading the body,
-    /// or decoding it, a transport kind. A request body that could not be
+    /// or decoding it, a transport kind. (The crate's reqwest glue registers
+    /// this reading before it hands out such an error, and when one is passed
+    /// here as itself; a `reqwest::Error` boxed in a process that never used
+    /// the glue is read by the errors beneath it only.) A request body that could not be
     /// produced as announced ([`BodyChanged`], [`ReopenFailed`], which hyper
     /// keeps as the cause of its own error) is
     /// [`RequestBody`](Self::RequestBody), whatever error its factory gave.
@@ -145,57 +150,13 @@ impl FailureKind {
 
     /// [`of`](Self::of), for the error as a trait object.
     fn of_error(error: &(dyn Error + 'static)) -> Self {
-        let mut connecting = false;
-        let mut transport = false;
-        let mut closed = false;
-        let mut unsent = false;
+        let mut clues = Clues::default();
         for err in chain(error) {
-            if let Some(kind) = own_kind(err) {
+            if let Some(kind) = clues.read(err) {
                 return kind;
             }
-            let client = client_error(err);
-            if let Some(kind) = client.kind {
-                return kind;
-            }
-            transport |= client.is_client;
-            connecting |= client.is_connect;
-            #[cfg(feature = "reqwest")]
-            if let Some(reqwest) = err.downcast_ref::<reqwest::Error>() {
-                // NOTE: reqwest's own kinds; the errors beneath (hyper-util's,
-                // `io::Error`) still decide below when they say more.
-                transport = true;
-                connecting |= reqwest.is_connect();
-            }
-            closed |= client.is_closed;
-            unsent |= client.is_canceled;
-            if let Some(io) = err.downcast_ref::<io::Error>() {
-                transport = true;
-                match io.kind() {
-                    io::ErrorKind::ConnectionRefused => return FailureKind::ConnectRefused,
-                    io::ErrorKind::TimedOut if connecting => return FailureKind::ConnectTimeout,
-                    io::ErrorKind::ConnectionReset
-                    | io::ErrorKind::ConnectionAborted
-                    | io::ErrorKind::BrokenPipe
-                        if !connecting =>
-                    {
-                        return FailureKind::ConnectionReset
-                    }
-                    io::ErrorKind::UnexpectedEof if !connecting => closed = true,
-                    _ => {}
-                }
-            }
         }
-        if connecting {
-            FailureKind::Connect
-        } else if unsent {
-            FailureKind::Unsent
-        } else if closed {
-            FailureKind::ConnectionClosed
-        } else if transport {
-            FailureKind::Transport
-        } else {
-            FailureKind::Other
-        }
+        clues.kind()
     }
 
     /// Whether this kind is one of the timeouts (deadline, attempt, read or
@@ -291,22 +252,61 @@ impl fmt::Display for FailureKind {
     }
 }
 
-/// What an error of hyper or hyper-util says about the failure.
+/// What the links of a chain read so far say, when none decided the kind.
 #[derive(Default)]
-struct ClientError {
-    /// An error of hyper or hyper-util's client.
-    is_client: bool,
-    /// A connect error of hyper-util's client.
-    is_connect: bool,
-    /// hyper saw the connection close before the message was complete.
-    is_closed: bool,
-    /// hyper canceled the request before writing it.
-    is_canceled: bool,
-    /// A typed failure of this crate's connectors, which decides the kind.
-    kind: Option<FailureKind>,
+struct Clues {
+    /// A transport's error was seen.
+    transport: bool,
+    /// What the transports' errors said, all together.
+    signs: Signs,
 }
 
-/// The kind of an error of this crate's own layers, if `err` is one.
+// ===== impl Clues =====
+
+impl Clues {
+    /// Reads one link of the chain: its kind, when the link decides it.
+    ///
+    /// NOTE: the core's own types first, then hyper's, hyper-util's and
+    /// `std::io`'s, then the probes the features registered (see
+    /// `classified`). Each link is of one type, so the order changes no
+    /// result: it only spares the probes' reads for the links the core knows.
+    fn read(&mut self, err: &(dyn Error + 'static)) -> Option<FailureKind> {
+        let connecting = self.signs.connecting;
+        let reading = own_kind(err)
+            .map(Reading::Kind)
+            .or_else(|| client_error(err))
+            .or_else(|| err.downcast_ref().map(|io| io_reading(io, connecting)))
+            .or_else(|| classified::read(err))?;
+        match reading {
+            Reading::Kind(kind) => Some(kind),
+            Reading::Transport(signs) => {
+                self.transport = true;
+                self.signs.connecting |= signs.connecting;
+                self.signs.closed |= signs.closed;
+                self.signs.unsent |= signs.unsent;
+                None
+            }
+        }
+    }
+
+    /// The kind the whole chain says, when no link decided it.
+    fn kind(&self) -> FailureKind {
+        if self.signs.connecting {
+            FailureKind::Connect
+        } else if self.signs.unsent {
+            FailureKind::Unsent
+        } else if self.signs.closed {
+            FailureKind::ConnectionClosed
+        } else if self.transport {
+            FailureKind::Transport
+        } else {
+            FailureKind::Other
+        }
+    }
+}
+
+/// The kind of an error of this crate's own layers and bodies, if `err` is
+/// one.
 fn own_kind(err: &(dyn Error + 'static)) -> Option<FailureKind> {
     if err.is::<DeadlineExceeded>() {
         Some(FailureKind::Deadline)
@@ -314,10 +314,6 @@ fn own_kind(err: &(dyn Error + 'static)) -> Option<FailureKind> {
         Some(FailureKind::AttemptTimeout)
     } else if err.is::<ReadTimedOut>() {
         Some(FailureKind::ReadTimeout)
-    } else if err.is::<CircuitOpen>() {
-        Some(FailureKind::CircuitOpen)
-    } else if err.is::<crate::overload::error::Overloaded>() {
-        Some(FailureKind::Overloaded)
     } else if err.is::<BodyChanged>() || err.is::<ReopenFailed>() {
         Some(FailureKind::RequestBody)
     } else {
@@ -325,44 +321,58 @@ fn own_kind(err: &(dyn Error + 'static)) -> Option<FailureKind> {
     }
 }
 
+/// What an `io::Error` of the chain says, below a connect error of the
+/// links above it when `connecting`.
+fn io_reading(io: &io::Error, connecting: bool) -> Reading {
+    let closed = match io.kind() {
+        io::ErrorKind::ConnectionRefused => return Reading::Kind(FailureKind::ConnectRefused),
+        io::ErrorKind::TimedOut if connecting => return Reading::Kind(FailureKind::ConnectTimeout),
+        io::ErrorKind::ConnectionReset
+        | io::ErrorKind::ConnectionAborted
+        | io::ErrorKind::BrokenPipe
+            if !connecting =>
+        {
+            return Reading::Kind(FailureKind::ConnectionReset)
+        }
+        io::ErrorKind::UnexpectedEof => !connecting,
+        _ => false,
+    };
+    Reading::Transport(Signs {
+        closed,
+        ..Signs::default()
+    })
+}
+
+/// What an error of hyper, hyper-util, `h2` or this crate's connectors says,
+/// if `err` is one.
 #[cfg(feature = "transport")]
-fn client_error(err: &(dyn Error + 'static)) -> ClientError {
+fn client_error(err: &(dyn Error + 'static)) -> Option<Reading> {
     use super::{DnsError, TlsError};
     if err.is::<DnsError>() {
-        return ClientError {
-            kind: Some(FailureKind::Dns),
-            ..ClientError::default()
-        };
+        return Some(Reading::Kind(FailureKind::Dns));
     }
     if err.is::<TlsError>() {
-        return ClientError {
-            kind: Some(FailureKind::Tls),
-            ..ClientError::default()
-        };
+        return Some(Reading::Kind(FailureKind::Tls));
     }
     if let Some(h2) = err.downcast_ref::<h2::Error>() {
-        return ClientError {
-            is_client: true,
-            kind: is_unprocessed(h2).then_some(FailureKind::Unprocessed),
-            ..ClientError::default()
-        };
+        return Some(if is_unprocessed(h2) {
+            Reading::Kind(FailureKind::Unprocessed)
+        } else {
+            Reading::Transport(Signs::default())
+        });
     }
     if let Some(client) = err.downcast_ref::<hyper_util::client::legacy::Error>() {
-        return ClientError {
-            is_client: true,
-            is_connect: client.is_connect(),
-            ..ClientError::default()
-        };
+        return Some(Reading::Transport(Signs {
+            connecting: client.is_connect(),
+            ..Signs::default()
+        }));
     }
-    match err.downcast_ref::<hyper::Error>() {
-        Some(hyper) => ClientError {
-            is_client: true,
-            is_closed: hyper.is_incomplete_message() || hyper.is_closed(),
-            is_canceled: hyper.is_canceled(),
-            ..ClientError::default()
-        },
-        None => ClientError::default(),
-    }
+    let hyper = err.downcast_ref::<hyper::Error>()?;
+    Some(Reading::Transport(Signs {
+        closed: hyper.is_incomplete_message() || hyper.is_closed(),
+        unsent: hyper.is_canceled(),
+        ..Signs::default()
+    }))
 }
 
 /// Whether an HTTP/2 error says the upstream did not process the request.
@@ -379,8 +389,8 @@ fn is_unprocessed(err: &h2::Error) -> bool {
 
 /// Without the `transport` feature no hyper error can be named.
 #[cfg(not(feature = "transport"))]
-fn client_error(_: &(dyn Error + 'static)) -> ClientError {
-    ClientError::default()
+fn client_error(_: &(dyn Error + 'static)) -> Option<Reading> {
+    None
 }
 
 #[cfg(test)]
@@ -471,17 +481,6 @@ mod tests {
             FailureKind::Unprocessed.to_string(),
             "refused unprocessed by the upstream"
         );
-    }
-
-    #[test]
-    fn an_open_circuit_is_found_below_wrappers() {
-        use crate::key::UpstreamKey;
-        let open = CircuitOpen::new(UpstreamKey::custom("a"), tokio::time::Instant::now());
-        assert_eq!(kind(open.clone()), FailureKind::CircuitOpen);
-        assert_eq!(kind(io::Error::other(open)), FailureKind::CircuitOpen);
-        assert!(FailureKind::CircuitOpen.is_before_send());
-        assert!(!FailureKind::CircuitOpen.is_timeout());
-        assert_eq!(FailureKind::CircuitOpen.to_string(), "circuit open");
     }
 
     #[test]

@@ -19,6 +19,7 @@
 //! );
 //! ```
 
+pub(crate) mod classified;
 mod failure;
 mod transport;
 
@@ -33,11 +34,12 @@ use std::{error::Error, fmt, io};
 ///
 /// Implemented for [`BoxError`](crate::BoxError) (what the layers of this
 /// crate return), the `dyn Error` trait objects (`&*err`), this crate's own
-/// error types, `std::io::Error`, `Infallible` and, with the `transport` and
-/// `reqwest` features, the errors of hyper, hyper-util's client and reqwest
-/// (and [`reqwest_client::Error`](crate::reqwest_client::Error)).
-/// An error type of one's own is looked at as `&err as &dyn Error`, or
-/// implements it in one line.
+/// error types, `std::io::Error`, `Infallible` and, with the `transport`
+/// feature, the errors of hyper and hyper-util's client. Each of the crate's
+/// features implements it for its own errors, and for the errors of the
+/// crate it brings (the `reqwest` feature, for `reqwest::Error`). An error
+/// type of one's own is looked at as `&err as &dyn Error`, or implements it
+/// in one line.
 #[diagnostic::on_unimplemented(
     message = "the ready-made decoders cannot look at the error type `{Self}`",
     label = "the inner service's error must be one the decoders can classify",
@@ -98,20 +100,14 @@ as_error_itself!(
     crate::deadline::error::DeadlineExceeded,
     crate::attempt_timeout::error::AttemptTimedOut,
     crate::read_timeout::error::ReadTimedOut,
-    crate::breaker::error::CircuitOpen,
-    crate::overload::error::Overloaded,
     crate::body::BodyChanged,
     crate::body::ReopenFailed,
     crate::body::NotReplayable,
-    crate::resume::error::ResumeMismatch,
     DnsError,
     TcpError,
     NoResponse,
     TlsError,
 );
-
-#[cfg(feature = "reqwest")]
-as_error_itself!(reqwest::Error, crate::reqwest_client::Error);
 
 impl AsError for dyn Error + 'static {
     fn as_error(&self) -> &(dyn Error + 'static) {

@@ -1,7 +1,14 @@
 //! Error types
 
-use crate::key::UpstreamKey;
-use std::{error::Error, fmt};
+use crate::{
+    errors::{
+        classified::{self, Classified},
+        AsError,
+    },
+    key::UpstreamKey,
+    FailureKind,
+};
+use std::{error::Error, fmt, sync::Once};
 
 /// Overload control turned the call away: the request was never sent.
 ///
@@ -12,9 +19,10 @@ use std::{error::Error, fmt};
 /// in the [`reason`](Self::reason).
 ///
 /// Its [`OverloadLayer`](super::OverloadLayer) and the combined service return it, boxed.
-/// [`FailureKind::of`](crate::FailureKind::of) reads it as
-/// [`FailureKind::Overloaded`](crate::FailureKind::Overloaded), which the
-/// ready-made decoders never retry and which costs no retry budget token.
+/// [`FailureKind::of`] reads it as [`FailureKind::Overloaded`], wherever it
+/// is in the chain (its constructor makes the type known to it, so every
+/// value is); the ready-made decoders never retry it, and it
+/// costs no retry budget token.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Overloaded {
     key: UpstreamKey,
@@ -48,7 +56,9 @@ impl Overloaded {
     /// An error for a call to `key` turned away for `reason`.
     ///
     /// Public so that tests and mocks can produce the same error the layer does.
-    pub const fn new(key: UpstreamKey, reason: Rejection) -> Self {
+    pub fn new(key: UpstreamKey, reason: Rejection) -> Self {
+        static CLASSIFIED: Once = Once::new();
+        classified::classify::<Self>(&CLASSIFIED);
         Self { key, reason }
     }
 
@@ -74,6 +84,16 @@ impl fmt::Display for Overloaded {
 }
 
 impl Error for Overloaded {}
+
+impl Classified for Overloaded {
+    const KIND: FailureKind = FailureKind::Overloaded;
+}
+
+impl AsError for Overloaded {
+    fn as_error(&self) -> &(dyn Error + 'static) {
+        self
+    }
+}
 
 // ===== impl Rejection =====
 
@@ -104,6 +124,22 @@ impl fmt::Display for Rejection {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::{errors, BoxError};
+    use std::io;
+
+    #[test]
+    fn an_error_made_by_the_constructor_is_classified_and_stays_itself() {
+        let key = UpstreamKey::custom("a");
+        let full = Overloaded::new(key, Rejection::QueueFull { limit: 4 });
+        assert_eq!(FailureKind::of(&full), FailureKind::Overloaded);
+        let boxed: BoxError = io::Error::other(full.clone()).into();
+        assert_eq!(FailureKind::of(&boxed), FailureKind::Overloaded);
+        assert_eq!(errors::find::<Overloaded>(&*boxed), Some(&full));
+        let boxed: BoxError = full.clone().into();
+        assert_eq!(boxed.downcast_ref::<Overloaded>(), Some(&full));
+        assert!(boxed.source().is_none());
+        assert!(FailureKind::of(&boxed).is_turned_away());
+    }
 
     #[test]
     fn the_message_names_the_reason_and_holds_no_value() {

@@ -1,8 +1,15 @@
 //! The error of a [`ResilientClient`](super::ResilientClient) call.
 
-use crate::{policy::Attempts, BoxError, FailureKind, RetryReport};
+use crate::{
+    errors::{
+        classified::{self, Reading, Signs},
+        AsError,
+    },
+    policy::Attempts,
+    BoxError, FailureKind, RetryReport,
+};
 use reqwest::{StatusCode, Url};
-use std::{error::Error as StdError, fmt};
+use std::{error::Error as StdError, fmt, sync::Once};
 
 /// Why a call of a [`ResilientClient`](super::ResilientClient) failed: a
 /// `reqwest::Error` when reqwest failed, the layers' error otherwise, and in
@@ -90,6 +97,7 @@ impl Error {
         summary: Option<Attempts>,
         url: Option<Url>,
     ) -> Self {
+        classify_reqwest();
         let inner = Inner {
             source,
             attempts,
@@ -231,6 +239,45 @@ impl StdError for Error {
     }
 }
 
+impl AsError for Error {
+    fn as_error(&self) -> &(dyn StdError + 'static) {
+        self
+    }
+}
+
+impl AsError for reqwest::Error {
+    fn as_error(&self) -> &(dyn StdError + 'static) {
+        classify_reqwest();
+        self
+    }
+}
+
+// ===== reqwest's errors in FailureKind =====
+
+/// Registers how [`FailureKind::of`] reads a `reqwest::Error` in a chain:
+/// a transport's error, one of connecting when reqwest says so
+/// (`reqwest::Error::is_connect`); the errors beneath (hyper-util's,
+/// `io::Error`) still decide when they say more.
+///
+/// NOTE: reqwest's errors are made by reqwest, not here, so the glue
+/// registers them before it can hand one out: in every call of
+/// [`ReqwestService`](super::ReqwestService) (whose constructor stays a
+/// `const fn`), in this error's constructors, and when one is looked at
+/// through [`AsError`]. After the first, each costs one atomic load.
+pub(super) fn classify_reqwest() {
+    static CLASSIFIED: Once = Once::new();
+    classified::register::<reqwest::Error>(&CLASSIFIED, read_reqwest);
+}
+
+/// The probe of `reqwest::Error`.
+fn read_reqwest(err: &(dyn StdError + 'static)) -> Option<Reading> {
+    let reqwest = err.downcast_ref::<reqwest::Error>()?;
+    Some(Reading::Transport(Signs {
+        connecting: reqwest.is_connect(),
+        ..Signs::default()
+    }))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -254,6 +301,20 @@ mod tests {
         assert_eq!(err.status(), None);
         assert_eq!(err.summary(), None);
         assert!(err.into_reqwest().is_err());
+    }
+
+    #[test]
+    fn reqwests_errors_are_transport_errors_as_one_holds_them() {
+        let unbuilt = || reqwest::Client::new().get("not a url").build().unwrap_err();
+        // Looked at as itself, boxed, or below this error: reqwest's error
+        // is read wherever it is, and it is no connect error.
+        assert_eq!(FailureKind::of(&unbuilt()), FailureKind::Transport);
+        let boxed: BoxError = unbuilt().into();
+        assert_eq!(FailureKind::of(&boxed), FailureKind::Transport);
+        let err = Error::unsent(unbuilt());
+        assert_eq!(err.kind(), FailureKind::Transport);
+        assert!(!err.is_connect() && err.is_reqwest());
+        assert!(read_reqwest(&std::io::Error::other("not reqwest's")).is_none());
     }
 
     #[test]

@@ -256,6 +256,7 @@ where
     }
 
     fn call(&mut self, mut request: http::Request<B>) -> Self::Future {
+        error::classify_reqwest();
         let client = self.client.clone();
         let moved = crate::userinfo::move_to_authorization(&mut request);
         let request = request.map(into_reqwest_body);

@@ -1,6 +1,6 @@
 //! Error types
 
-use crate::BoxError;
+use crate::{errors::AsError, BoxError};
 use http::{HeaderValue, StatusCode};
 use std::{error::Error, fmt};
 
@@ -136,6 +136,12 @@ impl fmt::Display for ResumeMismatch {
 impl Error for ResumeMismatch {
     fn source(&self) -> Option<&(dyn Error + 'static)> {
         self.cause.as_ref().map(|cause| &**cause as _)
+    }
+}
+
+impl AsError for ResumeMismatch {
+    fn as_error(&self) -> &(dyn Error + 'static) {
+        self
     }
 }
 
