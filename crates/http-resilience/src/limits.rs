@@ -17,11 +17,28 @@ pub(crate) fn call_deadline(
     budget: Duration,
     inherited: Option<RequestDeadline>,
 ) -> RequestDeadline {
-    let own = RequestDeadline::after_from(now, budget);
-    match inherited {
-        Some(inherited) => inherited.min(own),
-        None => own,
-    }
+    earliest(inherited, RequestDeadline::after_from(now, budget))
+}
+
+/// The deadline in force when `own` meets the one a request already
+/// carries, if any: the earlier wins, and on a tie the one already there
+/// (and its budget) stays.
+#[inline]
+pub(crate) fn earliest(existing: Option<RequestDeadline>, own: RequestDeadline) -> RequestDeadline {
+    existing.map_or(own, |existing| existing.min(own))
+}
+
+/// Whether an attempt runs until the call's `deadline` instead of its own
+/// limit: the final attempt the retry can make (`on_final`), when the final
+/// attempt is to use the deadline, and only when there is a deadline to run
+/// until.
+#[inline]
+pub(crate) const fn runs_to_deadline(
+    final_uses_deadline: bool,
+    on_final: bool,
+    deadline: Option<RequestDeadline>,
+) -> bool {
+    final_uses_deadline && on_final && deadline.is_some()
 }
 
 /// What ends an attempt when its time is up: its own limit, or the call's

@@ -233,8 +233,33 @@ impl Session {
         }
     }
 
+    /// Whether another attempt (or hedged copy) may go at `now`, and after
+    /// what wait: the checks every form makes, in this order, with the
+    /// form's own in their places: an attempt left within `max`; the
+    /// request can be sent again ([`Again::sendable`]); the request's
+    /// `deadline` has not passed; it may be repeated, and after what wait
+    /// ([`Again::wait`]); and, unless the attempt was never sent, the budget
+    /// allows it.
+    pub(crate) fn another<D>(
+        &self,
+        parts: &Parts<D>,
+        max: Option<u32>,
+        deadline: Option<RequestDeadline>,
+        now: Instant,
+        form: &mut impl Again,
+    ) -> Result<Duration, Stop> {
+        self.attempts_left(max)?;
+        form.sendable()?;
+        deadline_open(deadline, now)?;
+        let (wait, spends) = form.wait()?;
+        if spends {
+            parts.budget_allows()?;
+        }
+        Ok(wait)
+    }
+
     /// Whether another attempt is within `max` (if there is a most).
-    pub(crate) fn attempts_left(&self, max: Option<u32>) -> Result<(), Stop> {
+    fn attempts_left(&self, max: Option<u32>) -> Result<(), Stop> {
         match max {
             Some(max) if self.attempts >= max => Err(Stop::Exhausted),
             _ => Ok(()),
@@ -327,8 +352,22 @@ fn only_a_deadline(extensions: &http::Extensions) -> bool {
     }
 }
 
+/// What a form of the stack checks of its own before another attempt, in
+/// the places [`Session::another`] leaves for it.
+pub(crate) trait Again {
+    /// Whether the request can be sent again (a copy of it is kept).
+    fn sendable(&mut self) -> Result<(), Stop> {
+        Ok(())
+    }
+
+    /// Whether it may be repeated, and after what wait; and whether the
+    /// attempt spends a budget token (one a guard turned away, never sent,
+    /// does not).
+    fn wait(&mut self) -> Result<(Duration, bool), Stop>;
+}
+
 /// Whether the request's `deadline`, if it has one, is still ahead at `now`.
-pub(crate) fn deadline_open(deadline: Option<RequestDeadline>, now: Instant) -> Result<(), Stop> {
+fn deadline_open(deadline: Option<RequestDeadline>, now: Instant) -> Result<(), Stop> {
     match deadline {
         Some(deadline) if deadline.has_passed_at(now) => Err(Stop::DeadlinePassed),
         _ => Ok(()),

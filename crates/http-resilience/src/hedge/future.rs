@@ -6,7 +6,7 @@ use crate::{
     errors::AsError,
     limits::{self, Scheduled},
     policy::{Decoder, HedgeTrigger, RetryEvent, Verdict},
-    session::{self, Session},
+    session::{Again, Session},
     telemetry, Attempts, RequestDeadline, Stop,
 };
 use pin_project_lite::pin_project;
@@ -375,6 +375,17 @@ where
     }
 }
 
+/// A hedge's own checks before another copy: none, since the request was
+/// kept and found safe to repeat before the first copy went, and a copy
+/// waits for nothing but its turn.
+struct HedgeAgain;
+
+impl Again for HedgeAgain {
+    fn wait(&mut self) -> Result<(Duration, bool), Stop> {
+        Ok((Duration::ZERO, true))
+    }
+}
+
 enum Allowed {
     Yes,
     /// Not while this many copies are in flight.
@@ -391,10 +402,8 @@ fn allowed<S, B, D>(
     policy: &HedgePolicy<D>,
     now: Instant,
 ) -> Allowed {
-    let gate = session
-        .attempts_left(Some(policy.max_attempts()))
-        .and_then(|()| session::deadline_open(hedging.deadline, now))
-        .and_then(|()| policy.parts().budget_allows());
+    let max = Some(policy.max_attempts());
+    let gate = session.another(policy.parts(), max, hedging.deadline, now, &mut HedgeAgain);
     if let Err(stop) = gate {
         return Allowed::Never(stop);
     }

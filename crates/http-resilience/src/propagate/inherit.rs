@@ -54,12 +54,7 @@ pub fn inherit_deadline<B>(
         return Ok(RequestDeadline::of(request));
     };
     let inherited = RequestDeadline::after(parse_timeout(value, format)?);
-    let in_force = match RequestDeadline::of(request) {
-        // NOTE: `min` keeps `self` on a tie, so an equal deadline already
-        // there (and its budget) stays.
-        Some(existing) => existing.min(inherited),
-        None => inherited,
-    };
+    let in_force = crate::limits::earliest(RequestDeadline::of(request), inherited);
     request.extensions_mut().insert(in_force);
     Ok(Some(in_force))
 }

@@ -164,7 +164,7 @@ pub use self::{
 };
 
 use self::future::ResponseFuture;
-use crate::{BoxError, RequestDeadline};
+use crate::{limits, BoxError, RequestDeadline};
 use http::HeaderName;
 use std::{
     task::{Context, Poll},
@@ -257,12 +257,14 @@ where
     fn call(&mut self, mut request: http::Request<B>) -> Self::Future {
         let deadline = RequestDeadline::of(&request);
         let left = deadline.and_then(|deadline| time_left(deadline, Instant::now()));
-        let stretched = self.final_uses_deadline
-            && left.is_some()
-            && request
-                .extensions()
-                .get::<crate::extensions::FinalAttempt>()
-                .is_some();
+        let on_final = request
+            .extensions()
+            .get::<crate::extensions::FinalAttempt>()
+            .is_some();
+        // NOTE: a deadline of no limit (`left` is `None`) has no instant to
+        // run until, so its final attempt keeps its own limit.
+        let limited = deadline.filter(|_| left.is_some());
+        let stretched = limits::runs_to_deadline(self.final_uses_deadline, on_final, limited);
         let limit = if stretched { None } else { self.attempt_limit };
         match send_budget(&mut request, &self.header, self.format, left, limit) {
             Ok(()) => ResponseFuture::called(self.inner.call(request)),

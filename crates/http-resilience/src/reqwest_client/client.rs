@@ -205,11 +205,10 @@ fn prepare(
     parts.extensions.extend(extensions);
     if let Some(timeout) = timeout {
         let own = RequestDeadline::after(timeout);
-        let earlier = parts
+        let existing = parts.extensions.get::<RequestDeadline>().copied();
+        parts
             .extensions
-            .get::<RequestDeadline>()
-            .map_or(own, |set| set.min(own));
-        parts.extensions.insert(earlier);
+            .insert(crate::limits::earliest(existing, own));
     }
     let report = match parts.extensions.get::<RetryReport>() {
         Some(report) => report.clone(),

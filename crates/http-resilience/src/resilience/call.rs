@@ -63,20 +63,10 @@ pub(crate) struct Limits {
 }
 
 impl Limits {
-    /// Whether an attempt runs until the deadline, rather than its limit:
-    /// the final one, when that is asked for.
-    const fn runs_to_deadline(&self, on_final: bool) -> bool {
-        self.final_uses_deadline && on_final
-    }
-
-    /// The limit an attempt's budget is sent under: none for one that runs
-    /// until the deadline.
-    const fn sent_limit(&self, on_final: bool) -> Option<Duration> {
-        if self.runs_to_deadline(on_final) {
-            None
-        } else {
-            Some(self.attempt)
-        }
+    /// Whether an attempt runs until the call's `deadline`, rather than its
+    /// limit ([`limits::runs_to_deadline`]).
+    const fn runs_to_deadline(&self, on_final: bool, deadline: RequestDeadline) -> bool {
+        limits::runs_to_deadline(self.final_uses_deadline, on_final, Some(deadline))
     }
 }
 
@@ -134,7 +124,9 @@ impl<S, B, D, R, G: Guard> Call<S, B, D, R, G> {
             return Ok(());
         };
         let left = time_left(self.deadline, now);
-        let limit = self.limits.sent_limit(self.retry.on_final_attempt());
+        let on_final = self.retry.on_final_attempt();
+        let stretched = self.limits.runs_to_deadline(on_final, self.deadline);
+        let limit = (!stretched).then_some(self.limits.attempt);
         send_budget(request, &header.0, header.1, left, limit).map_err(|_| ())
     }
 }
@@ -210,7 +202,8 @@ where
             return Poll::Ready(Step::Judge(outcome.map_err(Into::into)));
         }
         if !*ended {
-            let to_deadline = self.limits.runs_to_deadline(self.retry.on_final_attempt());
+            let on_final = self.retry.on_final_attempt();
+            let to_deadline = self.limits.runs_to_deadline(on_final, self.deadline);
             let end =
                 limits::attempt_end(*at, self.limits.attempt, Some(self.deadline), to_deadline);
             let Ok((end, _)) = end else {

@@ -6,7 +6,7 @@ use crate::extensions::FinalAttempt;
 use crate::policy::{Attempts, Decoder, Reason, RetryEvent, Retryer, Stop, Verdict, WaitSource};
 use crate::{
     limits::{self, Scheduled},
-    session::{self, whole_millis, Session},
+    session::{whole_millis, Again, Session},
     telemetry::CallSpan,
     RequestDeadline,
 };
@@ -248,12 +248,13 @@ impl<B: TryCloneBody, D, R: Retryer> RetryState<B, D, R> {
     }
 
     /// The wait before a retry asked for with `reason` (and the server's
-    /// `after`), or why none is made: the policy is on, the retryer has an
-    /// attempt left, the request can be sent again, its `deadline` has not
-    /// passed, it is safe to repeat, the retryer gives a delay, the budget
-    /// allows it, and with deadline-aware scheduling the wait and a useful
-    /// attempt fit; a wait that would reach the deadline is cut there
-    /// ([`limits::schedule`]).
+    /// `after`), or why none is made: the policy is on, and the checks
+    /// every form makes ([`Session::another`]) with the retry's own in
+    /// their places: the request can be sent again; it is safe to repeat
+    /// and the retryer gives a delay, or it was never sent (a guard turned
+    /// it away) and waits as the guard said; then, with deadline-aware
+    /// scheduling, the wait and a useful attempt fit; a wait that would
+    /// reach the deadline is cut there ([`limits::schedule`]).
     fn wait(
         &mut self,
         after: Option<Duration>,
@@ -264,28 +265,19 @@ impl<B: TryCloneBody, D, R: Retryer> RetryState<B, D, R> {
         if !policy.is_enabled() {
             return Err(Stop::Disabled);
         }
-        self.session.attempts_left(self.retryer.max_attempts())?;
-        let request = match self.request.as_ref().and_then(Pristine::kept) {
-            Some(request) if request.body().is_replayable() => request,
-            _ => return Err(Stop::NotReplayable),
-        };
         let now = Instant::now();
-        session::deadline_open(deadline, now)?;
-        if (Verdict::Retry { after, reason }).resends_unsent() {
-            return resend_wait(after, deadline, policy.deadline_margin(), now);
-        }
-        // NOTE: what `allows` reads (method, headers, the `Idempotency`
-        // extension) is all in the kept copy.
-        if !policy.allows(request, reason) {
-            return Err(Stop::NotIdempotent);
-        }
+        let mut again = RetryAgain {
+            policy,
+            retryer: &mut self.retryer,
+            request: self.request.as_ref(),
+            attempts: self.session.attempts(),
+            after,
+            reason,
+        };
+        let max = again.retryer.max_attempts();
         let wait = self
-            .retryer
-            .next_delay(self.session.attempts(), after)
-            .ok_or(Stop::Exhausted)?;
-        // NOTE: asked after the retryer, so that a call out of retries reads
-        // `Exhausted`.
-        policy.parts().budget_allows()?;
+            .session
+            .another(policy.parts(), max, deadline, now, &mut again)?;
         limits::schedule(
             wait,
             deadline.map(|d| d.instant()),
@@ -328,22 +320,48 @@ impl<B: TryCloneBody, D, R: Retryer> RetryState<B, D, R> {
     }
 }
 
-/// The wait a guard named (`after`: an open circuit's probe, say) before an
-/// attempt it turned away is sent again: it was never sent, so it is safe to
-/// send and no backoff or budget applies; only with deadline-aware
-/// scheduling, and when the wait and a useful attempt fit before the
-/// deadline.
-fn resend_wait(
+/// The retry's own checks before another attempt.
+struct RetryAgain<'a, B, D, R> {
+    policy: &'a RetryPolicy<D, R>,
+    retryer: &'a mut R,
+    request: Option<&'a Pristine<B>>,
+    attempts: u32,
     after: Option<Duration>,
-    deadline: Option<RequestDeadline>,
-    margin: Option<Duration>,
-    now: Instant,
-) -> Result<Scheduled, Stop> {
-    if margin.is_none() {
-        return Err(Stop::Failed);
+    reason: Reason,
+}
+
+impl<B: TryCloneBody, D, R: Retryer> Again for RetryAgain<'_, B, D, R> {
+    fn sendable(&mut self) -> Result<(), Stop> {
+        match self.request.and_then(Pristine::kept) {
+            Some(request) if request.body().is_replayable() => Ok(()),
+            _ => Err(Stop::NotReplayable),
+        }
     }
-    let wait = after.unwrap_or(Duration::ZERO);
-    limits::schedule(wait, deadline.map(|d| d.instant()), margin, now)
+
+    /// NOTE: an attempt a guard turned away was never sent, so it is safe to
+    /// send whatever its method, and no backoff or budget applies: it waits
+    /// as long as the guard said (`after`: an open circuit's probe, say),
+    /// and only with deadline-aware scheduling, which makes sure the wait
+    /// and a useful attempt fit before the deadline.
+    fn wait(&mut self) -> Result<(Duration, bool), Stop> {
+        let (after, reason) = (self.after, self.reason);
+        if (Verdict::Retry { after, reason }).resends_unsent() {
+            if self.policy.deadline_margin().is_none() {
+                return Err(Stop::Failed);
+            }
+            return Ok((after.unwrap_or(Duration::ZERO), false));
+        }
+        // NOTE: what `allows` reads (method, headers, the `Idempotency`
+        // extension) is all in the kept copy, which `sendable` found.
+        let request = self.request.and_then(Pristine::kept);
+        if !request.is_some_and(|request| self.policy.allows(request, reason)) {
+            return Err(Stop::NotIdempotent);
+        }
+        // NOTE: the budget is asked after the retryer, so that a call out of
+        // retries reads `Exhausted`.
+        let wait = self.retryer.next_delay(self.attempts, after);
+        wait.map(|wait| (wait, true)).ok_or(Stop::Exhausted)
+    }
 }
 
 #[cfg(test)]
