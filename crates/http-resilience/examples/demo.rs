@@ -15,8 +15,8 @@ use http_resilience::{
     deadline::DeadlineLayer,
     overload::AnyOverload,
     policy::{
-        AnyDecoder, AnyRetryer, Decoder, ExponentialBackoff, RetryEvent, TransientDecoder,
-        WaitSource,
+        AnyDecoder, AnyRetryer, CallEvent, Decoder, ExponentialBackoff, RetryEvent,
+        TransientDecoder, WaitSource,
     },
     presets,
     read_timeout::body::ReadTimeoutBody,
@@ -134,7 +134,7 @@ async fn scenario(
             },
             |retryer| retryer,
         )
-        .with_listener(move |event: &RetryEvent| match *event {
+        .with_listener(move |heard: &CallEvent<'_>| match heard.event {
             RetryEvent::Retry {
                 attempt,
                 verdict,

@@ -46,7 +46,7 @@ pub(crate) struct Ctx<'a> {
     settings: &'a Settings,
     base: Instant,
     seeds: &'a Seeds,
-    listener: Option<&'a dyn BreakerListener>,
+    listener: Option<&'a BreakerListener>,
 }
 
 impl<'a> Ctx<'a> {

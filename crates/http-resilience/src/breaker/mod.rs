@@ -170,7 +170,7 @@ mod settings;
 mod window;
 
 pub use self::{
-    events::{BreakerEvent, BreakerListener, TripReason},
+    events::{BreakerEvent, TripReason},
     gate::{AnyBreaker, Gate, Judges, NoBreaker},
     key::BreakerKey,
     layer::CircuitBreakerLayer,

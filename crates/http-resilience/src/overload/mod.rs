@@ -127,7 +127,7 @@ pub(crate) use self::pass::Admission;
 pub use self::{
     admit::{Admit, AnyOverload, NoOverload},
     error::{Overloaded, Rejection},
-    events::{OverloadEvent, OverloadListener},
+    events::OverloadEvent,
     limit::{AdaptiveLimit, Limit},
     policy::{OverloadPolicy, OverloadSettings, OverloadState},
     service::{Overload, OverloadLayer, ResponseFuture},
