@@ -38,7 +38,10 @@ async fn one_closure_form_hears_the_retry_the_breaker_and_overload_control() {
         FixedDelay::new(Duration::from_millis(10), 2),
     )
     .with_listener(move |heard: &CallEvent<'_>| {
-        let call = (heard.call.server_address().to_owned(), heard.call.server_port());
+        let call = (
+            heard.call.server_address().to_owned(),
+            heard.call.server_port(),
+        );
         into.lock().unwrap().push((heard.event, call.0, call.1));
     });
     let into = Arc::clone(&circuits);
@@ -46,12 +49,16 @@ async fn one_closure_form_hears_the_retry_the_breaker_and_overload_control() {
         .consecutive_failures(3)
         .and_then(|p| p.break_duration(LONG_BREAK, LONG_BREAK))
         .unwrap()
-        .with_listener(move |event: &BreakerEvent<'_>| into.lock().unwrap().push(event.to_string()));
+        .with_listener(move |event: &BreakerEvent<'_>| {
+            into.lock().unwrap().push(event.to_string())
+        });
     let into = Arc::clone(&slots);
     let overload = OverloadPolicy::bulkhead(1)
         .unwrap()
         .with_queue(0)
-        .with_listener(move |event: &OverloadEvent<'_>| into.lock().unwrap().push(event.to_string()));
+        .with_listener(move |event: &OverloadEvent<'_>| {
+            into.lock().unwrap().push(event.to_string())
+        });
     let policy = ResiliencePolicy::new(Duration::from_secs(10), Duration::from_secs(5), retry)
         .unwrap()
         .with_breaker(breaker)
@@ -72,7 +79,9 @@ async fn one_closure_form_hears_the_retry_the_breaker_and_overload_control() {
         }
     })
     .await;
-    let err = guarded(svc.clone().oneshot(get(server.uri("/items")))).await.unwrap_err();
+    let err = guarded(svc.clone().oneshot(get(server.uri("/items"))))
+        .await
+        .unwrap_err();
     assert_eq!(FailureKind::of(&*err), FailureKind::Overloaded, "{err}");
     held.abort();
     let _ = held.await;
@@ -81,11 +90,19 @@ async fn one_closure_form_hears_the_retry_the_breaker_and_overload_control() {
     for _ in 0..3 {
         server.enqueue(MockResponse::new(503));
     }
-    let response = guarded(svc.clone().oneshot(get(server.uri("/items")))).await.unwrap();
+    let response = guarded(svc.clone().oneshot(get(server.uri("/items"))))
+        .await
+        .unwrap();
     assert_eq!(response.status(), StatusCode::SERVICE_UNAVAILABLE);
-    let err = guarded(svc.clone().oneshot(get(server.uri("/items")))).await.unwrap_err();
+    let err = guarded(svc.clone().oneshot(get(server.uri("/items"))))
+        .await
+        .unwrap_err();
     assert_eq!(FailureKind::of(&*err), FailureKind::CircuitOpen, "{err}");
-    assert_eq!(server.request_count(), 4, "the turned-away calls were not sent");
+    assert_eq!(
+        server.request_count(),
+        4,
+        "the turned-away calls were not sent"
+    );
 
     let slots = slots.lock().unwrap().clone();
     assert!(
@@ -100,17 +117,21 @@ async fn one_closure_form_hears_the_retry_the_breaker_and_overload_control() {
     let retries = retries.lock().unwrap().clone();
     let port = server.addr().port();
     assert!(
-        retries.iter().all(|(_, host, at)| host == "127.0.0.1" && *at == port),
+        retries
+            .iter()
+            .all(|(_, host, at)| host == "127.0.0.1" && *at == port),
         "every event carries its call: {retries:?}"
     );
     let events: Vec<RetryEvent> = retries.into_iter().map(|(event, ..)| event).collect();
-    let unavailable = |event: &&RetryEvent| {
-        matches!(event, RetryEvent::AttemptEnd { status: Some(status), .. } if *status == 503)
-    };
+    let unavailable = |event: &&RetryEvent| matches!(event, RetryEvent::AttemptEnd { status: Some(status), .. } if *status == 503);
     assert_eq!(events.iter().filter(unavailable).count(), 3, "{events:#?}");
     assert!(events.iter().any(|event| matches!(
         event,
-        RetryEvent::Done { attempts: 3, stop: Stop::Exhausted, .. }
+        RetryEvent::Done {
+            attempts: 3,
+            stop: Stop::Exhausted,
+            ..
+        }
     )));
     let ends: Vec<_> = events
         .iter()

@@ -151,7 +151,10 @@ impl RetryEvent {
             } => (*verdict, status.as_ref()),
             RetryEvent::CallEnd {
                 status, failure, ..
-            } => (failure.map_or(Verdict::Accept, Verdict::fail), status.as_ref()),
+            } => (
+                failure.map_or(Verdict::Accept, Verdict::fail),
+                status.as_ref(),
+            ),
             _ => return None,
         };
         crate::telemetry::error_type(verdict, status)
@@ -437,7 +440,10 @@ mod tests {
             failure: Some(FailureKind::Deadline),
             duration: Duration::from_secs(8),
         };
-        assert_eq!(overrun.to_string(), "call ended after 8s: deadline exceeded");
+        assert_eq!(
+            overrun.to_string(),
+            "call ended after 8s: deadline exceeded"
+        );
     }
 
     #[test]

@@ -24,8 +24,8 @@ use std::sync::{Arc, OnceLock};
 ///   an [`OverloadEvent`](crate::overload::OverloadEvent).
 ///
 /// An event borrows what it tells of (the call's context, the circuit's
-/// key): a listener that keeps something copies it out. A policy with no
-/// listener builds no event.
+/// key): a listener that keeps something copies it out. A retry or hedging
+/// policy with no listener builds no event and keeps no context.
 ///
 /// # Example
 ///
