@@ -9,7 +9,7 @@ use http::{Request, Response, StatusCode};
 use http_body_util::Full;
 use http_resilience::{
     breaker::{BreakerEvent, BreakerPolicy, CircuitBreakerLayer},
-    policy::{FixedDelay, RetryBudget, RetryEvent, StatusDecoder},
+    policy::{CallEvent, FixedDelay, RetryBudget, RetryEvent, StatusDecoder},
     retry::{RetryPolicy, StatusRetryLayer},
     transport, AttemptTimeoutLayer, BoxError, DeadlineLayer, FailureKind, ResiliencePolicy,
 };
@@ -83,8 +83,8 @@ fn retry(retries: &Heard) -> RetryPolicy<StatusDecoder, FixedDelay> {
         FixedDelay::new(Duration::from_millis(10), 2),
     )
     .with_budget(Arc::new(RetryBudget::new(10, 0.1).unwrap()))
-    .with_listener(move |event: &RetryEvent| {
-        if let RetryEvent::Retry { .. } = event {
+    .with_listener(move |heard: &CallEvent<'_>| {
+        if let RetryEvent::Retry { .. } = heard.event {
             retries.bump();
         }
     })

@@ -9,7 +9,7 @@ use crate::support;
 
 use http::{Method, Request, StatusCode};
 use http_body_util::{BodyExt, Full};
-use http_resilience::policy::RetryEvent;
+use http_resilience::policy::{CallEvent, RetryEvent};
 use http_resilience::{
     attempt_timeout::AttemptTimeoutLayer,
     body::ReplayBody,
@@ -283,8 +283,8 @@ async fn dropping_the_call_during_a_wait_sends_nothing_more() {
         TransientDecoder::new().or(ApacheDecoder::new()),
         FixedDelay::new(Duration::from_secs(5), 2),
     )
-    .with_listener(move |event: &RetryEvent| {
-        if matches!(event, RetryEvent::Retry { .. }) {
+    .with_listener(move |told: &CallEvent<'_>| {
+        if matches!(told.event, RetryEvent::Retry { .. }) {
             heard.notify_one();
         }
     });

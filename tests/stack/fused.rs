@@ -36,7 +36,7 @@ use http_resilience::{
     breaker::{BreakerEvent, BreakerPolicy, CircuitBreakerLayer},
     deadline::DeadlineLayer,
     overload::{OverloadEvent, OverloadLayer, OverloadPolicy, Throttle},
-    policy::{AnyDecoder, FeignDecoder, FixedDelay, RetryEvent, TransientDecoder},
+    policy::{AnyDecoder, CallEvent, FeignDecoder, FixedDelay, RetryEvent, TransientDecoder},
     propagate::{PropagateDeadlineLayer, TimeoutFormat, EXPECTED_RQ_TIMEOUT_MS},
     retry::{RetryPolicy, StatusRetryLayer},
     BoxError, FailureKind, RequestDeadline, ResiliencePolicy, RetryReport,
@@ -201,7 +201,12 @@ fn policy(case: &Case, events: Arc<Mutex<Vec<String>>>) -> RetryPolicy<AnyDecode
     };
     RetryPolicy::new(decoder, FixedDelay::new(case.delay, case.retries))
         .with_attempt_header(http::HeaderName::from_static("x-attempt"))
-        .with_listener(move |event: &RetryEvent| events.lock().unwrap().push(event.to_string()))
+        .with_listener(move |heard: &CallEvent<'_>| {
+            // NOTE: the end of a whole call is the combined service's alone.
+            if !matches!(heard.event, RetryEvent::CallEnd { .. }) {
+                events.lock().unwrap().push(heard.event.to_string());
+            }
+        })
 }
 
 async fn observe(case: Case, fused: bool) -> Observed {

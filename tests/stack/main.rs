@@ -1,4 +1,4 @@
-//! The three layers as a stack: the order of the layers, any composition of them, Reactor WebClient's contracts, the invariants of the canonical stack, the combined service against the three layers, and a body read after the deadline.
+//! The three layers as a stack: the order of the layers, any composition of them, Reactor WebClient's contracts, the invariants of the canonical stack, the combined service against the three layers, a body read after the deadline, and one listener form for the retry and the guards.
 
 #[path = "../support/mod.rs"]
 mod support;
@@ -8,5 +8,6 @@ mod fused;
 mod invariants;
 mod late_reading;
 mod limits;
+mod listeners;
 mod order;
 mod reactor_contracts;

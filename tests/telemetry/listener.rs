@@ -1,6 +1,6 @@
-//! What a `RetryListener` hears: the end of every attempt with the call's
-//! context, every event with it, and, for a closure, the events it always
-//! heard.
+//! What a retry policy's listener hears: every event with the call's
+//! context, the end of every attempt among them, and, for a closure, the
+//! same as for a listener type of one's own.
 
 use crate::{
     harness::{get, seed_policy, stack, status, Upstream, DEADLINE, DELAY, FORMS, LATENCY},
@@ -10,7 +10,8 @@ use crate::{
 use http::{Method, StatusCode};
 use http_resilience::{
     hedge::HedgeTrigger,
-    policy::{AttemptEnd, CallContext, RetryEvent, RetryListener, Verdict, WaitSource},
+    policy::{CallContext, CallEvent, RetryEvent, Verdict, WaitSource},
+    telemetry::Listener,
     Stop,
 };
 use std::{
@@ -48,7 +49,7 @@ impl Context {
     }
 }
 
-/// The end of an attempt, as heard (`AttemptEnd` is not to be built here).
+/// The end of an attempt, as heard.
 #[derive(Debug, Clone, PartialEq, Eq)]
 struct End {
     attempt: u32,
@@ -60,10 +61,37 @@ struct End {
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum Heard {
-    /// `on_event`: never, for a listener with `on_call_event` of its own.
-    Event(RetryEvent),
     CallEvent(RetryEvent, Context),
     Attempt(End, Context),
+}
+
+impl Heard {
+    /// What is kept of `heard`: every event but the end of a whole call,
+    /// which the combined service alone tells of (so that both forms hear
+    /// alike).
+    fn of(heard: &CallEvent<'_>) -> Option<Self> {
+        let context = Context::of(heard.call);
+        Some(match heard.event {
+            RetryEvent::AttemptEnd {
+                attempt,
+                verdict,
+                status,
+                duration,
+                ..
+            } => {
+                let end = End {
+                    attempt,
+                    verdict,
+                    status,
+                    duration,
+                    error_type: heard.event.error_type().map(str::to_owned),
+                };
+                Heard::Attempt(end, context)
+            }
+            RetryEvent::CallEnd { .. } => return None,
+            event => Heard::CallEvent(event, context),
+        })
+    }
 }
 
 /// A listener that hears everything, in order.
@@ -76,30 +104,9 @@ impl Ears {
     }
 }
 
-impl RetryListener for Ears {
-    fn on_event(&self, event: &RetryEvent) {
-        self.0.lock().unwrap().push(Heard::Event(*event));
-    }
-
-    fn on_call_event(&self, event: &RetryEvent, call: &CallContext) {
-        self.0
-            .lock()
-            .unwrap()
-            .push(Heard::CallEvent(*event, Context::of(call)));
-    }
-
-    fn on_attempt(&self, attempt: &AttemptEnd, call: &CallContext) {
-        let end = End {
-            attempt: attempt.attempt,
-            verdict: attempt.verdict,
-            status: attempt.status,
-            duration: attempt.duration,
-            error_type: attempt.error_type().map(str::to_owned),
-        };
-        self.0
-            .lock()
-            .unwrap()
-            .push(Heard::Attempt(end, Context::of(call)));
+impl Listener<CallEvent<'_>> for Ears {
+    fn on_event(&self, heard: &CallEvent<'_>) {
+        self.0.lock().unwrap().extend(Heard::of(heard));
     }
 }
 
@@ -143,15 +150,7 @@ fn done(attempts: u32) -> RetryEvent {
 
 #[tokio::test(flavor = "current_thread", start_paused = true)]
 async fn a_listener_hears_every_attempts_end_with_the_calls_context() {
-    let second = LATENCY + DELAY + LATENCY;
-    let expected = [
-        attempt(1, unavailable(), 503, Some("503")),
-        event(retry(1, LATENCY)),
-        attempt(2, unavailable(), 503, Some("503")),
-        event(retry(2, second)),
-        attempt(3, Verdict::Accept, 200, None),
-        event(done(3)),
-    ];
+    let expected = three_attempts();
     let mut heard = Vec::new();
     for form in FORMS {
         let recorder = Recorder::default();
@@ -187,25 +186,34 @@ async fn a_listener_hears_the_end_of_the_copies_that_ended() {
     );
 }
 
-#[tokio::test(flavor = "current_thread", start_paused = true)]
-async fn a_closure_listener_hears_only_the_retries_and_the_end() {
+/// The events of one call of [`seed_policy`] to 503, 503, 200.
+fn three_attempts() -> [Heard; 6] {
     let second = LATENCY + DELAY + LATENCY;
+    [
+        attempt(1, unavailable(), 503, Some("503")),
+        event(retry(1, LATENCY)),
+        attempt(2, unavailable(), 503, Some("503")),
+        event(retry(2, second)),
+        attempt(3, Verdict::Accept, 200, None),
+        event(done(3)),
+    ]
+}
+
+#[tokio::test(flavor = "current_thread", start_paused = true)]
+async fn a_closure_listener_hears_what_a_listener_type_hears() {
     let mut heard = Vec::new();
     for form in FORMS {
         let recorder = Recorder::default();
         let _guard = recorder.install();
         let events = Arc::new(Mutex::new(Vec::new()));
         let into = Arc::clone(&events);
-        let policy = seed_policy()
-            .with_listener(move |event: &RetryEvent| into.lock().unwrap().push(*event));
+        let policy = seed_policy().with_listener(move |heard: &CallEvent<'_>| {
+            into.lock().unwrap().extend(Heard::of(heard))
+        });
         let upstream = Upstream::new(&recorder, [status(503), status(503), status(200)]);
         assert_eq!(get(stack(form, policy, None, upstream)).await.unwrap(), 200);
         let events = events.lock().unwrap().clone();
-        assert_eq!(
-            events,
-            [retry(1, LATENCY), retry(2, second), done(3)],
-            "{form:?}"
-        );
+        assert_eq!(events, three_attempts(), "{form:?}");
         heard.push(events);
     }
     assert_eq!(heard[0], heard[1], "both forms");

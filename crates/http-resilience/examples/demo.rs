@@ -13,8 +13,8 @@ use http_resilience::{
     attempt_timeout::AttemptTimeoutLayer,
     deadline::DeadlineLayer,
     policy::{
-        AnyDecoder, AnyRetryer, Decoder, ExponentialBackoff, RetryEvent, TransientDecoder,
-        WaitSource,
+        AnyDecoder, AnyRetryer, CallEvent, Decoder, ExponentialBackoff, RetryEvent,
+        TransientDecoder, WaitSource,
     },
     presets,
     read_timeout::body::ReadTimeoutBody,
@@ -132,7 +132,7 @@ async fn scenario(
             },
             |retryer| retryer,
         )
-        .with_listener(move |event: &RetryEvent| match *event {
+        .with_listener(move |heard: &CallEvent<'_>| match heard.event {
             RetryEvent::Retry {
                 attempt,
                 verdict,

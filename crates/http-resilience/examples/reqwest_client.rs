@@ -8,7 +8,7 @@
 
 use http_body_util::BodyExt;
 use http_resilience::{
-    policy::RetryEvent,
+    policy::CallEvent,
     presets,
     reqwest_client::{ReqwestService, ResilientClient},
     Attempts, BoxError,
@@ -33,7 +33,9 @@ async fn main() -> Result<(), BoxError> {
     let policy = presets::standard()
         .with_attempt_timeout(Duration::from_secs(2))?
         .with_deadline(Duration::from_secs(5))?
-        .map_retry(|retry| retry.with_listener(|event: &RetryEvent| println!("  {event}")));
+        .map_retry(|retry| {
+            retry.with_listener(|heard: &CallEvent<'_>| println!("  {}", heard.event))
+        });
 
     println!("GET {} with reqwest's builder", upstream.uri("/weather"));
     let resilient = ResilientClient::new(client.clone(), policy.clone().layer());

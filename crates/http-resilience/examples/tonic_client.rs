@@ -6,7 +6,7 @@
 //! cargo run -p http-resilience --example tonic_client
 //! ```
 
-use http_resilience::{grpc::GrpcLayer, policy::RetryEvent, presets, Attempts, BoxError};
+use http_resilience::{grpc::GrpcLayer, policy::CallEvent, presets, Attempts, BoxError};
 use std::{
     convert::Infallible,
     future::Future,
@@ -31,8 +31,9 @@ async fn main() -> Result<(), BoxError> {
     // layer is told the channel's endpoint: a client made with `new` sends
     // its calls with the path alone.
     let endpoint = Channel::from_shared(format!("http://{addr}"))?;
-    let policy = presets::grpc()
-        .map_retry(|retry| retry.with_listener(|event: &RetryEvent| println!("  {event}")));
+    let policy = presets::grpc().map_retry(|retry| {
+        retry.with_listener(|heard: &CallEvent<'_>| println!("  {}", heard.event))
+    });
     let layer = GrpcLayer::new(policy).with_authority(endpoint.uri())?;
     let mut client = HealthClient::new(layer.layer(endpoint.connect_lazy()));
 

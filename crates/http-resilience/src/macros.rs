@@ -64,10 +64,15 @@ macro_rules! define_policy_parts {
 
         /// Tells `listener` of every
         #[doc = concat!($what)]
-        /// after the first ([`RetryEvent`](crate::policy::RetryEvent)) and of
-        /// the end of every call ([`RetryEvent::Done`](crate::policy::RetryEvent::Done)).
+        /// after the first, of the end of every attempt, and of the end of
+        /// every call, each with the call's context
+        /// ([`CallEvent`](crate::policy::CallEvent)); a closure
+        /// `|heard: &CallEvent<'_>| ...` is one.
         #[must_use]
-        pub fn with_listener(mut self, listener: impl crate::policy::RetryListener) -> Self {
+        pub fn with_listener(
+            mut self,
+            listener: impl for<'a> crate::telemetry::Listener<crate::policy::CallEvent<'a>>,
+        ) -> Self {
             self.parts.listener = Some(std::sync::Arc::new(listener));
             self
         }

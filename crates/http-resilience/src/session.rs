@@ -6,9 +6,9 @@
 use crate::{
     errors::AsError,
     extensions::{AttemptNumber, FinalAttempt},
-    policy::{AttemptEnd, CallContext, CallEnd, Parts, Reason, RetryEvent, Verdict},
+    policy::{CallContext, CallEvent, Parts, Reason, RetryEvent, Verdict},
     telemetry::{self, names, CallSpan},
-    Attempts, FailureKind, RequestDeadline, RetryReport, Stop,
+    Attempts, RequestDeadline, RetryReport, Stop,
 };
 use http::StatusCode;
 use std::time::Duration;
@@ -180,14 +180,17 @@ impl Session {
         let (Some(context), Some(started)) = (&watch.context, started) else {
             return;
         };
-        let end = AttemptEnd {
+        let event = RetryEvent::AttemptEnd {
             attempt: number,
             verdict,
             status,
             duration: started.elapsed(),
             version,
         };
-        listener.on_attempt(&end, context);
+        listener.on_event(&CallEvent {
+            call: context,
+            event,
+        });
     }
 
     /// Tells the listener, if there is one, that the call ended with
@@ -208,28 +211,24 @@ impl Session {
         else {
             return;
         };
-        let (status, version, failure) = match output {
-            Ok(response) => (Some(response.status()), Some(response.version()), None),
-            Err(error) => (None, None, Some(FailureKind::of(error))),
-        };
-        let end = CallEnd {
-            status,
-            version,
-            failure,
-            duration: watch.called.elapsed(),
-        };
-        listener.on_call_end(&end, context);
+        let event = RetryEvent::call_end(output, watch.called.elapsed());
+        listener.on_event(&CallEvent {
+            call: context,
+            event,
+        });
     }
 
     /// Tells the listener, if there is one, of `event`, with the call's
-    /// context.
+    /// context (a call whose policy has a listener always keeps one).
     pub(crate) fn tell<D>(&self, parts: &Parts<D>, event: &RetryEvent) {
         let Some(listener) = &parts.listener else {
             return;
         };
-        match self.watch.as_ref().and_then(|watch| watch.context.as_ref()) {
-            Some(context) => listener.on_call_event(event, context),
-            None => listener.on_event(event),
+        if let Some(context) = self.watch.as_ref().and_then(|watch| watch.context.as_ref()) {
+            listener.on_event(&CallEvent {
+                call: context,
+                event: *event,
+            });
         }
     }
 

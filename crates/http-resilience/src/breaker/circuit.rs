@@ -47,7 +47,7 @@ pub(crate) struct Ctx<'a> {
     settings: &'a Settings,
     clock: Clock,
     seeds: &'a Seeds,
-    listener: Option<&'a dyn BreakerListener>,
+    listener: Option<&'a BreakerListener>,
 }
 
 impl<'a> Ctx<'a> {

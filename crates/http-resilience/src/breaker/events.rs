@@ -1,8 +1,11 @@
-//! Breaker events (see [`BreakerListener`]).
+//! Breaker events (see [`BreakerEvent`]).
 
 use super::{registry::Registry, CircuitState};
-use crate::key::UpstreamKey;
-use crate::{policy::Verdict, telemetry::listeners::Listeners};
+use crate::{
+    key::UpstreamKey,
+    policy::Verdict,
+    telemetry::{listeners::Listeners, Listener},
+};
 use std::{
     fmt,
     sync::{Arc, Weak},
@@ -48,7 +51,28 @@ impl fmt::Display for TripReason {
     }
 }
 
-/// Something a circuit did.
+/// Something a circuit did; a [`Listener`] given with
+/// [`BreakerPolicy::with_listener`](super::BreakerPolicy::with_listener)
+/// hears it, and closures `Fn(&BreakerEvent<'_>)` are such listeners.
+///
+/// Every event is also logged with `tracing`: the changes of state at info
+/// level, a rejected call at debug level.
+///
+/// # Example
+///
+/// ```
+/// use http_resilience::breaker::{BreakerEvent, BreakerPolicy};
+/// use std::sync::{atomic::{AtomicU32, Ordering}, Arc};
+///
+/// let opened = Arc::new(AtomicU32::new(0));
+/// let counter = opened.clone();
+/// let policy = BreakerPolicy::default().with_listener(move |event: &BreakerEvent<'_>| {
+///     if let BreakerEvent::Opened { .. } = event {
+///         counter.fetch_add(1, Ordering::Relaxed);
+///     }
+/// });
+/// # let _ = policy;
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum BreakerEvent<'a> {
@@ -128,69 +152,26 @@ impl fmt::Display for BreakerEvent<'_> {
     }
 }
 
-/// Hears [`BreakerEvent`]s; closures `Fn(&BreakerEvent<'_>)` are listeners.
-///
-/// Every event is also logged with `tracing`: the changes of state at info
-/// level, a rejected call at debug level.
-///
-/// # Example
-///
-/// ```
-/// use http_resilience::breaker::{BreakerEvent, BreakerPolicy};
-/// use std::sync::{atomic::{AtomicU32, Ordering}, Arc};
-///
-/// let opened = Arc::new(AtomicU32::new(0));
-/// let counter = opened.clone();
-/// let policy = BreakerPolicy::default().with_listener(move |event: &BreakerEvent<'_>| {
-///     if let BreakerEvent::Opened { .. } = event {
-///         counter.fetch_add(1, Ordering::Relaxed);
-///     }
-/// });
-/// # let _ = policy;
-/// ```
-pub trait BreakerListener: Send + Sync + 'static {
-    /// Called for every event, on the task whose call caused it, with no
-    /// lock held; it should be quick.
-    fn on_event(&self, event: &BreakerEvent<'_>);
-}
-
-impl<F> BreakerListener for F
-where
-    F: Fn(&BreakerEvent<'_>) + Send + Sync + 'static,
-{
-    fn on_event(&self, event: &BreakerEvent<'_>) {
-        self(event)
-    }
-}
+/// The listener of a policy's circuits, as it is given.
+pub(crate) type BreakerListener = dyn for<'a> Listener<BreakerEvent<'a>>;
 
 /// What watches a policy's circuits from outside the breaker, attached to
 /// them in place (the metrics of `telemetry::otel`): it hears every event, as
 /// a listener does, and reads the states of the circuits it is attached to,
 /// and of those of every policy made from that one.
-pub(crate) trait Observer: BreakerListener {
+pub(crate) trait Observer: for<'a> Listener<BreakerEvent<'a>> {
     /// Reads the states of `circuits` from now on, for as long as they are
     /// kept.
     fn observe(&self, circuits: Circuits);
 }
 
 /// The listeners of a policy's circuits.
-pub(crate) type BreakerListeners = Listeners<dyn BreakerListener, dyn Observer>;
-
-impl BreakerListener for BreakerListeners {
-    fn on_event(&self, event: &BreakerEvent<'_>) {
-        if let Some(given) = self.given() {
-            given.on_event(event);
-        }
-        if let Some(observer) = self.observer() {
-            observer.on_event(event);
-        }
-    }
-}
+pub(crate) type BreakerListeners = Listeners<BreakerListener, dyn Observer>;
 
 /// The listener to tell of the circuits' events: `listeners`, unless no one
 /// listens.
-pub(crate) fn heard(listeners: &BreakerListeners) -> Option<&dyn BreakerListener> {
-    listeners.any().then_some(listeners as &dyn BreakerListener)
+pub(crate) fn heard(listeners: &BreakerListeners) -> Option<&BreakerListener> {
+    listeners.any().then_some(listeners as &BreakerListener)
 }
 
 /// A policy's circuits, held weakly: their states are read while any clone
@@ -219,7 +200,7 @@ impl Circuits {
 }
 
 /// Logs `event` and tells `listener`, if any.
-pub(crate) fn emit(listener: Option<&dyn BreakerListener>, event: &BreakerEvent<'_>) {
+pub(crate) fn emit(listener: Option<&BreakerListener>, event: &BreakerEvent<'_>) {
     match event {
         BreakerEvent::Rejected { .. } => tracing::debug!(%event, "circuit breaker"),
         _ => tracing::info!(%event, "circuit breaker"),

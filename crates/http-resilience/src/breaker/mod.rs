@@ -167,7 +167,7 @@ mod settings;
 mod window;
 
 pub use self::{
-    events::{BreakerEvent, BreakerListener, TripReason},
+    events::{BreakerEvent, TripReason},
     policy::BreakerPolicy,
     probe::WaitForProbe,
     settings::BreakerSettings,

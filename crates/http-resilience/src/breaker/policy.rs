@@ -1,13 +1,13 @@
 //! What a breaker trips on, how long it stays open, and how it recovers.
 
 use super::{
-    events::{BreakerListener, BreakerListeners, Circuits},
+    events::{BreakerListeners, Circuits},
     registry::Registry,
-    CircuitState,
+    BreakerEvent, CircuitState,
 };
 use crate::key::{Clock, UpstreamKey};
 use crate::policy::{AnyDecoder, Decoder, Reason, TransientDecoder, Verdict};
-use crate::{policy::Seeds, InvalidSetting};
+use crate::{policy::Seeds, telemetry::Listener, InvalidSetting};
 use std::{fmt, sync::Arc, time::Duration};
 
 /// A key function of one's own.
@@ -515,9 +515,10 @@ impl<D: Clone> BreakerPolicy<D> {
         Self::from_shared(next)
     }
 
-    /// Tells `listener` of every [`BreakerEvent`](super::BreakerEvent).
+    /// Tells `listener` of every [`BreakerEvent`]; a
+    /// closure `|event: &BreakerEvent<'_>| ...` is one.
     #[must_use]
-    pub fn with_listener(self, listener: impl BreakerListener) -> Self {
+    pub fn with_listener(self, listener: impl for<'a> Listener<BreakerEvent<'a>>) -> Self {
         let mut next = self.fresh(self.shared.settings);
         next.listener = self.shared.listener.carried(Some(Arc::new(listener)));
         Self::from_shared(next)

@@ -68,7 +68,8 @@
 //! a method have a retry policy or a hedging policy, not both, and a hedge
 //! needs several attempts in flight in one call where a retry has one at a
 //! time. It takes the same parts as a retry policy: a [`Decoder`], a
-//! [`RetryBudget`] (the same `Arc` may serve both), a [`RetryListener`], and
+//! [`RetryBudget`] (the same `Arc` may serve both), a [`Listener`] of
+//! [`CallEvent`]s, and
 //! the same rules for what may be repeated. The order:
 //!
 //! ```text
@@ -102,7 +103,8 @@
 //! [`ReopenBody`]: crate::body::ReopenBody
 //! [`StatusRetryLayer`]: crate::StatusRetryLayer
 //! [`Decoder`]: crate::policy::Decoder
-//! [`RetryListener`]: crate::policy::RetryListener
+//! [`Listener`]: crate::telemetry::Listener
+//! [`CallEvent`]: crate::policy::CallEvent
 //!
 //! # Example
 //!

@@ -4,7 +4,7 @@ use super::*;
 use crate::{
     body::ReplayBody,
     deadline::DeadlineLayer,
-    policy::{RetryBudget, RetryEvent, StatusDecoder, TransientDecoder},
+    policy::{CallEvent, RetryBudget, RetryEvent, StatusDecoder, TransientDecoder},
     Attempts, BoxError,
 };
 use bytes::Bytes;
@@ -382,8 +382,11 @@ async fn every_hedge_is_told_with_its_number_and_trigger() {
     let events = Arc::new(Mutex::new(Vec::new()));
     let seen = events.clone();
     let counters = Arc::new(Counters::default());
-    let policy = policy(MS(100), 3)
-        .with_listener(move |event: &RetryEvent| seen.lock().unwrap().push(*event));
+    let policy = policy(MS(100), 3).with_listener(move |heard: &CallEvent<'_>| {
+        if !matches!(heard.event, RetryEvent::AttemptEnd { .. }) {
+            seen.lock().unwrap().push(heard.event);
+        }
+    });
     let svc = HedgeLayer::new(policy).layer(scripted(
         vec![
             Step::Answer(MS(10_000), 200),

@@ -1,13 +1,20 @@
-//! Overload control's events (see [`OverloadListener`]).
+//! Overload control's events (see [`OverloadEvent`]).
 
 use super::{error::Rejection, policy::Shared, OverloadPolicy, OverloadState};
-use crate::{key::UpstreamKey, telemetry::listeners::Listeners};
+use crate::{
+    key::UpstreamKey,
+    telemetry::{listeners::Listeners, Listener},
+};
 use std::{
     fmt,
     sync::{Arc, Weak},
 };
 
-/// Something overload control did.
+/// Something overload control did; a [`Listener`] given with
+/// [`OverloadPolicy::with_listener`](super::OverloadPolicy::with_listener)
+/// hears it, and closures `Fn(&OverloadEvent<'_>)` are such listeners.
+///
+/// Every event is also logged with `tracing`, at debug level.
 #[derive(Debug, Clone, Copy, PartialEq)]
 #[non_exhaustive]
 pub enum OverloadEvent<'a> {
@@ -42,47 +49,19 @@ impl fmt::Display for OverloadEvent<'_> {
     }
 }
 
-/// Hears every [`OverloadEvent`]; see
-/// [`OverloadPolicy::with_listener`](super::OverloadPolicy::with_listener).
-///
-/// Closures of `Fn(&OverloadEvent)` are listeners.
-pub trait OverloadListener: Send + Sync + 'static {
-    /// Called for every event, on the task whose call caused it, with no
-    /// lock held; it should be quick.
-    fn on_event(&self, event: &OverloadEvent<'_>);
-}
-
-impl<F> OverloadListener for F
-where
-    F: Fn(&OverloadEvent<'_>) + Send + Sync + 'static,
-{
-    fn on_event(&self, event: &OverloadEvent<'_>) {
-        self(event)
-    }
-}
-
 /// What watches a policy's slots from outside overload control, attached to
 /// them in place (the metrics of `telemetry::otel`): it hears every event, as
 /// a listener does, and reads the state of the slots it is attached to, and
 /// of those of every policy made from that one.
-pub(crate) trait Observer: OverloadListener {
+pub(crate) trait Observer: for<'a> Listener<OverloadEvent<'a>> {
     /// Reads the state of `slots` from now on, for as long as they are kept.
     fn observe(&self, slots: KeptSlots);
 }
 
-/// The listeners of a policy's slots.
-pub(crate) type OverloadListeners = Listeners<dyn OverloadListener, dyn Observer>;
-
-impl OverloadListener for OverloadListeners {
-    fn on_event(&self, event: &OverloadEvent<'_>) {
-        if let Some(given) = self.given() {
-            given.on_event(event);
-        }
-        if let Some(observer) = self.observer() {
-            observer.on_event(event);
-        }
-    }
-}
+/// The listeners of a policy's slots: the one given, as it is given, and the
+/// observer.
+pub(crate) type OverloadListeners =
+    Listeners<dyn for<'a> Listener<OverloadEvent<'a>>, dyn Observer>;
 
 /// A policy's slots, held weakly: their state is read while any clone of
 /// the policy (or a layer or service made from it) keeps them.

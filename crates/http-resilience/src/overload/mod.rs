@@ -126,7 +126,7 @@ use crate::guard::GuardLayer;
 
 pub use self::{
     error::{Overloaded, Rejection},
-    events::{OverloadEvent, OverloadListener},
+    events::OverloadEvent,
     limit::{AdaptiveLimit, Limit},
     policy::{OverloadPolicy, OverloadSettings, OverloadState},
     throttle::Throttle,

@@ -2,7 +2,7 @@
 //! per key, shared by every clone.
 
 use super::{
-    events::{emit, KeptSlots, OverloadEvent, OverloadListener, OverloadListeners},
+    events::{emit, KeptSlots, OverloadEvent, OverloadListeners},
     limit::{AdaptiveLimit, Limit},
     slots::Slots,
     throttle::Throttle,
@@ -11,6 +11,7 @@ use crate::{
     key::UpstreamKey,
     key::{nanos, Clock, KeyFn, Registry, Room},
     policy::Seeds,
+    telemetry::Listener,
     InvalidSetting,
 };
 use std::{fmt, sync::Arc, time::Duration};
@@ -272,9 +273,10 @@ impl OverloadPolicy {
         Self::from_shared(next)
     }
 
-    /// Tells `listener` of every [`OverloadEvent`].
+    /// Tells `listener` of every [`OverloadEvent`]; a closure
+    /// `|event: &OverloadEvent<'_>| ...` is one.
     #[must_use]
-    pub fn with_listener(self, listener: impl OverloadListener) -> Self {
+    pub fn with_listener(self, listener: impl for<'a> Listener<OverloadEvent<'a>>) -> Self {
         let mut next = self.remade(self.shared.settings);
         next.listener = self.shared.listener.carried(Some(Arc::new(listener)));
         Self::from_shared(next)

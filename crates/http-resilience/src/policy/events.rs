@@ -1,7 +1,7 @@
-//! Retry events (see [`RetryListener`]).
+//! Retry events (see [`CallEvent`]).
 
 use super::Verdict;
-use crate::{FailureKind, Stop};
+use crate::{errors::AsError, telemetry::Listener, FailureKind, Stop};
 use std::{fmt, time::Duration};
 
 /// Where the wait before a retry came from.
@@ -52,7 +52,9 @@ impl fmt::Display for HedgeTrigger {
     }
 }
 
-/// Something the retry layer (or the hedge layer) did.
+/// Something the retry layer (or the hedge layer, or the combined service)
+/// did in a call; a listener hears it as a [`CallEvent`], with the call's
+/// context.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum RetryEvent {
@@ -80,9 +82,27 @@ pub enum RetryEvent {
         /// The attempts in flight, this one included.
         in_flight: u32,
     },
-    /// The call is over: the outcome of attempt `attempts` goes to the
-    /// caller, accepted or not ([`Stop::Accepted`] for a success). A retry the
-    /// budget refused ends the call with [`Stop::BudgetExhausted`].
+    /// An attempt (or a hedged copy) ended with an outcome; one the caller
+    /// or the deadline dropped makes none. What OpenTelemetry's
+    /// `http.client.request.duration` is made of.
+    AttemptEnd {
+        /// The attempt's number (1 for the first).
+        attempt: u32,
+        /// The decoder's verdict on its outcome.
+        verdict: Verdict,
+        /// The response's status, when it got one.
+        status: Option<http::StatusCode>,
+        /// From the attempt's start to its outcome (the response head, or
+        /// the error).
+        duration: Duration,
+        /// The response's protocol version, when it got one (OpenTelemetry's
+        /// `network.protocol.version`).
+        version: Option<http::Version>,
+    },
+    /// The retry (or the hedge) is over: the outcome of attempt `attempts`
+    /// goes to the caller, accepted or not ([`Stop::Accepted`] for a
+    /// success). A retry the budget refused ends the call with
+    /// [`Stop::BudgetExhausted`].
     Done {
         /// The attempts made.
         attempts: u32,
@@ -91,6 +111,72 @@ pub enum RetryEvent {
         /// Why no further attempt was made.
         stop: Stop,
     },
+    /// A call the combined service ([`Resilience`](crate::Resilience), and so
+    /// the gRPC layers) drives has its output, whatever ended it: an
+    /// outcome the retry returned, the deadline, a service that could not
+    /// get ready. What `http_resilience.call.duration` is made of.
+    ///
+    /// Under the three layers and hedging, the deadline is a layer outside
+    /// the retry that drops it when it runs out: the retry never sees such
+    /// an end, and tells of none; a layer outside the deadline sees every
+    /// end (as `telemetry::otel::Metrics::layer` does).
+    CallEnd {
+        /// The response's status, when the call's output is a response.
+        status: Option<http::StatusCode>,
+        /// The response's protocol version, likewise.
+        version: Option<http::Version>,
+        /// The kind of the call's error, when its output is one
+        /// ([`FailureKind::Deadline`] for a call its deadline ended).
+        failure: Option<FailureKind>,
+        /// From the call to its output (the response head, or the error),
+        /// every attempt and wait included.
+        duration: Duration,
+    },
+}
+
+// ===== impl RetryEvent =====
+
+impl RetryEvent {
+    /// OpenTelemetry's `error.type` of the outcome an
+    /// [`AttemptEnd`](Self::AttemptEnd) or a [`CallEnd`](Self::CallEnd)
+    /// tells of: the status code for a 4xx or 5xx response; for an error,
+    /// the [`FailureKind::name`] of its kind (for an attempt, the kind the
+    /// decoder's verdict gives, `_OTHER` when it gives none, as
+    /// [`StatusDecoder`](crate::policy::StatusDecoder)'s does). None for a
+    /// success, and for the other events.
+    pub fn error_type(&self) -> Option<&str> {
+        let (verdict, status) = match self {
+            RetryEvent::AttemptEnd {
+                verdict, status, ..
+            } => (*verdict, status.as_ref()),
+            RetryEvent::CallEnd {
+                status, failure, ..
+            } => (
+                failure.map_or(Verdict::Accept, Verdict::fail),
+                status.as_ref(),
+            ),
+            _ => return None,
+        };
+        crate::telemetry::error_type(verdict, status)
+    }
+
+    /// The end of a call whose output is `output`, `duration` after it
+    /// started.
+    pub(crate) fn call_end<T, E: AsError>(
+        output: &Result<http::Response<T>, E>,
+        duration: Duration,
+    ) -> Self {
+        let (status, version, failure) = match output {
+            Ok(response) => (Some(response.status()), Some(response.version()), None),
+            Err(error) => (None, None, Some(FailureKind::of(error))),
+        };
+        RetryEvent::CallEnd {
+            status,
+            version,
+            failure,
+            duration,
+        }
+    }
 }
 
 impl fmt::Display for RetryEvent {
@@ -98,7 +184,7 @@ impl fmt::Display for RetryEvent {
     /// `attempt 1: retry (503 Service Unavailable); waiting 10ms (backoff) before attempt 2, 7.99s left`
     /// or `done after 3 attempts: retries exhausted (last: retry (503 Service Unavailable))`.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
+        match *self {
             RetryEvent::Retry {
                 attempt,
                 verdict,
@@ -107,21 +193,14 @@ impl fmt::Display for RetryEvent {
                 remaining,
             } => {
                 write!(f, "attempt {attempt}: {verdict}; ")?;
+                let next = attempt.saturating_add(1);
                 if wait.is_zero() {
-                    write!(f, "attempt {} at once", attempt.saturating_add(1))?;
+                    write!(f, "attempt {next} at once")?;
                 } else {
-                    write!(
-                        f,
-                        "waiting {wait:?} ({source}) before attempt {}",
-                        attempt.saturating_add(1)
-                    )?;
+                    write!(f, "waiting {wait:?} ({source}) before attempt {next}")?;
                 }
                 match remaining {
-                    // NOTE: to the millisecond, as a person reads a timeline.
-                    Some(left) => {
-                        let millis = u64::try_from(left.as_millis()).unwrap_or(u64::MAX);
-                        write!(f, ", {:?} left", Duration::from_millis(millis))
-                    }
+                    Some(left) => write!(f, ", {:?} left", to_the_millisecond(left)),
                     None => Ok(()),
                 }
             }
@@ -133,85 +212,96 @@ impl fmt::Display for RetryEvent {
                 f,
                 "hedge: attempt {attempt} sent ({trigger}), {in_flight} in flight"
             ),
+            RetryEvent::AttemptEnd {
+                attempt,
+                verdict,
+                duration,
+                ..
+            } => {
+                let took = to_the_millisecond(duration);
+                write!(f, "attempt {attempt} ended after {took:?}: {verdict}")
+            }
             RetryEvent::Done {
                 attempts,
                 verdict,
                 stop,
             } => {
-                let plural = if *attempts == 1 { "" } else { "s" };
+                let plural = if attempts == 1 { "" } else { "s" };
                 write!(
                     f,
                     "done after {attempts} attempt{plural}: {stop} (last: {verdict})"
                 )
             }
+            RetryEvent::CallEnd {
+                status,
+                failure,
+                duration,
+                ..
+            } => {
+                write!(f, "call ended after {:?}: ", to_the_millisecond(duration))?;
+                match (status, failure) {
+                    (Some(status), _) => write!(f, "{status}"),
+                    (None, Some(failure)) => write!(f, "{failure}"),
+                    (None, None) => f.write_str("no output"),
+                }
+            }
         }
     }
 }
 
-/// Hears [`RetryEvent`]s; closures `Fn(&RetryEvent)` are listeners.
+/// `duration` to the millisecond below, as a person reads a timeline.
+fn to_the_millisecond(duration: Duration) -> Duration {
+    Duration::from_millis(u64::try_from(duration.as_millis()).unwrap_or(u64::MAX))
+}
+
+/// A [`RetryEvent`] and the call it belongs to: what the listener of a
+/// retry or hedging policy hears, as a [`Listener<CallEvent<'_>>`](Listener);
+/// closures `Fn(&CallEvent<'_>)` are such listeners.
 ///
-/// A listener set on a [`RetryPolicy`](crate::retry::RetryPolicy) hears
-/// every retry and the end of every call, including a retry the budget refused,
-/// so that counters can be fed without parsing logs. (Every event is also
-/// logged with `tracing` at debug level.)
+/// A listener set on a [`RetryPolicy`](crate::retry::RetryPolicy) (or a
+/// [`HedgePolicy`](crate::hedge::HedgePolicy)) hears every retry, every end
+/// of an attempt with an outcome, and the end of every call, including a
+/// retry the budget refused, so that counters can be fed without parsing
+/// logs. (Every retry and end is also logged with `tracing` at debug level.)
 ///
 /// A call ended from outside the retry layer makes no `Done`: the caller
 /// dropped it, or a [`DeadlineLayer`](crate::DeadlineLayer) around the retry
 /// layer ran out, during a wait or during an attempt (its timer wins a tie
 /// with the attempt's own limit). The retry layer sees no outcome then; the
-/// caller gets `DeadlineExceeded` from the deadline itself.
+/// caller gets `DeadlineExceeded` from the deadline itself. The combined
+/// service, which holds the deadline, tells of that end too
+/// ([`RetryEvent::CallEnd`]).
+///
+/// The event borrows the call's context, kept once per call: no listener
+/// pays for a copy of it per event.
 ///
 /// # Example
 ///
 /// ```
-/// use http_resilience::{policy::{FixedDelay, RetryEvent, StatusDecoder}, retry::RetryPolicy};
+/// use http_resilience::{policy::{CallEvent, FixedDelay, RetryEvent, StatusDecoder}, retry::RetryPolicy};
 /// use std::sync::{atomic::{AtomicU32, Ordering}, Arc};
 ///
 /// let retries = Arc::new(AtomicU32::new(0));
 /// let counter = retries.clone();
 /// let policy = RetryPolicy::new(StatusDecoder::new([503])?, FixedDelay::new(Default::default(), 2))
-///     .with_listener(move |event: &RetryEvent| {
-///         if let RetryEvent::Retry { .. } = event {
+///     .with_listener(move |heard: &CallEvent<'_>| {
+///         if let RetryEvent::Retry { .. } = heard.event {
 ///             counter.fetch_add(1, Ordering::Relaxed);
 ///         }
 ///     });
 /// # let _ = policy;
 /// # Ok::<(), http_resilience::BoxError>(())
 /// ```
-pub trait RetryListener: Send + Sync + 'static {
-    /// Called for every event, on the task driving the call; it should be
-    /// quick (bump a counter, record a histogram).
-    fn on_event(&self, event: &RetryEvent);
-
-    /// Called for every event in place of [`on_event`](Self::on_event), with
-    /// the call it belongs to; by default, `on_event`.
-    fn on_call_event(&self, event: &RetryEvent, call: &CallContext) {
-        let _ = call;
-        self.on_event(event);
-    }
-
-    /// Called at the end of every attempt and every hedged copy that ended
-    /// with an outcome (not one dropped), with the call it belongs to; by
-    /// default, nothing. What OpenTelemetry's `http.client.request.duration`
-    /// is made of.
-    fn on_attempt(&self, attempt: &AttemptEnd, call: &CallContext) {
-        let _ = (attempt, call);
-    }
-
-    /// Called once a call the combined service
-    /// ([`Resilience`](crate::Resilience), and so the gRPC layers) drives
-    /// has its output, whatever ended it: an outcome the retry returned, the
-    /// deadline, a service that could not get ready; by default, nothing.
-    /// What `http_resilience.call.duration` is made of.
-    ///
-    /// Under the three layers and hedging, the deadline is a layer outside
-    /// the retry that drops it when it runs out: the retry never sees such
-    /// an end, and this is not called; a layer outside the deadline sees
-    /// every end (as `telemetry::otel::Metrics::layer` does).
-    fn on_call_end(&self, end: &CallEnd, call: &CallContext) {
-        let _ = (end, call);
-    }
+#[derive(Debug, Clone, Copy)]
+pub struct CallEvent<'a> {
+    /// The call the event belongs to.
+    pub call: &'a CallContext,
+    /// What happened.
+    pub event: RetryEvent,
 }
+
+/// The listener of a retry or hedging policy, as its parts keep it.
+pub(crate) type CallListener = dyn for<'a> Listener<CallEvent<'a>>;
 
 /// The call a listener hears of: its method, and the scheme and authority of
 /// its first request.
@@ -278,72 +368,6 @@ impl CallContext {
     }
 }
 
-/// The end of one attempt (or hedged copy), as
-/// [`RetryListener::on_attempt`] hears it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct AttemptEnd {
-    /// The attempt's number (1 for the first).
-    pub attempt: u32,
-    /// The decoder's verdict on its outcome.
-    pub verdict: Verdict,
-    /// The response's status, when it got one.
-    pub status: Option<http::StatusCode>,
-    /// From the attempt's start to its outcome (the response head, or the
-    /// error).
-    pub duration: Duration,
-    /// The response's protocol version, when it got one (OpenTelemetry's
-    /// `network.protocol.version`).
-    pub version: Option<http::Version>,
-}
-
-impl AttemptEnd {
-    /// OpenTelemetry's `error.type` of the outcome: the status code for a
-    /// 4xx or 5xx response; for an error, the
-    /// [`FailureKind::name`](crate::FailureKind::name) of the kind the
-    /// decoder's verdict gives (`_OTHER` when it gives none, as
-    /// [`StatusDecoder`](crate::policy::StatusDecoder)'s does); none for a
-    /// success.
-    pub fn error_type(&self) -> Option<&str> {
-        crate::telemetry::error_type(self.verdict, self.status.as_ref())
-    }
-}
-
-/// The end of a whole call, as [`RetryListener::on_call_end`] hears it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct CallEnd {
-    /// The response's status, when the call's output is a response.
-    pub status: Option<http::StatusCode>,
-    /// The response's protocol version, likewise.
-    pub version: Option<http::Version>,
-    /// The kind of the call's error, when its output is one
-    /// ([`FailureKind::Deadline`] for a call its deadline ended).
-    pub failure: Option<FailureKind>,
-    /// From the call to its output (the response head, or the error), every
-    /// attempt and wait included.
-    pub duration: Duration,
-}
-
-impl CallEnd {
-    /// OpenTelemetry's `error.type` of the output, as
-    /// [`AttemptEnd::error_type`] says it: the status code for a 4xx or 5xx
-    /// response, the [`FailureKind::name`] of an error, none for a success.
-    pub fn error_type(&self) -> Option<&str> {
-        let verdict = self.failure.map_or(Verdict::Accept, Verdict::fail);
-        crate::telemetry::error_type(verdict, self.status.as_ref())
-    }
-}
-
-impl<F> RetryListener for F
-where
-    F: Fn(&RetryEvent) + Send + Sync + 'static,
-{
-    fn on_event(&self, event: &RetryEvent) {
-        self(event)
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -392,6 +416,61 @@ mod tests {
             accepted.to_string(),
             "done after 1 attempt: accepted (last: accept)"
         );
+        let ended = RetryEvent::AttemptEnd {
+            attempt: 2,
+            verdict: unavailable,
+            status: Some(StatusCode::SERVICE_UNAVAILABLE),
+            duration: Duration::from_micros(10_400),
+            version: Some(http::Version::HTTP_11),
+        };
+        assert_eq!(
+            ended.to_string(),
+            "attempt 2 ended after 10ms: retry (503 Service Unavailable)"
+        );
+        let answered = RetryEvent::CallEnd {
+            status: Some(StatusCode::OK),
+            version: Some(http::Version::HTTP_2),
+            failure: None,
+            duration: Duration::from_millis(1200),
+        };
+        assert_eq!(answered.to_string(), "call ended after 1.2s: 200 OK");
+        let overrun = RetryEvent::CallEnd {
+            status: None,
+            version: None,
+            failure: Some(FailureKind::Deadline),
+            duration: Duration::from_secs(8),
+        };
+        assert_eq!(
+            overrun.to_string(),
+            "call ended after 8s: deadline exceeded"
+        );
+    }
+
+    #[test]
+    fn the_error_type_is_told_for_the_ends_alone() {
+        let ended = |status: u16, verdict| RetryEvent::AttemptEnd {
+            attempt: 1,
+            verdict,
+            status: Some(StatusCode::from_u16(status).unwrap()),
+            duration: Duration::ZERO,
+            version: None,
+        };
+        let unavailable = Verdict::retry(StatusCode::SERVICE_UNAVAILABLE);
+        assert_eq!(ended(503, unavailable).error_type(), Some("503"));
+        assert_eq!(ended(200, Verdict::Accept).error_type(), None);
+        let overrun = RetryEvent::CallEnd {
+            status: None,
+            version: None,
+            failure: Some(FailureKind::Deadline),
+            duration: Duration::ZERO,
+        };
+        assert_eq!(overrun.error_type(), Some("deadline"));
+        let done = RetryEvent::Done {
+            attempts: 3,
+            verdict: unavailable,
+            stop: Stop::Exhausted,
+        };
+        assert_eq!(done.error_type(), None);
     }
 
     #[test]

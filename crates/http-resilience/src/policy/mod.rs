@@ -8,7 +8,8 @@
 //!   made and after how long ([`FixedDelay`], [`ExponentialBackoff`],
 //!   [`FeignRetryer`], [`GrpcBackoff`]);
 //! - a [`RetryBudget`] bounds the retries and hedges of every caller
-//!   together; a [`RetryListener`] hears every [`RetryEvent`];
+//!   together; a [`Listener`](crate::telemetry::Listener) hears every
+//!   [`RetryEvent`] of a call, as a [`CallEvent`];
 //! - [`Attempts`] on a response and a [`RetryReport`] for an error say how a
 //!   call went, with the [`Stop`] that ended it;
 //! - [`is_idempotent`] and [`Idempotency`] say what may be sent again, and
@@ -54,9 +55,7 @@ pub use self::{
         InvalidStatus, Or, Outcome, OutcomeDecoder, Reason, RetryOnHeader, StatusDecoder,
         TransientDecoder, Verdict, GRPC_PREVIOUS_RPC_ATTEMPTS, GRPC_RETRY_PUSHBACK_MS, GRPC_STATUS,
     },
-    events::{
-        AttemptEnd, CallContext, CallEnd, HedgeTrigger, RetryEvent, RetryListener, WaitSource,
-    },
+    events::{CallContext, CallEvent, HedgeTrigger, RetryEvent, WaitSource},
     report::{Attempts, RetryReport, Stop},
     retryer::{
         AnyRetryer, ExponentialBackoff, FeignRetryer, FixedDelay, GrpcBackoff, Jitter, Retryer,
@@ -69,5 +68,6 @@ pub(crate) use self::decoder::grpc_code_by_name;
 #[cfg(any(test, feature = "otel", feature = "grpc"))]
 pub(crate) use self::decoder::grpc_code_name;
 pub(crate) use self::decoder::grpc_status_of;
+pub(crate) use self::events::CallListener;
 pub(crate) use self::parts::{AttemptHeader, Parts};
 pub(crate) use self::retryer::{Seeds, SplitMix64};

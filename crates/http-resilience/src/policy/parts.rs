@@ -1,7 +1,7 @@
 //! The parts a retry policy and a hedging policy share, so that their
 //! settings are held, and applied, in one place.
 
-use super::{RetryBudget, RetryListener, Stop, Verdict};
+use super::{CallListener, RetryBudget, Stop, Verdict};
 use crate::telemetry::Telemetry;
 use http::HeaderName;
 use std::{fmt, sync::Arc, time::Duration};
@@ -11,7 +11,7 @@ use std::{fmt, sync::Arc, time::Duration};
 pub(crate) struct Parts<D> {
     pub(crate) decoder: D,
     pub(crate) budget: Option<Arc<RetryBudget>>,
-    pub(crate) listener: Option<Arc<dyn RetryListener>>,
+    pub(crate) listener: Option<Arc<CallListener>>,
     pub(crate) attempt_header: Option<AttemptHeader>,
     /// The least time a useful attempt needs (deadline-aware scheduling).
     pub(crate) deadline_margin: Option<Duration>,

@@ -246,10 +246,10 @@ impl<D, R, G> ResiliencePolicy<D, R, G> {
     /// # Example
     ///
     /// ```
-    /// use http_resilience::{presets, policy::RetryEvent};
+    /// use http_resilience::{presets, policy::CallEvent};
     ///
     /// let policy = presets::standard()
-    ///     .map_retry(|retry| retry.with_listener(|event: &RetryEvent| println!("{event}")));
+    ///     .map_retry(|retry| retry.with_listener(|heard: &CallEvent<'_>| println!("{}", heard.event)));
     /// assert!(policy.retry().deadline_margin().is_some(), "the preset's settings stay");
     /// ```
     pub fn map_retry<D2, R2>(

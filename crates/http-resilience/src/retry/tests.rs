@@ -665,7 +665,7 @@ async fn a_readiness_failure_reports_the_last_verdict_and_why_it_stopped() {
     let events = Arc::new(std::sync::Mutex::new(Vec::new()));
     let seen = Arc::clone(&events);
     let policy = reactor_policy(Duration::from_millis(10))
-        .with_listener(move |event: &RetryEvent| seen.lock().unwrap().push(*event));
+        .with_listener(move |heard: &CallEvent<'_>| seen.lock().unwrap().push(heard.event));
     let (mut svc, mut handle) = mock::spawn_layer::<Req, Resp, _>(StatusRetryLayer::new(policy));
     handle.allow(1);
     assert_ready!(svc.poll_ready()).unwrap();

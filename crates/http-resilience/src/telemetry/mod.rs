@@ -86,19 +86,18 @@
 //!
 //! # Events
 //!
-//! A [`RetryListener`](crate::policy::RetryListener) hears every retry,
-//! hedge and end of a call through
-//! [`on_call_event`](crate::policy::RetryListener::on_call_event), and the
-//! end of every attempt and hedged copy through
-//! [`on_attempt`](crate::policy::RetryListener::on_attempt) (an
-//! [`AttemptEnd`](crate::policy::AttemptEnd): its number, verdict, status,
-//! duration, protocol version and `error.type`), each with the call's
-//! [`CallContext`](crate::policy::CallContext) (method, scheme, authority).
-//! The combined service also tells it the end of every call, whatever ended
+//! Every policy tells a [`Listener`] of its events, one type per feature:
+//! a retry or hedging policy a [`CallEvent`](crate::policy::CallEvent), the
+//! [`RetryEvent`](crate::policy::RetryEvent) (every retry, hedge, end of an
+//! attempt or hedged copy, and end of a call) with the call's
+//! [`CallContext`](crate::policy::CallContext) (method, scheme, authority);
+//! a circuit breaker a [`BreakerEvent`](crate::breaker::BreakerEvent);
+//! overload control an [`OverloadEvent`](crate::overload::OverloadEvent).
+//! The combined service also tells of the end of every call, whatever ended
 //! it, the deadline included
-//! ([`on_call_end`](crate::policy::RetryListener::on_call_end)).
+//! ([`RetryEvent::CallEnd`](crate::policy::RetryEvent::CallEnd)).
 //! With a listener, a call keeps its context (one allocation) and reads the
-//! clock when each attempt starts.
+//! clock when each attempt starts; every event borrows it.
 //!
 //! # Metrics
 //!
@@ -115,8 +114,9 @@
 //! ```
 //! use http::{Request, Response};
 //! use http_resilience::{
-//!     policy::{AttemptEnd, CallContext, FixedDelay, RetryEvent, RetryListener, StatusDecoder},
+//!     policy::{CallEvent, FixedDelay, RetryEvent, StatusDecoder},
 //!     retry::{RetryPolicy, StatusRetryLayer},
+//!     telemetry::Listener,
 //! };
 //! use std::{
 //!     convert::Infallible,
@@ -128,19 +128,18 @@
 //! /// Writes one line per attempt, with the call's method and authority.
 //! struct Lines(Arc<Mutex<Vec<String>>>);
 //!
-//! impl RetryListener for Lines {
-//!     fn on_event(&self, _: &RetryEvent) {}
-//!
-//!     fn on_attempt(&self, attempt: &AttemptEnd, call: &CallContext) {
-//!         let line = format!(
-//!             "{} {}:{} #{}: {}",
-//!             call.method(),
-//!             call.server_address(),
-//!             call.server_port(),
-//!             attempt.attempt,
-//!             attempt.error_type().unwrap_or("ok"),
-//!         );
-//!         self.0.lock().unwrap().push(line);
+//! impl Listener<CallEvent<'_>> for Lines {
+//!     fn on_event(&self, CallEvent { call, event }: &CallEvent<'_>) {
+//!         if let RetryEvent::AttemptEnd { attempt, .. } = event {
+//!             let line = format!(
+//!                 "{} {}:{} #{attempt}: {}",
+//!                 call.method(),
+//!                 call.server_address(),
+//!                 call.server_port(),
+//!                 event.error_type().unwrap_or("ok"),
+//!             );
+//!             self.0.lock().unwrap().push(line);
+//!         }
 //!     }
 //! }
 //!
@@ -165,6 +164,8 @@ pub(crate) mod listeners;
 pub(crate) mod names;
 #[cfg(feature = "otel")]
 pub mod otel;
+
+pub use self::listeners::Listener;
 
 use crate::policy::{Reason, Verdict};
 use crate::FailureKind;

@@ -3,8 +3,7 @@
 use super::Metrics;
 use crate::{
     errors::AsError,
-    policy::{CallContext, CallEnd},
-    FailureKind,
+    policy::{CallContext, RetryEvent},
 };
 use pin_project_lite::pin_project;
 use std::{
@@ -58,17 +57,8 @@ where
         let this = self.project();
         let outcome = ready!(this.response.poll(cx));
         if let Some(watch) = this.watch.take() {
-            let (status, version, failure) = match &outcome {
-                Ok(response) => (Some(response.status()), Some(response.version()), None),
-                Err(err) => (None, None, Some(FailureKind::of(err.as_error()))),
-            };
-            let end = CallEnd {
-                status,
-                version,
-                failure,
-                duration: watch.started.elapsed(),
-            };
-            watch.metrics.instruments.call_end(&watch.call, &end);
+            let end = RetryEvent::call_end(&outcome, watch.started.elapsed());
+            watch.metrics.instruments.record(&watch.call, &end);
         }
         Poll::Ready(outcome)
     }

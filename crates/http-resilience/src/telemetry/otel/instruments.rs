@@ -4,7 +4,7 @@
 use super::{attributes as attr, gauges::Gauges};
 use crate::breaker::BreakerEvent;
 use crate::overload::OverloadEvent;
-use crate::policy::{AttemptEnd, CallContext, CallEnd, RetryEvent};
+use crate::policy::{CallContext, RetryEvent};
 use crate::{FailureKind, Stop};
 use opentelemetry::{
     metrics::{Counter, Histogram, Meter},
@@ -122,19 +122,8 @@ impl Instruments {
         }
     }
 
-    /// Records the end of an attempt or a hedged copy of `call`.
-    pub(super) fn attempt(&self, attempt: &AttemptEnd, call: &CallContext) {
-        let mut attributes = attr::request(call);
-        let error = attempt.error_type();
-        attr::outcome(&mut attributes, attempt.status, attempt.version, error);
-        let seconds = attempt.duration.as_secs_f64();
-        self.request_duration.record(seconds, &attributes);
-    }
-
-    /// Records `event` of `call` (or of no call known).
-    pub(super) fn event(&self, event: &RetryEvent, call: Option<&CallContext>) {
-        let address =
-            call.map(|call| KeyValue::new(attr::SERVER_ADDRESS, call.server_address().to_owned()));
+    /// Records `event` of `call`.
+    pub(super) fn record(&self, call: &CallContext, event: &RetryEvent) {
         match *event {
             RetryEvent::Retry {
                 verdict,
@@ -142,29 +131,60 @@ impl Instruments {
                 source,
                 ..
             } => {
-                let source = KeyValue::new(attr::WAIT_SOURCE, attr::wait_source(source));
-                let reason = KeyValue::new(attr::REASON, attr::reason(verdict.reason()));
-                let mut attributes: Vec<KeyValue> = address.into_iter().collect();
-                attributes.push(source);
+                let mut attributes = Vec::with_capacity(3);
+                attributes.push(address(call));
+                attributes.push(KeyValue::new(attr::WAIT_SOURCE, attr::wait_source(source)));
                 self.retry_delay.record(wait.as_secs_f64(), &attributes);
-                attributes.push(reason);
+                attributes.push(KeyValue::new(attr::REASON, attr::reason(verdict.reason())));
                 self.retries.add(1, &attributes);
             }
             RetryEvent::Hedge { trigger, .. } => {
-                let mut attributes: Vec<KeyValue> = address.into_iter().collect();
-                attributes.push(KeyValue::new(attr::TRIGGER, attr::trigger(trigger)));
-                self.hedges.add(1, &attributes);
+                let trigger = KeyValue::new(attr::TRIGGER, attr::trigger(trigger));
+                self.hedges.add(1, &[address(call), trigger]);
+            }
+            RetryEvent::AttemptEnd {
+                status,
+                duration,
+                version,
+                ..
+            } => {
+                let mut attributes = attr::request(call);
+                attr::outcome(&mut attributes, status, version, event.error_type());
+                self.request_duration
+                    .record(duration.as_secs_f64(), &attributes);
             }
             RetryEvent::Done { attempts, stop, .. } => self.done(attempts, stop, call),
+            RetryEvent::CallEnd { .. } => self.call_end(call, event),
         }
     }
 
     /// Records the end of `call` after `attempts`, for `stop`.
-    fn done(&self, attempts: u32, stop: Stop, call: Option<&CallContext>) {
-        let mut attributes: Vec<KeyValue> = call.map(attr::call).into_iter().flatten().collect();
+    fn done(&self, attempts: u32, stop: Stop, call: &CallContext) {
+        let mut attributes = attr::call(call).to_vec();
         self.call_attempts.record(u64::from(attempts), &attributes);
         attributes.push(KeyValue::new(attr::STOP, stop.name()));
         self.calls.add(1, &attributes);
+    }
+
+    /// Records `end`, the end of a whole `call`, as the layer outside the
+    /// deadline or the combined service sees it.
+    fn call_end(&self, call: &CallContext, end: &RetryEvent) {
+        let RetryEvent::CallEnd {
+            status,
+            version,
+            failure,
+            duration,
+        } = *end
+        else {
+            return;
+        };
+        let mut attributes = attr::request(call);
+        attr::outcome(&mut attributes, status, version, end.error_type());
+        if failure == Some(FailureKind::Deadline) {
+            self.overruns.add(1, &attr::call(call));
+        }
+        self.call_duration
+            .record(duration.as_secs_f64(), &attributes);
     }
 
     /// Records a circuit's `event`.
@@ -204,18 +224,11 @@ impl Instruments {
             }
         }
     }
+}
 
-    /// Records the end of a whole `call`, as the layer outside the deadline
-    /// or the combined service sees it.
-    pub(super) fn call_end(&self, call: &CallContext, end: &CallEnd) {
-        let mut attributes = attr::request(call);
-        attr::outcome(&mut attributes, end.status, end.version, end.error_type());
-        if end.failure == Some(FailureKind::Deadline) {
-            self.overruns.add(1, &attr::call(call));
-        }
-        self.call_duration
-            .record(end.duration.as_secs_f64(), &attributes);
-    }
+/// The `server.address` of `call`.
+fn address(call: &CallContext) -> KeyValue {
+    KeyValue::new(attr::SERVER_ADDRESS, call.server_address().to_owned())
 }
 
 /// A histogram of seconds, with [`SECONDS_BOUNDARIES`].

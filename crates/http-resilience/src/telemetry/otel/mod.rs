@@ -304,10 +304,11 @@ pub use self::{gauges::Observation, layer::CallMetricsLayer, wiring::Observed};
 
 use self::{future::ResponseFuture, instruments::Instruments};
 use crate::{
-    breaker::{BreakerEvent, BreakerListener},
+    breaker::BreakerEvent,
     errors::AsError,
-    overload::{OverloadEvent, OverloadListener},
-    policy::{AttemptEnd, CallContext, RetryEvent, RetryListener},
+    overload::OverloadEvent,
+    policy::{CallContext, CallEvent, RetryEvent},
+    telemetry::Listener,
 };
 use opentelemetry::{metrics::Meter, InstrumentationScope};
 use std::{
@@ -388,29 +389,24 @@ impl fmt::Debug for Metrics {
 /// As a listener given by hand (`with_listener`), the metrics record what
 /// the retry sees and no whole call: [`Metrics::layer`] times those, and
 /// `with_metrics` wires the combined service to (see the module docs).
-impl RetryListener for Metrics {
-    /// Records `event` without the call's attributes (the library tells a
-    /// listener with the call's context whenever it has one).
-    fn on_event(&self, event: &RetryEvent) {
-        self.instruments.event(event, None);
-    }
-
-    fn on_call_event(&self, event: &RetryEvent, call: &CallContext) {
-        self.instruments.event(event, Some(call));
-    }
-
-    fn on_attempt(&self, attempt: &AttemptEnd, call: &CallContext) {
-        self.instruments.attempt(attempt, call);
+impl Listener<CallEvent<'_>> for Metrics {
+    fn on_event(&self, heard: &CallEvent<'_>) {
+        // NOTE: the end of a whole call is recorded where it is wired alone
+        // (`with_metrics`, `Metrics::layer`): a listener set by hand under a
+        // `Metrics::layer` would count every call twice.
+        if !matches!(heard.event, RetryEvent::CallEnd { .. }) {
+            self.instruments.record(heard.call, &heard.event);
+        }
     }
 }
 
-impl BreakerListener for Metrics {
+impl Listener<BreakerEvent<'_>> for Metrics {
     fn on_event(&self, event: &BreakerEvent<'_>) {
         self.instruments.breaker(event);
     }
 }
 
-impl OverloadListener for Metrics {
+impl Listener<OverloadEvent<'_>> for Metrics {
     fn on_event(&self, event: &OverloadEvent<'_>) {
         self.instruments.overload(event);
     }

@@ -6,8 +6,9 @@ use crate::{
     breaker::BreakerPolicy,
     hedge::HedgePolicy,
     overload::OverloadPolicy,
-    policy::{AttemptEnd, CallContext, CallEnd, Parts, RetryEvent, RetryListener},
+    policy::{CallEvent, CallListener, Parts},
     retry::RetryPolicy,
+    telemetry::Listener,
     ResiliencePolicy,
 };
 use std::{fmt, sync::Arc};
@@ -32,7 +33,7 @@ pub trait Observed: sealed::Sealed {
 /// the gauge of the policy's budget, which reads while the policy lives.
 struct Wired {
     metrics: Metrics,
-    given: Option<Arc<dyn RetryListener>>,
+    given: Option<Arc<CallListener>>,
     _budget: Option<Observation>,
 }
 
@@ -53,36 +54,15 @@ impl Wired {
     }
 }
 
-impl RetryListener for Wired {
-    fn on_event(&self, event: &RetryEvent) {
+/// NOTE: the end of a whole call is recorded only when wired: a plain
+/// `with_listener(metrics)` leaves whole calls to `Metrics::layer`, which
+/// would count them a second time.
+impl Listener<CallEvent<'_>> for Wired {
+    fn on_event(&self, heard: &CallEvent<'_>) {
         if let Some(given) = &self.given {
-            given.on_event(event);
+            given.on_event(heard);
         }
-        self.metrics.on_event(event);
-    }
-
-    fn on_call_event(&self, event: &RetryEvent, call: &CallContext) {
-        if let Some(given) = &self.given {
-            given.on_call_event(event, call);
-        }
-        self.metrics.on_call_event(event, call);
-    }
-
-    fn on_attempt(&self, attempt: &AttemptEnd, call: &CallContext) {
-        if let Some(given) = &self.given {
-            given.on_attempt(attempt, call);
-        }
-        self.metrics.on_attempt(attempt, call);
-    }
-
-    /// NOTE: the one end `Metrics` records only when wired: a plain
-    /// `with_listener(metrics)` leaves whole calls to `Metrics::layer`,
-    /// which would count them a second time.
-    fn on_call_end(&self, end: &CallEnd, call: &CallContext) {
-        if let Some(given) = &self.given {
-            given.on_call_end(end, call);
-        }
-        self.metrics.instruments.call_end(call, end);
+        self.metrics.instruments.record(heard.call, &heard.event);
     }
 }
 
