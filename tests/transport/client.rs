@@ -289,7 +289,7 @@ async fn a_failed_lookup_is_a_dns_error_naming_the_host() {
     let err = guarded(client.oneshot(get(uri))).await.unwrap_err();
     assert_eq!(FailureKind::of(&*err), FailureKind::Dns, "{err:?}");
     assert!(FailureKind::Dns.is_before_send());
-    let dns = errors::find::<errors::DnsError>(&*err).unwrap();
+    let dns = errors::find::<http_resilience::transport::error::DnsError>(&*err).unwrap();
     assert_eq!(dns.host(), "upstream.invalid");
 }
 

@@ -23,17 +23,21 @@
 //!   ([`body::ReplayBody`], and [`body::ReopenBody`] for large ones);
 //! - [`extensions`]: the values the layers pass each other in a request
 //!   ([`RequestDeadline`], [`extensions::FinalAttempt`]);
-//! - [`breaker`]: a circuit per authority that fails calls fast while an
-//!   upstream is down ([`breaker::CircuitBreakerLayer`]), placed between the
-//!   retry and the attempt timeout;
-//! - [`hedge`]: another copy of a slow request, the first good answer
+//! - [`guard`]: the one interface of whatever may admit, delay or turn away
+//!   an attempt, and [`key`]: the upstream key every guard keeps its state
+//!   under;
+//! - [`breaker`] (feature `breaker`): a circuit per authority that fails
+//!   calls fast while an upstream is down ([`breaker::CircuitBreakerLayer`]),
+//!   placed between the retry and the attempt timeout;
+//! - [`hedge`] (feature `hedge`): another copy of a slow request, the first good answer
 //!   winning ([`hedge::HedgeLayer`]);
-//! - [`overload`]: overload control per authority, a bulkhead, an adaptive
+//! - [`overload`] (feature `overload`): overload control per authority, a bulkhead, an adaptive
 //!   concurrency limit and client-side throttling
 //!   ([`overload::OverloadLayer`]), placed between the retry and the
 //!   breaker;
-//! - [`read_timeout`]: the longest wait between reads, at the transport;
-//! - [`resume`]: a response body that fails part-way continued with a
+//! - [`read_timeout`] (feature `read-timeout`): the longest wait between
+//!   reads, at the transport;
+//! - [`resume`] (feature `resume`): a response body that fails part-way continued with a
 //!   ranged request (`Range`, `If-Range`), under the call's deadline
 //!   ([`resume::ResumeLayer`]), placed inside the deadline;
 //! - [`transport`] (feature `transport`): a hyper-util client with connect and
@@ -41,21 +45,21 @@
 //! - [`reqwest_client`] (feature `reqwest`): a `reqwest::Client` under the
 //!   layers, with reqwest's own request builder and response
 //!   ([`reqwest_client::ResilientClient`]);
-//! - [`grpc`] (feature `grpc`): gRPC retries and hedging for tonic, as
+//! - [`grpc`] (feature `tonic`): gRPC retries and hedging for tonic, as
 //!   gRPC's retry design says, and gRPC's service config
 //!   ([`grpc::ServiceConfigLayer`]);
 //! - [`telemetry`]: the spans of every call and attempt, and the events a
 //!   listener hears; [`telemetry::otel`] (feature `otel`): metrics in
 //!   OpenTelemetry's terms;
-//! - [`propagate`]: sending each attempt's remaining budget upstream, and
-//!   taking a deadline over from an inbound request ([`RequestDeadline`]);
+//! - [`propagate`]: the budget's wire formats, and (feature `propagate`)
+//!   sending each attempt's remaining budget upstream and taking a deadline
+//!   over from an inbound request ([`RequestDeadline`]);
 //! - [`ResiliencePolicy`] and [`presets`]: the three layers' semantics from one
 //!   validated policy, as one service ([`Resilience`]: one future and one
 //!   timer per call); [`config`] (feature `serde`): per-client policies from
 //!   a file;
 //! - [`FailureKind::of`] tells every failure apart by walking its `source()`
-//!   chain, and [`errors`] has the chain helpers and the transport's error
-//!   types.
+//!   chain, and [`errors`] has the chain helpers.
 //!
 //! # Example
 //!
@@ -156,46 +160,35 @@
 //!
 //! # Feature flags
 //!
-//! The three layers, the read timeout, deadline propagation, the retry
-//! policies, the presets and [`FailureKind`] are always built; they need only
+//! The default build is the core: the three layers, the combined service,
+//! the guard interface ([`guard`]) and the upstream key ([`key`]), the retry
+//! policies and the presets that need nothing more, the request bodies, the
+//! extensions, the budget's wire formats and [`FailureKind`]. It needs only
 //! `http`, `http-body`, `http-body-util`, `bytes`, `httpdate` (for
 //! `Retry-After` dates), `tracing`, `pin-project-lite`, `tower-layer`,
 //! `tower-service` and tokio's timer and task budget (features `time` and
-//! `rt`). Features add what needs more:
+//! `rt`). Each capability that not every user needs is a feature, as in
+//! tower; none but `transport`, `fs`, `serde`, `toml`, `reqwest*`, `tonic`
+//! and `otel` brings a dependency:
 //!
-//! - `transport`: [`transport::Builder`], a hyper-util client with connect and
-//!   read timeouts; also lets [`FailureKind`] recognise hyper's errors.
-//! - `fs`: [`body::ReopenBody::file`], a file sent again by every attempt,
-//!   its length known before the first one, through tokio's `fs` (and its
-//!   blocking pool, tokio's `rt`).
-//! - `serde`: [`config`], per-client policies in the manner of Spring Cloud
-//!   OpenFeign's `feign.client.config.<name>`, as serde types with durations
-//!   written for people (`"250ms"`, `"1m 30s"`).
-//! - `toml`: [`config::ClientsConfig::from_toml_str`], the same read from TOML;
-//!   implies `serde`.
-//! - `reqwest`: [`reqwest_client::ResilientClient`], reqwest's request
-//!   builder in front of the layers, and [`reqwest_client::ReqwestService`],
-//!   a `reqwest::Client` as a tower service; also lets [`FailureKind`] read
-//!   reqwest's errors.
-//! - `reqwest-json`, `reqwest-query`, `reqwest-form`: the `json`, `query` and
-//!   `form` methods of [`reqwest_client::ResilientRequestBuilder`], each
-//!   turning on reqwest's feature of the same name (without them,
-//!   [`map_reqwest`](reqwest_client::ResilientRequestBuilder::map_reqwest)
-//!   reaches whatever reqwest features the application has).
-//! - `otel`: [`telemetry::otel::Metrics`], the library's metrics recorded
-//!   to OpenTelemetry instruments (`http.client.request.duration` and the
-//!   `http_resilience.*` namespace), through the `opentelemetry` API crate
-//!   alone; the application brings the SDK.
-//! - `grpc`: [`grpc::GrpcLayer`] and [`grpc::GrpcHedgeLayer`], the layers
-//!   around a tonic `Channel`, with `grpc-timeout` propagation and deadline
-//!   overruns as tonic statuses; [`grpc::ServiceConfigLayer`], the same per
-//!   method from gRPC's service config, read with `serde_json` (which this
-//!   feature brings, `std` only: a service config is how gRPC clients are
-//!   given their policies, so reading one belongs with the gRPC glue).
-//!   The gRPC policy parts ([`policy::GrpcDecoder`], [`policy::GrpcBackoff`],
-//!   [`presets::grpc`]) need no feature. tonic 0.14.2 to 0.14.8 build on this
-//!   crate's minimum Rust; 0.14.9 needs 1.88.
-//! - `full`: every feature.
+//! | feature | what it brings | implies |
+//! |---|---|---|
+//! | `breaker` | [`breaker`]: a circuit per authority, [`presets::standard`] | |
+//! | `overload` | [`overload`]: a bulkhead or an adaptive limit per authority, client-side throttling | |
+//! | `hedge` | [`hedge`]: another copy of a slow request | |
+//! | `resume` | [`resume`]: a response body that failed part-way continued with a ranged request | |
+//! | `propagate` | the layers of [`propagate`]: each attempt's budget sent upstream, a deadline taken over from an inbound request | |
+//! | `read-timeout` | [`read_timeout`]: the longest wait between reads, as a layer | |
+//! | `grpc` | gRPC's retry design as policy parts: [`policy::GrpcDecoder`], [`policy::GrpcBackoff`], [`presets::grpc`], [`breaker::BreakerPolicy::grpc`] (with `breaker`) | |
+//! | `tonic` | [`grpc`]: [`grpc::GrpcLayer`], [`grpc::GrpcHedgeLayer`] and [`grpc::ServiceConfigLayer`] around a tonic `Channel`, gRPC's service config read with `serde_json` (`std` only); tonic 0.14.2 to 0.14.8 build on this crate's minimum Rust, 0.14.9 needs 1.88 | `grpc`, `propagate`, `hedge` |
+//! | `transport` | [`transport::Builder`], a hyper-util client with connect and read timeouts and no hidden retry; lets [`FailureKind`] read hyper's errors | `read-timeout` |
+//! | `fs` | [`body::ReopenBody::file`], a file sent again by every attempt, its length known before the first one (tokio's `fs` and `rt`) | |
+//! | `serde` | [`config`], per-client policies in the manner of Spring Cloud OpenFeign's `feign.client.config.<name>`, durations written for people (`"250ms"`, `"1m 30s"`) | `breaker`, `overload`, `hedge`, `propagate`, `grpc` |
+//! | `toml` | [`config::ClientsConfig::from_toml_str`] | `serde` |
+//! | `reqwest` | [`reqwest_client::ResilientClient`] (reqwest's request builder in front of the layers) and [`reqwest_client::ReqwestService`]; lets [`FailureKind`] read reqwest's errors | |
+//! | `reqwest-json`, `reqwest-query`, `reqwest-form` | the `json`, `query` and `form` methods of [`reqwest_client::ResilientRequestBuilder`], each turning on reqwest's feature of the same name (without them, [`map_reqwest`](reqwest_client::ResilientRequestBuilder::map_reqwest) reaches whatever reqwest features the application has) | `reqwest` |
+//! | `otel` | [`telemetry::otel::Metrics`]: the library's metrics (`http.client.request.duration` and the `http_resilience.*` namespace) through the `opentelemetry` API crate alone; the application brings the SDK | `breaker`, `overload` |
+//! | `full` | every feature | |
 //!
 //! ```toml
 //! [dependencies]
@@ -210,12 +203,21 @@
 //! it is not a breaking change, and is done only when a dependency requires it.
 
 #![cfg_attr(docsrs, feature(doc_cfg))]
+// NOTE: the shared vocabulary (the key map, the error registry, the guards'
+// plumbing, the seeded random numbers) serves capabilities behind cargo
+// features; a build without some of them leaves parts of it unused. The
+// `full` build, which CI checks with every lint, has none unused.
+#![cfg_attr(
+    not(feature = "full"),
+    allow(dead_code, unused_imports, unreachable_pub)
+)]
 
 #[macro_use]
 mod macros;
 
 pub mod attempt_timeout;
 pub mod body;
+#[cfg(feature = "breaker")]
 pub mod breaker;
 #[cfg(feature = "serde")]
 pub mod config;
@@ -223,20 +225,24 @@ mod coop;
 pub mod deadline;
 pub mod errors;
 pub mod extensions;
-#[cfg(feature = "grpc")]
+#[cfg(feature = "tonic")]
 pub mod grpc;
 pub mod guard;
+#[cfg(feature = "hedge")]
 pub mod hedge;
 pub mod key;
 mod limits;
+#[cfg(feature = "overload")]
 pub mod overload;
 pub mod policy;
 pub mod presets;
 pub mod propagate;
+#[cfg(feature = "read-timeout")]
 pub mod read_timeout;
 #[cfg(feature = "reqwest")]
 pub mod reqwest_client;
 pub mod resilience;
+#[cfg(feature = "resume")]
 pub mod resume;
 pub mod retry;
 mod session;

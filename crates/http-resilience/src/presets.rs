@@ -33,17 +33,21 @@
 //! # let _ = layer;
 //! ```
 
+#[cfg(feature = "breaker")]
+use crate::breaker::BreakerPolicy;
+#[cfg(feature = "grpc")]
+use crate::policy::{GrpcBackoff, GrpcDecoder, RetryBudget, GRPC_PREVIOUS_RPC_ATTEMPTS};
 use crate::{
-    breaker::BreakerPolicy,
     policy::{
-        ApacheDecoder, ExponentialBackoff, FeignDecoder, FeignRetryer, FixedDelay, GrpcBackoff,
-        GrpcDecoder, Jitter, RetryBudget, StatusDecoder, TransientDecoder,
-        GRPC_PREVIOUS_RPC_ATTEMPTS,
+        ApacheDecoder, ExponentialBackoff, FeignDecoder, FeignRetryer, FixedDelay, Jitter,
+        StatusDecoder, TransientDecoder,
     },
     resilience::ResiliencePolicy,
     retry::RetryPolicy,
 };
-use std::{sync::Arc, time::Duration};
+#[cfg(feature = "grpc")]
+use std::sync::Arc;
+use std::time::Duration;
 
 /// Reactor WebClient's nested-timeouts policy: only 503 is retried, at most twice (three
 /// attempts), 10 ms apart; 3 s per attempt, 8 s in all. `Retry-After` is
@@ -87,6 +91,7 @@ pub fn feign() -> ResiliencePolicy<FeignDecoder, FeignRetryer> {
 /// row, so that an upstream with little traffic trips too. Each call of
 /// `standard()` makes a breaker with circuits of its own: make the layer
 /// once and clone it (its clones share the circuits).
+#[cfg(feature = "breaker")]
 pub fn standard(
 ) -> ResiliencePolicy<TransientDecoder, ExponentialBackoff, BreakerPolicy<TransientDecoder>> {
     ResiliencePolicy::known_good(
@@ -115,6 +120,7 @@ pub const MIN_USEFUL_ATTEMPT: Duration = Duration::from_millis(500);
 /// still lets a caller who gives a call a few hundred milliseconds (tonic's
 /// `Request::set_timeout`) have a retry, where [`MIN_USEFUL_ATTEMPT`] would
 /// refuse every one.
+#[cfg(feature = "grpc")]
 pub const GRPC_MIN_USEFUL_ATTEMPT: Duration = Duration::from_millis(100);
 
 /// One retry only, after about half a second, on the transient outcomes; 5 s
@@ -198,6 +204,7 @@ pub fn apache() -> ResiliencePolicy<ApacheDecoder, FixedDelay> {
 /// Around a tonic `Channel`, [`grpc::GrpcLayer`](crate::grpc::GrpcLayer)
 /// (feature `grpc`) stacks it with `grpc-timeout` propagation and the
 /// statuses a tonic caller expects.
+#[cfg(feature = "grpc")]
 pub fn grpc() -> ResiliencePolicy<GrpcDecoder, GrpcBackoff> {
     let budget = RetryBudget::known_good(10, 100);
     ResiliencePolicy::known_good(

@@ -159,6 +159,7 @@ mod circuit;
 pub mod error;
 mod events;
 mod gate;
+#[cfg(feature = "grpc")]
 mod grpc;
 mod policy;
 mod probe;

@@ -9,7 +9,6 @@ use crate::{
     attempt_timeout::error::AttemptTimedOut,
     body::{BodyChanged, ReopenFailed},
     deadline::error::DeadlineExceeded,
-    read_timeout::error::ReadTimedOut,
 };
 use std::{error::Error, fmt, io};
 
@@ -46,17 +45,17 @@ pub enum FailureKind {
     /// ([`AttemptTimedOut`]).
     AttemptTimeout,
     /// No data arrived from the upstream within the read timeout
-    /// ([`ReadTimedOut`]).
+    /// (the read timeout layer's `ReadTimedOut`).
     ReadTimeout,
     /// Setting up the TCP connection took longer than the connect timeout.
     ConnectTimeout,
     /// The upstream refused the connection.
     ConnectRefused,
     /// The host name did not resolve
-    /// ([`DnsError`](crate::errors::DnsError), feature `transport`).
+    /// ([`DnsError`](crate::transport::error::DnsError), feature `transport`).
     Dns,
     /// The TLS handshake failed
-    /// ([`TlsError`](crate::errors::TlsError), feature `transport`).
+    /// ([`TlsError`](crate::transport::error::TlsError), feature `transport`).
     Tls,
     /// Connecting failed in another way. The request was never sent.
     Connect,
@@ -312,8 +311,6 @@ fn own_kind(err: &(dyn Error + 'static)) -> Option<FailureKind> {
         Some(FailureKind::Deadline)
     } else if err.is::<AttemptTimedOut>() {
         Some(FailureKind::AttemptTimeout)
-    } else if err.is::<ReadTimedOut>() {
-        Some(FailureKind::ReadTimeout)
     } else if err.is::<BodyChanged>() || err.is::<ReopenFailed>() {
         Some(FailureKind::RequestBody)
     } else {
@@ -347,13 +344,6 @@ fn io_reading(io: &io::Error, connecting: bool) -> Reading {
 /// if `err` is one.
 #[cfg(feature = "transport")]
 fn client_error(err: &(dyn Error + 'static)) -> Option<Reading> {
-    use super::{DnsError, TlsError};
-    if err.is::<DnsError>() {
-        return Some(Reading::Kind(FailureKind::Dns));
-    }
-    if err.is::<TlsError>() {
-        return Some(Reading::Kind(FailureKind::Tls));
-    }
     if let Some(h2) = err.downcast_ref::<h2::Error>() {
         return Some(if is_unprocessed(h2) {
             Reading::Kind(FailureKind::Unprocessed)
@@ -396,7 +386,7 @@ fn client_error(_: &(dyn Error + 'static)) -> Option<Reading> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{read_timeout::error::Phase, BoxError};
+    use crate::BoxError;
     use std::time::Duration;
 
     #[derive(Debug)]
@@ -426,10 +416,6 @@ mod tests {
         assert_eq!(
             kind(AttemptTimedOut::new(second)),
             FailureKind::AttemptTimeout
-        );
-        assert_eq!(
-            kind(ReadTimedOut::new(second, Phase::Head)),
-            FailureKind::ReadTimeout
         );
     }
 

@@ -21,12 +21,8 @@
 
 pub(crate) mod classified;
 mod failure;
-mod transport;
 
-pub use self::{
-    failure::FailureKind,
-    transport::{DnsError, NoResponse, TcpError, TlsError},
-};
+pub use self::failure::FailureKind;
 use std::{error::Error, fmt, io};
 
 /// Errors that can be looked at as a `dyn Error`, so that decoders can
@@ -99,14 +95,9 @@ macro_rules! as_error_itself {
 as_error_itself!(
     crate::deadline::error::DeadlineExceeded,
     crate::attempt_timeout::error::AttemptTimedOut,
-    crate::read_timeout::error::ReadTimedOut,
     crate::body::BodyChanged,
     crate::body::ReopenFailed,
     crate::body::NotReplayable,
-    DnsError,
-    TcpError,
-    NoResponse,
-    TlsError,
 );
 
 impl AsError for dyn Error + 'static {

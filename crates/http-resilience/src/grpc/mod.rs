@@ -147,14 +147,14 @@
 //! the server is down: `UNAVAILABLE` and `RESOURCE_EXHAUSTED` count as
 //! failures, as do attempts that time out, and a call turned away reaches
 //! the caller as a `tonic::Status` with code `UNAVAILABLE`, its source the
-//! [`CircuitOpen`] error.
+//! [`CircuitOpen`](crate::breaker::error::CircuitOpen) error.
 //!
 //! Overload control goes the same way,
 //! `GrpcLayer::new(presets::grpc().with_guard(OverloadPolicy::adaptive(..)))`
 //! ([`ResiliencePolicy::with_guard`]): `RESOURCE_EXHAUSTED` and attempts
 //! that time out shrink an adaptive limit, and a call turned away reaches
 //! the caller as `UNAVAILABLE`, its source the
-//! [`Overloaded`] error.
+//! [`Overloaded`](crate::overload::error::Overloaded) error.
 //!
 //! Circuits and overload control's slots are kept per upstream: give each
 //! layer its channel's endpoint ([the channel's
@@ -227,11 +227,9 @@ use self::endpoint::Endpoint;
 use crate::{
     attempt_timeout::error::AttemptTimedOut,
     body::{ReplayBody, DEFAULT_REPLAY_CAP},
-    breaker::error::CircuitOpen,
     deadline::{body::DeadlineBody, error::DeadlineExceeded},
     errors::is_caused_by,
     guard::Guard,
-    overload::error::Overloaded,
     propagate::{InheritDeadline, InheritDeadlineLayer, TimeoutFormat, GRPC_TIMEOUT},
     BoxError, Resilience, ResilienceLayer, ResiliencePolicy,
 };
@@ -472,10 +470,16 @@ pub fn into_status(err: BoxError) -> BoxError {
 fn turned_away_from<'a>(
     err: &'a (dyn std::error::Error + 'static),
 ) -> Option<&'a crate::key::UpstreamKey> {
-    if let Some(open) = crate::errors::find::<CircuitOpen>(err) {
+    #[cfg(feature = "breaker")]
+    if let Some(open) = crate::errors::find::<crate::breaker::error::CircuitOpen>(err) {
         return Some(open.key());
     }
-    crate::errors::find::<Overloaded>(err).map(Overloaded::key)
+    #[cfg(feature = "overload")]
+    if let Some(overloaded) = crate::errors::find::<crate::overload::error::Overloaded>(err) {
+        return Some(overloaded.key());
+    }
+    let _ = err;
+    None
 }
 
 /// Sends any request body as tonic's body type, which a `Channel` takes.

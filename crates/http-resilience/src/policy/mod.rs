@@ -39,6 +39,7 @@
 mod budget;
 mod decoder;
 mod events;
+mod grpc_wire;
 mod parts;
 #[cfg(test)]
 mod properties;
@@ -51,23 +52,25 @@ mod verdict;
 pub use self::{
     budget::RetryBudget,
     decoder::{
-        AnyDecoder, ApacheDecoder, Decoder, FeignDecoder, GrpcDecoder, HeaderPart, InvalidHeader,
-        InvalidStatus, Or, Outcome, OutcomeDecoder, Reason, RetryOnHeader, StatusDecoder,
-        TransientDecoder, Verdict, GRPC_PREVIOUS_RPC_ATTEMPTS, GRPC_RETRY_PUSHBACK_MS, GRPC_STATUS,
+        AnyDecoder, ApacheDecoder, Decoder, FeignDecoder, HeaderPart, InvalidHeader, InvalidStatus,
+        Or, Outcome, OutcomeDecoder, Reason, RetryOnHeader, StatusDecoder, TransientDecoder,
+        Verdict,
     },
     events::{CallContext, CallEvent, HedgeTrigger, RetryEvent, WaitSource},
     report::{Attempts, RetryReport, Stop},
-    retryer::{
-        AnyRetryer, ExponentialBackoff, FeignRetryer, FixedDelay, GrpcBackoff, Jitter, Retryer,
-    },
+    retryer::{AnyRetryer, ExponentialBackoff, FeignRetryer, FixedDelay, Jitter, Retryer},
     safety::{is_idempotent, Idempotency, IDEMPOTENCY_KEY},
 };
 
-#[cfg(feature = "serde")]
-pub(crate) use self::decoder::grpc_code_by_name;
-#[cfg(any(test, feature = "otel", feature = "grpc"))]
-pub(crate) use self::decoder::grpc_code_name;
-pub(crate) use self::decoder::grpc_status_of;
+#[cfg(feature = "grpc")]
+pub use self::{
+    decoder::{GrpcDecoder, GRPC_PREVIOUS_RPC_ATTEMPTS, GRPC_RETRY_PUSHBACK_MS, GRPC_STATUS},
+    retryer::GrpcBackoff,
+};
+
 pub(crate) use self::events::CallListener;
+#[cfg(feature = "grpc")]
+pub(crate) use self::grpc_wire::grpc_code_by_name;
+pub(crate) use self::grpc_wire::{grpc_code_name, grpc_status_of};
 pub(crate) use self::parts::{AttemptHeader, Parts};
 pub(crate) use self::retryer::{Seeds, SplitMix64};

@@ -174,7 +174,7 @@ impl fmt::Display for Reason {
             Reason::Failure(kind) => fmt::Display::fmt(kind, f),
             Reason::Error => f.pad("error"),
             Reason::Header(name) => f.pad(&format!("header {name}")),
-            Reason::GrpcStatus(code) => match super::decoder::grpc_code_name(*code) {
+            Reason::GrpcStatus(code) => match super::grpc_wire::grpc_code_name(*code) {
                 Some(name) => f.pad(&format!("grpc-status {code} {name}")),
                 None => f.pad(&format!("grpc-status {code}")),
             },

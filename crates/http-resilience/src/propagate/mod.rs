@@ -104,7 +104,7 @@
 //! stack's [`Deadline`](crate::deadline::Deadline) keeps it when it is the
 //! earlier one. In an axum handler the deadline is the extractor
 //! `Option<Extension<RequestDeadline>>`; with plain `http` types it is
-//! [`RequestDeadline::of`]:
+//! [`RequestDeadline::of`](crate::RequestDeadline::of):
 //!
 //! ```
 //! use http::{Request, Response};
@@ -150,189 +150,33 @@
 //! ```
 //!
 //! [`InvalidTimeoutHeader`]: error::InvalidTimeoutHeader
+//! [`RequestDeadline`]: crate::RequestDeadline
 
+#[cfg(feature = "propagate")]
 pub mod error;
 mod format;
+#[cfg(feature = "propagate")]
 pub mod future;
+#[cfg(feature = "propagate")]
 mod inherit;
+#[cfg(feature = "propagate")]
 mod layer;
+#[cfg(feature = "propagate")]
+mod parse;
+#[cfg(feature = "propagate")]
+mod service;
+mod wire;
 
+pub use self::format::{format_timeout, TimeoutFormat, EXPECTED_RQ_TIMEOUT_MS, GRPC_TIMEOUT};
+#[cfg(feature = "propagate")]
 pub use self::{
-    format::{format_timeout, parse_timeout, TimeoutFormat, EXPECTED_RQ_TIMEOUT_MS, GRPC_TIMEOUT},
     inherit::{inherit_deadline, InheritDeadline},
     layer::{InheritDeadlineLayer, PropagateDeadlineLayer},
+    parse::parse_timeout,
+    service::PropagateDeadline,
 };
 
-use self::future::ResponseFuture;
-use crate::{limits, BoxError, RequestDeadline};
-use http::HeaderName;
-use std::{
-    task::{Context, Poll},
-    time::Duration,
-};
-use tokio::time::Instant;
-use tower_service::Service;
-
-/// Writes the budget left for each attempt in a request header.
-///
-/// It creates one failure: a request whose deadline has already passed is not
-/// sent (no value in any format tells the upstream "no time left" without some
-/// reading it as "no limit"), and the call ends with
-/// [`DeadlineExceeded`](crate::deadline::error::DeadlineExceeded), boxed.
-/// Otherwise the response and the error are the inner service's.
-///
-/// See the [module docs](self) for an example and the rules.
-#[derive(Debug, Clone)]
-pub struct PropagateDeadline<S> {
-    inner: S,
-    header: HeaderName,
-    format: TimeoutFormat,
-    attempt_limit: Option<Duration>,
-    final_uses_deadline: bool,
-}
-
-// ===== impl PropagateDeadline =====
-
-impl<S> PropagateDeadline<S> {
-    /// Wraps `inner`, writing the budget in `header` in `format`, with no
-    /// attempt limit.
-    pub const fn new(inner: S, header: HeaderName, format: TimeoutFormat) -> Self {
-        Self {
-            inner,
-            header,
-            format,
-            attempt_limit: None,
-            final_uses_deadline: false,
-        }
-    }
-
-    /// On the final attempt (marked [`FinalAttempt`](crate::extensions::FinalAttempt)) of
-    /// a request with a deadline, the attempt limit does not cap the budget
-    /// sent: the setting to pair with
-    /// [`AttemptTimeout::final_attempt_uses_deadline`](crate::attempt_timeout::AttemptTimeout::final_attempt_uses_deadline).
-    #[must_use]
-    pub const fn final_attempt_uses_deadline(mut self) -> Self {
-        self.final_uses_deadline = true;
-        self
-    }
-
-    /// The same service, with the budget also capped by `limit`.
-    #[must_use]
-    pub const fn with_attempt_limit(mut self, limit: Duration) -> Self {
-        self.attempt_limit = Some(limit);
-        self
-    }
-
-    /// The header the budget is written in.
-    pub const fn header(&self) -> &HeaderName {
-        &self.header
-    }
-
-    /// The format the budget is written in.
-    pub const fn format(&self) -> TimeoutFormat {
-        self.format
-    }
-
-    /// The attempt limit that caps the budget, if any.
-    pub const fn attempt_limit(&self) -> Option<Duration> {
-        self.attempt_limit
-    }
-
-    define_inner_service_accessors!();
-}
-
-impl<S, B> Service<http::Request<B>> for PropagateDeadline<S>
-where
-    S: Service<http::Request<B>>,
-    S::Error: Into<BoxError>,
-{
-    type Response = S::Response;
-    type Error = BoxError;
-    type Future = ResponseFuture<S::Future>;
-
-    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
-        self.inner.poll_ready(cx).map_err(Into::into)
-    }
-
-    fn call(&mut self, mut request: http::Request<B>) -> Self::Future {
-        let deadline = RequestDeadline::of(&request);
-        let left = deadline.and_then(|deadline| time_left(deadline, Instant::now()));
-        let on_final = request
-            .extensions()
-            .get::<crate::extensions::FinalAttempt>()
-            .is_some();
-        // NOTE: a deadline of no limit (`left` is `None`) has no instant to
-        // run until, so its final attempt keeps its own limit.
-        let limited = deadline.filter(|_| left.is_some());
-        let stretched = limits::runs_to_deadline(self.final_uses_deadline, on_final, limited);
-        let limit = if stretched { None } else { self.attempt_limit };
-        match send_budget(&mut request, &self.header, self.format, left, limit) {
-            Ok(()) => ResponseFuture::called(self.inner.call(request)),
-            // NOTE: refused only for a `left` of zero, so there is a deadline.
-            Err(BudgetSpent) => {
-                ResponseFuture::expired(deadline.map_or(Duration::ZERO, |d| d.budget()))
-            }
-        }
-    }
-}
-
-/// The time left at `now` before `deadline`, as [`send_budget`] writes it:
-/// `None` for a deadline made from a budget of `Duration::MAX`, which is no
-/// limit.
-pub(crate) fn time_left(deadline: RequestDeadline, now: Instant) -> Option<Duration> {
-    (deadline.budget() != Duration::MAX).then(|| deadline.instant().saturating_duration_since(now))
-}
-
-/// The deadline of an attempt has already passed: [`send_budget`] wrote
-/// nothing, and the attempt must not be sent.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct BudgetSpent;
-
-/// Writes in `header` the smaller of the time `left` before the deadline and
-/// the attempt `limit`, replacing any value there; with neither, leaves the
-/// header as it is.
-///
-/// The rule of every writer of a budget (this module's layer and the combined
-/// stack of [`ResiliencePolicy::propagating`](crate::ResiliencePolicy::propagating)): a
-/// budget left is written rounded up to at least the format's smallest unit
-/// ([`format_timeout`]); a deadline already passed (`left` of zero) is not
-/// written, and the caller ends the attempt with the deadline's error instead
-/// of sending it. A limit of `Duration::MAX` is no limit (a policy that has
-/// none, as a gRPC service config's method without a timeout): none is
-/// written for it, rather than a distant stand-in the upstream would take at
-/// its word; [`time_left`] gives `None` for such a deadline.
-///
-/// # Errors
-///
-/// [`BudgetSpent`] when `left` is zero; the request is then left as it is.
-pub(crate) fn send_budget<B>(
-    request: &mut http::Request<B>,
-    header: &HeaderName,
-    format: TimeoutFormat,
-    left: Option<Duration>,
-    limit: Option<Duration>,
-) -> Result<(), BudgetSpent> {
-    if left.is_some_and(|left| left.is_zero()) {
-        return Err(BudgetSpent);
-    }
-    let limit = limit.filter(|limit| *limit != Duration::MAX);
-    let budget = match (left, limit) {
-        (Some(left), Some(limit)) => Some(left.min(limit)),
-        (left, limit) => left.or(limit),
-    };
-    if let Some(budget) = budget {
-        // NOTE: a zero attempt limit (with a deadline still ahead, or none)
-        // is written as the smallest unit: the attempt is still sent, as an
-        // `AttemptTimeout` of zero sends it.
-        let value = format_timeout(budget, format);
-        // NOTE: `insert` would panic on a header map already at its largest
-        // size; such a request goes on without the budget.
-        if request.headers_mut().try_insert(header, value).is_err() {
-            tracing::debug!(header = %header, "the header map is full: budget not sent");
-        }
-    }
-    Ok(())
-}
+pub(crate) use self::wire::{send_budget, time_left};
 
 #[cfg(test)]
 mod properties;

@@ -1,6 +1,13 @@
 //! Error types
 
-use std::{error::Error, fmt, time::Duration};
+use crate::{
+    errors::{
+        classified::{self, Classified},
+        AsError,
+    },
+    FailureKind,
+};
+use std::{error::Error, fmt, sync::Once, time::Duration};
 
 /// Nothing was read from the upstream for longer than the read timeout: no
 /// response head, or no next body frame.
@@ -37,7 +44,9 @@ impl ReadTimedOut {
     /// An error for a wait longer than `limit` while awaiting `phase`.
     ///
     /// Public so that tests and mocks can produce the same error the layer does.
-    pub const fn new(limit: Duration, phase: Phase) -> Self {
+    pub fn new(limit: Duration, phase: Phase) -> Self {
+        static CLASSIFIED: Once = Once::new();
+        classified::classify::<Self>(&CLASSIFIED);
         Self { limit, phase }
     }
 
@@ -64,6 +73,16 @@ impl fmt::Display for ReadTimedOut {
 
 impl Error for ReadTimedOut {}
 
+impl Classified for ReadTimedOut {
+    const KIND: FailureKind = FailureKind::ReadTimeout;
+}
+
+impl AsError for ReadTimedOut {
+    fn as_error(&self) -> &(dyn Error + 'static) {
+        self
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -84,5 +103,12 @@ mod tests {
         assert_eq!(body.to_string(), longer.to_string());
         assert_eq!(body.duration(), Duration::from_secs(5));
         assert_eq!(body.phase(), Phase::Body);
+    }
+
+    #[test]
+    fn a_read_timeout_below_wrappers_is_a_read_timeout() {
+        let err: crate::BoxError =
+            std::io::Error::other(ReadTimedOut::new(Duration::from_secs(1), Phase::Head)).into();
+        assert_eq!(FailureKind::of(&*err), FailureKind::ReadTimeout);
     }
 }

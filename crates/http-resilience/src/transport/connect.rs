@@ -1,7 +1,7 @@
 //! Connectors that give connect failures a type: name resolution, TCP, TLS.
 
 use crate::{
-    errors::{DnsError, TcpError, TlsError},
+    transport::error::{DnsError, TcpError, TlsError},
     BoxError,
 };
 use hyper_util::client::legacy::connect::{

@@ -70,6 +70,7 @@
 //! [`ReadTimeout`]: crate::read_timeout::ReadTimeout
 
 mod connect;
+pub mod error;
 mod respond;
 
 pub use self::connect::{
@@ -103,7 +104,7 @@ use tower_service::Service;
 /// The client a [`Builder`] makes: hyper-util's client over the connector
 /// `C` (plain TCP by default), sending request bodies of type `B`, with the
 /// read timeout around it, and a connection the upstream closed without a
-/// response reported as [`NoResponse`](crate::errors::NoResponse).
+/// response reported as [`NoResponse`](error::NoResponse).
 ///
 /// Its errors are [`BoxError`]s that
 /// [`FailureKind::of`](crate::FailureKind::of) tells apart; its response
@@ -358,7 +359,7 @@ impl Builder {
 
     /// Builds a client for plain `http://` URIs that resolves names with
     /// `resolver` (a `tower::Service<Name>`; hyper-util's `GaiResolver` by
-    /// default). Its failures become [`DnsError`](crate::errors::DnsError)s.
+    /// default). Its failures become [`DnsError`](error::DnsError)s.
     ///
     /// # Errors
     ///

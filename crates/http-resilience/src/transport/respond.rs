@@ -1,6 +1,6 @@
 //! Naming the upstream that closed the connection without a response.
 
-use crate::errors::NoResponse;
+use super::error::NoResponse;
 use crate::{BoxError, FailureKind};
 use pin_project_lite::pin_project;
 use std::{

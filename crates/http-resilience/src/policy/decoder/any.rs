@@ -1,8 +1,8 @@
 //! The ready-made decoders as one type, chosen at run time.
 
-use super::{
-    ApacheDecoder, Decoder, FeignDecoder, GrpcDecoder, StatusDecoder, TransientDecoder, Verdict,
-};
+#[cfg(feature = "grpc")]
+use super::GrpcDecoder;
+use super::{ApacheDecoder, Decoder, FeignDecoder, StatusDecoder, TransientDecoder, Verdict};
 use crate::errors::AsError;
 
 /// One of the ready-made decoders, chosen at run time (from a configuration
@@ -19,6 +19,7 @@ pub enum AnyDecoder {
     /// Apache HttpClient's default.
     Apache(ApacheDecoder),
     /// gRPC's retry design.
+    #[cfg(feature = "grpc")]
     Grpc(GrpcDecoder),
 }
 
@@ -29,6 +30,7 @@ impl<B, E: AsError> Decoder<B, E> for AnyDecoder {
             AnyDecoder::Feign(d) => d.decode(outcome),
             AnyDecoder::Transient(d) => d.decode(outcome),
             AnyDecoder::Apache(d) => d.decode(outcome),
+            #[cfg(feature = "grpc")]
             AnyDecoder::Grpc(d) => d.decode(outcome),
         }
     }
@@ -58,6 +60,7 @@ impl From<TransientDecoder> for AnyDecoder {
     }
 }
 
+#[cfg(feature = "grpc")]
 impl From<GrpcDecoder> for AnyDecoder {
     fn from(decoder: GrpcDecoder) -> Self {
         AnyDecoder::Grpc(decoder)

@@ -1,13 +1,16 @@
 //! gRPC outcomes, judged as gRPC's retry design (proposal A6) says.
 
-use super::{Decoder, Reason, Verdict};
+use super::{
+    super::grpc_wire::{grpc_code_name, parse_ascii_int},
+    Decoder, Reason, Verdict,
+};
 use crate::{errors::AsError, FailureKind, InvalidSetting};
 use http::{HeaderMap, HeaderName, StatusCode};
 use std::{fmt, time::Duration};
 
 /// `grpc-status`: the status of a call, in the head of a trailers-only
 /// response (otherwise in the trailers).
-pub const GRPC_STATUS: HeaderName = HeaderName::from_static("grpc-status");
+pub const GRPC_STATUS: HeaderName = super::super::grpc_wire::GRPC_STATUS;
 
 /// `grpc-retry-pushback-ms`: the server's word on when to retry, or not to.
 pub const GRPC_RETRY_PUSHBACK_MS: HeaderName = HeaderName::from_static("grpc-retry-pushback-ms");
@@ -18,45 +21,6 @@ pub const GRPC_PREVIOUS_RPC_ATTEMPTS: HeaderName =
 
 /// The gRPC code `UNAVAILABLE`, the one retried by default.
 const UNAVAILABLE: i32 = 14;
-
-/// The codes gRPC defines, by number, with their canonical names (those of
-/// gRPC's `statuscodes.md`, which service configs use).
-const CODE_NAMES: [&str; 17] = [
-    "OK",
-    "CANCELLED",
-    "UNKNOWN",
-    "INVALID_ARGUMENT",
-    "DEADLINE_EXCEEDED",
-    "NOT_FOUND",
-    "ALREADY_EXISTS",
-    "PERMISSION_DENIED",
-    "RESOURCE_EXHAUSTED",
-    "FAILED_PRECONDITION",
-    "ABORTED",
-    "OUT_OF_RANGE",
-    "UNIMPLEMENTED",
-    "INTERNAL",
-    "UNAVAILABLE",
-    "DATA_LOSS",
-    "UNAUTHENTICATED",
-];
-
-/// The canonical name of the gRPC code `code`, if gRPC defines it.
-pub(crate) fn grpc_code_name(code: i32) -> Option<&'static str> {
-    usize::try_from(code)
-        .ok()
-        .and_then(|i| CODE_NAMES.get(i).copied())
-}
-
-/// The gRPC code named `name` (`"UNAVAILABLE"`, in any case), if gRPC
-/// defines it.
-#[cfg(any(feature = "serde", test))]
-pub(crate) fn grpc_code_by_name(name: &str) -> Option<i32> {
-    CODE_NAMES
-        .iter()
-        .position(|known| known.eq_ignore_ascii_case(name))
-        .and_then(|i| i32::try_from(i).ok())
-}
 
 /// Retries gRPC calls as gRPC's retry design (proposal A6) says.
 ///
@@ -255,21 +219,6 @@ impl<B, E: AsError> Decoder<B, E> for GrpcDecoder {
     }
 }
 
-/// The gRPC code in a head's `grpc-status`, if it has a well-formed one.
-pub(crate) fn grpc_status_of(headers: &HeaderMap) -> Option<i32> {
-    parse_ascii_int(headers.get(GRPC_STATUS)?.as_bytes())
-}
-
-/// A signed 32-bit decimal: an optional `-` and one or more ASCII digits,
-/// nothing else (no sign `+`, no spaces), as gRPC writes its integers.
-fn parse_ascii_int(bytes: &[u8]) -> Option<i32> {
-    let digits = bytes.strip_prefix(b"-").unwrap_or(bytes);
-    if digits.is_empty() || !digits.iter().all(u8::is_ascii_digit) {
-        return None;
-    }
-    std::str::from_utf8(bytes).ok()?.parse().ok()
-}
-
 /// The gRPC code of an HTTP status that came without `grpc-status`, as
 /// gRPC's `http-grpc-status-mapping.md` gives it.
 fn code_of_http_status(status: StatusCode) -> i32 {
@@ -286,7 +235,7 @@ fn code_of_http_status(status: StatusCode) -> i32 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::BoxError;
+    use crate::{policy::grpc_code_by_name, BoxError};
 
     fn judge(decoder: &GrpcDecoder, response: http::Response<()>) -> Verdict {
         Decoder::<(), BoxError>::decode(decoder, &Ok(response))

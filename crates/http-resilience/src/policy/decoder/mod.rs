@@ -20,20 +20,21 @@
 mod any;
 mod apache;
 mod feign;
+#[cfg(feature = "grpc")]
 mod grpc;
 mod header;
 mod outcome;
 mod status;
 mod transient;
 
-#[cfg(feature = "serde")]
-pub(crate) use self::grpc::grpc_code_by_name;
-pub(crate) use self::grpc::{grpc_code_name, grpc_status_of};
+#[cfg(feature = "grpc")]
+pub use self::grpc::{
+    GrpcDecoder, GRPC_PREVIOUS_RPC_ATTEMPTS, GRPC_RETRY_PUSHBACK_MS, GRPC_STATUS,
+};
 pub use self::{
     any::AnyDecoder,
     apache::ApacheDecoder,
     feign::FeignDecoder,
-    grpc::{GrpcDecoder, GRPC_PREVIOUS_RPC_ATTEMPTS, GRPC_RETRY_PUSHBACK_MS, GRPC_STATUS},
     header::{HeaderPart, InvalidHeader, RetryOnHeader},
     outcome::{Outcome, OutcomeDecoder},
     status::{InvalidStatus, StatusDecoder},

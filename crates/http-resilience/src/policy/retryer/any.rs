@@ -1,6 +1,8 @@
 //! The ready-made retryers as one type, chosen at run time.
 
-use super::{ExponentialBackoff, FeignRetryer, FixedDelay, GrpcBackoff, Retryer};
+#[cfg(feature = "grpc")]
+use super::GrpcBackoff;
+use super::{ExponentialBackoff, FeignRetryer, FixedDelay, Retryer};
 use crate::InvalidSetting;
 use std::time::Duration;
 
@@ -16,6 +18,7 @@ pub enum AnyRetryer {
     /// OpenFeign's retryer.
     Feign(FeignRetryer),
     /// gRPC's retry schedule.
+    #[cfg(feature = "grpc")]
     Grpc(GrpcBackoff),
 }
 
@@ -25,6 +28,7 @@ impl Retryer for AnyRetryer {
             AnyRetryer::Fixed(r) => r.next_delay(attempts, server_delay),
             AnyRetryer::Exponential(r) => r.next_delay(attempts, server_delay),
             AnyRetryer::Feign(r) => r.next_delay(attempts, server_delay),
+            #[cfg(feature = "grpc")]
             AnyRetryer::Grpc(r) => r.next_delay(attempts, server_delay),
         }
     }
@@ -34,6 +38,7 @@ impl Retryer for AnyRetryer {
             AnyRetryer::Fixed(r) => AnyRetryer::Fixed(r.for_request()),
             AnyRetryer::Exponential(r) => AnyRetryer::Exponential(r.for_request()),
             AnyRetryer::Feign(r) => AnyRetryer::Feign(r.for_request()),
+            #[cfg(feature = "grpc")]
             AnyRetryer::Grpc(r) => AnyRetryer::Grpc(r.for_request()),
         }
     }
@@ -43,6 +48,7 @@ impl Retryer for AnyRetryer {
             AnyRetryer::Fixed(r) => r.max_attempts(),
             AnyRetryer::Exponential(r) => Retryer::max_attempts(r),
             AnyRetryer::Feign(r) => r.max_attempts(),
+            #[cfg(feature = "grpc")]
             AnyRetryer::Grpc(r) => Retryer::max_attempts(r),
         }
     }
@@ -52,6 +58,7 @@ impl Retryer for AnyRetryer {
             AnyRetryer::Fixed(r) => AnyRetryer::Fixed(r.with_max_attempts(max)?),
             AnyRetryer::Exponential(r) => AnyRetryer::Exponential(r.with_max_attempts(max)?),
             AnyRetryer::Feign(r) => AnyRetryer::Feign(r.with_max_attempts(max)?),
+            #[cfg(feature = "grpc")]
             AnyRetryer::Grpc(r) => AnyRetryer::Grpc(r.with_max_attempts(max)?),
         })
     }
@@ -75,6 +82,7 @@ impl From<FeignRetryer> for AnyRetryer {
     }
 }
 
+#[cfg(feature = "grpc")]
 impl From<GrpcBackoff> for AnyRetryer {
     fn from(retryer: GrpcBackoff) -> Self {
         AnyRetryer::Grpc(retryer)

@@ -17,6 +17,7 @@ mod any;
 mod exponential;
 mod feign;
 mod fixed;
+#[cfg(feature = "grpc")]
 mod grpc;
 mod rng;
 
@@ -25,9 +26,10 @@ pub use self::{
     exponential::{ExponentialBackoff, Jitter},
     feign::FeignRetryer,
     fixed::FixedDelay,
-    grpc::GrpcBackoff,
 };
 
+#[cfg(feature = "grpc")]
+pub use self::grpc::GrpcBackoff;
 pub(crate) use self::rng::{Seeds, SplitMix64};
 
 use crate::InvalidSetting;

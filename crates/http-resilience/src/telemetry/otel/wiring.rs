@@ -4,7 +4,6 @@
 use super::{Metrics, Observation};
 use crate::{
     breaker::BreakerPolicy,
-    hedge::HedgePolicy,
     overload::OverloadPolicy,
     policy::{CallEvent, CallListener, Parts},
     retry::RetryPolicy,
@@ -171,7 +170,8 @@ impl<D, R> RetryPolicy<D, R> {
 
 // ===== impl HedgePolicy =====
 
-impl<D> HedgePolicy<D> {
+#[cfg(feature = "hedge")]
+impl<D> crate::hedge::HedgePolicy<D> {
     /// The same policy telling `metrics` of every copy, hedge and end of a
     /// call, beside the listener it has, if any, and observing its budget,
     /// as [`RetryPolicy::with_metrics`] does. A hedging stack is a stack of

@@ -2,8 +2,14 @@
 //! [`FailureKind::of`](crate::FailureKind::of) tells them apart by type and
 //! never by message.
 
-use crate::BoxError;
-use std::{error::Error, fmt};
+use crate::{
+    errors::{
+        classified::{self, Classified},
+        AsError,
+    },
+    BoxError, FailureKind,
+};
+use std::{error::Error, fmt, sync::Once};
 
 /// Name resolution failed.
 ///
@@ -18,6 +24,8 @@ pub struct DnsError {
 impl DnsError {
     /// A failure to resolve `host`.
     pub fn new(host: String, source: BoxError) -> Self {
+        static CLASSIFIED: Once = Once::new();
+        classified::classify::<Self>(&CLASSIFIED);
         Self { host, source }
     }
 
@@ -112,6 +120,8 @@ pub struct TlsError(BoxError);
 impl TlsError {
     /// A TLS failure caused by `source`.
     pub fn new(source: impl Into<BoxError>) -> Self {
+        static CLASSIFIED: Once = Once::new();
+        classified::classify::<Self>(&CLASSIFIED);
         Self(source.into())
     }
 }
@@ -127,6 +137,29 @@ impl Error for TlsError {
         Some(&*self.0)
     }
 }
+
+impl Classified for DnsError {
+    const KIND: FailureKind = FailureKind::Dns;
+}
+
+impl Classified for TlsError {
+    const KIND: FailureKind = FailureKind::Tls;
+}
+
+/// `AsError` for the transport's errors, each looked at as itself.
+macro_rules! as_error_itself {
+    ($($error:ty),+ $(,)?) => {
+        $(
+            impl AsError for $error {
+                fn as_error(&self) -> &(dyn Error + 'static) {
+                    self
+                }
+            }
+        )+
+    };
+}
+
+as_error_itself!(DnsError, TcpError, NoResponse, TlsError);
 
 #[cfg(test)]
 mod tests {

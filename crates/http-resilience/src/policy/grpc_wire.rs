@@ -1,0 +1,62 @@
+//! What every part of the crate reads of gRPC's wire, with or without the
+//! `grpc` feature: a head's `grpc-status` (overload control reads
+//! `RESOURCE_EXHAUSTED`, a verdict names its code).
+
+use http::{HeaderMap, HeaderName};
+
+/// `grpc-status`.
+pub(crate) const GRPC_STATUS: HeaderName = HeaderName::from_static("grpc-status");
+
+/// The codes gRPC defines, by number, with their canonical names (those of
+/// gRPC's `statuscodes.md`, which service configs use).
+const CODE_NAMES: [&str; 17] = [
+    "OK",
+    "CANCELLED",
+    "UNKNOWN",
+    "INVALID_ARGUMENT",
+    "DEADLINE_EXCEEDED",
+    "NOT_FOUND",
+    "ALREADY_EXISTS",
+    "PERMISSION_DENIED",
+    "RESOURCE_EXHAUSTED",
+    "FAILED_PRECONDITION",
+    "ABORTED",
+    "OUT_OF_RANGE",
+    "UNIMPLEMENTED",
+    "INTERNAL",
+    "UNAVAILABLE",
+    "DATA_LOSS",
+    "UNAUTHENTICATED",
+];
+
+/// The canonical name of the gRPC code `code`, if gRPC defines it.
+pub(crate) fn grpc_code_name(code: i32) -> Option<&'static str> {
+    usize::try_from(code)
+        .ok()
+        .and_then(|i| CODE_NAMES.get(i).copied())
+}
+
+/// The gRPC code named `name` (`"UNAVAILABLE"`, in any case), if gRPC
+/// defines it.
+#[cfg(feature = "grpc")]
+pub(crate) fn grpc_code_by_name(name: &str) -> Option<i32> {
+    CODE_NAMES
+        .iter()
+        .position(|known| known.eq_ignore_ascii_case(name))
+        .and_then(|i| i32::try_from(i).ok())
+}
+
+/// The gRPC code in a head's `grpc-status`, if it has a well-formed one.
+pub(crate) fn grpc_status_of(headers: &HeaderMap) -> Option<i32> {
+    parse_ascii_int(headers.get(GRPC_STATUS)?.as_bytes())
+}
+
+/// A signed 32-bit decimal: an optional `-` and one or more ASCII digits,
+/// nothing else (no sign `+`, no spaces), as gRPC writes its integers.
+pub(crate) fn parse_ascii_int(bytes: &[u8]) -> Option<i32> {
+    let digits = bytes.strip_prefix(b"-").unwrap_or(bytes);
+    if digits.is_empty() || !digits.iter().all(u8::is_ascii_digit) {
+        return None;
+    }
+    std::str::from_utf8(bytes).ok()?.parse().ok()
+}
