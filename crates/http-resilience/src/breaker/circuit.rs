@@ -6,7 +6,7 @@ use self::ramp::{Admission, Ramping};
 use super::{
     error::CircuitOpen,
     events::{emit, BreakerEvent, BreakerListener, TripReason},
-    policy::{judge_timed, Judged, Ramp, Settings, Shared},
+    rules::{judge_timed, Judged, Ramp, Settings},
     window::{Window, BUCKETS},
     CircuitState,
 };
@@ -51,12 +51,17 @@ pub(crate) struct Ctx<'a> {
 }
 
 impl<'a> Ctx<'a> {
-    pub(crate) fn of<D>(shared: &'a Shared<D>) -> Self {
+    pub(crate) const fn new(
+        settings: &'a Settings,
+        clock: Clock,
+        seeds: &'a Seeds,
+        listener: Option<&'a BreakerListener>,
+    ) -> Self {
         Self {
-            settings: &shared.settings,
-            clock: shared.clock,
-            seeds: &shared.seeds,
-            listener: super::events::heard(&shared.listener),
+            settings,
+            clock,
+            seeds,
+            listener,
         }
     }
 

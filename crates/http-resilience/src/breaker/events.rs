@@ -1,6 +1,6 @@
 //! Breaker events (see [`BreakerEvent`]).
 
-use super::{registry::Registry, CircuitState};
+use super::CircuitState;
 use crate::{
     key::UpstreamKey,
     policy::Verdict,
@@ -179,13 +179,19 @@ pub(crate) fn heard(listeners: &BreakerListeners) -> Option<&BreakerListener> {
 #[derive(Clone)]
 #[cfg_attr(not(feature = "otel"), allow(dead_code))]
 pub(crate) struct Circuits {
-    registry: Weak<Registry>,
+    registry: Weak<dyn CircuitStates>,
     base: Instant,
+}
+
+/// What reads the states of a policy's circuits: their registry.
+pub(crate) trait CircuitStates: Send + Sync {
+    /// The state of every circuit kept, on a clock that counts from `base`.
+    fn states(&self, base: Instant) -> Vec<(UpstreamKey, CircuitState)>;
 }
 
 impl Circuits {
     /// The circuits of `registry`, whose clock counts from `base`.
-    pub(crate) fn of(registry: &Arc<Registry>, base: Instant) -> Self {
+    pub(crate) fn of(registry: &Arc<dyn CircuitStates>, base: Instant) -> Self {
         Self {
             registry: Arc::downgrade(registry),
             base,

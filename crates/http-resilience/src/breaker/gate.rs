@@ -2,7 +2,7 @@
 //! key, and its outcome goes back to that circuit.
 
 use super::{
-    circuit::{Circuit, Ctx, Ticket},
+    circuit::{Circuit, Ticket},
     error::CircuitOpen,
     policy::Shared,
     registry, BreakerPolicy,
@@ -44,7 +44,7 @@ pub(crate) fn circuit_for<D, B>(
     at_hand: &mut AtHand<Circuit>,
     request: &http::Request<B>,
 ) -> Arc<Circuit> {
-    let ctx = Ctx::of(shared);
+    let ctx = shared.ctx();
     let lookup = key::Lookup {
         registry: &shared.registry,
         key_fn: shared.key_fn.as_deref(),
@@ -105,7 +105,7 @@ impl<T, D: Decoder<T, BoxError>> Settle<T> for BreakerPolicy<D> {
     fn settle(pass: &mut Self::Pass, outcome: &Result<http::Response<T>, BoxError>) {
         if let Some(ticket) = pass.ticket.take() {
             let shared = &*pass.shared;
-            ticket.settle(Ctx::of(shared), shared.judge(outcome));
+            ticket.settle(shared.ctx(), shared.judge(outcome));
         }
     }
 }
@@ -113,6 +113,6 @@ impl<T, D: Decoder<T, BoxError>> Settle<T> for BreakerPolicy<D> {
 /// Admits the call's next attempt through its circuit, or turns it away.
 #[inline]
 fn enter<D>(pass: &mut BreakerPass<D>) -> Result<(), CircuitOpen> {
-    pass.ticket = Some(pass.circuit.admit(Ctx::of(&pass.shared))?);
+    pass.ticket = Some(pass.circuit.admit(pass.shared.ctx())?);
     Ok(())
 }

@@ -164,6 +164,7 @@ mod grpc;
 mod policy;
 mod probe;
 mod registry;
+mod rules;
 mod settings;
 mod window;
 

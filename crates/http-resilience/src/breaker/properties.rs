@@ -4,11 +4,7 @@
 //! again on a failure, keys do not touch each other, and the map keeps its
 //! bound.
 
-use super::{
-    circuit::{Ctx, Ticket},
-    policy::Judged,
-    BreakerPolicy, CircuitState,
-};
+use super::{circuit::Ticket, rules::Judged, BreakerPolicy, CircuitState};
 use crate::key::{KeyRef, UpstreamKey};
 use crate::policy::{TransientDecoder, Verdict};
 use http::StatusCode;
@@ -87,7 +83,7 @@ impl Run {
                 let circuit = Arc::clone(ticket.circuit());
                 let judged = judged(outcome);
                 let shared = &*self.policy.shared;
-                ticket.settle(Ctx::of(shared), judged);
+                ticket.settle(shared.ctx(), judged);
                 if ramping {
                     let state = Some(circuit.state(shared.clock.base()));
                     match judged {
@@ -120,7 +116,7 @@ impl Run {
     /// ramping, closing the circuit at the ramp's end.
     fn call(&mut self, n: u8) {
         let shared = &*self.policy.shared;
-        let ctx = Ctx::of(shared);
+        let ctx = shared.ctx();
         let before = self.state(n);
         let name = host(n);
         let key = KeyRef::Authority {

@@ -3,6 +3,7 @@
 
 use super::{
     circuit::{nanos, Circuit, Ctx},
+    events::CircuitStates,
     CircuitState,
 };
 #[cfg(test)]
@@ -40,9 +41,10 @@ impl key::Registry<Circuit> {
     pub(crate) fn get_or_insert(&self, key: KeyRef<'_>, ctx: Ctx<'_>) -> std::sync::Arc<Circuit> {
         self.get_or_make(key, || ctx.nanos(Instant::now()), room(ctx), Circuit::new)
     }
+}
 
-    /// The state of every circuit kept.
-    pub(crate) fn states(&self, base: Instant) -> Vec<(UpstreamKey, CircuitState)> {
+impl CircuitStates for Registry {
+    fn states(&self, base: Instant) -> Vec<(UpstreamKey, CircuitState)> {
         self.all()
             .iter()
             .map(|circuit| (circuit.key().clone(), circuit.state(base)))

@@ -1,7 +1,7 @@
 //! The breaker's state machine, on tokio's paused clock.
 
 use super::{
-    circuit::Ctx, error::CircuitOpen, policy::judge, policy::Judged, BreakerEvent, BreakerPolicy,
+    error::CircuitOpen, rules::judge, rules::Judged, BreakerEvent, BreakerPolicy,
     CircuitBreakerLayer, CircuitState, TripReason,
 };
 use crate::key::{KeyRef, UpstreamKey};
@@ -789,7 +789,7 @@ async fn a_call_start_is_kept_only_when_slow_calls_count() {
         (policy().slow_calls(SECOND).unwrap(), true),
     ] {
         let shared = &*policy.shared;
-        let ctx = Ctx::of(shared);
+        let ctx = shared.ctx();
         let uri = http::Uri::from_static(A);
         let circuit = shared.registry.get_or_insert(KeyRef::of_uri(&uri), ctx);
         let ticket = circuit.admit(ctx).unwrap();

@@ -3,34 +3,17 @@
 
 use super::{
     decoder::DecoderFields,
+    fields::{BreakerFields, Fields},
     is_client,
     origin::Origin,
-    resolve::Fields,
     validate::{
         count_at_most, keys_at_most, number_at_most, MAX_FAILURES, MAX_MULTIPLIER, MAX_STEPS,
         MAX_THROUGHPUT,
     },
     written::{turns_on, BreakerSection, Written},
 };
-use crate::{
-    breaker::{BreakerPolicy, BreakerSettings},
-    policy::AnyDecoder,
-    InvalidSetting,
-};
+use crate::{breaker::BreakerPolicy, policy::AnyDecoder, InvalidSetting};
 use std::time::Duration;
-
-/// The circuit breaker of a section, with a value for every field.
-#[derive(Debug, Clone, PartialEq)]
-pub(super) struct BreakerFields {
-    /// Whether calls pass a breaker. When off, the other fields are kept
-    /// (and checked), for a client that turns it on.
-    pub(super) enabled: bool,
-    pub(super) settings: BreakerSettings,
-    /// What counts as a failure: `None` for the retry's decoder, as the
-    /// client resolves it.
-    pub(super) decoder: Option<DecoderFields>,
-    pub(super) seed: Option<u64>,
-}
 
 // ===== impl BreakerFields =====
 

@@ -3,8 +3,8 @@
 //! checks are the file's.
 
 use super::{
+    fields::{DelayFields, Fields, HedgeFields},
     is_client,
-    resolve::Fields,
     validate::{count_at_most, MAX_HEDGED_ATTEMPTS, MAX_SAMPLES},
     written::{turns_on, HedgeSection},
 };
@@ -14,32 +14,6 @@ use crate::{
     InvalidSetting,
 };
 use std::time::Duration;
-
-/// The hedging of a section, with a value for every field.
-#[derive(Debug, Clone, PartialEq)]
-pub(super) struct HedgeFields {
-    /// Whether the client hedges. When off, the other fields are kept (and
-    /// checked when a delay is known), for a client that turns it on.
-    pub(super) enabled: bool,
-    /// When the next copy goes; `None` until a section writes one.
-    pub(super) delay: Option<DelayFields>,
-    pub(super) max_attempts: u32,
-    /// `None` for `max_attempts`: every copy may be in flight at once.
-    pub(super) max_in_flight: Option<u32>,
-    pub(super) on_attempt_timeout: Option<Duration>,
-    pub(super) max_server_delay: Duration,
-}
-
-/// A hedge's delay: fixed, or a percentile of the latencies observed.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub(super) enum DelayFields {
-    Fixed(Duration),
-    Percentile {
-        percentile: f64,
-        min_samples: u64,
-        window: Duration,
-    },
-}
 
 /// The fewest latencies a percentile delay needs before it is used, when a
 /// section writes none.

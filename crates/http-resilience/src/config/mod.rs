@@ -624,6 +624,7 @@
 mod breaker;
 mod decoder;
 mod error;
+mod fields;
 mod guards;
 mod hedge;
 mod origin;
@@ -643,7 +644,7 @@ pub use self::{error::ConfigError, guards::ClientGuards};
 use self::error::ErrorKind;
 
 use self::{
-    resolve::Fields,
+    fields::Fields,
     shared::{Client, States},
     written::{Preset, Section},
 };

@@ -2,8 +2,8 @@
 //! with the [`OverloadPolicy`] setters, so that their checks are the file's.
 
 use super::{
+    fields::{AdaptiveFields, Fields, LimitFields, OverloadFields},
     is_client,
-    resolve::Fields,
     validate::{count_at_most, keys_at_most, number_at_most, MAX_CALLS, MAX_FACTOR},
     written::{turns_on, AdaptiveSection, OverloadSection, ThrottleSection},
 };
@@ -11,43 +11,6 @@ use crate::{
     overload::{AdaptiveLimit, OverloadPolicy, Throttle},
     InvalidSetting,
 };
-use std::time::Duration;
-
-/// The overload control of a section, with a value for every field.
-#[derive(Debug, Clone, PartialEq)]
-pub(super) struct OverloadFields {
-    /// Whether attempts pass overload control. When off, the other fields
-    /// are kept (and checked), for a client that turns it on.
-    pub(super) enabled: bool,
-    pub(super) limit: LimitFields,
-    pub(super) queue: u32,
-    pub(super) max_wait: Option<Duration>,
-    pub(super) min_attempt: Option<Duration>,
-    /// `K` and the window, when throttling is on.
-    pub(super) throttle: Option<(f64, Duration)>,
-    pub(super) max_keys: usize,
-    pub(super) idle_key_timeout: Duration,
-    pub(super) seed: Option<u64>,
-}
-
-/// The limit of calls in flight per key.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub(super) enum LimitFields {
-    Unbounded,
-    Fixed(u32),
-    Adaptive(AdaptiveFields),
-}
-
-/// An adaptive limit's settings, as [`AdaptiveLimit`]'s setters take them.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub(super) struct AdaptiveFields {
-    initial: u32,
-    min: u32,
-    max: u32,
-    smoothing: Option<f64>,
-    tolerance: Option<f64>,
-    backoff_ratio: Option<f64>,
-}
 
 impl AdaptiveFields {
     fn default_limit() -> Self {

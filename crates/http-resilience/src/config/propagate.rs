@@ -2,8 +2,8 @@
 //! `propagate_format`, applied over the base's.
 
 use super::{
+    fields::Fields,
     origin::Origin,
-    resolve::Fields,
     written::{Propagate, Section},
 };
 use crate::{

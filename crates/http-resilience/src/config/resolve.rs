@@ -2,65 +2,22 @@
 //! a policy.
 
 use super::{
-    breaker::BreakerFields,
     decoder::DecoderFields,
-    hedge::HedgeFields,
+    fields::{AttemptHeaderField, BreakerFields, Fields, HedgeFields, OverloadFields},
     origin::{Origin, Origins},
-    overload::OverloadFields,
-    retry::{AttemptHeaderField, Schedule},
+    retry::Schedule,
     validate::positive,
-    written::{BackoffKind, Preset, Section},
+    written::{Preset, Section},
     ClientGuards, ClientPolicy,
 };
 use crate::{
     hedge::HedgePolicy,
     policy::{AnyDecoder, AnyRetryer, Jitter, RetryBudget, Retryer, GRPC_PREVIOUS_RPC_ATTEMPTS},
     presets,
-    propagate::TimeoutFormat,
     retry::RetryPolicy,
     InvalidSetting, ResiliencePolicy,
 };
-use http::HeaderName;
 use std::{sync::Arc, time::Duration};
-
-/// Every field of a section with a value: a preset, or a section applied over
-/// one. It is checked only when built into a policy.
-#[derive(Debug, Clone, PartialEq)]
-pub(super) struct Fields {
-    pub(super) deadline: Duration,
-    pub(super) attempt_timeout: Duration,
-    /// The header and the format of the budget sent on every attempt, if
-    /// any.
-    pub(super) propagate: Option<(HeaderName, TimeoutFormat)>,
-    /// The retry's decoder.
-    pub(super) decoder: DecoderFields,
-    pub(super) backoff: BackoffKind,
-    pub(super) delay: Duration,
-    pub(super) max_delay: Duration,
-    pub(super) max_attempts: u32,
-    pub(super) multiplier: f64,
-    pub(super) jitter: Jitter,
-    pub(super) seed: Option<u64>,
-    /// The cap on a server's pushback; `grpc` backoff only.
-    pub(super) max_pushback: Option<Duration>,
-    /// Deadline-aware scheduling: the least useful attempt time, if on.
-    pub(super) min_attempt: Option<Duration>,
-    /// The retry budget (tokens, ratio); every policy built gets a full
-    /// bucket of its own.
-    pub(super) budget: Option<(u32, f64)>,
-    /// The attempt header a section wrote; `None` for the decoder's own
-    /// (`grpc-previous-rpc-attempts` for the `grpc` decoder, none for the
-    /// others).
-    pub(super) attempt_header: Option<AttemptHeaderField>,
-    /// The circuit breaker, on or off.
-    pub(super) breaker: BreakerFields,
-    /// Hedging instead of retries, on or off.
-    pub(super) hedge: HedgeFields,
-    /// Overload control, on or off.
-    pub(super) overload: OverloadFields,
-    /// Where the values that checks combine came from, for their messages.
-    pub(super) origins: Origins,
-}
 
 /// A client's policy and its hedging, if on.
 pub(super) type Built = (ClientPolicy, Option<HedgePolicy<AnyDecoder>>);

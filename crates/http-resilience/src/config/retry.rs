@@ -2,8 +2,8 @@
 //! applied over their base field by field, and the retryer built from them.
 
 use super::{
+    fields::{AttemptHeaderField, Fields},
     origin::Origin,
-    resolve::Fields,
     validate::{
         count_at_most, number_at_least, number_at_most, only_for, positive, MAX_ATTEMPTS,
         MAX_MULTIPLIER, MIN_GRPC_MULTIPLIER,
@@ -14,19 +14,7 @@ use crate::{
     policy::{AnyRetryer, ExponentialBackoff, FeignRetryer, FixedDelay, GrpcBackoff, Jitter},
     InvalidSetting,
 };
-use http::HeaderName;
 use std::time::Duration;
-
-/// `retry.attempt_header` or `retry.previous_attempts_header`.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(super) enum AttemptHeaderField {
-    /// The number of each attempt, 1 for the first.
-    This(HeaderName),
-    /// The number of attempts before each one; none on the first.
-    Previous(HeaderName),
-    /// No attempt header, whatever the decoder sends by default.
-    Off,
-}
 
 /// The `multiplier` of an exponential backoff that does not give one.
 pub(super) fn default_multiplier() -> f64 {

@@ -1,6 +1,6 @@
 //! Overload control's events (see [`OverloadEvent`]).
 
-use super::{error::Rejection, policy::Shared, OverloadPolicy, OverloadState};
+use super::{error::Rejection, settings::OverloadState};
 use crate::{
     key::UpstreamKey,
     telemetry::{listeners::Listeners, Listener},
@@ -67,19 +67,24 @@ pub(crate) type OverloadListeners =
 /// the policy (or a layer or service made from it) keeps them.
 #[derive(Clone)]
 #[cfg_attr(not(feature = "otel"), allow(dead_code))]
-pub(crate) struct KeptSlots(Weak<Shared>);
+pub(crate) struct KeptSlots(Weak<dyn SlotStates>);
+
+/// What reads the state of a policy's slots: what its clones share.
+pub(crate) trait SlotStates: Send + Sync {
+    /// The state of every key kept.
+    fn states(&self) -> Vec<(UpstreamKey, OverloadState)>;
+}
 
 impl KeptSlots {
-    /// The slots of the policy of `shared`.
-    pub(crate) fn of(shared: &Arc<Shared>) -> Self {
+    /// The slots that `shared` reads.
+    pub(crate) fn of(shared: &Arc<dyn SlotStates>) -> Self {
         Self(Arc::downgrade(shared))
     }
 
     /// The state of every key kept, or `None` once nothing keeps them.
     #[cfg_attr(not(feature = "otel"), allow(dead_code))]
     pub(crate) fn states(&self) -> Option<Vec<(UpstreamKey, OverloadState)>> {
-        let shared = self.0.upgrade()?;
-        Some(OverloadPolicy { shared }.states())
+        Some(self.0.upgrade()?.states())
     }
 }
 

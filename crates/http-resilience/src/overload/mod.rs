@@ -116,6 +116,7 @@ mod events;
 mod limit;
 mod pass;
 mod policy;
+mod settings;
 mod slots;
 mod throttle;
 
@@ -128,7 +129,8 @@ pub use self::{
     error::{Overloaded, Rejection},
     events::OverloadEvent,
     limit::{AdaptiveLimit, Limit},
-    policy::{OverloadPolicy, OverloadSettings, OverloadState},
+    policy::OverloadPolicy,
+    settings::{OverloadSettings, OverloadState},
     throttle::Throttle,
 };
 

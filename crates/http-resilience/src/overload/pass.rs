@@ -108,7 +108,12 @@ impl OverloadPass {
         let now = Instant::now();
         let end = self.wait_end(now, deadline);
         let room = end.map(|end| end.at.saturating_duration_since(now));
-        match self.slots.enter(&self.shared, self.shared.nanos(now), room) {
+        match self.slots.enter(
+            self.shared.settings.max_queued,
+            &self.shared.listener,
+            self.shared.nanos(now),
+            room,
+        ) {
             Entry::Admitted(in_flight) => {
                 self.step = Step::Admitted { at: now, in_flight };
                 Poll::Ready(Ok(()))
@@ -161,8 +166,12 @@ impl OverloadPass {
             let now = Instant::now();
             let signal = signal_of(outcome, now.saturating_duration_since(at));
             self.step = Step::Idle;
-            self.slots
-                .leave(&self.shared, signal, in_flight, self.shared.nanos(now));
+            self.slots.leave(
+                &self.shared.listener,
+                signal,
+                in_flight,
+                self.shared.nanos(now),
+            );
         }
     }
 
@@ -178,7 +187,7 @@ impl OverloadPass {
             Step::Admitted { in_flight, .. } => {
                 let now = self.shared.nanos(Instant::now());
                 self.slots
-                    .leave(&self.shared, Signal::Nothing, in_flight, now);
+                    .leave(&self.shared.listener, Signal::Nothing, in_flight, now);
             }
         }
     }

@@ -2,8 +2,9 @@
 //! per key, shared by every clone.
 
 use super::{
-    events::{emit, KeptSlots, OverloadEvent, OverloadListeners},
+    events::{KeptSlots, OverloadEvent, OverloadListeners, SlotStates},
     limit::{AdaptiveLimit, Limit},
+    settings::{OverloadSettings, OverloadState, Settings},
     slots::Slots,
     throttle::Throttle,
 };
@@ -17,38 +18,11 @@ use crate::{
 use std::{fmt, sync::Arc, time::Duration};
 use tokio::time::Instant;
 
-/// Overload control's settings, as [`OverloadPolicy::settings`] reads them.
-#[derive(Debug, Clone, Copy, PartialEq)]
-#[non_exhaustive]
-pub struct OverloadSettings {
-    /// The limit of calls in flight per key.
-    pub limit: Limit,
-    /// The calls that may wait for a slot per key; 0 turns a call away at
-    /// once when every slot is in use.
-    pub max_queued: u32,
-    /// The longest a call waits for a slot, if bounded otherwise than by its
-    /// deadline.
-    pub max_wait: Option<Duration>,
-    /// The least time a call needs after a wait for a slot to be useful: a
-    /// wait that would leave less before the call's deadline is not made.
-    pub min_attempt: Duration,
-    /// Client-side throttling, if on.
-    pub throttle: Option<Throttle>,
-    /// The keys kept at most.
-    pub max_keys: usize,
-    /// How long a key with no call counts as idle, the first evicted among
-    /// those a new key examines for room
-    /// ([`max_keys`](OverloadPolicy::max_keys)).
-    pub idle_key_timeout: Duration,
-}
-
-pub(crate) type Settings = OverloadSettings;
-
 /// What every clone of a policy shares.
 pub(crate) struct Shared {
     pub(crate) settings: Settings,
     pub(crate) key_fn: Option<Arc<KeyFn>>,
-    listener: OverloadListeners,
+    pub(crate) listener: OverloadListeners,
     seeds: Seeds,
     /// The instant the slots count their time from.
     clock: Clock,
@@ -92,20 +66,6 @@ pub(crate) struct Shared {
 #[derive(Clone)]
 pub struct OverloadPolicy {
     pub(crate) shared: Arc<Shared>,
-}
-
-/// What a key's slots are now, as [`OverloadPolicy::state`] reads them.
-#[derive(Debug, Clone, Copy, PartialEq)]
-#[non_exhaustive]
-pub struct OverloadState {
-    /// The calls that may be in flight; `None` without a limit.
-    pub limit: Option<u32>,
-    /// The calls in flight.
-    pub in_flight: u32,
-    /// The calls waiting for a slot.
-    pub queued: u32,
-    /// The probability that throttling turns the next call away.
-    pub rejection_probability: f64,
 }
 
 // ===== impl OverloadPolicy =====
@@ -152,7 +112,7 @@ impl OverloadPolicy {
     fn from_shared(shared: Shared) -> Self {
         let shared = Arc::new(shared);
         if let Some(observer) = shared.listener.observer() {
-            observer.observe(KeptSlots::of(&shared));
+            observer.observe(KeptSlots::of(&(Arc::clone(&shared) as Arc<dyn SlotStates>)));
         }
         Self { shared }
     }
@@ -165,7 +125,9 @@ impl OverloadPolicy {
         if !self.shared.listener.attach(Arc::clone(&observer)) {
             return false;
         }
-        observer.observe(KeptSlots::of(&self.shared));
+        observer.observe(KeptSlots::of(
+            &(Arc::clone(&self.shared) as Arc<dyn SlotStates>),
+        ));
         true
     }
 
@@ -307,11 +269,7 @@ impl OverloadPolicy {
 
     /// The state of every key kept, for a health endpoint or a gauge.
     pub fn states(&self) -> Vec<(UpstreamKey, OverloadState)> {
-        let shared = &*self.shared;
-        let all = shared.registry.all();
-        all.iter()
-            .map(|slots| (crate::key::Keyed::key(&**slots).clone(), shared.read(slots)))
-            .collect()
+        self.shared.states()
     }
 }
 
@@ -364,11 +322,6 @@ impl Shared {
         Slots::new(key, now, &self.settings, self.seeds.next_rng())
     }
 
-    /// Logs `event` and tells the listener.
-    pub(crate) fn tell(&self, event: &OverloadEvent<'_>) {
-        emit(&self.listener, event);
-    }
-
     fn read(&self, slots: &Slots) -> OverloadState {
         let (limit, in_flight, queued, p) = slots.read(self.nanos(Instant::now()));
         OverloadState {
@@ -377,5 +330,14 @@ impl Shared {
             queued,
             rejection_probability: p,
         }
+    }
+}
+
+impl SlotStates for Shared {
+    fn states(&self) -> Vec<(UpstreamKey, OverloadState)> {
+        let all = self.registry.all();
+        all.iter()
+            .map(|slots| (crate::key::Keyed::key(&**slots).clone(), self.read(slots)))
+            .collect()
     }
 }

@@ -3,9 +3,9 @@
 
 use super::{
     error::Rejection,
-    events::OverloadEvent,
+    events::{emit, OverloadEvent, OverloadListeners},
     limit::LimitState,
-    policy::{Settings, Shared},
+    settings::Settings,
     throttle::ThrottleState,
 };
 use crate::{key::Keyed, key::UpstreamKey, policy::SplitMix64};
@@ -106,22 +106,31 @@ impl Slots {
     /// call waits before it, else a place in the queue unless it is full or
     /// the wait it would likely take does not fit in `room` (the time it may
     /// wait, if bounded).
-    pub(crate) fn enter(&self, shared: &Shared, now: u64, room: Option<Duration>) -> Entry {
+    pub(crate) fn enter(
+        &self,
+        max_queued: u32,
+        listeners: &OverloadListeners,
+        now: u64,
+        room: Option<Duration>,
+    ) -> Entry {
         self.last_used.store(now, Ordering::Relaxed);
         let mut state = self.lock();
         if let Some(rejection) = state.throttled(now) {
             drop(state);
-            shared.tell(&OverloadEvent::Rejected {
-                key: &self.key,
-                reason: rejection,
-            });
+            emit(
+                listeners,
+                &OverloadEvent::Rejected {
+                    key: &self.key,
+                    reason: rejection,
+                },
+            );
             return Entry::Rejected(rejection);
         }
         let limit = state.limit.get();
         let entry = if state.in_flight < limit && state.queue.is_empty() {
             state.in_flight += 1;
             Entry::Admitted(state.in_flight)
-        } else if state.queue.len() >= shared.settings.max_queued as usize {
+        } else if state.queue.len() >= max_queued as usize {
             Entry::Rejected(Rejection::QueueFull { limit })
         } else if !state.wait_fits(room, limit) {
             Entry::Rejected(Rejection::WaitTooLong)
@@ -133,10 +142,13 @@ impl Slots {
         self.busy.store(state.busy(), Ordering::Relaxed);
         drop(state);
         if let Entry::Rejected(reason) = entry {
-            shared.tell(&OverloadEvent::Rejected {
-                key: &self.key,
-                reason,
-            });
+            emit(
+                listeners,
+                &OverloadEvent::Rejected {
+                    key: &self.key,
+                    reason,
+                },
+            );
         }
         entry
     }
@@ -144,7 +156,13 @@ impl Slots {
     /// Gives a slot back, after a call that ended with `signal` (admitted
     /// with `in_flight` calls in flight) at `now`, and hands the slots the
     /// limit allows to the calls waiting first.
-    pub(crate) fn leave(&self, shared: &Shared, signal: Signal, in_flight: u32, now: u64) {
+    pub(crate) fn leave(
+        &self,
+        listeners: &OverloadListeners,
+        signal: Signal,
+        in_flight: u32,
+        now: u64,
+    ) {
         let mut state = self.lock();
         state.in_flight = state.in_flight.saturating_sub(1);
         let before = state.limit.get();
@@ -154,11 +172,14 @@ impl Slots {
         self.busy.store(state.busy(), Ordering::Relaxed);
         drop(state);
         if before != after {
-            shared.tell(&OverloadEvent::LimitChanged {
-                key: &self.key,
-                from: before,
-                to: after,
-            });
+            emit(
+                listeners,
+                &OverloadEvent::LimitChanged {
+                    key: &self.key,
+                    from: before,
+                    to: after,
+                },
+            );
         }
     }
 

@@ -1,7 +1,6 @@
 //! What one call of the combined service keeps besides the attempt in
 //! flight and the timer, and the steps its future takes.
 
-use super::future::State;
 use crate::{
     body::TryCloneBody,
     deadline::{body::DeadlineBody, error::DeadlineExceeded},
@@ -15,6 +14,7 @@ use crate::{
     BoxError, RequestDeadline,
 };
 use http::HeaderName;
+use pin_project_lite::pin_project;
 use std::{
     pin::Pin,
     sync::Arc,
@@ -23,6 +23,43 @@ use std::{
 };
 use tokio::time::{Instant, Sleep};
 use tower_service::Service;
+
+pin_project! {
+    #[project = StateProj]
+    pub(super) enum State<F, B> {
+        // An attempt is in flight until its end, its limit or the deadline:
+        // `at` is its start until it first waits, and from then its end
+        // (`ended` says which), so that an attempt answered at once
+        // never works its end out.
+        Called {
+            #[pin]
+            future: F,
+            at: Instant,
+            ended: bool,
+        },
+        // Waiting until `until` before the next attempt; a wait that reaches
+        // the deadline ends the call there.
+        Waiting {
+            until: Instant,
+        },
+        // Waiting for the inner service to be ready for the next attempt.
+        Readying,
+        // An attempt waits for the guard to let it through, with its
+        // request. (Boxed, so that the state stays small.)
+        Queued {
+            request: Option<Box<http::Request<B>>>,
+        },
+        // The guard turned an attempt away: it was never sent. (Boxed, as
+        // the caller gets it, so that the state stays small.)
+        Refused {
+            error: Option<BoxError>,
+        },
+        // The deadline had passed before the attempt could be sent.
+        Expired,
+        // The output has been returned.
+        Done,
+    }
+}
 
 /// What the caller gets.
 pub(super) type Output<T> = Result<http::Response<DeadlineBody<T>>, BoxError>;

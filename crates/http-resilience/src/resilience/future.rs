@@ -1,6 +1,6 @@
 //! Future types
 
-use super::call::{Call, Output, Step};
+use super::call::{Call, Output, State, StateProj, Step};
 use crate::{
     body::TryCloneBody,
     coop,
@@ -42,43 +42,6 @@ pin_project! {
         sleep: Option<Sleep>,
         call: Call<S, B, D, R, G>,
         span: Option<Box<tracing::Span>>,
-    }
-}
-
-pin_project! {
-    #[project = StateProj]
-    pub(super) enum State<F, B> {
-        // An attempt is in flight until its end, its limit or the deadline:
-        // `at` is its start until it first waits, and from then its end
-        // (`ended` says which), so that an attempt answered at once
-        // never works its end out.
-        Called {
-            #[pin]
-            future: F,
-            at: Instant,
-            ended: bool,
-        },
-        // Waiting until `until` before the next attempt; a wait that reaches
-        // the deadline ends the call there.
-        Waiting {
-            until: Instant,
-        },
-        // Waiting for the inner service to be ready for the next attempt.
-        Readying,
-        // An attempt waits for the guard to let it through, with its
-        // request. (Boxed, so that the state stays small.)
-        Queued {
-            request: Option<Box<http::Request<B>>>,
-        },
-        // The guard turned an attempt away: it was never sent. (Boxed, as
-        // the caller gets it, so that the state stays small.)
-        Refused {
-            error: Option<BoxError>,
-        },
-        // The deadline had passed before the attempt could be sent.
-        Expired,
-        // The output has been returned.
-        Done,
     }
 }
 
