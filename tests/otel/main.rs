@@ -1,5 +1,5 @@
 //! Metrics in OpenTelemetry's terms (feature `otel`): the instruments of
-//! `telemetry::otel::Metrics`, read back through the SDK's in-memory
+//! `otel::Metrics`, read back through the SDK's in-memory
 //! exporter, for every form of the stack, on tokio's paused clock; and the
 //! spans, through `tracing-opentelemetry` and the SDK's in-memory span
 //! exporter (`spans`).
@@ -11,9 +11,9 @@ use http::{Request, Response};
 use http_resilience::{
     breaker::{BreakerPolicy, CircuitBreakerLayer},
     hedge::{HedgeDelay, HedgeLayer, HedgePolicy},
+    otel::Metrics,
     policy::{FixedDelay, RetryBudget, StatusDecoder, TransientDecoder},
     retry::{RetryPolicy, StatusRetryLayer},
-    telemetry::otel::Metrics,
     AttemptTimeoutLayer, BoxError, DeadlineLayer, FailureKind, ResiliencePolicy,
 };
 use opentelemetry::metrics::MeterProvider as _;

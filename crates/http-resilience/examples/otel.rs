@@ -15,9 +15,9 @@ use http::{Request, Response, StatusCode};
 use http_resilience::{
     breaker::BreakerPolicy,
     hedge::{HedgeDelay, HedgeLayer, HedgePolicy},
+    otel::Metrics,
     policy::{FixedDelay, RetryBudget, StatusDecoder, TransientDecoder},
     retry::RetryPolicy,
-    telemetry::otel::Metrics,
     BoxError, DeadlineLayer, ResiliencePolicy,
 };
 use opentelemetry::{metrics::MeterProvider as _, KeyValue};

@@ -49,7 +49,7 @@
 //!   gRPC's retry design says, and gRPC's service config
 //!   ([`grpc::ServiceConfigLayer`]);
 //! - [`telemetry`]: the spans of every call and attempt, and the events a
-//!   listener hears; [`telemetry::otel`] (feature `otel`): metrics in
+//!   listener hears; [`otel`] (feature `otel`): metrics in
 //!   OpenTelemetry's terms;
 //! - [`propagate`]: the budget's wire formats, and (feature `propagate`)
 //!   sending each attempt's remaining budget upstream and taking a deadline
@@ -187,7 +187,7 @@
 //! | `toml` | [`config::ClientsConfig::from_toml_str`] | `serde` |
 //! | `reqwest` | [`reqwest_client::ResilientClient`] (reqwest's request builder in front of the layers) and [`reqwest_client::ReqwestService`]; lets [`FailureKind`] read reqwest's errors | |
 //! | `reqwest-json`, `reqwest-query`, `reqwest-form` | the `json`, `query` and `form` methods of [`reqwest_client::ResilientRequestBuilder`], each turning on reqwest's feature of the same name (without them, [`map_reqwest`](reqwest_client::ResilientRequestBuilder::map_reqwest) reaches whatever reqwest features the application has) | `reqwest` |
-//! | `otel` | [`telemetry::otel::Metrics`]: the library's metrics (`http.client.request.duration` and the `http_resilience.*` namespace) through the `opentelemetry` API crate alone; the application brings the SDK | `breaker`, `overload` |
+//! | `otel` | [`otel::Metrics`]: the library's metrics (`http.client.request.duration` and the `http_resilience.*` namespace) through the `opentelemetry` API crate alone; the application brings the SDK | `breaker`, `overload` |
 //! | `full` | every feature | |
 //!
 //! ```toml
@@ -232,6 +232,8 @@ pub mod guard;
 pub mod hedge;
 pub mod key;
 mod limits;
+#[cfg(feature = "otel")]
+pub mod otel;
 #[cfg(feature = "overload")]
 pub mod overload;
 pub mod policy;

@@ -2,7 +2,7 @@
 
 use crate::support::{retry_503, Req, ATTEMPT_LIMIT, CALL_LIMIT};
 use http::Response;
-use http_resilience::{deadline::body::DeadlineBody, telemetry::otel::Metrics, ResiliencePolicy};
+use http_resilience::{deadline::body::DeadlineBody, otel::Metrics, ResiliencePolicy};
 use tower::Service;
 
 /// `ours_fused` with OpenTelemetry metrics on: the listener on every

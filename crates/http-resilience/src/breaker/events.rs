@@ -156,7 +156,7 @@ impl fmt::Display for BreakerEvent<'_> {
 pub(crate) type BreakerListener = dyn for<'a> Listener<BreakerEvent<'a>>;
 
 /// What watches a policy's circuits from outside the breaker, attached to
-/// them in place (the metrics of `telemetry::otel`): it hears every event, as
+/// them in place (the metrics of `otel`): it hears every event, as
 /// a listener does, and reads the states of the circuits it is attached to,
 /// and of those of every policy made from that one.
 pub(crate) trait Observer: for<'a> Listener<BreakerEvent<'a>> {

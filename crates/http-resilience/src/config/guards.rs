@@ -100,11 +100,11 @@ impl<D: Into<AnyDecoder> + Clone> From<BreakerPolicy<D>> for ClientGuards {
 }
 
 #[cfg(feature = "otel")]
-impl crate::telemetry::otel::wiring::sealed::Sealed for ClientGuards {}
+impl crate::otel::wiring::sealed::Sealed for ClientGuards {}
 
 #[cfg(feature = "otel")]
-impl crate::telemetry::otel::Observed for ClientGuards {
-    fn attach_metrics(&self, metrics: &crate::telemetry::otel::Metrics) {
+impl crate::otel::Observed for ClientGuards {
+    fn attach_metrics(&self, metrics: &crate::otel::Metrics) {
         self.overload.attach_metrics(metrics);
         self.breaker.attach_metrics(metrics);
     }

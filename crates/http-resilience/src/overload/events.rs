@@ -50,7 +50,7 @@ impl fmt::Display for OverloadEvent<'_> {
 }
 
 /// What watches a policy's slots from outside overload control, attached to
-/// them in place (the metrics of `telemetry::otel`): it hears every event, as
+/// them in place (the metrics of `otel`): it hears every event, as
 /// a listener does, and reads the state of the slots it is attached to, and
 /// of those of every policy made from that one.
 pub(crate) trait Observer: for<'a> Listener<OverloadEvent<'a>> {

@@ -73,7 +73,7 @@
 //! that moved, a call turned away, with its key), which also go to
 //! `tracing` at debug level; [`OverloadPolicy::states`] reads every key's
 //! limit, calls in flight and queued, and throttling probability. With the
-//! feature `otel`, [`Metrics`](crate::telemetry::otel::Metrics) counts the
+//! feature `otel`, [`Metrics`](crate::otel::Metrics) counts the
 //! rejections and observes the rest as gauges.
 //!
 //! # Example

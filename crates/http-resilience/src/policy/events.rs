@@ -119,7 +119,7 @@ pub enum RetryEvent {
     /// Under the three layers and hedging, the deadline is a layer outside
     /// the retry that drops it when it runs out: the retry never sees such
     /// an end, and tells of none; a layer outside the deadline sees every
-    /// end (as `telemetry::otel::Metrics::layer` does).
+    /// end (as `otel::Metrics::layer` does).
     CallEnd {
         /// The response's status, when the call's output is a response.
         status: Option<http::StatusCode>,

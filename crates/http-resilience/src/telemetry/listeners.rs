@@ -91,7 +91,7 @@ where
 /// The listeners of a guard's state (a breaker's circuits, overload
 /// control's slots): `L` the listener given with the policy's
 /// `with_listener`, and `O` an observer attached to the state afterwards
-/// (the metrics of `telemetry::otel`), which every clone of the policy
+/// (the metrics of `otel`), which every clone of the policy
 /// shares at once and every policy made from it keeps. Both hear every
 /// event.
 ///

@@ -51,7 +51,7 @@
 //!
 //! The names are OpenTelemetry's where its HTTP client conventions have one,
 //! and the library's own are under `http_resilience.`, the namespace of its
-//! metrics too (`telemetry::otel`, feature `otel`).
+//! metrics too (`otel`, feature `otel`).
 //!
 //! Every integer field (`server.port`, `http.request.resend_count`,
 //! `http.response.status_code`, `http_resilience.attempts`,
@@ -101,7 +101,7 @@
 //!
 //! # Metrics
 //!
-//! With the feature `otel`, `telemetry::otel::Metrics` records the attempts,
+//! With the feature `otel`, `otel::Metrics` records the attempts,
 //! retries, hedges, ends of calls and the guards' events and states to
 //! OpenTelemetry instruments (`http.client.request.duration` and the
 //! `http_resilience.*` namespace), wired into a policy in one call
@@ -162,8 +162,6 @@
 
 pub(crate) mod listeners;
 pub(crate) mod names;
-#[cfg(feature = "otel")]
-pub mod otel;
 
 pub use self::listeners::Listener;
 

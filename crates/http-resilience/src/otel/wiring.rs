@@ -97,7 +97,7 @@ impl<D, R, G: Observed> ResiliencePolicy<D, R, G> {
     ///
     /// ```
     /// use http::{Request, Response};
-    /// use http_resilience::{breaker::BreakerPolicy, presets, telemetry::otel::Metrics};
+    /// use http_resilience::{breaker::BreakerPolicy, presets, otel::Metrics};
     /// use opentelemetry::metrics::MeterProvider as _;
     /// use opentelemetry_sdk::metrics::{InMemoryMetricExporter, PeriodicReader, SdkMeterProvider};
     /// use std::convert::Infallible;

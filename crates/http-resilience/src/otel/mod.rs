@@ -231,7 +231,7 @@
 //! use http_resilience::{
 //!     policy::{FixedDelay, RetryBudget, StatusDecoder},
 //!     retry::{RetryPolicy, StatusRetryLayer},
-//!     telemetry::otel::Metrics,
+//!     otel::Metrics,
 //!     AttemptTimeoutLayer, DeadlineLayer,
 //! };
 //! use opentelemetry::metrics::MeterProvider as _;
