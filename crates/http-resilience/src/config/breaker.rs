@@ -4,11 +4,10 @@
 use super::{
     decoder::DecoderFields,
     fields::{BreakerFields, Fields},
-    is_client,
     origin::Origin,
     validate::{
-        count_at_most, keys_at_most, number_at_most, MAX_FAILURES, MAX_MULTIPLIER, MAX_STEPS,
-        MAX_THROUGHPUT,
+        count_at_most, is_client, keys_at_most, number_at_most, MAX_FAILURES, MAX_MULTIPLIER,
+        MAX_STEPS, MAX_THROUGHPUT,
     },
     written::{turns_on, BreakerSection, Written},
 };

@@ -4,8 +4,7 @@
 
 use super::{
     fields::{DelayFields, Fields, HedgeFields},
-    is_client,
-    validate::{count_at_most, MAX_HEDGED_ATTEMPTS, MAX_SAMPLES},
+    validate::{count_at_most, is_client, MAX_HEDGED_ATTEMPTS, MAX_SAMPLES},
     written::{turns_on, HedgeSection},
 };
 use crate::{

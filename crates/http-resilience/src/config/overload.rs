@@ -3,8 +3,7 @@
 
 use super::{
     fields::{AdaptiveFields, Fields, LimitFields, OverloadFields},
-    is_client,
-    validate::{count_at_most, keys_at_most, number_at_most, MAX_CALLS, MAX_FACTOR},
+    validate::{count_at_most, is_client, keys_at_most, number_at_most, MAX_CALLS, MAX_FACTOR},
     written::{turns_on, AdaptiveSection, OverloadSection, ThrottleSection},
 };
 use crate::{

@@ -1,11 +1,13 @@
 //! The configuration: reading, resolution, validation and the presets.
 
-use super::written::{BackoffKind, DecoderKind, FromText, Written};
+use super::validate::client_path;
+use super::written::{BackoffKind, DecoderKind, FromText, Preset, Written};
 use super::ClientPolicy;
 use super::*;
 use crate::breaker::{BreakerPolicy, BreakerSettings};
 use crate::policy::{AnyDecoder, AnyRetryer, Retryer};
 use crate::presets;
+use crate::InvalidSetting;
 use std::time::Duration;
 
 /// The erased preset and the one built from the table are the same policy.
