@@ -11,7 +11,11 @@ use super::{
     },
     written::{turns_on, BreakerSection, Written},
 };
-use crate::{breaker::BreakerPolicy, policy::AnyDecoder, InvalidSetting};
+use crate::{
+    breaker::{BreakerPolicy, BreakerSettings},
+    policy::AnyDecoder,
+    InvalidSetting,
+};
 use std::time::Duration;
 
 // ===== impl BreakerFields =====
@@ -90,44 +94,56 @@ impl BreakerSection {
     /// The settings written, over `fields`' breaker, each within its range
     /// (the setters check the other end).
     fn apply_settings(&self, fields: &mut Fields, path: &str) -> Result<(), InvalidSetting> {
-        let within = |err: InvalidSetting| err.within(path);
+        self.apply_numbers(&mut fields.breaker.settings)
+            .map_err(|err| err.within(path))?;
+        self.apply_durations(fields, path)
+    }
+
+    /// The counts and factors written, over `s`, each within its range.
+    fn apply_numbers(&self, s: &mut BreakerSettings) -> Result<(), InvalidSetting> {
         let count = |field: &str, value: Option<u32>, max: u64| {
             value
                 .map(|value| count_at_most(field, value, max))
                 .transpose()
-                .map_err(within)
         };
-        let s = &mut fields.breaker.settings;
-        let failures = count(
-            "consecutive_failures",
-            self.consecutive_failures,
-            MAX_FAILURES,
-        )?;
-        set(&mut s.consecutive_failures, failures);
+        let failures = self.consecutive_failures;
+        set(
+            &mut s.consecutive_failures,
+            count("consecutive_failures", failures, MAX_FAILURES)?,
+        );
         set(&mut s.failure_ratio, self.failure_ratio);
-        let throughput = count(
-            "minimum_throughput",
-            self.minimum_throughput,
-            MAX_THROUGHPUT,
-        )?;
-        set(&mut s.minimum_throughput, throughput);
+        let throughput = self.minimum_throughput;
+        set(
+            &mut s.minimum_throughput,
+            count("minimum_throughput", throughput, MAX_THROUGHPUT)?,
+        );
         let multiplier = self
             .break_multiplier
             .map(|m| number_at_most("break_multiplier", m, MAX_MULTIPLIER))
-            .transpose()
-            .map_err(within)?;
+            .transpose()?;
         set(&mut s.break_multiplier, multiplier);
         set(&mut s.break_jitter, self.break_jitter);
-        let probes = count("half_open_probes", self.half_open_probes, MAX_STEPS)?;
-        set(&mut s.half_open_probes, probes);
-        let successes = count("half_open_successes", self.half_open_successes, MAX_STEPS)?;
-        set(&mut s.half_open_successes, successes);
+        set(
+            &mut s.half_open_probes,
+            count("half_open_probes", self.half_open_probes, MAX_STEPS)?,
+        );
+        let successes = self.half_open_successes;
+        set(
+            &mut s.half_open_successes,
+            count("half_open_successes", successes, MAX_STEPS)?,
+        );
         let keys = self
             .max_keys
             .map(|max| keys_at_most("max_keys", max))
-            .transpose()
-            .map_err(within)?;
+            .transpose()?;
         set(&mut s.max_keys, keys);
+        Ok(())
+    }
+
+    /// The durations written, over `fields`' breaker; where the break and
+    /// its cap came from, for the messages of the checks that combine them.
+    fn apply_durations(&self, fields: &mut Fields, path: &str) -> Result<(), InvalidSetting> {
+        let s = &mut fields.breaker.settings;
         let duration = |slot: &mut Duration, written: &Option<Written<Duration>>, field| {
             written
                 .as_ref()

@@ -193,16 +193,7 @@ impl fmt::Display for RetryEvent {
                 remaining,
             } => {
                 write!(f, "attempt {attempt}: {verdict}; ")?;
-                let next = attempt.saturating_add(1);
-                if wait.is_zero() {
-                    write!(f, "attempt {next} at once")?;
-                } else {
-                    write!(f, "waiting {wait:?} ({source}) before attempt {next}")?;
-                }
-                match remaining {
-                    Some(left) => write!(f, ", {:?} left", to_the_millisecond(left)),
-                    None => Ok(()),
-                }
+                write_wait(f, attempt.saturating_add(1), wait, source, remaining)
             }
             RetryEvent::Hedge {
                 attempt,
@@ -246,6 +237,25 @@ impl fmt::Display for RetryEvent {
                 }
             }
         }
+    }
+}
+
+/// The wait before attempt `next`, and the time left if known.
+fn write_wait(
+    f: &mut fmt::Formatter<'_>,
+    next: u32,
+    wait: Duration,
+    source: WaitSource,
+    remaining: Option<Duration>,
+) -> fmt::Result {
+    if wait.is_zero() {
+        write!(f, "attempt {next} at once")?;
+    } else {
+        write!(f, "waiting {wait:?} ({source}) before attempt {next}")?;
+    }
+    match remaining {
+        Some(left) => write!(f, ", {:?} left", to_the_millisecond(left)),
+        None => Ok(()),
     }
 }
 
