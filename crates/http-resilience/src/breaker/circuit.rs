@@ -84,7 +84,7 @@ pub(crate) use crate::key::nanos;
 /// `last_used`: atomics only. `recovery` is locked only to change state
 /// (trip, half-open, ramp, close), to admit a call while not closed, for a
 /// probe's outcome and to read a ramp's share; never across an await.
-pub struct Circuit {
+pub(crate) struct Circuit {
     key: UpstreamKey,
     state: AtomicU64,
     consecutive: AtomicU32,

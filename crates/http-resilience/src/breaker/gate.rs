@@ -8,7 +8,7 @@ use super::{
     registry, BreakerPolicy,
 };
 use crate::{
-    guard::{sealed, Guard, Settle},
+    guard::sealed,
     key::{self, AtHand},
     policy::Decoder,
     BoxError, RequestDeadline,
@@ -20,7 +20,7 @@ use std::{
 use tokio::time::Instant;
 
 /// A call's pass through a [`BreakerPolicy`]'s circuit.
-pub struct BreakerPass<D> {
+pub(crate) struct BreakerPass<D> {
     shared: Arc<Shared<D>>,
     circuit: Arc<Circuit>,
     ticket: Option<Ticket>,
@@ -57,13 +57,11 @@ pub(crate) fn circuit_for<D, B>(
 
 // ===== impl BreakerPolicy =====
 
-impl<D> sealed::Sealed for BreakerPolicy<D> {}
-
 /// Every attempt of a call passes the circuit of the call's key (its first
 /// attempt's): a refused one is never sent and its outcome is the
 /// [`CircuitOpen`] error; an attempt the attempt timeout ends counts as a
 /// failure; one the deadline ends counts for nothing.
-impl<D> Guard for BreakerPolicy<D> {
+impl<D> sealed::Sealed for BreakerPolicy<D> {
     type Local = AtHand<Circuit>;
     type Pass = BreakerPass<D>;
 
@@ -100,7 +98,7 @@ impl<D> Guard for BreakerPolicy<D> {
     }
 }
 
-impl<T, D: Decoder<T, BoxError>> Settle<T> for BreakerPolicy<D> {
+impl<T, D: Decoder<T, BoxError>> sealed::SealedSettle<T> for BreakerPolicy<D> {
     #[inline]
     fn settle(pass: &mut Self::Pass, outcome: &Result<http::Response<T>, BoxError>) {
         if let Some(ticket) = pass.ticket.take() {

@@ -51,17 +51,17 @@ pub(crate) struct Shared<D> {
 /// The policy's [`Decoder`] judges every outcome (the breaker's own decoder,
 /// which may differ from the retry's):
 ///
-/// - [`Verdict::Retry`] is a failure: a retryable status (503, and 429:
+/// - [`Verdict::Retry`](crate::policy::Verdict::Retry) is a failure: a retryable status (503, and 429:
 ///   the upstream is shedding load) or a failure the decoder would retry;
-/// - [`Verdict::Fail`] on an **error** is a failure too: a timed-out attempt
+/// - [`Verdict::Fail`](crate::policy::Verdict::Fail) on an **error** is a failure too: a timed-out attempt
 ///   ([`AttemptTimedOut`](crate::attempt_timeout::error::AttemptTimedOut)
 ///   below the breaker), a reset, a refused connection;
 ///   except another breaker's [`CircuitOpen`](super::error::CircuitOpen),
 ///   which counts for nothing;
-/// - [`Verdict::Fail`] on a **response** is a success: the upstream answered,
+/// - [`Verdict::Fail`](crate::policy::Verdict::Fail) on a **response** is a success: the upstream answered,
 ///   and a 404 is not an outage. A status that should count (500) is one the
 ///   breaker's decoder retries (`StatusDecoder::new([500, 503])`);
-/// - [`Verdict::Accept`] is a success;
+/// - [`Verdict::Accept`](crate::policy::Verdict::Accept) is a success;
 /// - with [`slow_calls`](Self::slow_calls), a success that took at least the
 ///   threshold, from the call's admission to its outcome (the response head;
 ///   the body is not timed), is a failure, in the count of failures in a row
@@ -80,7 +80,7 @@ pub(crate) struct Shared<D> {
 /// It then stays open for the break: the configured one on the first trip,
 /// multiplied on each trip that follows before the circuit closes, plus up to
 /// the jitter's share more, at most the cap; and at least what the tripping
-/// outcome asked for ([`Verdict::server_delay`]: `Retry-After`, gRPC
+/// outcome asked for ([`Verdict::server_delay`](crate::policy::Verdict::server_delay): `Retry-After`, gRPC
 /// pushback), capped too. Once it ends, the next call makes the circuit
 /// half-open and goes as a probe; at most [`half_open`](Self::half_open)'s
 /// `probes` go at once, the others are turned away. After `successes`

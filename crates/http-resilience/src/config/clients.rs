@@ -29,7 +29,7 @@ pub type ClientLayer = ResilienceLayer<AnyDecoder, AnyRetryer, ClientGuards>;
 /// The resilience policies of named clients: a `[default]` section and one
 /// section per client.
 ///
-/// See the [module docs](self) for the format, the resolution and an example.
+/// See the [module docs](super) for the format, the resolution and an example.
 /// [`Default`] is the empty configuration, which gives every name the
 /// `standard` preset.
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -54,7 +54,7 @@ impl ClientsConfig {
     ///
     /// [`ConfigError`] when the text is not valid TOML or does not fit the
     /// format (an unknown key, a value of the wrong type), or when a setting
-    /// makes no sense (see [Validation](self#validation)).
+    /// makes no sense (see [Validation](super#validation)).
     #[cfg(feature = "toml")]
     #[cfg_attr(docsrs, doc(cfg(feature = "toml")))]
     pub fn from_toml_str(text: &str) -> Result<Self, ConfigError> {
@@ -74,7 +74,7 @@ impl ClientsConfig {
     ///
     /// # Errors
     ///
-    /// The first [`ConfigError`] found (see [Validation](self#validation)).
+    /// The first [`ConfigError`] found (see [Validation](super#validation)).
     pub fn validate(&self) -> Result<(), ConfigError> {
         self.default_fields()?;
         for name in self.names() {
@@ -89,7 +89,7 @@ impl ClientsConfig {
     }
 
     /// The policy of the client `name`, resolved as the
-    /// [module docs](self#resolution) say. A name without a section gets the
+    /// [module docs](super#resolution) say. A name without a section gets the
     /// policy of the default section.
     ///
     /// # Errors
@@ -102,17 +102,17 @@ impl ClientsConfig {
     /// The policy's breaker, overload control and retry budget are the
     /// client's one state, shared by every policy, layer and hedge built for
     /// `name` from this configuration or its clones (see [One client, one
-    /// state](self#one-client-one-state)).
+    /// state](super#one-client-one-state)).
     pub fn policy(&self, name: &str) -> Result<ClientPolicy, ConfigError> {
         Ok(self.build(name)?.0)
     }
 
     /// The hedging of the client `name`, if its `hedge` table turns it on
-    /// (see [Hedging](self#hedging)): judged by the client's retry decoder,
+    /// (see [Hedging](super#hedging)): judged by the client's retry decoder,
     /// with its retry budget, attempt header and deadline-aware margin.
     ///
     /// Its budget is the client's one, as its [`policy`](Self::policy)'s
-    /// (see [One client, one state](self#one-client-one-state)).
+    /// (see [One client, one state](super#one-client-one-state)).
     ///
     /// # Errors
     ///
@@ -128,12 +128,12 @@ impl ClientsConfig {
     ///
     /// Its breaker, overload control and budget are the client's one state,
     /// shared with every other policy, layer and hedge built for `name` (see
-    /// [One client, one state](self#one-client-one-state)).
+    /// [One client, one state](super#one-client-one-state)).
     ///
     /// # Errors
     ///
     /// As [`policy`](Self::policy), and when the client hedges: its calls
-    /// are not retried but hedged, in the stack [Hedging](self#hedging)
+    /// are not retried but hedged, in the stack [Hedging](super#hedging)
     /// shows, which this layer is not.
     pub fn layer(&self, name: &str) -> Result<ClientLayer, ConfigError> {
         let (policy, hedge) = self.build(name)?;

@@ -2,7 +2,7 @@
 
 use crate::{
     breaker::BreakerPolicy,
-    guard::{sealed, Guard, Settle},
+    guard::{sealed, Settle},
     overload::OverloadPolicy,
     policy::AnyDecoder,
     BoxError, RequestDeadline,
@@ -40,11 +40,9 @@ pub struct ClientGuards {
 /// The pair the guards are asked as.
 type Pair = (Option<OverloadPolicy>, Option<BreakerPolicy<AnyDecoder>>);
 
-impl sealed::Sealed for ClientGuards {}
-
-impl Guard for ClientGuards {
-    type Local = <Pair as Guard>::Local;
-    type Pass = <Pair as Guard>::Pass;
+impl sealed::Sealed for ClientGuards {
+    type Local = <Pair as sealed::Sealed>::Local;
+    type Pass = <Pair as sealed::Sealed>::Pass;
 
     fn pass_for<B>(&self, local: &mut Self::Local, request: &http::Request<B>) -> Self::Pass {
         let overload = self.overload.pass_for(&mut local.0, request);
@@ -75,7 +73,7 @@ impl Guard for ClientGuards {
     }
 }
 
-impl<T> Settle<T> for ClientGuards
+impl<T> sealed::SealedSettle<T> for ClientGuards
 where
     Pair: Settle<T>,
 {
@@ -100,10 +98,7 @@ impl<D: Into<AnyDecoder> + Clone> From<BreakerPolicy<D>> for ClientGuards {
 }
 
 #[cfg(feature = "otel")]
-impl crate::otel::wiring::sealed::Sealed for ClientGuards {}
-
-#[cfg(feature = "otel")]
-impl crate::otel::Observed for ClientGuards {
+impl crate::otel::wiring::sealed::Sealed for ClientGuards {
     fn attach_metrics(&self, metrics: &crate::otel::Metrics) {
         self.overload.attach_metrics(metrics);
         self.breaker.attach_metrics(metrics);

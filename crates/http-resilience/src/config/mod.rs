@@ -578,6 +578,8 @@
 //! out: it starts from a known-good policy instead of the defaults.
 //!
 //! [`ApacheDecoder`]: crate::policy::ApacheDecoder
+//! [`ResiliencePolicy`]: crate::ResiliencePolicy
+//! [`InvalidSetting::value`]: crate::InvalidSetting::value
 //! [`BreakerPolicy`]: crate::breaker::BreakerPolicy
 //! [`BreakerPolicy::default`]: crate::breaker::BreakerPolicy::default
 //! [`BreakerPolicy::ramp`]: crate::breaker::BreakerPolicy::ramp

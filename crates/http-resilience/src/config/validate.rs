@@ -146,6 +146,28 @@ fn thousands(n: u64) -> String {
     out
 }
 
+/// Whether `path` (a table's, such as `clients.x.breaker`) is in a client's
+/// section rather than `[default]`: nothing inherits from a client.
+///
+/// NOTE: the paths are this module's own, `default` and [`client_path`]'s.
+pub(super) fn is_client(path: &str) -> bool {
+    path.starts_with("clients.")
+}
+
+/// `clients.<name>`, with the name quoted as a TOML key when it is not a bare
+/// one (`clients."eu.weather"`).
+pub(super) fn client_path(name: &str) -> String {
+    let bare = !name.is_empty()
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
+    if bare {
+        format!("clients.{name}")
+    } else {
+        format!("clients.{name:?}")
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -189,27 +211,5 @@ mod tests {
         assert_eq!(err.value(), None);
         assert_eq!(thousands(100), "100");
         assert_eq!(thousands(10_000), "10,000");
-    }
-}
-
-/// Whether `path` (a table's, such as `clients.x.breaker`) is in a client's
-/// section rather than `[default]`: nothing inherits from a client.
-///
-/// NOTE: the paths are this module's own, `default` and [`client_path`]'s.
-pub(super) fn is_client(path: &str) -> bool {
-    path.starts_with("clients.")
-}
-
-/// `clients.<name>`, with the name quoted as a TOML key when it is not a bare
-/// one (`clients."eu.weather"`).
-pub(super) fn client_path(name: &str) -> String {
-    let bare = !name.is_empty()
-        && name
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
-    if bare {
-        format!("clients.{name}")
-    } else {
-        format!("clients.{name:?}")
     }
 }

@@ -1,16 +1,14 @@
 //! The guards that are made of others: none at all, one chosen at run time,
 //! and two in a row.
 
-use super::{sealed::Sealed, Guard, Settle};
+use super::{sealed, Guard, Settle};
 use crate::{BoxError, RequestDeadline};
 use std::task::{ready, Context, Poll};
 
 // ===== impl Guard for () =====
 
-impl Sealed for () {}
-
 /// No guard: every step compiles away.
-impl Guard for () {
+impl sealed::Sealed for () {
     type Local = ();
     type Pass = ();
 
@@ -35,18 +33,16 @@ impl Guard for () {
     fn release((): &mut ()) {}
 }
 
-impl<T> Settle<T> for () {
+impl<T> sealed::SealedSettle<T> for () {
     #[inline(always)]
     fn settle((): &mut (), _: &Result<http::Response<T>, BoxError>) {}
 }
 
 // ===== impl Guard for Option =====
 
-impl<G: Guard> Sealed for Option<G> {}
-
 /// A guard chosen at run time (a configuration file's): `None` lets every
 /// attempt through.
-impl<G: Guard> Guard for Option<G> {
+impl<G: Guard> sealed::Sealed for Option<G> {
     type Local = G::Local;
     type Pass = Option<G::Pass>;
 
@@ -79,7 +75,7 @@ impl<G: Guard> Guard for Option<G> {
     }
 }
 
-impl<T, G: Settle<T>> Settle<T> for Option<G> {
+impl<T, G: Settle<T>> sealed::SealedSettle<T> for Option<G> {
     fn settle(pass: &mut Self::Pass, outcome: &Result<http::Response<T>, BoxError>) {
         if let Some(pass) = pass {
             G::settle(pass, outcome);
@@ -89,12 +85,10 @@ impl<T, G: Settle<T>> Settle<T> for Option<G> {
 
 // ===== impl Guard for (A, B) =====
 
-impl<A: Guard, B: Guard> Sealed for (A, B) {}
-
 /// Two guards in a row: `A` first, then `B` once `A` let the attempt
 /// through. The pass keeps whether `A` did, so that a wait resumes where it
 /// was.
-impl<A: Guard, B: Guard> Guard for (A, B) {
+impl<A: Guard, B: Guard> sealed::Sealed for (A, B) {
     type Local = (A::Local, B::Local);
     type Pass = (A::Pass, B::Pass, bool);
 
@@ -151,7 +145,7 @@ fn admit_inner<A: Guard, B: Guard>(
     inner
 }
 
-impl<T, A: Settle<T>, B: Settle<T>> Settle<T> for (A, B) {
+impl<T, A: Settle<T>, B: Settle<T>> sealed::SealedSettle<T> for (A, B) {
     #[inline]
     fn settle(pass: &mut Self::Pass, outcome: &Result<http::Response<T>, BoxError>) {
         B::settle(&mut pass.1, outcome);

@@ -57,12 +57,56 @@ mod layer;
 
 pub use self::layer::{GuardLayer, Guarded};
 
-use crate::{BoxError, RequestDeadline};
-use std::task::{Context, Poll};
-
 pub(crate) mod sealed {
-    /// Only this crate's types are guards.
-    pub trait Sealed {}
+    use crate::{BoxError, RequestDeadline};
+    use std::task::{Context, Poll};
+
+    /// The engine's side of a guard: what every form of the stack calls.
+    /// Crate-private, so that only this crate's types are guards.
+    pub(crate) trait Sealed: Clone {
+        /// What one clone of a service keeps: the state of the key it
+        /// called last.
+        type Local: Clone + Default;
+
+        /// What one call keeps: its key's state, and what its attempt in
+        /// flight holds. Dropped, it gives back what it holds, counting for
+        /// nothing.
+        type Pass;
+
+        /// The pass of a call whose first attempt is `request`.
+        fn pass_for<B>(&self, local: &mut Self::Local, request: &http::Request<B>) -> Self::Pass;
+
+        /// Asks to let the call's next attempt through, under the call's
+        /// `deadline`: `Ready(Ok)` to send it now, `Ready(Err)` when it is
+        /// turned away, `Pending` when it must wait (then
+        /// [`poll_admit`](Self::poll_admit) until it may go).
+        fn admit(
+            pass: &mut Self::Pass,
+            deadline: Option<RequestDeadline>,
+        ) -> Poll<Result<(), BoxError>>;
+
+        /// Waits to let the attempt through, after [`admit`](Self::admit)
+        /// said `Pending`; a wait the guard bounds (a queue's longest wait,
+        /// the deadline less a useful attempt) ends in its error.
+        fn poll_admit(
+            pass: &mut Self::Pass,
+            deadline: Option<RequestDeadline>,
+            cx: &mut Context<'_>,
+        ) -> Poll<Result<(), BoxError>>;
+
+        /// Gives back what the pass holds (a place in a queue, a slot, a
+        /// probe's place), counting for nothing: the call ended before its
+        /// attempt's outcome was judged.
+        fn release(pass: &mut Self::Pass);
+    }
+
+    /// The engine's side of a guard that hears the outcomes of attempts
+    /// whose response body is `T`.
+    pub(crate) trait SealedSettle<T>: Sealed {
+        /// Hears the outcome of the attempt let through last, and gives
+        /// back what it held.
+        fn settle(pass: &mut Self::Pass, outcome: &Result<http::Response<T>, BoxError>);
+    }
 }
 
 /// What may admit, delay or turn away an attempt: a
@@ -80,60 +124,23 @@ pub(crate) mod sealed {
 /// `B` turning it away gives back what `A` gave. So the guard that may make
 /// an attempt wait should come before those that hold a place for it.
 ///
-/// The trait is sealed: the guards are this crate's. Its methods are the
-/// engine's and are hidden.
-pub trait Guard: sealed::Sealed + Clone {
-    /// What one clone of a service keeps: the state of the key it called
-    /// last.
-    #[doc(hidden)]
-    type Local: Clone + Default;
+/// The trait is sealed: the guards are this crate's, and what the engine
+/// calls of them is not public.
+// NOTE: the engine's methods and the types they pass live on a crate-private
+// supertrait, so that none of them is part of the public surface.
+#[allow(private_bounds)]
+pub trait Guard: sealed::Sealed {}
 
-    /// What one call keeps: its key's state, and what its attempt in flight
-    /// holds. Dropped, it gives back what it holds, counting for nothing.
-    #[doc(hidden)]
-    type Pass;
-
-    /// The pass of a call whose first attempt is `request`.
-    #[doc(hidden)]
-    fn pass_for<B>(&self, local: &mut Self::Local, request: &http::Request<B>) -> Self::Pass;
-
-    /// Asks to let the call's next attempt through, under the call's
-    /// `deadline`: `Ready(Ok)` to send it now, `Ready(Err)` when it is
-    /// turned away, `Pending` when it must wait (then
-    /// [`poll_admit`](Self::poll_admit) until it may go).
-    #[doc(hidden)]
-    fn admit(
-        pass: &mut Self::Pass,
-        deadline: Option<RequestDeadline>,
-    ) -> Poll<Result<(), BoxError>>;
-
-    /// Waits to let the attempt through, after [`admit`](Self::admit) said
-    /// `Pending`; a wait the guard bounds (a queue's longest wait, the
-    /// deadline less a useful attempt) ends in its error.
-    #[doc(hidden)]
-    fn poll_admit(
-        pass: &mut Self::Pass,
-        deadline: Option<RequestDeadline>,
-        cx: &mut Context<'_>,
-    ) -> Poll<Result<(), BoxError>>;
-
-    /// Gives back what the pass holds (a place in a queue, a slot, a
-    /// probe's place), counting for nothing: the call ended before its
-    /// attempt's outcome was judged.
-    #[doc(hidden)]
-    fn release(pass: &mut Self::Pass);
-}
+impl<G: sealed::Sealed> Guard for G {}
 
 /// A [`Guard`] that hears the outcomes of attempts whose response body is
 /// `T`.
 ///
 /// Sealed, as [`Guard`] is.
-pub trait Settle<T>: Guard {
-    /// Hears the outcome of the attempt let through last, and gives back
-    /// what it held.
-    #[doc(hidden)]
-    fn settle(pass: &mut Self::Pass, outcome: &Result<http::Response<T>, BoxError>);
-}
+#[allow(private_bounds)]
+pub trait Settle<T>: Guard + sealed::SealedSettle<T> {}
+
+impl<T, G: sealed::SealedSettle<T>> Settle<T> for G {}
 
 #[cfg(test)]
 mod tests;

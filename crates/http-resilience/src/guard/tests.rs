@@ -2,7 +2,7 @@
 //! interface: it counts what the engine asks of it, and can hold attempts
 //! back or turn them away.
 
-use super::{sealed::Sealed, Guard, GuardLayer, Settle};
+use super::{sealed, GuardLayer};
 use crate::{
     hedge::{HedgeDelay, HedgeLayer, HedgePolicy},
     policy::{FixedDelay, StatusDecoder, TransientDecoder},
@@ -99,9 +99,7 @@ impl Drop for Pass {
     }
 }
 
-impl Sealed for Counting {}
-
-impl Guard for Counting {
+impl sealed::Sealed for Counting {
     type Local = ();
     type Pass = Pass;
 
@@ -134,7 +132,7 @@ impl Guard for Counting {
     }
 }
 
-impl<T> Settle<T> for Counting {
+impl<T> sealed::SealedSettle<T> for Counting {
     fn settle(pass: &mut Pass, _: &Result<http::Response<T>, BoxError>) {
         if std::mem::take(&mut pass.held) {
             pass.counts.settled.fetch_add(1, Ordering::SeqCst);

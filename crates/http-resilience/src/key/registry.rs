@@ -166,7 +166,7 @@ impl<T: Keyed> Registry<T> {
 
 /// What one clone of a service keeps of a keyed policy: the entry of its
 /// last key, and the scheme and authority of the request that found it.
-pub struct AtHand<T>(Option<Held<T>>);
+pub(crate) struct AtHand<T>(Option<Held<T>>);
 
 impl<T> Default for AtHand<T> {
     fn default() -> Self {

@@ -13,7 +13,14 @@ use crate::{
 use std::{fmt, sync::Arc};
 
 pub(crate) mod sealed {
-    pub trait Sealed {}
+    use super::Metrics;
+
+    /// What `with_metrics` calls of a guard; crate-private, so that only
+    /// this crate's types are observed.
+    pub(crate) trait Sealed {
+        /// Attaches `metrics` to the guard's state, in place.
+        fn attach_metrics(&self, metrics: &Metrics);
+    }
 }
 
 /// A guard whose state [`Metrics`] can observe, as
@@ -21,11 +28,12 @@ pub(crate) mod sealed {
 /// [`OverloadPolicy`], an `Option` or a pair of such guards, or `()`.
 ///
 /// The trait is sealed: only this crate's types implement it.
-pub trait Observed: sealed::Sealed {
-    /// Attaches `metrics` to the guard's state, in place.
-    #[doc(hidden)]
-    fn attach_metrics(&self, metrics: &Metrics);
-}
+// NOTE: what it does lives on a crate-private supertrait, out of the public
+// surface.
+#[allow(private_bounds)]
+pub trait Observed: sealed::Sealed {}
+
+impl<G: sealed::Sealed> Observed for G {}
 
 /// The listener `with_metrics` gives a retry or hedging policy: the
 /// metrics, beside the listener the policy had (both hear every event), and
@@ -221,17 +229,13 @@ impl OverloadPolicy {
     }
 }
 
-// ===== impl Observed =====
+// ===== impl sealed::Sealed =====
 
-impl sealed::Sealed for () {}
-
-impl Observed for () {
+impl sealed::Sealed for () {
     fn attach_metrics(&self, _: &Metrics) {}
 }
 
-impl<G: Observed> sealed::Sealed for Option<G> {}
-
-impl<G: Observed> Observed for Option<G> {
+impl<G: Observed> sealed::Sealed for Option<G> {
     fn attach_metrics(&self, metrics: &Metrics) {
         if let Some(guard) = self {
             guard.attach_metrics(metrics);
@@ -239,26 +243,20 @@ impl<G: Observed> Observed for Option<G> {
     }
 }
 
-impl<A: Observed, B: Observed> sealed::Sealed for (A, B) {}
-
-impl<A: Observed, B: Observed> Observed for (A, B) {
+impl<A: Observed, B: Observed> sealed::Sealed for (A, B) {
     fn attach_metrics(&self, metrics: &Metrics) {
         self.0.attach_metrics(metrics);
         self.1.attach_metrics(metrics);
     }
 }
 
-impl<D> sealed::Sealed for BreakerPolicy<D> {}
-
-impl<D> Observed for BreakerPolicy<D> {
+impl<D> sealed::Sealed for BreakerPolicy<D> {
     fn attach_metrics(&self, metrics: &Metrics) {
         self.attach(Arc::new(metrics.clone()));
     }
 }
 
-impl sealed::Sealed for OverloadPolicy {}
-
-impl Observed for OverloadPolicy {
+impl sealed::Sealed for OverloadPolicy {
     fn attach_metrics(&self, metrics: &Metrics) {
         self.attach(Arc::new(metrics.clone()));
     }

@@ -2,20 +2,14 @@
 //! key for a place, and gives it back with its outcome.
 
 use super::{pass::OverloadPass, slots::Slots, OverloadPolicy};
-use crate::{
-    guard::{sealed, Guard, Settle},
-    key::AtHand,
-    BoxError, RequestDeadline,
-};
+use crate::{guard::sealed, key::AtHand, BoxError, RequestDeadline};
 use std::task::{Context, Poll};
-
-impl sealed::Sealed for OverloadPolicy {}
 
 /// Every attempt of a call asks the slots of the call's key (its first
 /// attempt's) for a place: it waits for one within the call's deadline, or
 /// is turned away with [`Overloaded`](super::error::Overloaded), never sent;
 /// its outcome goes back to the limit and the throttle.
-impl Guard for OverloadPolicy {
+impl sealed::Sealed for OverloadPolicy {
     type Local = AtHand<Slots>;
     type Pass = OverloadPass;
 
@@ -43,7 +37,7 @@ impl Guard for OverloadPolicy {
     }
 }
 
-impl<T> Settle<T> for OverloadPolicy {
+impl<T> sealed::SealedSettle<T> for OverloadPolicy {
     fn settle(pass: &mut Self::Pass, outcome: &Result<http::Response<T>, BoxError>) {
         pass.settle(outcome);
     }

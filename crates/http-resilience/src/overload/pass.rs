@@ -27,7 +27,7 @@ use std::{
 use tokio::time::{Instant, Sleep};
 
 /// One call's pass through the slots of its key.
-pub struct OverloadPass {
+pub(crate) struct OverloadPass {
     shared: Arc<Shared>,
     slots: Arc<Slots>,
     step: Step,

@@ -3,7 +3,7 @@
 use super::{limit::Limit, throttle::Throttle};
 use std::time::Duration;
 
-/// Overload control's settings, as [`OverloadPolicy::settings`] reads them.
+/// Overload control's settings, as [`OverloadPolicy::settings`](super::OverloadPolicy::settings) reads them.
 #[derive(Debug, Clone, Copy, PartialEq)]
 #[non_exhaustive]
 pub struct OverloadSettings {
@@ -24,13 +24,13 @@ pub struct OverloadSettings {
     pub max_keys: usize,
     /// How long a key with no call counts as idle, the first evicted among
     /// those a new key examines for room
-    /// ([`max_keys`](OverloadPolicy::max_keys)).
+    /// ([`max_keys`](super::OverloadPolicy::max_keys)).
     pub idle_key_timeout: Duration,
 }
 
 pub(crate) type Settings = OverloadSettings;
 
-/// What a key's slots are now, as [`OverloadPolicy::state`] reads them.
+/// What a key's slots are now, as [`OverloadPolicy::state`](super::OverloadPolicy::state) reads them.
 #[derive(Debug, Clone, Copy, PartialEq)]
 #[non_exhaustive]
 pub struct OverloadState {

@@ -21,7 +21,7 @@ use std::{
 
 /// The slots of one key.
 #[derive(Debug)]
-pub struct Slots {
+pub(crate) struct Slots {
     key: UpstreamKey,
     last_used: AtomicU64,
     evicted: AtomicBool,

@@ -70,7 +70,7 @@ pub(super) fn lock<B>(shared: &Mutex<Shared<B>>) -> MutexGuard<'_, Shared<B>> {
     shared.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
-/// A copy of a [`ReplayBody`] could not produce the body: part of it was sent
+/// A copy of a [`ReplayBody`](super::ReplayBody) could not produce the body: part of it was sent
 /// by an earlier attempt and not kept (it went past the replay cap, or no copy
 /// existed to keep it for), or it failed (Apache's "non-repeatable request").
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
