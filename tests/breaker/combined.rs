@@ -289,7 +289,7 @@ async fn an_open_circuit_costs_no_retry_budget_in_both_forms() {
             &breaker,
             Duration::from_secs(10),
             Duration::from_secs(2),
-            retry().with_budget(Arc::clone(&budget)),
+            retry().map_options(|o| o.with_budget(Arc::clone(&budget))),
         );
         let addr = vacant_addr().unwrap();
 

@@ -56,8 +56,7 @@ fn stack(combined: bool, deadline: Duration, budget: Arc<RetryBudget>, inner: Sv
         WaitForProbe::new(TransientDecoder::new()),
         FixedDelay::new(Duration::from_millis(10), 3),
     )
-    .deadline_aware(MARGIN)
-    .with_budget(budget);
+    .map_options(|o| o.deadline_aware(MARGIN).with_budget(budget));
     let attempt = Duration::from_secs(1);
     if combined {
         let policy = ResiliencePolicy::new(deadline, attempt, retry)

@@ -526,7 +526,14 @@ fn min_attempt_turns_deadline_awareness_on_and_off() {
         "#,
     )
     .unwrap();
-    let margin = |name: &str| config.policy(name).unwrap().retry().deadline_margin();
+    let margin = |name: &str| {
+        config
+            .policy(name)
+            .unwrap()
+            .retry()
+            .options()
+            .deadline_margin()
+    };
     let ms = std::time::Duration::from_millis;
     assert_eq!(margin("other"), Some(ms(500)));
     assert_eq!(margin("relaxed"), None);

@@ -105,7 +105,7 @@ where
             let retryer = FixedDelay::new(MS(10), 3).with_max_delay(scenario.cap);
             let mut policy = RetryPolicy::new(decoder, retryer);
             if let Some(min) = scenario.min_attempt {
-                policy = policy.deadline_aware(min);
+                policy = policy.map_options(|o| o.deadline_aware(min));
             }
             BoxCloneSyncService::new(StatusRetryLayer::new(policy).layer(inner))
         }
@@ -114,7 +114,7 @@ where
                 .unwrap()
                 .with_max_server_delay(scenario.cap);
             if let Some(min) = scenario.min_attempt {
-                policy = policy.deadline_aware(min);
+                policy = policy.map_options(|o| o.deadline_aware(min));
             }
             BoxCloneSyncService::new(HedgeLayer::new(policy).layer(inner))
         }

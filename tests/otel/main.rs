@@ -175,7 +175,7 @@ fn retry(metrics: &Metrics) -> RetryPolicy<StatusDecoder, FixedDelay> {
         StatusDecoder::new([503]).unwrap(),
         FixedDelay::new(MS(10), 2),
     )
-    .with_listener(metrics.clone())
+    .map_options(|o| o.with_listener(metrics.clone()))
 }
 
 fn get() -> Request<String> {
@@ -452,7 +452,7 @@ async fn a_budget_gauge_reads_the_tokens_while_it_is_kept() {
     let (reader, metrics) = Reader::new();
     let budget = Arc::new(RetryBudget::new(10, 0.1).unwrap());
     let tokens = metrics.observe_budget("api", Arc::clone(&budget));
-    let policy = retry(&metrics).with_budget(budget);
+    let policy = retry(&metrics).map_options(|o| o.with_budget(budget));
     let svc = three_layers(
         &metrics,
         policy,

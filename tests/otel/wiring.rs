@@ -82,11 +82,13 @@ fn retry(retries: &Heard) -> RetryPolicy<StatusDecoder, FixedDelay> {
         StatusDecoder::new([503]).unwrap(),
         FixedDelay::new(Duration::from_millis(10), 2),
     )
-    .with_budget(Arc::new(RetryBudget::new(10, 0.1).unwrap()))
-    .with_listener(move |heard: &CallEvent<'_>| {
-        if let RetryEvent::Retry { .. } = heard.event {
-            retries.bump();
-        }
+    .map_options(|o| {
+        o.with_budget(Arc::new(RetryBudget::new(10, 0.1).unwrap()))
+            .with_listener(move |heard: &CallEvent<'_>| {
+                if let RetryEvent::Retry { .. } = heard.event {
+                    retries.bump();
+                }
+            })
     })
 }
 

@@ -58,7 +58,7 @@ async fn deadline_aware_retries_return_the_last_outcome_instead_of_timing_out() 
         StatusDecoder::new([503]).unwrap(),
         FixedDelay::new(Duration::from_secs(1), 2),
     )
-    .deadline_aware(Duration::from_millis(100));
+    .map_options(|o| o.deadline_aware(Duration::from_millis(100)));
     let (upstream, handle) = mock::pair::<Req, Resp>();
     let server = always(503, handle);
     let svc = ServiceBuilder::new()
@@ -112,7 +112,7 @@ async fn a_retry_after_longer_than_the_budget_is_not_slept_through() {
         StatusDecoder::new([503]).unwrap().with_retry_after(),
         backoff,
     )
-    .deadline_aware(Duration::from_millis(100));
+    .map_options(|o| o.deadline_aware(Duration::from_millis(100)));
     let (upstream, handle) = mock::pair::<Req, Resp>();
     let server = always(503, handle);
     let svc = ServiceBuilder::new()
@@ -145,10 +145,12 @@ async fn listeners_hear_every_retry_and_the_give_up() {
         StatusDecoder::new([503]).unwrap(),
         FixedDelay::new(Duration::from_millis(10), 1),
     )
-    .with_listener(move |told: &CallEvent<'_>| {
-        if !matches!(told.event, RetryEvent::AttemptEnd { .. }) {
-            heard.lock().unwrap().push(told.event);
-        }
+    .map_options(|o| {
+        o.with_listener(move |told: &CallEvent<'_>| {
+            if !matches!(told.event, RetryEvent::AttemptEnd { .. }) {
+                heard.lock().unwrap().push(told.event);
+            }
+        })
     });
     let (upstream, handle) = mock::pair::<Req, Resp>();
     let server = always(503, handle);
@@ -185,7 +187,7 @@ async fn each_attempt_carries_its_number_in_a_header() {
         StatusDecoder::new([503]).unwrap(),
         FixedDelay::new(Duration::ZERO, 2),
     )
-    .with_attempt_header(name.clone());
+    .map_options(|o| o.with_attempt_header(name.clone()));
     let (upstream, mut handle) = mock::pair::<Req, Resp>();
     let svc = StatusRetryLayer::new(policy).layer(upstream);
     let server = tokio::spawn(async move {
@@ -217,7 +219,7 @@ async fn a_shared_budget_bounds_the_retries_of_many_callers() {
         StatusDecoder::new([503]).unwrap(),
         FixedDelay::new(Duration::ZERO, 3),
     )
-    .with_budget(budget.clone());
+    .map_options(|o| o.with_budget(budget.clone()));
     let client = http_resilience::transport::Builder::new()
         .build_http::<http_body_util::Full<bytes::Bytes>>()
         .unwrap();
@@ -317,12 +319,14 @@ async fn a_preset_with_a_listener_hears_every_event() {
     let heard = Arc::new(Mutex::new(Vec::new()));
     let lines = Arc::clone(&heard);
     let policy = presets::reactor().map_retry(|retry| {
-        retry.with_listener(move |heard: &CallEvent<'_>| {
-            // NOTE: the retries and the end of the retry, as a timeline of
-            // its decisions reads them.
-            if let event @ (RetryEvent::Retry { .. } | RetryEvent::Done { .. }) = heard.event {
-                lines.lock().unwrap().push(event.to_string());
-            }
+        retry.map_options(|o| {
+            o.with_listener(move |heard: &CallEvent<'_>| {
+                // NOTE: the retries and the end of the retry, as a timeline of
+                // its decisions reads them.
+                if let event @ (RetryEvent::Retry { .. } | RetryEvent::Done { .. }) = heard.event {
+                    lines.lock().unwrap().push(event.to_string());
+                }
+            })
         })
     });
     let svc = policy

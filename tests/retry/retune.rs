@@ -37,7 +37,7 @@ async fn a_preset_with_another_backoff_waits_as_that_backoff_says() {
     let calls = Arc::new(AtomicUsize::new(0));
     let policy = presets::standard().with_retryer(FixedDelay::new(Duration::from_millis(10), 2));
     assert!(
-        policy.retry().deadline_margin().is_some(),
+        policy.retry().options().deadline_margin().is_some(),
         "deadline-aware stays"
     );
     let svc = policy

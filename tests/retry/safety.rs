@@ -283,10 +283,12 @@ async fn dropping_the_call_during_a_wait_sends_nothing_more() {
         TransientDecoder::new().or(ApacheDecoder::new()),
         FixedDelay::new(Duration::from_secs(5), 2),
     )
-    .with_listener(move |told: &CallEvent<'_>| {
-        if matches!(told.event, RetryEvent::Retry { .. }) {
-            heard.notify_one();
-        }
+    .map_options(|o| {
+        o.with_listener(move |told: &CallEvent<'_>| {
+            if matches!(told.event, RetryEvent::Retry { .. }) {
+                heard.notify_one();
+            }
+        })
     });
     let report = RetryReport::new();
     let call = tokio::spawn(stack(slow).oneshot(request(Kind::Get, server.uri("/busy"), &report)));

@@ -377,7 +377,7 @@ fn stack(
                 .with_jitter(Jitter::Decorrelated)
             },
         )
-        .with_attempt_header(http::HeaderName::from_static(ATTEMPT_HEADER));
+        .map_options(|o| o.with_attempt_header(http::HeaderName::from_static(ATTEMPT_HEADER)));
     ServiceBuilder::new()
         .layer(
             ResiliencePolicy::new(DEADLINE, ATTEMPT, retry)

@@ -199,14 +199,15 @@ fn policy(case: &Case, events: Arc<Mutex<Vec<String>>>) -> RetryPolicy<AnyDecode
     } else {
         TransientDecoder::new().into()
     };
-    RetryPolicy::new(decoder, FixedDelay::new(case.delay, case.retries))
-        .with_attempt_header(http::HeaderName::from_static("x-attempt"))
-        .with_listener(move |heard: &CallEvent<'_>| {
-            // NOTE: the end of a whole call is the combined service's alone.
-            if !matches!(heard.event, RetryEvent::CallEnd { .. }) {
-                events.lock().unwrap().push(heard.event.to_string());
-            }
-        })
+    RetryPolicy::new(decoder, FixedDelay::new(case.delay, case.retries)).map_options(|o| {
+        o.with_attempt_header(http::HeaderName::from_static("x-attempt"))
+            .with_listener(move |heard: &CallEvent<'_>| {
+                // NOTE: the end of a whole call is the combined service's alone.
+                if !matches!(heard.event, RetryEvent::CallEnd { .. }) {
+                    events.lock().unwrap().push(heard.event.to_string());
+                }
+            })
+    })
 }
 
 async fn observe(case: Case, fused: bool) -> Observed {

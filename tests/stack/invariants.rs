@@ -440,7 +440,7 @@ async fn run(case: &Case) -> Result<(), TestCaseError> {
         .retry_sent_requests(p.retry_sent_requests)
         .statuses_need_idempotency(p.statuses_need_idempotency);
     if let Some(margin) = p.deadline_aware {
-        retry = retry.deadline_aware(margin);
+        retry = retry.map_options(|o| o.deadline_aware(margin));
     }
     let mut attempt = AttemptTimeoutLayer::new(case.attempt_timeout);
     if case.final_uses_deadline {

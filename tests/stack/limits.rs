@@ -158,7 +158,7 @@ async fn a_retry_wait_of_duration_max_is_cut_by_the_deadline() {
         StatusDecoder::new([503]).unwrap(),
         FixedDelay::new(Duration::MAX, u32::MAX),
     )
-    .with_attempt_header(HeaderName::from_static("x-attempt"));
+    .map_options(|o| o.with_attempt_header(HeaderName::from_static("x-attempt")));
     let svc = ServiceBuilder::new()
         .layer(DeadlineLayer::new(Duration::from_secs(1)))
         .layer(StatusRetryLayer::new(policy))
@@ -182,7 +182,7 @@ async fn deadline_awareness_of_duration_max_makes_no_retry() {
         StatusDecoder::new([503]).unwrap(),
         FixedDelay::new(ms(10), 2),
     )
-    .deadline_aware(Duration::MAX);
+    .map_options(|o| o.deadline_aware(Duration::MAX));
     let svc = ServiceBuilder::new()
         .layer(DeadlineLayer::new(Duration::MAX))
         .layer(StatusRetryLayer::new(policy))
@@ -216,7 +216,7 @@ async fn a_full_header_map_gets_no_extra_header_and_no_panic() {
         StatusDecoder::new([503]).unwrap(),
         FixedDelay::new(ms(10), 1),
     )
-    .with_attempt_header(attempt_header.clone());
+    .map_options(|o| o.with_attempt_header(attempt_header.clone()));
     let svc = ServiceBuilder::new()
         .layer(DeadlineLayer::new(Duration::from_secs(5)))
         .layer(StatusRetryLayer::new(policy))

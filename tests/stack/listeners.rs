@@ -37,12 +37,14 @@ async fn one_closure_form_hears_the_retry_the_breaker_and_overload_control() {
         StatusDecoder::new([503]).unwrap(),
         FixedDelay::new(Duration::from_millis(10), 2),
     )
-    .with_listener(move |heard: &CallEvent<'_>| {
-        let call = (
-            heard.call.server_address().to_owned(),
-            heard.call.server_port(),
-        );
-        into.lock().unwrap().push((heard.event, call.0, call.1));
+    .map_options(|o| {
+        o.with_listener(move |heard: &CallEvent<'_>| {
+            let call = (
+                heard.call.server_address().to_owned(),
+                heard.call.server_port(),
+            );
+            into.lock().unwrap().push((heard.event, call.0, call.1));
+        })
     });
     let into = Arc::clone(&circuits);
     let breaker = BreakerPolicy::new(StatusDecoder::new([503]).unwrap())

@@ -151,8 +151,10 @@ async fn a_deadline_that_ends_an_attempt_is_the_deadline_layers_alone() {
         StatusDecoder::new([503]).unwrap(),
         FixedDelay::new(DELAY, 2),
     )
-    .with_listener(move |event: &http_resilience::policy::CallEvent<'_>| {
-        heard.lock().unwrap().push(format!("{event:?}"));
+    .map_options(|o| {
+        o.with_listener(move |event: &http_resilience::policy::CallEvent<'_>| {
+            heard.lock().unwrap().push(format!("{event:?}"));
+        })
     });
     let report = http_resilience::RetryReport::new();
     let mut request = Request::new(String::new());

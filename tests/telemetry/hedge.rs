@@ -109,7 +109,11 @@ async fn a_hedge_makes_its_spans_at_the_policy_level() {
     for level in [Level::TRACE, Level::INFO, Level::ERROR] {
         let recorder = Recorder::default();
         let _guard = recorder.install();
-        hedged_call(&recorder, hedge_policy().with_span_level(level)).await;
+        hedged_call(
+            &recorder,
+            hedge_policy().map_options(|o| o.with_span_level(level)),
+        )
+        .await;
         let (call, attempts) = call_and_attempts(&recorder);
         assert_eq!(attempts.len(), 2);
         for span in std::iter::once(&call).chain(&attempts) {

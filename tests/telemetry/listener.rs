@@ -157,7 +157,7 @@ async fn a_listener_hears_every_attempts_end_with_the_calls_context() {
         let _guard = recorder.install();
         let ears = Ears::default();
         let upstream = Upstream::new(&recorder, [status(503), status(503), status(200)]);
-        let policy = seed_policy().with_listener(ears.clone());
+        let policy = seed_policy().map_options(|o| o.with_listener(ears.clone()));
         assert_eq!(get(stack(form, policy, None, upstream)).await.unwrap(), 200);
         assert_eq!(ears.heard(), expected, "{form:?}");
         heard.push(ears.heard());
@@ -170,7 +170,11 @@ async fn a_listener_hears_the_end_of_the_copies_that_ended() {
     let recorder = Recorder::default();
     let _guard = recorder.install();
     let ears = Ears::default();
-    hedged_call(&recorder, hedge_policy().with_listener(ears.clone())).await;
+    hedged_call(
+        &recorder,
+        hedge_policy().map_options(|o| o.with_listener(ears.clone())),
+    )
+    .await;
     let hedge = RetryEvent::Hedge {
         attempt: 2,
         trigger: HedgeTrigger::Delay(HEDGE_DELAY),
@@ -207,8 +211,10 @@ async fn a_closure_listener_hears_what_a_listener_type_hears() {
         let _guard = recorder.install();
         let events = Arc::new(Mutex::new(Vec::new()));
         let into = Arc::clone(&events);
-        let policy = seed_policy().with_listener(move |heard: &CallEvent<'_>| {
-            into.lock().unwrap().extend(Heard::of(heard))
+        let policy = seed_policy().map_options(|o| {
+            o.with_listener(move |heard: &CallEvent<'_>| {
+                into.lock().unwrap().extend(Heard::of(heard))
+            })
         });
         let upstream = Upstream::new(&recorder, [status(503), status(503), status(200)]);
         assert_eq!(get(stack(form, policy, None, upstream)).await.unwrap(), 200);

@@ -208,7 +208,7 @@ async fn spans_are_made_at_the_policy_level() {
             let recorder = Recorder::default();
             let _guard = recorder.install();
             let upstream = Upstream::new(&recorder, [status(503), status(200)]);
-            let policy = seed_policy().with_span_level(level);
+            let policy = seed_policy().map_options(|o| o.with_span_level(level));
             assert_eq!(get(stack(form, policy, None, upstream)).await.unwrap(), 200);
             let (call, attempts) = call_and_attempts(&recorder);
             assert_eq!(attempts.len(), 2, "{form:?}");
@@ -225,7 +225,7 @@ async fn the_query_is_kept_only_when_the_policy_allows_it() {
         let recorder = Recorder::default();
         let _guard = recorder.install();
         let upstream = Upstream::new(&recorder, [status(503), status(200)]);
-        let policy = seed_policy().with_url_query_in_spans();
+        let policy = seed_policy().map_options(|o| o.with_url_query_in_spans());
         assert_eq!(get(stack(form, policy, None, upstream)).await.unwrap(), 200);
         let (call, attempts) = call_and_attempts(&recorder);
         let kept = format!("{URL_FULL}?sig=abc");

@@ -566,7 +566,11 @@ fn stack(preset: Preset, http2: bool) -> Stack {
         Preset::Reactor => {
             let retry = presets::reactor().retry().clone();
             assert_eq!(retry.retryer().retries() + 1, REACTOR_ATTEMPTS);
-            assert_eq!(retry.deadline_margin(), None, "not deadline-aware");
+            assert_eq!(
+                retry.options().deadline_margin(),
+                None,
+                "not deadline-aware"
+            );
             let resilience = ResiliencePolicy::new(DEADLINE, ATTEMPT, retry).expect("valid limits");
             BoxCloneService::new(resilience.layer().layer(client))
         }
@@ -575,7 +579,7 @@ fn stack(preset: Preset, http2: bool) -> Stack {
             assert_eq!(retry.retryer().max_attempts(), STANDARD_ATTEMPTS);
             assert_eq!(retry.retryer().jitter(), Jitter::Decorrelated);
             assert_eq!(
-                retry.deadline_margin(),
+                retry.options().deadline_margin(),
                 Some(presets::MIN_USEFUL_ATTEMPT),
                 "deadline-aware"
             );

@@ -226,7 +226,7 @@ fn main() {
             2,
         )
         .unwrap()
-        .with_budget(Arc::new(RetryBudget::new(100, 0.1).unwrap()));
+        .map_options(|o| o.with_budget(Arc::new(RetryBudget::new(100, 0.1).unwrap())));
         let svc = HedgeLayer::new(percentile).layer(upstream.clone());
         rows.push(measure("HedgeLayer, p96 + budget 0.1", svc, &upstream).await);
 

@@ -132,32 +132,34 @@ async fn scenario(
             },
             |retryer| retryer,
         )
-        .with_listener(move |heard: &CallEvent<'_>| match heard.event {
-            RetryEvent::Retry {
-                attempt,
-                verdict,
-                wait,
-                source,
-                ..
-            } => {
-                let why = match (source, verdict.server_delay()) {
-                    (WaitSource::Server, Some(asked)) if asked > wait => {
-                        format!("Retry-After asked for {asked:?}, capped")
-                    }
-                    (WaitSource::Server, _) => "Retry-After".to_owned(),
-                    (WaitSource::Backoff, _) => "the retryer's backoff".to_owned(),
-                    _ => "no wait".to_owned(),
-                };
-                listener.say(format!(
-                    "wait {}ms before attempt {} ({why})",
-                    wait.as_millis(),
-                    attempt + 1
-                ));
-            }
-            RetryEvent::Done { attempts, stop, .. } => {
-                listener.say(format!("done after {attempts} attempt(s): {stop}"));
-            }
-            _ => {}
+        .map_options(|o| {
+            o.with_listener(move |heard: &CallEvent<'_>| match heard.event {
+                RetryEvent::Retry {
+                    attempt,
+                    verdict,
+                    wait,
+                    source,
+                    ..
+                } => {
+                    let why = match (source, verdict.server_delay()) {
+                        (WaitSource::Server, Some(asked)) if asked > wait => {
+                            format!("Retry-After asked for {asked:?}, capped")
+                        }
+                        (WaitSource::Server, _) => "Retry-After".to_owned(),
+                        (WaitSource::Backoff, _) => "the retryer's backoff".to_owned(),
+                        _ => "no wait".to_owned(),
+                    };
+                    listener.say(format!(
+                        "wait {}ms before attempt {} ({why})",
+                        wait.as_millis(),
+                        attempt + 1
+                    ));
+                }
+                RetryEvent::Done { attempts, stop, .. } => {
+                    listener.say(format!("done after {attempts} attempt(s): {stop}"));
+                }
+                _ => {}
+            })
         });
     let announcer = timeline.clone();
     let svc = ServiceBuilder::new()
@@ -345,7 +347,7 @@ async fn main() -> Result<(), BoxError> {
             TransientDecoder::new(),
             ExponentialBackoff::new(Duration::from_millis(50), 2.0, Duration::from_secs(10), 4)?,
         )
-        .deadline_aware(Duration::from_millis(200)),
+        .map_options(|o| o.deadline_aware(Duration::from_millis(200))),
     )?
     .erase();
     scenario(

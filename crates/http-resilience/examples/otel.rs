@@ -82,8 +82,9 @@ async fn main() -> Result<(), BoxError> {
 async fn retried_call(
     metrics: &Metrics,
 ) -> Result<impl Service<Request<String>> + Clone, BoxError> {
+    let budget = Arc::new(RetryBudget::new(10, 0.1)?);
     let retry = RetryPolicy::new(StatusDecoder::new([503])?, FixedDelay::new(MS(10), 2))
-        .with_budget(Arc::new(RetryBudget::new(10, 0.1)?));
+        .map_options(|options| options.with_budget(budget));
     let policy = ResiliencePolicy::new(Duration::from_secs(8), Duration::from_secs(3), retry)?
         .with_guard(BreakerPolicy::new(StatusDecoder::new([503])?))
         .with_metrics(metrics);

@@ -34,7 +34,9 @@ async fn main() -> Result<(), BoxError> {
         .with_attempt_timeout(Duration::from_secs(2))?
         .with_deadline(Duration::from_secs(5))?
         .map_retry(|retry| {
-            retry.with_listener(|heard: &CallEvent<'_>| println!("  {}", heard.event))
+            retry.map_options(|o| {
+                o.with_listener(|heard: &CallEvent<'_>| println!("  {}", heard.event))
+            })
         });
 
     println!("GET {} with reqwest's builder", upstream.uri("/weather"));

@@ -32,7 +32,8 @@ async fn main() -> Result<(), BoxError> {
     // its calls with the path alone.
     let endpoint = Channel::from_shared(format!("http://{addr}"))?;
     let policy = presets::grpc().map_retry(|retry| {
-        retry.with_listener(|heard: &CallEvent<'_>| println!("  {}", heard.event))
+        retry
+            .map_options(|o| o.with_listener(|heard: &CallEvent<'_>| println!("  {}", heard.event)))
     });
     let layer = GrpcLayer::new(policy).with_authority(endpoint.uri())?;
     let mut client = HealthClient::new(layer.layer(endpoint.connect_lazy()));

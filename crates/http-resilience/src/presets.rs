@@ -12,7 +12,7 @@
 //! Each returns a [`ResiliencePolicy`]; [`ResiliencePolicy::layer`] makes from it the
 //! one service with the semantics of the three layers in the canonical order.
 //!
-//! Deadline-aware scheduling ([`RetryPolicy::deadline_aware`]) is on in
+//! Deadline-aware scheduling ([`CallOptions::deadline_aware`](crate::policy::CallOptions::deadline_aware)) is on in
 //! [`standard`] and [`conservative`] (a retry whose wait plus 500 ms,
 //! [`MIN_USEFUL_ATTEMPT`], cannot fit before the deadline is not made; the last
 //! outcome is returned at once) and in [`grpc`] (with 100 ms,
@@ -102,7 +102,7 @@ pub fn standard(
             ExponentialBackoff::known_good(Duration::from_secs(2), 2.0, Duration::from_secs(30), 4)
                 .with_jitter(Jitter::Decorrelated),
         )
-        .deadline_aware(MIN_USEFUL_ATTEMPT),
+        .map_options(|o| o.deadline_aware(MIN_USEFUL_ATTEMPT)),
     )
     .with_guard(BreakerPolicy::default())
 }
@@ -140,7 +140,7 @@ pub fn conservative() -> ResiliencePolicy<TransientDecoder, ExponentialBackoff> 
             )
             .with_jitter(Jitter::Full),
         )
-        .deadline_aware(MIN_USEFUL_ATTEMPT),
+        .map_options(|o| o.deadline_aware(MIN_USEFUL_ATTEMPT)),
     )
 }
 
@@ -173,7 +173,7 @@ pub fn apache() -> ResiliencePolicy<ApacheDecoder, FixedDelay> {
 /// them for long-lived streams); a caller shortens one call with tonic's
 /// `Request::set_timeout`.
 ///
-/// Scheduling is deadline-aware ([`RetryPolicy::deadline_aware`] with
+/// Scheduling is deadline-aware ([`CallOptions::deadline_aware`](crate::policy::CallOptions::deadline_aware) with
 /// [`GRPC_MIN_USEFUL_ATTEMPT`], 100 ms): when a server's pushback, or the
 /// backoff, plus 100 ms cannot fit before the deadline, no wait happens, and
 /// the caller gets the server's response (its `UNAVAILABLE`, trailers-only) at
@@ -214,9 +214,11 @@ pub fn grpc() -> ResiliencePolicy<GrpcDecoder, GrpcBackoff> {
             GrpcDecoder::default(),
             GrpcBackoff::known_good(5, Duration::from_millis(100), Duration::from_secs(1), 2.0),
         )
-        .with_budget(Arc::new(budget))
-        .with_previous_attempts_header(GRPC_PREVIOUS_RPC_ATTEMPTS)
-        .deadline_aware(GRPC_MIN_USEFUL_ATTEMPT),
+        .map_options(|o| {
+            o.with_budget(Arc::new(budget))
+                .with_previous_attempts_header(GRPC_PREVIOUS_RPC_ATTEMPTS)
+                .deadline_aware(GRPC_MIN_USEFUL_ATTEMPT)
+        }),
     )
 }
 
@@ -246,11 +248,14 @@ mod tests {
         let budget = grpc.retry().budget().expect("a budget");
         assert_eq!((budget.max_tokens(), budget.token_ratio()), (10, 0.1));
         assert_eq!(
-            grpc.retry().deadline_margin(),
+            grpc.retry().options().deadline_margin(),
             Some(GRPC_MIN_USEFUL_ATTEMPT)
         );
         assert_eq!(grpc.retry().retryer().max_pushback(), None, "opt-in");
-        assert_eq!(standard.retry().deadline_margin(), Some(MIN_USEFUL_ATTEMPT));
+        assert_eq!(
+            standard.retry().options().deadline_margin(),
+            Some(MIN_USEFUL_ATTEMPT)
+        );
     }
 
     /// The presets skip the checks of the public constructors; these hold

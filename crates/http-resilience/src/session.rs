@@ -86,7 +86,7 @@ impl Session {
     /// The session of a call that sends nothing (its deadline had passed):
     /// with a listener, it keeps the call's context for its end.
     pub(crate) fn unsent<B, D>(parts: &Parts<D>, request: &http::Request<B>) -> Self {
-        let watch = parts.listener.as_ref().map(|_| {
+        let watch = parts.options.listener.as_ref().map(|_| {
             let now = Instant::now();
             Box::new(Watch {
                 span: None,
@@ -121,7 +121,7 @@ impl Session {
             report.record_attempt(n);
         }
         if let Some(watch) = &mut self.watch {
-            watch.attempt = telemetry::attempt_span(parts.telemetry, request, n);
+            watch.attempt = telemetry::attempt_span(parts.options.telemetry, request, n);
             watch.started = Instant::now();
         }
         n
@@ -174,7 +174,7 @@ impl Session {
                 telemetry::record_version(&span, version);
             }
         }
-        let (Some(listener), Some(watch)) = (&parts.listener, &self.watch) else {
+        let (Some(listener), Some(watch)) = (&parts.options.listener, &self.watch) else {
             return;
         };
         let (Some(context), Some(started)) = (&watch.context, started) else {
@@ -201,7 +201,7 @@ impl Session {
         parts: &Parts<D>,
         output: &Result<http::Response<T>, E>,
     ) {
-        let Some(listener) = &parts.listener else {
+        let Some(listener) = &parts.options.listener else {
             return;
         };
         let Some((context, watch)) = self
@@ -221,7 +221,7 @@ impl Session {
     /// Tells the listener, if there is one, of `event`, with the call's
     /// context (a call whose policy has a listener always keeps one).
     pub(crate) fn tell<D>(&self, parts: &Parts<D>, event: &RetryEvent) {
-        let Some(listener) = &parts.listener else {
+        let Some(listener) = &parts.options.listener else {
             return;
         };
         if let Some(context) = self.watch.as_ref().and_then(|watch| watch.context.as_ref()) {
@@ -390,20 +390,26 @@ impl Watch {
         call: &CallSpan,
     ) -> Option<Box<Self>> {
         // NOTE: the one check a call no one watches makes.
-        if parts.listener.is_none() && !tracing::level_enabled!(parts.telemetry.level) {
+        if parts.options.listener.is_none()
+            && !tracing::level_enabled!(parts.options.telemetry.level)
+        {
             return None;
         }
         let attempt = {
             let _entered = call.enter();
-            telemetry::attempt_span(parts.telemetry, request, 1)
+            telemetry::attempt_span(parts.options.telemetry, request, 1)
         };
         let span = call.wanted().cloned();
-        if span.is_none() && attempt.is_none() && parts.listener.is_none() {
+        if span.is_none() && attempt.is_none() && parts.options.listener.is_none() {
             return None;
         }
         let now = Instant::now();
         Some(Box::new(Self {
-            context: parts.listener.as_ref().map(|_| CallContext::of(request)),
+            context: parts
+                .options
+                .listener
+                .as_ref()
+                .map(|_| CallContext::of(request)),
             called: now,
             started: now,
             hedge: call.is_hedge(),

@@ -86,7 +86,8 @@ fn retry_policy() -> RetryPolicy<TransientDecoder, ExponentialBackoff> {
         .with_jitter(Jitter::Full)
         .with_seed(SEED);
     let budget = RetryBudget::new(BUDGET_TOKENS, BUDGET_RATIO).expect("valid budget");
-    RetryPolicy::new(TransientDecoder::new(), backoff).with_budget(Arc::new(budget))
+    RetryPolicy::new(TransientDecoder::new(), backoff)
+        .map_options(|o| o.with_budget(Arc::new(budget)))
 }
 
 /// The shared stack with `control` between the retry and the attempt timeout.

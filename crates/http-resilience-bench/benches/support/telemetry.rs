@@ -28,7 +28,7 @@ where
     let metrics = Metrics::new(&provider.meter("bench"));
     // NOTE: the provider lives as long as the bench process.
     std::mem::forget(provider);
-    let retry = retry_503().with_listener(metrics.clone());
+    let retry = retry_503().map_options(|o| o.with_listener(metrics.clone()));
     let resilience =
         ResiliencePolicy::new(CALL_LIMIT, ATTEMPT_LIMIT, retry).expect("the limits fit together");
     let stack = tower::Layer::layer(&resilience.layer(), inner);

@@ -17,7 +17,7 @@ use tokio::time::Instant;
 /// the attempt then, under these rules:
 ///
 /// - only with deadline-aware scheduling
-///   ([`RetryPolicy::deadline_aware`](crate::retry::RetryPolicy::deadline_aware)):
+///   ([`CallOptions::deadline_aware`](crate::policy::CallOptions::deadline_aware)):
 ///   the wait plus the policy's margin must fit before the call's deadline,
 ///   or the call ends at once with the open-circuit error
 ///   ([`Stop::WouldMissDeadline`](crate::Stop::WouldMissDeadline)); without
@@ -43,7 +43,7 @@ use tokio::time::Instant;
 ///     WaitForProbe::new(TransientDecoder::new()),
 ///     FixedDelay::new(Duration::from_millis(100), 3),
 /// )
-/// .deadline_aware(Duration::from_millis(500));
+/// .map_options(|options| options.deadline_aware(Duration::from_millis(500)));
 /// # let _ = retry;
 /// ```
 #[derive(Debug, Clone, Default)]

@@ -803,7 +803,7 @@ async fn inside_a_retry_an_open_circuit_ends_the_call_and_costs_no_token() {
     let upstream = Upstream::new(Mode::Status(503));
     let budget = Arc::new(RetryBudget::new(10, 0.1).unwrap());
     let retry = RetryPolicy::new(TransientDecoder::new(), FixedDelay::new(SECOND, 3))
-        .with_budget(budget.clone());
+        .map_options(|o| o.with_budget(budget.clone()));
     let breaker = CircuitBreakerLayer::new(policy().consecutive_failures(1).unwrap());
     let svc = StatusRetryLayer::new(retry).layer(breaker.layer(upstream.service()));
     let report = RetryReport::new();

@@ -92,9 +92,9 @@
 //! | `retry.budget.max_tokens` | integer in `1..=1000` | gRPC's retry throttling ([`RetryBudget`]): the tokens of the bucket, full at first; with `token_ratio` (one written alone takes the other from the budget inherited); any decoder and preset; default none (10 under the `grpc` preset) |
 //! | `retry.budget.token_ratio` | number in `0.001..=1` | the tokens each accepted outcome puts back; with `max_tokens`; default none (0.1 under the `grpc` preset) |
 //! | `retry.budget.enabled` | bool | `false` turns off one inherited (with no other `budget` field beside it) |
-//! | `retry.attempt_header` | header name or `"off"` | sends the number of each attempt, 1 for the first ([`RetryPolicy::with_attempt_header`](crate::retry::RetryPolicy::with_attempt_header)); `"off"` sends none, whatever the base sent; default none |
-//! | `retry.previous_attempts_header` | header name or `"off"` | sends the number of attempts before each one, none on the first ([`RetryPolicy::with_previous_attempts_header`](crate::retry::RetryPolicy::with_previous_attempts_header)); `"off"` as above; default `grpc-previous-rpc-attempts` with the `grpc` decoder, none with the others |
-//! | `retry.min_attempt` | duration in [0, 24h], or `"off"` | deadline-aware scheduling: a retry whose wait plus this cannot fit before the deadline is not made ([`RetryPolicy::deadline_aware`](crate::retry::RetryPolicy::deadline_aware)); `"off"` turns off what a preset turned on |
+//! | `retry.attempt_header` | header name or `"off"` | sends the number of each attempt, 1 for the first ([`CallOptions::with_attempt_header`](crate::policy::CallOptions::with_attempt_header)); `"off"` sends none, whatever the base sent; default none |
+//! | `retry.previous_attempts_header` | header name or `"off"` | sends the number of attempts before each one, none on the first ([`CallOptions::with_previous_attempts_header`](crate::policy::CallOptions::with_previous_attempts_header)); `"off"` as above; default `grpc-previous-rpc-attempts` with the `grpc` decoder, none with the others |
+//! | `retry.min_attempt` | duration in [0, 24h], or `"off"` | deadline-aware scheduling: a retry whose wait plus this cannot fit before the deadline is not made ([`CallOptions::deadline_aware`](crate::policy::CallOptions::deadline_aware)); `"off"` turns off what a preset turned on |
 //! | `breaker.enabled` | bool | whether every attempt passes a circuit breaker per authority ([`BreakerPolicy`]; see [The breaker](#the-breaker)); `false` turns off one inherited; a `breaker` table that writes any other field turns it on (a value `"off"` apart); on in the `standard` preset, off in the others |
 //! | `breaker.consecutive_failures` | integer in `1..=10000` | a closed circuit trips after this many failures in a row; default 5 |
 //! | `breaker.failure_ratio` | number in (0, 1] | a closed circuit also trips when this share of the calls over the window failed; default 0.1 |
@@ -169,7 +169,7 @@
 //! clients: two clients with the same settings drain two buckets. A budget
 //! in a file throttles one client's retries, not an upstream's; share one
 //! `Arc<RetryBudget>` in code
-//! ([`RetryPolicy::with_budget`](crate::retry::RetryPolicy::with_budget),
+//! ([`CallOptions::with_budget`](crate::policy::CallOptions::with_budget),
 //! through [`ResiliencePolicy::map_retry`](crate::ResiliencePolicy::map_retry))
 //! for that.
 //!
@@ -209,9 +209,9 @@
 //!     "#,
 //! )?;
 //! let weather = config.policy("weather")?; // [default]'s
-//! assert_eq!(weather.retry().attempt_header().unwrap(), "x-attempt");
+//! assert_eq!(weather.retry().options().attempt_header().unwrap(), "x-attempt");
 //! let search = config.policy("search")?; // the preset's
-//! assert_eq!(search.retry().attempt_header().unwrap(), "grpc-previous-rpc-attempts");
+//! assert_eq!(search.retry().options().attempt_header().unwrap(), "grpc-previous-rpc-attempts");
 //!
 //! let err = ClientsConfig::from_toml_str("[clients.x]\npropagate_header = \"x budget\"").unwrap_err();
 //! assert_eq!(

@@ -67,7 +67,7 @@ impl Fields {
             jitter: schedule.jitter,
             seed: None,
             max_pushback: schedule.max_pushback,
-            min_attempt: retry.deadline_margin(),
+            min_attempt: retry.options().deadline_margin(),
             budget: retry
                 .budget()
                 .map(|budget| (budget.max_tokens(), budget.token_ratio())),
@@ -121,19 +121,23 @@ impl Fields {
         let grpc = matches!(decoder, AnyDecoder::Grpc(_));
         let mut retry = RetryPolicy::new(decoder, backoff);
         if let Some(min_attempt) = self.min_attempt {
-            retry = retry.deadline_aware(min_attempt);
+            retry = retry.map_options(|o| o.deadline_aware(min_attempt));
         }
         if let Some((tokens, ratio)) = self.budget {
             let budget = RetryBudget::new(tokens, ratio)
                 .map_err(|err| err.within(&format!("{retry_path}.budget")))?;
-            retry = retry.with_budget(Arc::new(budget));
+            retry = retry.map_options(|o| o.with_budget(Arc::new(budget)));
         }
         retry = match &self.attempt_header {
-            Some(AttemptHeaderField::This(name)) => retry.with_attempt_header(name.clone()),
-            Some(AttemptHeaderField::Previous(name)) => {
-                retry.with_previous_attempts_header(name.clone())
+            Some(AttemptHeaderField::This(name)) => {
+                retry.map_options(|o| o.with_attempt_header(name.clone()))
             }
-            None if grpc => retry.with_previous_attempts_header(GRPC_PREVIOUS_RPC_ATTEMPTS),
+            Some(AttemptHeaderField::Previous(name)) => {
+                retry.map_options(|o| o.with_previous_attempts_header(name.clone()))
+            }
+            None if grpc => {
+                retry.map_options(|o| o.with_previous_attempts_header(GRPC_PREVIOUS_RPC_ATTEMPTS))
+            }
             None | Some(AttemptHeaderField::Off) => retry,
         };
         let mut policy = ResiliencePolicy::new(self.deadline, self.attempt_timeout, retry)

@@ -70,7 +70,7 @@ impl State {
     fn of(policy: &ClientPolicy) -> Self {
         Self {
             guards: policy.guard().clone(),
-            budget: policy.retry().parts().budget.clone(),
+            budget: policy.retry().parts().options.budget.clone(),
         }
     }
 
@@ -78,7 +78,7 @@ impl State {
     fn onto(self, policy: ClientPolicy) -> ClientPolicy {
         let policy = policy.with_guard(self.guards);
         match self.budget {
-            Some(budget) => policy.map_retry(|retry| retry.with_budget(budget)),
+            Some(budget) => policy.map_retry(|retry| retry.map_options(|o| o.with_budget(budget))),
             None => policy,
         }
     }

@@ -52,13 +52,13 @@ fn assert_same(name: &str, built: &ClientPolicy, preset: &ClientPolicy) {
     };
     assert_eq!(budget(built), budget(preset), "{name}: budget");
     assert_eq!(
-        built.retry().deadline_margin(),
-        preset.retry().deadline_margin(),
+        built.retry().options().deadline_margin(),
+        preset.retry().options().deadline_margin(),
         "{name}: min_attempt"
     );
     assert_eq!(
-        built.retry().attempt_header(),
-        preset.retry().attempt_header(),
+        built.retry().options().attempt_header(),
+        preset.retry().options().attempt_header(),
         "{name}: attempt header"
     );
     assert_eq!(
@@ -335,7 +335,11 @@ fn a_grpc_section_names_its_codes() {
     }
     assert_eq!(Retryer::max_attempts(orders.retry().retryer()), Some(3));
     assert_eq!(
-        orders.retry().attempt_header().map(|name| name.as_str()),
+        orders
+            .retry()
+            .options()
+            .attempt_header()
+            .map(|name| name.as_str()),
         Some("grpc-previous-rpc-attempts")
     );
     // One bucket for the client, however many times its policy is built.
@@ -1116,7 +1120,7 @@ fn a_retry_budget_is_inherited_field_by_field_under_any_preset() {
     // a section, which all get [default]'s policy.
     let bucket = |name: &str| {
         let policy = config.policy(name).unwrap();
-        policy.retry().parts().budget.clone().unwrap()
+        policy.retry().parts().options.budget.clone().unwrap()
     };
     assert!(std::sync::Arc::ptr_eq(&bucket("fewer"), &bucket("fewer")));
     assert!(!std::sync::Arc::ptr_eq(&bucket("fewer"), &bucket("grpc")));
@@ -1168,6 +1172,7 @@ fn attempt_header_of(config: &ClientsConfig, name: &str) -> Option<(String, bool
     policy
         .retry()
         .parts()
+        .options
         .attempt_header
         .as_ref()
         .map(|header| (header.name().as_str().to_owned(), header.counts_previous()))

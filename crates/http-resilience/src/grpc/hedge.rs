@@ -103,7 +103,8 @@ impl<D> GrpcHedgeLayer<D> {
     /// holds) and request bodies kept for the copies up to
     /// [`DEFAULT_REPLAY_CAP`] bytes.
     pub fn new(policy: HedgePolicy<D>) -> Self {
-        let policy = policy.with_previous_attempts_header(GRPC_PREVIOUS_RPC_ATTEMPTS);
+        let policy =
+            policy.map_options(|o| o.with_previous_attempts_header(GRPC_PREVIOUS_RPC_ATTEMPTS));
         Self {
             hedge: HedgeLayer::new(policy),
             deadline: Duration::MAX,

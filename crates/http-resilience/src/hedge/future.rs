@@ -452,7 +452,7 @@ fn schedule_next<S, B, D>(
         limits::capped(asked, policy.max_server_delay())
     });
     let deadline = hedging.deadline.map(|d| d.instant());
-    match limits::schedule(wait, deadline, policy.deadline_margin(), now)? {
+    match limits::schedule(wait, deadline, policy.options().deadline_margin(), now)? {
         Scheduled::After(_) if asked.is_none() => hedging.at_once = Some(verdict),
         Scheduled::After(wait) => {
             hedging.next_at = Some((crate::timer::saturating_after(now, wait), wait));

@@ -40,7 +40,7 @@
 //!   ([`HedgePolicy::with_max_server_delay`], 1 s by default) and never
 //!   outlasts the request's deadline: a wait that would reach it ends the
 //!   call there with the outcome in hand, and with deadline-aware scheduling
-//!   ([`HedgePolicy::deadline_aware`]) a wait that leaves no time for a
+//!   ([`CallOptions::deadline_aware`](crate::policy::CallOptions::deadline_aware)) a wait that leaves no time for a
 //!   useful copy ends it at once; these are the retry's rules, applied by
 //!   the same code;
 //! - a request that is not safe to repeat is **never hedged** (the library's
@@ -275,7 +275,7 @@ where
     fn call(&mut self, mut request: http::Request<B>) -> Self::Future {
         // NOTE: begun before the copy is kept, so that a `FinalAttempt`
         // marker copied from another request stretches no copy.
-        let span = CallSpan::new(Form::Hedge, self.policy.parts().telemetry, &request);
+        let span = CallSpan::new(Form::Hedge, self.policy.parts().options.telemetry, &request);
         let mut session = Session::begin(self.policy.parts(), &mut request, &span);
         let (hedging, stop) = match self.hedging_for(&request) {
             Ok(hedging) => (Some(hedging), None),

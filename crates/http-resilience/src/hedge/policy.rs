@@ -2,7 +2,10 @@
 //! as an answer.
 
 use super::latency::Histogram;
-use crate::{policy::Parts, InvalidSetting};
+use crate::{
+    policy::{CallOptions, Parts},
+    InvalidSetting,
+};
 use std::{fmt, sync::Arc, time::Duration};
 use tokio::time::Instant;
 
@@ -68,7 +71,7 @@ impl HedgeDelay {
     /// to cut: 90 for a tail of up to a few per cent, 95 or 99 only for a
     /// rarer one. Pair it with a [`RetryBudget`](crate::policy::RetryBudget)
     /// (ratio 0.1, say) through
-    /// [`HedgePolicy::with_budget`], which holds the extra copies to about
+    /// [`CallOptions::with_budget`](crate::policy::CallOptions::with_budget), which holds the extra copies to about
     /// that fraction of calls however the latencies shift.
     ///
     /// The histogram is shared by every clone of the policy (and of the layer
@@ -236,7 +239,29 @@ impl<D> HedgePolicy<D> {
         self
     }
 
-    define_policy_parts!("copy");
+    /// The options this policy sets as a hedging (or retry) policy would:
+    /// deadline-aware scheduling, the budget, the listener, the attempt
+    /// header and the spans.
+    pub const fn options(&self) -> &CallOptions {
+        &self.parts.options
+    }
+
+    /// The options `f` makes of this policy's (see [`CallOptions`]).
+    #[must_use]
+    pub fn map_options(mut self, f: impl FnOnce(CallOptions) -> CallOptions) -> Self {
+        self.parts.options = f(self.parts.options);
+        self
+    }
+
+    /// The decoder.
+    pub const fn decoder(&self) -> &D {
+        &self.parts.decoder
+    }
+
+    /// The parts the retry and the hedging policies share.
+    pub(crate) const fn parts(&self) -> &Parts<D> {
+        &self.parts
+    }
 
     /// The parts a retry policy has too, to give a hedge a retry's (the
     /// configuration's hedging takes the client's).
@@ -280,10 +305,10 @@ impl<D: fmt::Debug> fmt::Debug for HedgePolicy<D> {
             .field("max_in_flight", &self.max_in_flight)
             .field("attempt_timeout", &self.attempt_timeout)
             .field("max_server_delay", &self.max_server_delay)
-            .field("deadline_margin", &self.parts.deadline_margin)
-            .field("budget", &self.parts.budget)
-            .field("listener", &self.parts.listener.is_some())
-            .field("attempt_header", &self.parts.attempt_header)
+            .field("deadline_margin", &self.parts.options.deadline_margin)
+            .field("budget", &self.parts.options.budget)
+            .field("listener", &self.parts.options.listener.is_some())
+            .field("attempt_header", &self.parts.options.attempt_header)
             .finish()
     }
 }

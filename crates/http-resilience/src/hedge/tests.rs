@@ -254,10 +254,11 @@ async fn the_budget_stops_hedges() {
     }
     assert!(!budget.can_retry());
     let counters = Arc::new(Counters::default());
-    let svc = HedgeLayer::new(policy(MS(100), 3).with_budget(budget)).layer(scripted(
-        vec![Step::Answer(MS(1000), 200), Step::Answer(MS(5), 200)],
-        counters.clone(),
-    ));
+    let svc =
+        HedgeLayer::new(policy(MS(100), 3).map_options(|o| o.with_budget(budget))).layer(scripted(
+            vec![Step::Answer(MS(1000), 200), Step::Answer(MS(5), 200)],
+            counters.clone(),
+        ));
     let start = Instant::now();
     let response = svc.oneshot(get()).await.unwrap();
     assert_eq!(start.elapsed(), MS(1000), "no hedge: the first copy's time");
@@ -269,10 +270,10 @@ async fn the_budget_stops_hedges() {
 async fn each_hedge_takes_a_token_and_an_answer_puts_some_back() {
     let budget = Arc::new(RetryBudget::new(10, 0.5).unwrap());
     let counters = Arc::new(Counters::default());
-    let svc = HedgeLayer::new(policy(MS(100), 3).with_budget(budget.clone())).layer(scripted(
-        vec![Step::Answer(MS(1000), 200)],
-        counters.clone(),
-    ));
+    let svc =
+        HedgeLayer::new(policy(MS(100), 3).map_options(|o| o.with_budget(budget.clone()))).layer(
+            scripted(vec![Step::Answer(MS(1000), 200)], counters.clone()),
+        );
     svc.oneshot(get()).await.unwrap();
     // Two hedges taken, one answer put back.
     assert_eq!(budget.tokens_milli(), 10_000 - 2_000 + 500);
@@ -382,10 +383,12 @@ async fn every_hedge_is_told_with_its_number_and_trigger() {
     let events = Arc::new(Mutex::new(Vec::new()));
     let seen = events.clone();
     let counters = Arc::new(Counters::default());
-    let policy = policy(MS(100), 3).with_listener(move |heard: &CallEvent<'_>| {
-        if !matches!(heard.event, RetryEvent::AttemptEnd { .. }) {
-            seen.lock().unwrap().push(heard.event);
-        }
+    let policy = policy(MS(100), 3).map_options(|o| {
+        o.with_listener(move |heard: &CallEvent<'_>| {
+            if !matches!(heard.event, RetryEvent::AttemptEnd { .. }) {
+                seen.lock().unwrap().push(heard.event);
+            }
+        })
     });
     let svc = HedgeLayer::new(policy).layer(scripted(
         vec![

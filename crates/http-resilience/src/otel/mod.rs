@@ -264,8 +264,9 @@
 //! let metrics = Metrics::new(&provider.meter("my-client"));
 //!
 //! // The retry's part of the three layers: its listener and its budget's gauge.
+//! let budget = Arc::new(RetryBudget::new(10, 0.1)?);
 //! let policy = RetryPolicy::new(StatusDecoder::new([503])?, FixedDelay::new(Duration::from_millis(10), 2))
-//!     .with_budget(Arc::new(RetryBudget::new(10, 0.1)?))
+//!     .map_options(|options| options.with_budget(budget))
 //!     .with_metrics(&metrics);
 //! let calls = Arc::new(AtomicU32::new(0));
 //! let svc = ServiceBuilder::new()

@@ -49,13 +49,13 @@ struct Wired {
 impl Wired {
     /// The listener of a policy whose shared `parts` are these.
     fn of<D>(metrics: &Metrics, parts: &Parts<D>) -> Self {
-        let budget = parts
-            .budget
-            .as_ref()
-            .map(|budget| metrics.observe_budget(metrics.budget_name.clone(), Arc::clone(budget)));
+        let budget =
+            parts.options.budget.as_ref().map(|budget| {
+                metrics.observe_budget(metrics.budget_name.clone(), Arc::clone(budget))
+            });
         Self {
             metrics: metrics.clone(),
-            given: parts.listener.clone(),
+            given: parts.options.listener.clone(),
             _budget: budget,
         }
     }
@@ -172,7 +172,7 @@ impl<D, R> RetryPolicy<D, R> {
     /// both.
     pub fn with_metrics(self, metrics: &Metrics) -> Self {
         let wired = Wired::of(metrics, self.parts());
-        self.with_listener(wired)
+        self.map_options(|o| o.with_listener(wired))
     }
 }
 
@@ -189,7 +189,7 @@ impl<D> crate::hedge::HedgePolicy<D> {
     /// [`BreakerPolicy::with_metrics`].
     pub fn with_metrics(self, metrics: &Metrics) -> Self {
         let wired = Wired::of(metrics, self.parts());
-        self.with_listener(wired)
+        self.map_options(|o| o.with_listener(wired))
     }
 }
 

@@ -398,7 +398,7 @@ mod combined {
     ) -> Combined {
         let mut retry = RetryPolicy::new(TransientDecoder::new(), FixedDelay::new(50 * MS, 2));
         if let Some(budget) = budget {
-            retry = retry.with_budget(budget);
+            retry = retry.map_options(|o| o.with_budget(budget));
         }
         ResiliencePolicy::new(Duration::from_secs(1), Duration::from_secs(1), retry)
             .unwrap()

@@ -294,10 +294,12 @@ fn to_the_millisecond(duration: Duration) -> Duration {
 /// let retries = Arc::new(AtomicU32::new(0));
 /// let counter = retries.clone();
 /// let policy = RetryPolicy::new(StatusDecoder::new([503])?, FixedDelay::new(Default::default(), 2))
-///     .with_listener(move |heard: &CallEvent<'_>| {
-///         if let RetryEvent::Retry { .. } = heard.event {
-///             counter.fetch_add(1, Ordering::Relaxed);
-///         }
+///     .map_options(|options| {
+///         options.with_listener(move |heard: &CallEvent<'_>| {
+///             if let RetryEvent::Retry { .. } = heard.event {
+///                 counter.fetch_add(1, Ordering::Relaxed);
+///             }
+///         })
 ///     });
 /// # let _ = policy;
 /// # Ok::<(), http_resilience::BoxError>(())

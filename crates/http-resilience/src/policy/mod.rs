@@ -40,6 +40,7 @@ mod budget;
 mod decoder;
 mod events;
 mod grpc_wire;
+mod options;
 mod parts;
 #[cfg(test)]
 mod properties;
@@ -57,6 +58,7 @@ pub use self::{
         Verdict,
     },
     events::{CallContext, CallEvent, HedgeTrigger, RetryEvent, WaitSource},
+    options::CallOptions,
     report::{Attempts, RetryReport, Stop},
     retryer::{AnyRetryer, ExponentialBackoff, FeignRetryer, FixedDelay, Jitter, Retryer},
     safety::{is_idempotent, Idempotency, IDEMPOTENCY_KEY},

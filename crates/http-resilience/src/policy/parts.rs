@@ -1,22 +1,16 @@
 //! The parts a retry policy and a hedging policy share, so that their
 //! settings are held, and applied, in one place.
 
-use super::{CallListener, RetryBudget, Stop, Verdict};
-use crate::telemetry::Telemetry;
+use super::{CallOptions, Stop, Verdict};
 use http::HeaderName;
-use std::{fmt, sync::Arc, time::Duration};
+use std::fmt;
 
-/// The parts of a policy that the retry and the hedging policies share.
+/// The parts of a policy that the retry and the hedging policies share: the
+/// decoder, and the options they set alike.
 #[derive(Clone)]
 pub(crate) struct Parts<D> {
     pub(crate) decoder: D,
-    pub(crate) budget: Option<Arc<RetryBudget>>,
-    pub(crate) listener: Option<Arc<CallListener>>,
-    pub(crate) attempt_header: Option<AttemptHeader>,
-    /// The least time a useful attempt needs (deadline-aware scheduling).
-    pub(crate) deadline_margin: Option<Duration>,
-    /// How the spans are made.
-    pub(crate) telemetry: Telemetry,
+    pub(crate) options: CallOptions,
 }
 
 // ===== impl Parts =====
@@ -25,11 +19,7 @@ impl<D> Parts<D> {
     pub(crate) const fn new(decoder: D) -> Self {
         Self {
             decoder,
-            budget: None,
-            listener: None,
-            attempt_header: None,
-            deadline_margin: None,
-            telemetry: Telemetry::DEFAULT,
+            options: CallOptions::new(),
         }
     }
 
@@ -37,11 +27,7 @@ impl<D> Parts<D> {
     pub(crate) fn map<D2>(self, decoder: impl FnOnce(D) -> D2) -> Parts<D2> {
         Parts {
             decoder: decoder(self.decoder),
-            budget: self.budget,
-            listener: self.listener,
-            attempt_header: self.attempt_header,
-            deadline_margin: self.deadline_margin,
-            telemetry: self.telemetry,
+            options: self.options,
         }
     }
 
@@ -49,14 +35,14 @@ impl<D> Parts<D> {
     /// the first).
     #[inline(always)]
     pub(crate) fn number_attempt<B>(&self, request: &mut http::Request<B>, n: u32) {
-        if let Some(header) = &self.attempt_header {
+        if let Some(header) = &self.options.attempt_header {
             header.write(request, n);
         }
     }
 
     /// Whether the budget, if there is one, allows another attempt.
     pub(crate) fn budget_allows(&self) -> Result<(), Stop> {
-        match &self.budget {
+        match &self.options.budget {
             Some(budget) if !budget.can_retry() => Err(Stop::BudgetExhausted),
             _ => Ok(()),
         }
@@ -65,7 +51,7 @@ impl<D> Parts<D> {
     /// Takes a token from the budget, if there is one, for an attempt sent
     /// while others are in flight (a hedge).
     pub(crate) fn spend(&self) {
-        if let Some(budget) = &self.budget {
+        if let Some(budget) = &self.options.budget {
             budget.record_retryable_failure();
         }
     }
@@ -73,7 +59,7 @@ impl<D> Parts<D> {
     /// Tells the budget of a verdict: a retryable one takes a token, an
     /// accepted one puts a fraction back.
     pub(crate) fn record(&self, verdict: Verdict) {
-        if let Some(budget) = &self.budget {
+        if let Some(budget) = &self.options.budget {
             match verdict {
                 // NOTE: an attempt a guard turned away was never sent;
                 // waiting to send it again is no load on the upstream.
@@ -90,10 +76,7 @@ impl<D: fmt::Debug> fmt::Debug for Parts<D> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Parts")
             .field("decoder", &self.decoder)
-            .field("budget", &self.budget)
-            .field("listener", &self.listener.is_some())
-            .field("attempt_header", &self.attempt_header)
-            .field("deadline_margin", &self.deadline_margin)
+            .field("options", &self.options)
             .finish()
     }
 }

@@ -224,7 +224,7 @@ where
             let call = Call::new(service, retry, deadline, self.limits.clone(), pass);
             return ResponseFuture::expired(call);
         }
-        let span = CallSpan::new(Form::Retry, self.policy.parts().telemetry, &request);
+        let span = CallSpan::new(Form::Retry, self.policy.parts().options.telemetry, &request);
         let retry = RetryState::begin(policy, &mut request, false, &span);
         let call = Call::new(service, retry, deadline, self.limits.clone(), pass);
         ResponseFuture::start(request, now, call, span)

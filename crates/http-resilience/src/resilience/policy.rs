@@ -249,8 +249,8 @@ impl<D, R, G> ResiliencePolicy<D, R, G> {
     /// use http_resilience::{presets, policy::CallEvent};
     ///
     /// let policy = presets::standard()
-    ///     .map_retry(|retry| retry.with_listener(|heard: &CallEvent<'_>| println!("{}", heard.event)));
-    /// assert!(policy.retry().deadline_margin().is_some(), "the preset's settings stay");
+    ///     .map_retry(|retry| retry.map_options(|options| options.with_listener(|heard: &CallEvent<'_>| println!("{}", heard.event))));
+    /// assert!(policy.retry().options().deadline_margin().is_some(), "the preset's settings stay");
     /// ```
     pub fn map_retry<D2, R2>(
         self,
@@ -287,7 +287,7 @@ impl<D, R, G> ResiliencePolicy<D, R, G> {
     ///     3,
     /// )?);
     /// assert_eq!(quick.retry().retryer().max_attempts(), 3);
-    /// assert!(quick.retry().deadline_margin().is_some(), "the preset's other settings stay");
+    /// assert!(quick.retry().options().deadline_margin().is_some(), "the preset's other settings stay");
     /// # Ok::<(), http_resilience::BoxError>(())
     /// ```
     pub fn with_retryer<R2>(self, retryer: R2) -> ResiliencePolicy<D, R2, G> {

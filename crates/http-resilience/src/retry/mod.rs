@@ -135,7 +135,7 @@
 //! The attempts themselves are bounded by the deadline only through an
 //! [`AttemptTimeout`](crate::attempt_timeout::AttemptTimeout) (or a
 //! `Deadline`) inside, so a retry layer under an inherited deadline wants one.
-//! With [`deadline_aware`](RetryPolicy::deadline_aware) a wait that leaves no
+//! With [`deadline_aware`](crate::policy::CallOptions::deadline_aware) a wait that leaves no
 //! room for a useful attempt is not begun at all: the outcome comes back at
 //! once.
 //!
@@ -250,7 +250,7 @@ where
 
     #[inline]
     fn call(&mut self, mut request: http::Request<B>) -> Self::Future {
-        let span = CallSpan::new(Form::Retry, self.policy.parts().telemetry, &request);
+        let span = CallSpan::new(Form::Retry, self.policy.parts().options.telemetry, &request);
         let retry = RetryState::begin(Arc::clone(&self.policy), &mut request, true, &span);
         // NOTE: `self.inner` reported ready, its clone did not. The ready one
         // sends this attempt (and is readied again by the next `poll_ready`);

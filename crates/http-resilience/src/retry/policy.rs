@@ -1,4 +1,6 @@
-use crate::policy::{is_idempotent, Decoder, Idempotency, Parts, Reason, Retryer, Verdict};
+use crate::policy::{
+    is_idempotent, CallOptions, Decoder, Idempotency, Parts, Reason, Retryer, Verdict,
+};
 use std::fmt;
 
 /// A retry policy in two parts: a [`Decoder`] that says whether an outcome is
@@ -57,11 +59,33 @@ impl<D, R> RetryPolicy<D, R> {
         }
     }
 
-    define_policy_parts!("attempt");
+    /// The options this policy sets as a hedging (or retry) policy would:
+    /// deadline-aware scheduling, the budget, the listener, the attempt
+    /// header and the spans.
+    pub const fn options(&self) -> &CallOptions {
+        &self.parts.options
+    }
+
+    /// The options `f` makes of this policy's (see [`CallOptions`]).
+    #[must_use]
+    pub fn map_options(mut self, f: impl FnOnce(CallOptions) -> CallOptions) -> Self {
+        self.parts.options = f(self.parts.options);
+        self
+    }
+
+    /// The decoder.
+    pub const fn decoder(&self) -> &D {
+        &self.parts.decoder
+    }
+
+    /// The parts the retry and the hedging policies share.
+    pub(crate) const fn parts(&self) -> &Parts<D> {
+        &self.parts
+    }
 
     #[cfg(any(test, feature = "serde"))]
     pub(crate) fn budget(&self) -> Option<&crate::policy::RetryBudget> {
-        self.parts.budget.as_deref()
+        self.parts.options.budget.as_deref()
     }
 
     /// Retries requests that were sent even when they are not idempotent:
@@ -216,10 +240,10 @@ impl<D: fmt::Debug, R: fmt::Debug> fmt::Debug for RetryPolicy<D, R> {
             .field("retry_sent_requests", &self.retry_sent_requests)
             .field("statuses_need_idempotency", &self.statuses_need_idempotency)
             .field("enabled", &self.enabled)
-            .field("deadline_margin", &self.parts.deadline_margin)
-            .field("budget", &self.parts.budget)
-            .field("listener", &self.parts.listener.is_some())
-            .field("attempt_header", &self.parts.attempt_header)
+            .field("deadline_margin", &self.parts.options.deadline_margin)
+            .field("budget", &self.parts.options.budget)
+            .field("listener", &self.parts.options.listener.is_some())
+            .field("attempt_header", &self.parts.options.attempt_header)
             .finish()
     }
 }

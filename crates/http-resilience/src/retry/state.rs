@@ -281,7 +281,7 @@ impl<B: TryCloneBody, D, R: Retryer> RetryState<B, D, R> {
         limits::schedule(
             wait,
             deadline.map(|d| d.instant()),
-            policy.deadline_margin(),
+            policy.options().deadline_margin(),
             now,
         )
     }
@@ -346,7 +346,7 @@ impl<B: TryCloneBody, D, R: Retryer> Again for RetryAgain<'_, B, D, R> {
     fn wait(&mut self) -> Result<(Duration, bool), Stop> {
         let (after, reason) = (self.after, self.reason);
         if (Verdict::Retry { after, reason }).resends_unsent() {
-            if self.policy.deadline_margin().is_none() {
+            if self.policy.options().deadline_margin().is_none() {
                 return Err(Stop::Failed);
             }
             return Ok((after.unwrap_or(Duration::ZERO), false));

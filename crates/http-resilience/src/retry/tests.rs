@@ -514,7 +514,7 @@ mod safety {
             StatusDecoder::new([503]).unwrap(),
             FixedDelay::new(Duration::ZERO, 1),
         )
-        .with_budget(budget.clone());
+        .map_options(|o| o.with_budget(budget.clone()));
         let get = || Request::get("/").body(String::new()).unwrap();
         // First call: its failure leaves 3 tokens of 4, above half: one retry;
         // that one fails too (2 left) and the retryer is spent.
@@ -664,8 +664,9 @@ async fn a_readiness_failure_reports_the_last_verdict_and_why_it_stopped() {
 
     let events = Arc::new(std::sync::Mutex::new(Vec::new()));
     let seen = Arc::clone(&events);
-    let policy = reactor_policy(Duration::from_millis(10))
-        .with_listener(move |heard: &CallEvent<'_>| seen.lock().unwrap().push(heard.event));
+    let policy = reactor_policy(Duration::from_millis(10)).map_options(|o| {
+        o.with_listener(move |heard: &CallEvent<'_>| seen.lock().unwrap().push(heard.event))
+    });
     let (mut svc, mut handle) = mock::spawn_layer::<Req, Resp, _>(StatusRetryLayer::new(policy));
     handle.allow(1);
     assert_ready!(svc.poll_ready()).unwrap();

@@ -11,8 +11,8 @@ use std::sync::{Arc, OnceLock};
 /// feature:
 ///
 /// - a retry or hedging policy
-///   ([`RetryPolicy::with_listener`](crate::retry::RetryPolicy::with_listener),
-///   [`HedgePolicy::with_listener`](crate::hedge::HedgePolicy::with_listener)):
+///   ([`CallOptions::with_listener`](crate::policy::CallOptions::with_listener),
+///   [`CallOptions::with_listener`](crate::policy::CallOptions::with_listener)):
 ///   a [`CallEvent`](crate::policy::CallEvent), a
 ///   [`RetryEvent`](crate::policy::RetryEvent) with the
 ///   [`CallContext`](crate::policy::CallContext) of its call;
@@ -67,7 +67,7 @@ use std::sync::{Arc, OnceLock};
 ///
 /// let counts = Counts::default();
 /// let retry = RetryPolicy::new(StatusDecoder::new([503])?, FixedDelay::new(Default::default(), 2))
-///     .with_listener(counts.clone());
+///     .map_options(|options| options.with_listener(counts.clone()));
 /// let breaker = BreakerPolicy::default().with_listener(counts.clone());
 /// let overload = OverloadPolicy::bulkhead(8)?.with_listener(counts);
 /// # let _ = (retry, breaker, overload);

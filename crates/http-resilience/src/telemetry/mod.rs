@@ -46,7 +46,7 @@
 //! and `server.port` (the URI's, or the scheme's default port), and
 //! `url.full`: the URI with any user and password replaced by
 //! `REDACTED:REDACTED`, and without its query unless the policy allows it
-//! ([`with_url_query_in_spans`](crate::retry::RetryPolicy::with_url_query_in_spans)):
+//! ([`with_url_query_in_spans`](crate::policy::CallOptions::with_url_query_in_spans)):
 //! a query often carries keys and signatures.
 //!
 //! The names are OpenTelemetry's where its HTTP client conventions have one,
@@ -65,7 +65,7 @@
 //! # Levels
 //!
 //! Both spans are made at `DEBUG` by default, and at the level
-//! [`with_span_level`](crate::retry::RetryPolicy::with_span_level) sets.
+//! [`with_span_level`](crate::policy::CallOptions::with_span_level) sets.
 //! So at `RUST_LOG=info` a user sees nothing of the library but a breaker's
 //! changes of state (opened, half-open, ramping up, closed: `INFO` events);
 //! the retry decisions, the end of a call, a breaker's rejections and what an
@@ -147,7 +147,7 @@
 //! # async fn main() -> Result<(), http_resilience::BoxError> {
 //! let lines = Arc::new(Mutex::new(Vec::new()));
 //! let policy = RetryPolicy::new(StatusDecoder::new([503])?, FixedDelay::new(Duration::from_millis(10), 1))
-//!     .with_listener(Lines(Arc::clone(&lines)));
+//!     .map_options(|options| options.with_listener(Lines(Arc::clone(&lines))));
 //! let svc = ServiceBuilder::new()
 //!     .layer(StatusRetryLayer::new(policy))
 //!     .service_fn(|_: Request<String>| async {

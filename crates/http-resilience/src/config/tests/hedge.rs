@@ -84,13 +84,16 @@ fn a_hedge_takes_the_retrys_decoder_budget_header_and_margin() {
         (a, b) => panic!("{a:?} against {b:?}"),
     }
     assert_eq!(
-        hedge.attempt_header().map(|name| name.as_str()),
+        hedge.options().attempt_header().map(|name| name.as_str()),
         Some("grpc-previous-rpc-attempts")
     );
-    assert_eq!(hedge.deadline_margin(), retry.deadline_margin());
+    assert_eq!(
+        hedge.options().deadline_margin(),
+        retry.options().deadline_margin()
+    );
     let (hedged, retried) = (hedge.parts(), retry.parts());
-    let budget = hedged.budget.as_ref().expect("the preset's budget");
-    let retry_budget = retried.budget.as_ref().unwrap();
+    let budget = hedged.options.budget.as_ref().expect("the preset's budget");
+    let retry_budget = retried.options.budget.as_ref().unwrap();
     assert_eq!(budget.max_tokens(), retry_budget.max_tokens());
     assert_eq!(budget.token_ratio(), retry_budget.token_ratio());
     // One bucket for the client: the hedge's is the retry's.

@@ -196,7 +196,7 @@ fn once(
         GrpcBackoff::known_good(2, Duration::from_millis(100), Duration::from_secs(1), 2.0);
     let mut retry = RetryPolicy::new(GrpcDecoder::none(), schedule).disabled();
     if let Some(budget) = budget {
-        retry = retry.with_budget(budget);
+        retry = retry.map_options(|o| o.with_budget(budget));
     }
     // NOTE: a limit of `Duration::MAX` is none: the deadline and the budget
     // sent are the caller's, if any.

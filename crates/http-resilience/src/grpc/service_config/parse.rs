@@ -186,11 +186,12 @@ fn retry_policy(
     // maximum every time, which is what this schedule then computes.
     let backoff = GrpcBackoff::new(attempts, initial, max, multiplier)
         .map_err(|err| path.error(err.to_string()))?;
-    let mut policy = RetryPolicy::new(decoder, backoff)
-        .with_previous_attempts_header(GRPC_PREVIOUS_RPC_ATTEMPTS)
-        .deadline_aware(GRPC_MIN_USEFUL_ATTEMPT);
+    let mut policy = RetryPolicy::new(decoder, backoff).map_options(|o| {
+        o.with_previous_attempts_header(GRPC_PREVIOUS_RPC_ATTEMPTS)
+            .deadline_aware(GRPC_MIN_USEFUL_ATTEMPT)
+    });
     if let Some(budget) = budget {
-        policy = policy.with_budget(Arc::clone(budget));
+        policy = policy.map_options(|o| o.with_budget(Arc::clone(budget)));
     }
     Ok(policy)
 }
@@ -214,9 +215,9 @@ fn hedging_policy(
     let delay = HedgeDelay::fixed(delay.unwrap_or(Duration::ZERO));
     let mut policy = HedgePolicy::new(decoder, delay, attempts)
         .map_err(|err| path.error(err.to_string()))?
-        .with_previous_attempts_header(GRPC_PREVIOUS_RPC_ATTEMPTS);
+        .map_options(|o| o.with_previous_attempts_header(GRPC_PREVIOUS_RPC_ATTEMPTS));
     if let Some(budget) = budget {
-        policy = policy.with_budget(Arc::clone(budget));
+        policy = policy.map_options(|o| o.with_budget(Arc::clone(budget)));
     }
     Ok(policy)
 }

@@ -133,7 +133,7 @@ fn a_retry_policy_is_built_as_written() {
         [8, 10, 14]
     );
     assert_eq!(
-        retry.attempt_header().unwrap(),
+        retry.options().attempt_header().unwrap(),
         "grpc-previous-rpc-attempts"
     );
     assert!(retry.budget().is_none(), "no retryThrottling");
@@ -169,7 +169,7 @@ fn a_hedging_policy_is_built_as_written() {
     assert_eq!(format!("{:?}", hedge.delay()), "Fixed(50ms)");
     assert_eq!(hedge.decoder().retryable_codes().collect::<Vec<_>>(), [14]);
     assert_eq!(
-        hedge.attempt_header().unwrap(),
+        hedge.options().attempt_header().unwrap(),
         "grpc-previous-rpc-attempts"
     );
     // With no non-fatal codes and no delay: every status ends the call, and

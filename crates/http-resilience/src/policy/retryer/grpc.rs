@@ -33,7 +33,7 @@ use std::time::Duration;
 /// 24.8 days. With no cap, the wait is the server's, whole; what bounds it
 /// then is the request's deadline: the retry never waits past it, and with
 /// deadline-aware scheduling
-/// ([`RetryPolicy::deadline_aware`](crate::retry::RetryPolicy::deadline_aware),
+/// ([`CallOptions::deadline_aware`](crate::policy::CallOptions::deadline_aware),
 /// on in [`presets::grpc`](crate::presets::grpc)) a pushback that leaves no
 /// room for a useful attempt ends the call at once with the server's
 /// response. With neither a cap nor a deadline (a retry layer with no

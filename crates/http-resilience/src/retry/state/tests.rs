@@ -168,7 +168,10 @@ fn a_request_with_no_copy_kept_is_not_replayable() {
 #[test]
 fn an_empty_budget_refuses_the_retry() {
     let budget = Arc::new(RetryBudget::new(2, 0.1).unwrap());
-    let (mut state, _) = state(policy().with_budget(Arc::clone(&budget)), get());
+    let (mut state, _) = state(
+        policy().map_options(|o| o.with_budget(Arc::clone(&budget))),
+        get(),
+    );
     // A full bucket of two: the first 503 leaves one token, half the bucket.
     let outcome = returned(state.after(status(503)));
     assert_eq!(
@@ -208,7 +211,10 @@ async fn deadline_aware_scheduling_refuses_a_wait_with_no_room_for_an_attempt() 
     request
         .extensions_mut()
         .insert(RequestDeadline::after(Duration::from_millis(100)));
-    let (mut state, _) = state(policy().deadline_aware(Duration::from_millis(95)), request);
+    let (mut state, _) = state(
+        policy().map_options(|o| o.deadline_aware(Duration::from_millis(95))),
+        request,
+    );
     let outcome = returned(state.after(status(503)));
     assert_eq!(
         summary(&outcome).map(|s| s.stop()),
