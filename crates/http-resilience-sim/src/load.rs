@@ -1,0 +1,91 @@
+//! The callers: thousands of them, each starting calls at random (a Poisson
+//! process), whether or not its earlier calls have ended. The load is open:
+//! a failing upstream does not slow the callers down, as it does not slow
+//! down the users of a web service.
+
+use crate::{
+    metrics::{Ended, Recorder},
+    rng::Rng,
+    upstream::CALL_STARTED,
+};
+use http::Request;
+use std::{future::Future, time::Duration};
+use tokio::time::Instant;
+
+/// The callers and how often they call.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Load {
+    /// The callers.
+    pub(crate) callers: u32,
+    /// The calls per second of all of them together.
+    pub(crate) rate: f64,
+    /// When the callers stop starting calls.
+    pub(crate) until: Duration,
+}
+
+/// Runs the callers of `load`: each call is a request made by `call`,
+/// recorded in `recorder` when it starts and when it ends. Returns when the
+/// callers have stopped and `drain` more has passed, for the calls still in
+/// flight to end.
+pub(crate) async fn run<C, F>(
+    load: Load,
+    rng: &mut Rng,
+    recorder: &Recorder,
+    drain: Duration,
+    call: C,
+) where
+    C: Fn(Request<String>) -> F + Clone + Send + 'static,
+    F: Future<Output = Ended> + Send + 'static,
+{
+    let mean_gap = f64::from(load.callers) / load.rate;
+    let end = recorder.start() + load.until;
+    for _ in 0..load.callers {
+        let mut rng = rng.fork();
+        let (recorder, call) = (recorder.clone(), call.clone());
+        tokio::spawn(async move {
+            loop {
+                tokio::time::sleep(Duration::from_secs_f64(rng.exponential(mean_gap))).await;
+                if Instant::now() >= end {
+                    return;
+                }
+                tokio::spawn(one_call(recorder.clone(), call.clone()));
+            }
+        });
+    }
+    tokio::time::sleep_until(end + drain).await;
+}
+
+async fn one_call<C, F>(recorder: Recorder, call: C)
+where
+    C: Fn(Request<String>) -> F,
+    F: Future<Output = Ended>,
+{
+    let started = Instant::now();
+    recorder.offered();
+    let ended = call(request(&recorder, started)).await;
+    recorder.ended(started, ended);
+}
+
+/// A GET request marked with the instant its call started.
+pub(crate) fn request(recorder: &Recorder, started: Instant) -> Request<String> {
+    let micros = started
+        .saturating_duration_since(recorder.start())
+        .as_micros();
+    Request::get("http://upstream.sim/")
+        .header(CALL_STARTED, micros.to_string())
+        .body(String::new())
+        .expect("a valid request")
+}
+
+/// The same call's request for the next service down: a new request (an
+/// upstream never sees its caller's extensions, a deadline among them), with
+/// the mark of the call that caused it.
+pub(crate) fn forward<B>(inbound: &Request<B>) -> Request<String> {
+    let mut request = Request::get("http://upstream.sim/")
+        .body(String::new())
+        .expect("a valid request");
+    if let Some(started) = inbound.headers().get(CALL_STARTED) {
+        request.headers_mut().insert(CALL_STARTED, started.clone());
+    }
+    request
+}

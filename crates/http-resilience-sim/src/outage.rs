@@ -1,0 +1,321 @@
+//! Retry amplification: three layers of services, each retrying 3 times,
+//! during an outage of the deepest.
+//!
+//! Users call service A; A calls B, B calls C and C calls the upstream D,
+//! each through the three layers ([`DeadlineLayer`] → [`StatusRetryLayer`]
+//! → [`AttemptTimeoutLayer`]) with the same policy: 503 retried, 4 attempts
+//! (3 retries), exponential backoff from 10 ms with full jitter. A service
+//! whose call below failed answers 503 itself, which the service above
+//! retries. When D answers nothing but 503, a user's call makes 4 attempts
+//! at B, each 4 at C, each 4 at D: 4³ = 64.
+//!
+//! With the strategy on, each service's client shares one
+//! [`RetryBudget`] among all its calls (gRPC's retry throttling with the
+//! numbers of its example, 10 tokens and 0.1 per success): once a service's
+//! calls below have failed 5 times more than the successes paid for, it
+//! stops retrying until successes refill the bucket.
+//!
+//! The timeline: healthy 0–10 s, a hard outage of D 10–30 s, a brown-out of
+//! D (half its answers 503) 30–50 s, healthy again 50–60 s.
+
+use crate::{
+    load::{self, Load},
+    metrics::{sum, Bucket, Ended, Recorder},
+    report::{percent, times, Report},
+    rng::Rng,
+    simulate,
+    upstream::{Fault, Latency, Model, Upstream, Window},
+};
+use http::{Request, Response, StatusCode};
+use http_resilience::{
+    policy::{ExponentialBackoff, Jitter, RetryBudget, StatusDecoder},
+    retry::RetryPolicy,
+    AttemptTimeoutLayer, BoxError, DeadlineLayer, StatusRetryLayer,
+};
+use std::{convert::Infallible, sync::Arc, time::Duration};
+use tower::{util::BoxCloneService, ServiceBuilder, ServiceExt};
+
+const SECOND: Duration = Duration::from_secs(1);
+/// The phases of the timeline, in seconds: `[from, until)`.
+const HEALTHY: (u64, u64) = (0, 10);
+const OUTAGE: (u64, u64) = (10, 30);
+const BROWN_OUT: (u64, u64) = (30, 50);
+const RECOVERED: (u64, u64) = (50, 60);
+/// The share of D's answers that are 503 during the brown-out.
+const BROWN_OUT_ERRORS: f64 = 0.5;
+/// The attempts of every service's calls below: 3 retries.
+const ATTEMPTS: u32 = 4;
+
+/// How one strategy fared in one phase of the timeline.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Phase {
+    /// The users' calls started in the phase.
+    pub calls: u64,
+    /// The attempts those calls caused at the deepest service, D.
+    pub attempts: u64,
+    /// Those calls that ended with a 200.
+    pub good: u64,
+}
+
+impl Phase {
+    /// The attempts at D per user's call.
+    pub fn amplification(&self) -> f64 {
+        self.attempts as f64 / self.calls.max(1) as f64
+    }
+
+    /// The share of the users' calls that ended with a 200.
+    pub fn success(&self) -> f64 {
+        self.good as f64 / self.calls.max(1) as f64
+    }
+}
+
+/// One strategy's figures, phase by phase.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Strategy {
+    /// 0–10 s, before the outage.
+    pub healthy: Phase,
+    /// 10–30 s: every answer of D a 503.
+    pub outage: Phase,
+    /// 30–50 s: half the answers of D 503.
+    pub brown_out: Phase,
+    /// 50–60 s: healthy again.
+    pub recovered: Phase,
+}
+
+/// The scenario's figures, without and with the shared budget, and its
+/// report.
+#[derive(Debug, Clone)]
+pub struct Outcome {
+    /// Retries at every layer, no budget.
+    pub retries: Strategy,
+    /// The same retries, each service's under a shared budget.
+    pub budgeted: Strategy,
+    report: Report,
+}
+
+impl Outcome {
+    /// The table and the picture.
+    pub fn report(&self) -> &Report {
+        &self.report
+    }
+}
+
+/// Runs the scenario with `seed`: the same seed, the same figures.
+pub fn run(seed: u64) -> Outcome {
+    let (retries, plain) = simulate(|| one(seed, false));
+    let (budgeted, shared) = simulate(|| one(seed, true));
+    let report = report(&retries, &budgeted, plain, shared);
+    Outcome {
+        retries,
+        budgeted,
+        report,
+    }
+}
+
+/// One run of the timeline, with or without budgets.
+async fn one(seed: u64, budgets: bool) -> (Strategy, Vec<Bucket>) {
+    let mut rng = Rng::new(seed);
+    let recorder = Recorder::new(SECOND);
+    let d = Upstream::new(deepest(), rng.fork(), recorder.clone());
+    let mut next: Hop = BoxCloneService::new(d);
+    for _ in 0..3 {
+        let budget = budgets.then(|| Arc::new(RetryBudget::new(10, 0.1).expect("gRPC's example")));
+        next = service_over(next, budget, rng.next_u64());
+    }
+    let top = next;
+    let load = Load {
+        callers: 1_000,
+        rate: 20.0,
+        until: Duration::from_secs(RECOVERED.1),
+    };
+    load::run(
+        load,
+        &mut rng,
+        &recorder,
+        Duration::from_secs(15),
+        move |request| {
+            let top = top.clone();
+            async move {
+                match top.oneshot(request).await {
+                    Ok(response) if response.status().is_success() => Ended::Good,
+                    Ok(_) => Ended::Rejected,
+                    Err(never) => match never {},
+                }
+            }
+        },
+    )
+    .await;
+    let buckets = recorder.buckets();
+    (strategy(&buckets), buckets)
+}
+
+/// D: ample capacity (the outage, not overload, is what fails it).
+fn deepest() -> Model {
+    let window = |(from, until): (u64, u64), fault| Window {
+        from: Duration::from_secs(from),
+        until: Duration::from_secs(until),
+        fault,
+    };
+    Model {
+        servers: 200,
+        queue: 1_000,
+        latency: Latency::LogNormal {
+            median: Duration::from_millis(20),
+            sigma: 0.25,
+        },
+        collapse: false,
+        faults: vec![
+            window(OUTAGE, Fault::Outage),
+            window(
+                BROWN_OUT,
+                Fault::BrownOut {
+                    error_ratio: BROWN_OUT_ERRORS,
+                },
+            ),
+        ],
+    }
+}
+
+/// A service as its caller sees it.
+type Hop = BoxCloneService<Request<String>, Response<String>, Infallible>;
+
+/// A service that serves each request by calling `next` through the three
+/// layers, and answers 503 when that call fails.
+fn service_over(next: Hop, budget: Option<Arc<RetryBudget>>, seed: u64) -> Hop {
+    let backoff = ExponentialBackoff::new(
+        Duration::from_millis(10),
+        2.0,
+        Duration::from_millis(100),
+        ATTEMPTS,
+    )
+    .expect("valid backoff")
+    .with_jitter(Jitter::Full)
+    .with_seed(seed);
+    let decoder = StatusDecoder::new([503]).expect("a valid status");
+    let mut policy = RetryPolicy::new(decoder, backoff);
+    if let Some(budget) = budget {
+        policy = policy.with_budget(budget);
+    }
+    let client = ServiceBuilder::new()
+        .layer(DeadlineLayer::new(Duration::from_secs(10)))
+        .layer(StatusRetryLayer::new(policy))
+        .layer(AttemptTimeoutLayer::new(Duration::from_secs(5)))
+        .service(next);
+    BoxCloneService::new(tower::service_fn(move |inbound: Request<String>| {
+        let client = client.clone();
+        async move {
+            let outcome: Result<_, BoxError> = client.oneshot(load::forward(&inbound)).await;
+            let status = match outcome {
+                Ok(response) => response.status(),
+                Err(_) => StatusCode::SERVICE_UNAVAILABLE,
+            };
+            let mut response = Response::new(String::new());
+            *response.status_mut() = status;
+            Ok::<_, Infallible>(response)
+        }
+    }))
+}
+
+fn phase(buckets: &[Bucket], (from, until): (u64, u64)) -> Phase {
+    let (from, until) = (from as usize, until as usize);
+    Phase {
+        calls: sum(buckets, from, until, |b| b.offered),
+        attempts: sum(buckets, from, until, |b| b.caused),
+        good: sum(buckets, from, until, |b| b.started_good),
+    }
+}
+
+/// The figures of each phase, each call counted in the phase it started in.
+fn strategy(buckets: &[Bucket]) -> Strategy {
+    Strategy {
+        healthy: phase(buckets, HEALTHY),
+        outage: phase(buckets, OUTAGE),
+        brown_out: phase(buckets, BROWN_OUT),
+        recovered: phase(buckets, RECOVERED),
+    }
+}
+
+/// The expected attempts at D per call when each attempt at D fails with
+/// probability `p` and each of three layers makes up to 4 attempts, each
+/// layer's call failing when all 4 of its attempts did.
+fn expected_amplification(p: f64) -> f64 {
+    let mut per_call = 1.0;
+    let mut fails = p;
+    for _ in 0..3 {
+        let attempts: f64 = (0..ATTEMPTS as i32).map(|k| fails.powi(k)).sum();
+        per_call *= attempts;
+        fails = fails.powi(ATTEMPTS as i32);
+    }
+    per_call
+}
+
+fn report(
+    retries: &Strategy,
+    budgeted: &Strategy,
+    plain: Vec<Bucket>,
+    shared: Vec<Bucket>,
+) -> Report {
+    let row = |name: &str, published: &str, expected: f64, a: &Phase, b: &Phase| {
+        vec![
+            name.to_owned(),
+            published.to_owned(),
+            times(expected),
+            format!("{} ({} ok)", times(a.amplification()), percent(a.success())),
+            format!("{} ({} ok)", times(b.amplification()), percent(b.success())),
+        ]
+    };
+    Report {
+        name: "outage",
+        title: "Retry amplification: three layers, each making 4 attempts, during an outage of the deepest".to_owned(),
+        source: "\"a single user action may create 64 attempts (4^3) on the database\" when three layers each issue \
+                 3 retries (Google SRE book, \"Addressing Cascading Failures\"; retries multiply across layers: \
+                 M. Brooker, \"Timeouts, retries, and backoff with jitter\", Amazon Builders' Library); with a \
+                 token bucket refilled by 10 % of a token per success, retries fall to about \"0.1 retries\" once \
+                 failures pass 10 %: at most 1.1x (M. Brooker, \"Fixing retries with token buckets and circuit \
+                 breakers\", 2022)",
+        header: [
+            "phase",
+            "published",
+            "model's expectation (no budget)",
+            "retries, no budget: attempts at D per call (calls ok)",
+            "retries + shared budget (10 tokens, 0.1)",
+        ]
+        .map(str::to_owned)
+        .to_vec(),
+        rows: vec![
+            row("healthy, 0-10 s", "1x", 1.0, &retries.healthy, &budgeted.healthy),
+            row("outage, 10-30 s", "up to 64x; <= 1.1x with the budget", expected_amplification(1.0), &retries.outage, &budgeted.outage),
+            row("brown-out (50 % errors), 30-50 s", "-", expected_amplification(BROWN_OUT_ERRORS), &retries.brown_out, &budgeted.brown_out),
+            row("healthy again, 50-60 s", "1x", 1.0, &retries.recovered, &budgeted.recovered),
+        ],
+        notes: vec![
+            "Attempts are counted against the user's call that caused them, whenever they reached D.".to_owned(),
+            "With the budget, a full outage leaves each service only the half bucket it began with \
+             (5 retries) and those already past the check, whatever the outage's length: the \
+             amplification tends to 1x as the outage lasts. In the brown-out every second attempt fails, \
+             far beyond the 10 % the refill pays for, so the buckets stay empty and the services stop \
+             retrying: the load stays at 1x, and half the calls fail where the retries saved nearly all \
+             of them at twice the load. That is the budget's trade (Brooker's post shows the same)."
+                .to_owned(),
+        ],
+        runs: vec![
+            ("retries at every layer, no budget".to_owned(), plain),
+            ("retries at every layer, each service's under a shared budget".to_owned(), shared),
+        ],
+        quantile: 0.99,
+        bucket: SECOND,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_model_expects_four_cubed_in_a_full_outage() {
+        assert_eq!(expected_amplification(1.0), 64.0);
+        assert_eq!(expected_amplification(0.0), 1.0);
+        let brown_out = expected_amplification(0.5);
+        assert!((brown_out - 2.0).abs() < 0.01, "{brown_out}");
+    }
+}

@@ -1,0 +1,150 @@
+//! The pictures: for each strategy, a panel of offered load, upstream load,
+//! goodput and latency over time, drawn as SVG with plotters.
+
+use crate::metrics::{quantile, Bucket};
+use plotters::{coord::Shift, prelude::*};
+use std::{io, path::Path};
+
+/// One panel: a strategy's run.
+pub(crate) struct Panel<'a> {
+    pub(crate) label: &'a str,
+    pub(crate) buckets: &'a [Bucket],
+}
+
+/// The colours of the series, the same in every picture.
+const OFFERED: RGBColor = RGBColor(31, 119, 180);
+const LOAD: RGBColor = RGBColor(214, 39, 40);
+const GOODPUT: RGBColor = RGBColor(44, 160, 44);
+const TURNED_AWAY: RGBColor = RGBColor(148, 103, 189);
+const LATENCY: RGBColor = RGBColor(60, 60, 60);
+
+/// Writes `panels` one above the other under `title` to `path`, latency
+/// read at quantile `q` (0.99 for the 99th percentile), each bucket
+/// `width_secs` wide.
+pub(crate) fn write_svg(
+    path: &Path,
+    title: &str,
+    panels: &[Panel<'_>],
+    q: f64,
+    width_secs: f64,
+) -> io::Result<()> {
+    let height = 340 * panels.len() as u32 + 40;
+    let root = SVGBackend::new(path, (960, height)).into_drawing_area();
+    root.fill(&WHITE).map_err(io::Error::other)?;
+    let root = root
+        .titled(title, ("sans-serif", 20))
+        .map_err(io::Error::other)?;
+    for (area, panel) in root.split_evenly((panels.len(), 1)).iter().zip(panels) {
+        draw_panel(area, panel, q, width_secs).map_err(io::Error::other)?;
+    }
+    root.present().map_err(io::Error::other)
+}
+
+type Area<'a> = DrawingArea<SVGBackend<'a>, Shift>;
+type Drawn = Result<(), DrawingAreaErrorKind<io::Error>>;
+
+/// The rates of a panel: each series as `(seconds, per second)` points.
+struct Rates {
+    offered: Vec<(f64, f64)>,
+    load: Vec<(f64, f64)>,
+    goodput: Vec<(f64, f64)>,
+    turned_away: Vec<(f64, f64)>,
+    latency: Vec<(f64, f64)>,
+}
+
+impl Rates {
+    fn of(buckets: &[Bucket], q: f64, width: f64) -> Self {
+        let series = |f: fn(&Bucket) -> u32| -> Vec<(f64, f64)> {
+            let at = |i: usize| i as f64 * width;
+            buckets
+                .iter()
+                .enumerate()
+                .map(|(i, b)| (at(i), f64::from(f(b)) / width))
+                .collect()
+        };
+        let latency = buckets
+            .iter()
+            .enumerate()
+            .filter_map(|(i, b)| {
+                let mut values = b.latencies_ms.clone();
+                quantile(&mut values, q).map(|ms| (i as f64 * width, ms))
+            })
+            .collect();
+        Self {
+            offered: series(|b| b.offered),
+            load: series(|b| b.arrivals),
+            goodput: series(|b| b.good),
+            turned_away: series(|b| b.turned_away),
+            latency,
+        }
+    }
+
+    fn max(points: &[(f64, f64)]) -> f64 {
+        points.iter().map(|p| p.1).fold(0.0, f64::max)
+    }
+}
+
+fn draw_panel(area: &Area<'_>, panel: &Panel<'_>, q: f64, width: f64) -> Drawn {
+    let rates = Rates::of(panel.buckets, q, width);
+    let x_max = (panel.buckets.len() as f64 * width).max(1.0);
+    let y_max = [
+        &rates.offered,
+        &rates.load,
+        &rates.goodput,
+        &rates.turned_away,
+    ]
+    .into_iter()
+    .map(|s| Rates::max(s))
+    .fold(1.0, f64::max)
+        * 1.1;
+    let latency_max = Rates::max(&rates.latency).max(1.0) * 1.1;
+    let mut chart = ChartBuilder::on(area)
+        .caption(panel.label, ("sans-serif", 16))
+        .margin(12)
+        .x_label_area_size(36)
+        .y_label_area_size(56)
+        .right_y_label_area_size(56)
+        .build_cartesian_2d(0.0..x_max, 0.0..y_max)?
+        .set_secondary_coord(0.0..x_max, 0.0..latency_max);
+    chart
+        .configure_mesh()
+        .x_desc("time (s)")
+        .y_desc("per second")
+        .light_line_style(WHITE)
+        .draw()?;
+    let quantile_name = format!("p{} latency of calls (ms)", q * 100.0);
+    chart
+        .configure_secondary_axes()
+        .y_desc(quantile_name.as_str())
+        .draw()?;
+    for (points, colour, name) in [
+        (rates.offered, OFFERED, "offered (calls/s)"),
+        (rates.load, LOAD, "upstream load (attempts/s)"),
+        (rates.goodput, GOODPUT, "goodput (good calls/s)"),
+        (
+            rates.turned_away,
+            TURNED_AWAY,
+            "turned away by the client (calls/s)",
+        ),
+    ] {
+        if Rates::max(&points) == 0.0 && colour == TURNED_AWAY {
+            continue;
+        }
+        chart
+            .draw_series(LineSeries::new(points, colour.stroke_width(2)))?
+            .label(name)
+            .legend(move |(x, y)| {
+                PathElement::new(vec![(x, y), (x + 20, y)], colour.stroke_width(2))
+            });
+    }
+    chart
+        .draw_secondary_series(LineSeries::new(rates.latency, LATENCY.stroke_width(1)))?
+        .label(quantile_name)
+        .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], LATENCY.stroke_width(1)));
+    chart
+        .configure_series_labels()
+        .background_style(WHITE.mix(0.85))
+        .border_style(BLACK)
+        .position(SeriesLabelPosition::UpperRight)
+        .draw()
+}

@@ -1,0 +1,101 @@
+//! A scenario's result as a person reads it: a table beside the published
+//! figures, and a picture.
+
+use crate::{
+    metrics::Bucket,
+    plot::{self, Panel},
+};
+use std::{
+    fmt, io,
+    path::{Path, PathBuf},
+    time::Duration,
+};
+
+/// What one scenario printed and drew: a table of its figures beside the
+/// published ones, notes on where and why they differ, and the time series
+/// of each strategy for its picture.
+#[derive(Debug, Clone)]
+pub struct Report {
+    pub(crate) name: &'static str,
+    pub(crate) title: String,
+    pub(crate) source: &'static str,
+    pub(crate) header: Vec<String>,
+    pub(crate) rows: Vec<Vec<String>>,
+    pub(crate) notes: Vec<String>,
+    pub(crate) runs: Vec<(String, Vec<Bucket>)>,
+    pub(crate) quantile: f64,
+    pub(crate) bucket: Duration,
+}
+
+// ===== impl Report =====
+
+impl Report {
+    /// The scenario's name, as the command line has it (`outage`); also the
+    /// stem of its picture's file name.
+    pub fn name(&self) -> &'static str {
+        self.name
+    }
+
+    /// The table of figures, as Markdown.
+    pub fn table(&self) -> String {
+        let line = |cells: &[String]| format!("| {} |\n", cells.join(" | "));
+        let mut out = String::new();
+        out.push_str(&line(&self.header));
+        out.push_str(&line(&vec!["---".to_owned(); self.header.len()]));
+        for row in &self.rows {
+            out.push_str(&line(row));
+        }
+        out
+    }
+
+    /// Writes the picture, `<name>.svg` in `dir` (made if missing), and
+    /// returns its path.
+    ///
+    /// # Errors
+    ///
+    /// The error of making the directory or of writing the file.
+    pub fn write_svg(&self, dir: &Path) -> io::Result<PathBuf> {
+        std::fs::create_dir_all(dir)?;
+        let path = dir.join(format!("{}.svg", self.name));
+        let panels: Vec<Panel<'_>> = self
+            .runs
+            .iter()
+            .map(|(label, buckets)| Panel { label, buckets })
+            .collect();
+        plot::write_svg(
+            &path,
+            &self.title,
+            &panels,
+            self.quantile,
+            self.bucket.as_secs_f64(),
+        )?;
+        Ok(path)
+    }
+}
+
+impl fmt::Display for Report {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        writeln!(f, "## {}\n", self.title)?;
+        writeln!(f, "Published: {}\n", self.source)?;
+        write!(f, "{}", self.table())?;
+        for note in &self.notes {
+            writeln!(f, "\n- {note}")?;
+        }
+        Ok(())
+    }
+}
+
+/// A ratio as a multiple, `64.0x`.
+pub(crate) fn times(value: f64) -> String {
+    format!("{value:.2}x")
+}
+
+/// A share as a percentage, `12.5 %`.
+pub(crate) fn percent(value: f64) -> String {
+    format!("{:.1} %", value * 100.0)
+}
+
+/// Milliseconds, `74 ms`.
+pub(crate) fn millis(value: Option<f64>) -> String {
+    value.map_or_else(|| "-".to_owned(), |ms| format!("{ms:.0} ms"))
+}
