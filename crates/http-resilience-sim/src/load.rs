@@ -8,7 +8,8 @@ use crate::{
     rng::Rng,
     upstream::CALL_STARTED,
 };
-use http::Request;
+use http::{HeaderName, Request};
+use http_resilience::{BoxError, FailureKind};
 use std::{future::Future, time::Duration};
 use tokio::time::Instant;
 
@@ -72,7 +73,7 @@ pub(crate) fn request(recorder: &Recorder, started: Instant) -> Request<String> 
         .saturating_duration_since(recorder.start())
         .as_micros();
     Request::get("http://upstream.sim/")
-        .header(CALL_STARTED, micros.to_string())
+        .header(HeaderName::from_static(CALL_STARTED), micros.to_string())
         .body(String::new())
         .expect("a valid request")
 }
@@ -85,7 +86,20 @@ pub(crate) fn forward<B>(inbound: &Request<B>) -> Request<String> {
         .body(String::new())
         .expect("a valid request");
     if let Some(started) = inbound.headers().get(CALL_STARTED) {
-        request.headers_mut().insert(CALL_STARTED, started.clone());
+        request
+            .headers_mut()
+            .insert(HeaderName::from_static(CALL_STARTED), started.clone());
     }
     request
+}
+
+/// How a call through the layers ended: a 2xx, another response, turned
+/// away by a guard (never sent), or an error.
+pub(crate) fn classify<B>(outcome: &Result<http::Response<B>, BoxError>) -> Ended {
+    match outcome {
+        Ok(response) if response.status().is_success() => Ended::Good,
+        Ok(_) => Ended::Rejected,
+        Err(err) if FailureKind::of(&**err).is_turned_away() => Ended::TurnedAway,
+        Err(_) => Ended::Failed,
+    }
 }

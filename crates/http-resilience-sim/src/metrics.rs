@@ -43,9 +43,21 @@ pub(crate) struct Bucket {
 }
 
 impl Bucket {
-    /// Calls that ended here.
-    pub(crate) fn ended(&self) -> u32 {
-        self.good + self.rejected + self.turned_away + self.failed
+    /// One bucket of the counts of `buckets` together.
+    pub(crate) fn merged(buckets: &[Bucket]) -> Self {
+        let mut all = Self::default();
+        for b in buckets {
+            all.offered += b.offered;
+            all.arrivals += b.arrivals;
+            all.caused += b.caused;
+            all.started_good += b.started_good;
+            all.good += b.good;
+            all.rejected += b.rejected;
+            all.turned_away += b.turned_away;
+            all.failed += b.failed;
+            all.latencies_ms.extend_from_slice(&b.latencies_ms);
+        }
+        all
     }
 }
 
@@ -71,11 +83,6 @@ impl Recorder {
     /// The instant the run started.
     pub(crate) const fn start(&self) -> Instant {
         self.start
-    }
-
-    /// The width of a bucket.
-    pub(crate) const fn width(&self) -> Duration {
-        self.width
     }
 
     /// The index of the bucket `at` falls in.

@@ -36,11 +36,19 @@ use std::{convert::Infallible, sync::Arc, time::Duration};
 use tower::{util::BoxCloneService, ServiceBuilder, ServiceExt};
 
 const SECOND: Duration = Duration::from_secs(1);
-/// The phases of the timeline, in seconds: `[from, until)`.
-const HEALTHY: (u64, u64) = (0, 10);
+/// The faults of the timeline, in seconds: `[from, until)`.
 const OUTAGE: (u64, u64) = (10, 30);
 const BROWN_OUT: (u64, u64) = (30, 50);
-const RECOVERED: (u64, u64) = (50, 60);
+/// When the callers stop.
+const END: u64 = 60;
+/// The phases the figures count calls in, by when they started. A call
+/// whose every attempt fails lasts up to about 1.6 s (its services' waits
+/// between attempts), so the calls of a fault's last 2 s, which end after
+/// it, count in none.
+const HEALTHY: (u64, u64) = (0, OUTAGE.0);
+const IN_OUTAGE: (u64, u64) = (OUTAGE.0, OUTAGE.1 - 2);
+const IN_BROWN_OUT: (u64, u64) = (BROWN_OUT.0, BROWN_OUT.1 - 2);
+const RECOVERED: (u64, u64) = (BROWN_OUT.1, END);
 /// The share of D's answers that are 503 during the brown-out.
 const BROWN_OUT_ERRORS: f64 = 0.5;
 /// The attempts of every service's calls below: 3 retries.
@@ -71,12 +79,12 @@ impl Phase {
 
 /// One strategy's figures, phase by phase.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Strategy {
+pub struct Amplification {
     /// 0–10 s, before the outage.
     pub healthy: Phase,
-    /// 10–30 s: every answer of D a 503.
+    /// 10–28 s: every answer of D a 503 (the outage lasts until 30 s).
     pub outage: Phase,
-    /// 30–50 s: half the answers of D 503.
+    /// 30–48 s: half the answers of D 503 (until 50 s).
     pub brown_out: Phase,
     /// 50–60 s: healthy again.
     pub recovered: Phase,
@@ -85,35 +93,35 @@ pub struct Strategy {
 /// The scenario's figures, without and with the shared budget, and its
 /// report.
 #[derive(Debug, Clone)]
-pub struct Outcome {
+pub struct Outage {
     /// Retries at every layer, no budget.
-    pub retries: Strategy,
+    pub retries: Amplification,
     /// The same retries, each service's under a shared budget.
-    pub budgeted: Strategy,
+    pub budgeted: Amplification,
     report: Report,
 }
 
-impl Outcome {
+impl Outage {
+    /// Runs the scenario with `seed`: the same seed, the same figures.
+    pub fn run(seed: u64) -> Self {
+        let (retries, plain) = simulate(|| one(seed, false));
+        let (budgeted, shared) = simulate(|| one(seed, true));
+        let report = report(&retries, &budgeted, plain, shared);
+        Outage {
+            retries,
+            budgeted,
+            report,
+        }
+    }
+
     /// The table and the picture.
     pub fn report(&self) -> &Report {
         &self.report
     }
 }
 
-/// Runs the scenario with `seed`: the same seed, the same figures.
-pub fn run(seed: u64) -> Outcome {
-    let (retries, plain) = simulate(|| one(seed, false));
-    let (budgeted, shared) = simulate(|| one(seed, true));
-    let report = report(&retries, &budgeted, plain, shared);
-    Outcome {
-        retries,
-        budgeted,
-        report,
-    }
-}
-
 /// One run of the timeline, with or without budgets.
-async fn one(seed: u64, budgets: bool) -> (Strategy, Vec<Bucket>) {
+async fn one(seed: u64, budgets: bool) -> (Amplification, Vec<Bucket>) {
     let mut rng = Rng::new(seed);
     let recorder = Recorder::new(SECOND);
     let d = Upstream::new(deepest(), rng.fork(), recorder.clone());
@@ -126,7 +134,7 @@ async fn one(seed: u64, budgets: bool) -> (Strategy, Vec<Bucket>) {
     let load = Load {
         callers: 1_000,
         rate: 20.0,
-        until: Duration::from_secs(RECOVERED.1),
+        until: Duration::from_secs(END),
     };
     load::run(
         load,
@@ -226,11 +234,11 @@ fn phase(buckets: &[Bucket], (from, until): (u64, u64)) -> Phase {
 }
 
 /// The figures of each phase, each call counted in the phase it started in.
-fn strategy(buckets: &[Bucket]) -> Strategy {
-    Strategy {
+fn strategy(buckets: &[Bucket]) -> Amplification {
+    Amplification {
         healthy: phase(buckets, HEALTHY),
-        outage: phase(buckets, OUTAGE),
-        brown_out: phase(buckets, BROWN_OUT),
+        outage: phase(buckets, IN_OUTAGE),
+        brown_out: phase(buckets, IN_BROWN_OUT),
         recovered: phase(buckets, RECOVERED),
     }
 }
@@ -250,8 +258,8 @@ fn expected_amplification(p: f64) -> f64 {
 }
 
 fn report(
-    retries: &Strategy,
-    budgeted: &Strategy,
+    retries: &Amplification,
+    budgeted: &Amplification,
     plain: Vec<Bucket>,
     shared: Vec<Bucket>,
 ) -> Report {
@@ -284,12 +292,15 @@ fn report(
         .to_vec(),
         rows: vec![
             row("healthy, 0-10 s", "1x", 1.0, &retries.healthy, &budgeted.healthy),
-            row("outage, 10-30 s", "up to 64x; <= 1.1x with the budget", expected_amplification(1.0), &retries.outage, &budgeted.outage),
-            row("brown-out (50 % errors), 30-50 s", "-", expected_amplification(BROWN_OUT_ERRORS), &retries.brown_out, &budgeted.brown_out),
+            row("outage, calls started 10-28 s", "up to 64x; <= 1.1x with the budget", expected_amplification(1.0), &retries.outage, &budgeted.outage),
+            row("brown-out (50 % errors), calls started 30-48 s", "-", expected_amplification(BROWN_OUT_ERRORS), &retries.brown_out, &budgeted.brown_out),
             row("healthy again, 50-60 s", "1x", 1.0, &retries.recovered, &budgeted.recovered),
         ],
         notes: vec![
-            "Attempts are counted against the user's call that caused them, whenever they reached D.".to_owned(),
+            "Attempts are counted against the user's call that caused them, whenever they reached D; \
+             calls are counted in the phase they started in. The outage lasts 10-30 s and the brown-out \
+             30-50 s; the calls of their last 2 s end after them, and count in neither."
+                .to_owned(),
             "With the budget, a full outage leaves each service only the half bucket it began with \
              (5 retries) and those already past the check, whatever the outage's length: the \
              amplification tends to 1x as the outage lasts. In the brown-out every second attempt fails, \
@@ -304,6 +315,7 @@ fn report(
         ],
         quantile: 0.99,
         bucket: SECOND,
+        merge: 1,
     }
 }
 

@@ -110,12 +110,15 @@ fn draw_panel(area: &Area<'_>, panel: &Panel<'_>, q: f64, width: f64) -> Drawn {
         .configure_mesh()
         .x_desc("time (s)")
         .y_desc("per second")
+        .x_label_formatter(&|x| format!("{x:.0}"))
+        .y_label_formatter(&|y| format!("{y:.0}"))
         .light_line_style(WHITE)
         .draw()?;
     let quantile_name = format!("p{} latency of calls (ms)", q * 100.0);
     chart
         .configure_secondary_axes()
         .y_desc(quantile_name.as_str())
+        .y_label_formatter(&|y| format!("{y:.0}"))
         .draw()?;
     for (points, colour, name) in [
         (rates.offered, OFFERED, "offered (calls/s)"),

@@ -24,7 +24,11 @@ pub struct Report {
     pub(crate) notes: Vec<String>,
     pub(crate) runs: Vec<(String, Vec<Bucket>)>,
     pub(crate) quantile: f64,
+    /// The width of the record's buckets.
     pub(crate) bucket: Duration,
+    /// The record's buckets drawn as one point of the picture: a percentile
+    /// of a second's calls is noisy where a few seconds' is not.
+    pub(crate) merge: usize,
 }
 
 // ===== impl Report =====
@@ -57,18 +61,20 @@ impl Report {
     pub fn write_svg(&self, dir: &Path) -> io::Result<PathBuf> {
         std::fs::create_dir_all(dir)?;
         let path = dir.join(format!("{}.svg", self.name));
+        let merge = self.merge.max(1);
+        let merged: Vec<Vec<Bucket>> = self
+            .runs
+            .iter()
+            .map(|(_, buckets)| buckets.chunks(merge).map(Bucket::merged).collect())
+            .collect();
         let panels: Vec<Panel<'_>> = self
             .runs
             .iter()
-            .map(|(label, buckets)| Panel { label, buckets })
+            .zip(&merged)
+            .map(|((label, _), buckets)| Panel { label, buckets })
             .collect();
-        plot::write_svg(
-            &path,
-            &self.title,
-            &panels,
-            self.quantile,
-            self.bucket.as_secs_f64(),
-        )?;
+        let width = self.bucket.as_secs_f64() * merge as f64;
+        plot::write_svg(&path, &self.title, &panels, self.quantile, width)?;
         Ok(path)
     }
 }

@@ -167,43 +167,55 @@ impl Upstream {
         }
     }
 
-    /// Starts servers while some are free and requests wait.
+    /// Starts servers while some are free and requests wait, each with the
+    /// request first in line.
     fn dispatch(&self, state: &mut State) {
-        while state.busy < self.servers(state) && !state.queue.is_empty() {
+        while state.busy < self.servers(state) {
+            let Some(next) = Self::next_job(state) else {
+                return;
+            };
             state.busy += 1;
-            tokio::spawn(self.clone().serve());
+            tokio::spawn(self.clone().serve(next));
         }
     }
 
-    /// One server: serves the queue's requests in turn until it is empty,
-    /// or until there are fewer servers than busy ones (a capacity drop).
-    async fn serve(self) {
+    /// The request first in line, and how long serving it takes.
+    fn next_job(state: &mut State) -> Option<(Job, Duration)> {
+        let job = state.queue.pop_front()?;
+        let latency = state.model.latency.draw(&mut state.rng);
+        let slowdown = if state.model.collapse {
+            1.0 + state.queue.len() as f64 / f64::from(state.model.queue.max(1))
+        } else {
+            1.0
+        };
+        Some((job, latency.mul_f64(slowdown)))
+    }
+
+    /// One server: serves `first`, then the queue's requests in turn until
+    /// it is empty, or until there are fewer servers than busy ones (a
+    /// capacity drop).
+    async fn serve(self, first: (Job, Duration)) {
+        let mut next = first;
         loop {
-            let (job, latency) = {
-                let mut state = self.lock();
-                let job = match state.queue.pop_front() {
-                    Some(job) if state.busy <= self.servers(&state) => job,
-                    other => {
-                        if let Some(job) = other {
-                            state.queue.push_front(job);
-                        }
-                        state.busy -= 1;
-                        return;
-                    }
-                };
-                let state = &mut *state;
-                let latency = state.model.latency.draw(&mut state.rng);
-                let slowdown = if state.model.collapse {
-                    1.0 + state.queue.len() as f64 / f64::from(state.model.queue.max(1))
-                } else {
-                    1.0
-                };
-                (job, latency.mul_f64(slowdown))
-            };
+            let (job, latency) = next;
             tokio::time::sleep(latency).await;
             // NOTE: the client may be gone (its attempt timed out, or lost a
             // hedge race); the work was done all the same.
             let _ = job.reply.send(());
+            let mut state = self.lock();
+            let state = &mut *state;
+            let more = if state.busy <= self.servers(state) {
+                Self::next_job(state)
+            } else {
+                None
+            };
+            match more {
+                Some(job) => next = job,
+                None => {
+                    state.busy -= 1;
+                    return;
+                }
+            }
         }
     }
 
