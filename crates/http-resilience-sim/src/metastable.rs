@@ -6,8 +6,8 @@
 //! latency of 100 ms) and a queue of 500, and collapses as its queue grows
 //! (at a full queue each request takes twice as long). The callers offer 35
 //! calls a second, about 72 % of capacity: healthy, but, in Bronson et
-//! al.'s terms, vulnerable. From 20 s to 30 s the upstream loses half its
-//! servers (the trigger). Every call goes through the combined service
+//! al.'s terms, vulnerable. From 20 s to 30 s the upstream is down to 2 of
+//! its 5 servers (the trigger). Every call goes through the combined service
 //! ([`ResiliencePolicy`]): 1 s per attempt, 5 s in all, a 503 or a timed-out
 //! attempt retried up to 3 times with exponential backoff from 100 ms.
 //!
@@ -34,10 +34,11 @@ use crate::{
 use http::{Request, Response, StatusCode};
 use http_resilience::{
     breaker::BreakerPolicy,
+    guard::Guard,
     overload::{OverloadPolicy, Throttle},
     policy::{ExponentialBackoff, Jitter, Outcome as Seen, OutcomeDecoder, RetryBudget, Verdict},
     retry::RetryPolicy,
-    BoxError, FailureKind, ResiliencePolicy,
+    BoxError, FailureKind, Resilience, ResiliencePolicy,
 };
 use std::{sync::Arc, time::Duration};
 use tower::{Service, ServiceBuilder, ServiceExt};
@@ -70,11 +71,14 @@ pub struct Recovery {
     pub recovery: Option<Duration>,
 }
 
-/// The scenario's figures, without and with the strategies, and its report.
+/// The scenario's figures, for each strategy, and its report. See the
+/// [crate docs](crate) for an example.
 #[derive(Debug, Clone)]
 pub struct Metastable {
     /// Retries alone.
     pub retries: Recovery,
+    /// Retries under the shared budget, and nothing more.
+    pub budgeted: Recovery,
     /// Retries with the budget, throttling and the breaker.
     pub guarded: Recovery,
     report: Report,
@@ -83,10 +87,11 @@ pub struct Metastable {
 impl Metastable {
     /// Runs the scenario with `seed`: the same seed, the same figures.
     pub fn run(seed: u64) -> Self {
-        let plain = simulate(|| {
+        let plain = simulate(|| one(seed, |upstream| stack(retry_policy(seed), upstream)));
+        let budgeted = simulate(|| {
             one(seed, |upstream| {
-                let layer = retry_policy(seed).layer();
-                ServiceBuilder::new().layer(layer).service(upstream)
+                let policy = retry_policy(seed).map_retry(|retry| retry.with_budget(budget()));
+                stack(policy, upstream)
             })
         });
         let guarded = simulate(|| {
@@ -95,18 +100,16 @@ impl Metastable {
                     OverloadPolicy::throttling(Throttle::default()).with_seed(seed),
                     BreakerPolicy::default().with_seed(seed),
                 );
-                let layer = retry_policy(seed)
-                    .map_retry(|retry| retry.with_budget(budget()))
-                    .with_guard(guards)
-                    .layer();
-                ServiceBuilder::new().layer(layer).service(upstream)
+                let policy = retry_policy(seed).map_retry(|retry| retry.with_budget(budget()));
+                stack(policy.with_guard(guards), upstream)
             })
         });
-        let (retries, guarded_figures) = (strategy(&plain), strategy(&guarded));
+        let figures = [strategy(&plain), strategy(&budgeted), strategy(&guarded)];
         Metastable {
-            retries,
-            guarded: guarded_figures,
-            report: report(&retries, &guarded_figures, plain, guarded),
+            retries: figures[0],
+            budgeted: figures[1],
+            guarded: figures[2],
+            report: report(&figures, [plain, budgeted, guarded]),
         }
     }
 
@@ -114,6 +117,19 @@ impl Metastable {
     pub fn report(&self) -> &Report {
         &self.report
     }
+}
+
+/// The combined service of `policy` around the upstream.
+fn stack<D, G>(
+    policy: ResiliencePolicy<D, ExponentialBackoff, G>,
+    upstream: Upstream,
+) -> Resilience<Upstream, D, ExponentialBackoff, G>
+where
+    G: Guard,
+{
+    ServiceBuilder::new()
+        .layer(policy.layer())
+        .service(upstream)
 }
 
 type Decoder = OutcomeDecoder<fn(Seen<'_>) -> Verdict>;
@@ -226,12 +242,29 @@ fn recovery(buckets: &[Bucket]) -> Option<Duration> {
     })
 }
 
-fn report(
-    retries: &Recovery,
-    guarded: &Recovery,
-    plain: Vec<Bucket>,
-    shielded: Vec<Bucket>,
-) -> Report {
+const TITLE: &str = "Metastable failure: a 10 s capacity drop under retries, and its recovery";
+
+const SOURCE: &str =
+    "metastable failures \"occur in open systems with an uncontrolled source of load \
+    where a trigger causes the system to enter a bad state that persists even when the trigger is \
+    removed\"; retries are their classic sustaining effect (N. Bronson, A. Aghayev, A. Charapko, \
+    T. Zhu, \"Metastable Failures in Distributed Systems\", HotOS 2021)";
+
+const NOTES: [&str; 3] = [
+    "The paper gives no number to reproduce: its figure is the shape, a system that stays down after \
+     the trigger ends. The model's numbers (capacity, load, drop, queue) are this simulator's; the \
+     retry policy is an ordinary one.",
+    "The budget alone stops the retries, but not the first attempts: at 35 calls a second they are \
+     still more than the collapsed upstream serves with its queue full (about 24 a second at twice \
+     the latency), so every attempt still waits past its limit. Without the collapse the queue would \
+     drain, slowly; with it, the system stays down.",
+    "With the guards, the breaker opens on the timed-out attempts and throttling turns calls away \
+     while few are accepted: the upstream's backlog drains, a probe gets through, and the callers \
+     come back. The bound comes from the guards' own times: the breaker's break, 5 s, doubled after \
+     each failed probe up to 60 s, and the throttle's window of two minutes.",
+];
+
+fn rows(figures: &[Recovery; 3]) -> Vec<Vec<String>> {
     let recovered = |s: &Recovery| {
         s.recovery.map_or_else(
             || format!("not within {} s", END - TRIGGER.1),
@@ -239,52 +272,74 @@ fn report(
         )
     };
     let row = |name: &str, published: &str, f: &dyn Fn(&Recovery) -> String| {
-        vec![
-            name.to_owned(),
-            published.to_owned(),
-            f(retries),
-            f(guarded),
-        ]
+        let mut cells = vec![name.to_owned(), published.to_owned()];
+        cells.extend(figures.iter().map(f));
+        cells
     };
+    vec![
+        row(
+            "calls ok before the trigger (0-20 s)",
+            "stable (vulnerable)",
+            &|s| percent(s.before),
+        ),
+        row("calls ok during the trigger (20-30 s)", "-", &|s| {
+            percent(s.during)
+        }),
+        row("calls ok long after it (90-150 s)", "stays down", &|s| {
+            percent(s.long_after)
+        }),
+        row(
+            "upstream load over offered load (90-150 s)",
+            "work amplification",
+            &|s| times(s.load_long_after),
+        ),
+        row(
+            "back to 90 % goodput for 10 s, after the trigger's end",
+            "not without a strong corrective push",
+            &recovered,
+        ),
+    ]
+}
+
+fn report(figures: &[Recovery; 3], runs: [Vec<Bucket>; 3]) -> Report {
+    let caption = |name: &str, s: &Recovery| match s.recovery {
+        Some(after) => format!("{name}: back {} s after the trigger ended", after.as_secs()),
+        None => format!(
+            "{name}: still down {} s after the trigger ended, at {} the offered load",
+            END - TRIGGER.1,
+            times(s.load_long_after)
+        ),
+    };
+    let names = [
+        "retries alone",
+        "retries + budget",
+        "retries + budget + throttling + breaker",
+    ];
     Report {
         name: "metastable",
-        title: "Metastable failure: a 10 s capacity drop under retries, and its recovery".to_owned(),
-        source: "metastable failures \"occur in open systems with an uncontrolled source of load where a \
-                 trigger causes the system to enter a bad state that persists even when the trigger is \
-                 removed\"; retries are their classic sustaining effect (N. Bronson, A. Aghayev, A. Charapko, \
-                 T. Zhu, \"Metastable Failures in Distributed Systems\", HotOS 2021)",
-        header: [
-            "figure",
-            "published",
-            "retries alone",
-            "retries + budget + throttling + breaker",
-        ]
-        .map(str::to_owned)
-        .to_vec(),
-        rows: vec![
-            row("calls ok before the trigger (0-20 s)", "stable (vulnerable)", &|s| percent(s.before)),
-            row("calls ok during the trigger (20-30 s)", "-", &|s| percent(s.during)),
-            row("calls ok long after it (90-150 s)", "stays down", &|s| percent(s.long_after)),
-            row("upstream load over offered load (90-150 s)", "work amplification", &|s| times(s.load_long_after)),
-            row("back to 90 % goodput for 10 s, after the trigger's end", "not without a corrective push", &recovered),
-        ],
-        notes: vec![
-            "The paper gives no number to reproduce: its figure is the shape, a system that stays down \
-             after the trigger ends. The model's numbers (capacity, load, drop, queue) are this \
-             simulator's; the retry policy is an ordinary one."
-                .to_owned(),
-            "The recovery's bound comes from the guards: the breaker opens for 5 s and twice as long \
-             after each failed probe (up to 60 s), and the throttle's window is two minutes; with no \
-             retries and few first attempts the backlog drains, a probe gets through, and the callers \
-             come back."
-                .to_owned(),
-        ],
-        runs: vec![
-            ("retries alone".to_owned(), plain),
-            ("retries with a shared budget, client-side throttling and a circuit breaker".to_owned(), shielded),
-        ],
+        title: TITLE.to_owned(),
+        source: SOURCE,
+        header: ["figure", "published"]
+            .into_iter()
+            .chain(names)
+            .map(str::to_owned)
+            .collect(),
+        rows: rows(figures),
+        notes: NOTES.map(str::to_owned).to_vec(),
+        runs: names
+            .iter()
+            .zip(figures)
+            .map(|(name, s)| caption(name, s))
+            .zip(runs)
+            .collect(),
         quantile: 0.99,
         bucket: SECOND,
         merge: 1,
+        until: Duration::from_secs(END),
+        faults: vec![(
+            Duration::from_secs(TRIGGER.0),
+            Duration::from_secs(TRIGGER.1),
+            "capacity drop: 2 of 5 servers",
+        )],
     }
 }

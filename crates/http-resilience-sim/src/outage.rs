@@ -257,30 +257,84 @@ fn expected_amplification(p: f64) -> f64 {
     per_call
 }
 
+const TITLE: &str =
+    "Retry amplification: three layers, each making 4 attempts, during an outage of the deepest";
+
+const SOURCE: &str = "\"a single user action may create 64 attempts (4^3) on the database\" when three \
+    layers each issue 3 retries (Google SRE book, \"Addressing Cascading Failures\"; retries multiply \
+    across layers: M. Brooker, \"Timeouts, retries, and backoff with jitter\", Amazon Builders' \
+    Library); with a token bucket refilled by 10 % of a token per success, retries fall to about \
+    \"0.1 retries\" once failures pass 10 %: at most 1.1x (M. Brooker, \"Fixing retries with token \
+    buckets and circuit breakers\", 2022)";
+
+const NOTES: [&str; 2] = [
+    "Attempts are counted against the user's call that caused them, whenever they reached D; calls \
+     are counted in the phase they started in. The outage lasts 10-30 s and the brown-out 30-50 s; \
+     the calls of their last 2 s end after them, and count in neither.",
+    "With the budget, a full outage leaves each service only the half bucket it began with (5 \
+     retries) and those already past the check, whatever the outage's length: the amplification \
+     tends to 1x as the outage lasts. In the brown-out every second attempt fails, far beyond the \
+     10 % the refill pays for, so the buckets stay empty and the services stop retrying: the load \
+     stays at 1x, and half the calls fail where the retries saved nearly all of them at twice the \
+     load. That is the budget's trade (Brooker's post shows the same).",
+];
+
+fn rows(retries: &Amplification, budgeted: &Amplification) -> Vec<Vec<String>> {
+    let row = |name: &str, published: &str, expected: f64, a: &Phase, b: &Phase| {
+        let figures =
+            |p: &Phase| format!("{} ({} ok)", times(p.amplification()), percent(p.success()));
+        vec![
+            name.to_owned(),
+            published.to_owned(),
+            times(expected),
+            figures(a),
+            figures(b),
+        ]
+    };
+    let (r, b) = (retries, budgeted);
+    vec![
+        row("healthy, 0-10 s", "1x", 1.0, &r.healthy, &b.healthy),
+        row(
+            "outage, calls started 10-28 s",
+            "up to 64x; <= 1.1x with the budget",
+            expected_amplification(1.0),
+            &r.outage,
+            &b.outage,
+        ),
+        row(
+            "brown-out (50 % errors), calls started 30-48 s",
+            "-",
+            expected_amplification(BROWN_OUT_ERRORS),
+            &r.brown_out,
+            &b.brown_out,
+        ),
+        row(
+            "healthy again, 50-60 s",
+            "1x",
+            1.0,
+            &r.recovered,
+            &b.recovered,
+        ),
+    ]
+}
+
 fn report(
     retries: &Amplification,
     budgeted: &Amplification,
     plain: Vec<Bucket>,
     shared: Vec<Bucket>,
 ) -> Report {
-    let row = |name: &str, published: &str, expected: f64, a: &Phase, b: &Phase| {
-        vec![
-            name.to_owned(),
-            published.to_owned(),
-            times(expected),
-            format!("{} ({} ok)", times(a.amplification()), percent(a.success())),
-            format!("{} ({} ok)", times(b.amplification()), percent(b.success())),
-        ]
+    let caption = |name: &str, s: &Amplification| {
+        let outage = times(s.outage.amplification());
+        format!("{name}: {outage} attempts at D per call in the outage")
+    };
+    let window = |(from, until): (u64, u64), what| {
+        (Duration::from_secs(from), Duration::from_secs(until), what)
     };
     Report {
         name: "outage",
-        title: "Retry amplification: three layers, each making 4 attempts, during an outage of the deepest".to_owned(),
-        source: "\"a single user action may create 64 attempts (4^3) on the database\" when three layers each issue \
-                 3 retries (Google SRE book, \"Addressing Cascading Failures\"; retries multiply across layers: \
-                 M. Brooker, \"Timeouts, retries, and backoff with jitter\", Amazon Builders' Library); with a \
-                 token bucket refilled by 10 % of a token per success, retries fall to about \"0.1 retries\" once \
-                 failures pass 10 %: at most 1.1x (M. Brooker, \"Fixing retries with token buckets and circuit \
-                 breakers\", 2022)",
+        title: TITLE.to_owned(),
+        source: SOURCE,
         header: [
             "phase",
             "published",
@@ -290,32 +344,23 @@ fn report(
         ]
         .map(str::to_owned)
         .to_vec(),
-        rows: vec![
-            row("healthy, 0-10 s", "1x", 1.0, &retries.healthy, &budgeted.healthy),
-            row("outage, calls started 10-28 s", "up to 64x; <= 1.1x with the budget", expected_amplification(1.0), &retries.outage, &budgeted.outage),
-            row("brown-out (50 % errors), calls started 30-48 s", "-", expected_amplification(BROWN_OUT_ERRORS), &retries.brown_out, &budgeted.brown_out),
-            row("healthy again, 50-60 s", "1x", 1.0, &retries.recovered, &budgeted.recovered),
-        ],
-        notes: vec![
-            "Attempts are counted against the user's call that caused them, whenever they reached D; \
-             calls are counted in the phase they started in. The outage lasts 10-30 s and the brown-out \
-             30-50 s; the calls of their last 2 s end after them, and count in neither."
-                .to_owned(),
-            "With the budget, a full outage leaves each service only the half bucket it began with \
-             (5 retries) and those already past the check, whatever the outage's length: the \
-             amplification tends to 1x as the outage lasts. In the brown-out every second attempt fails, \
-             far beyond the 10 % the refill pays for, so the buckets stay empty and the services stop \
-             retrying: the load stays at 1x, and half the calls fail where the retries saved nearly all \
-             of them at twice the load. That is the budget's trade (Brooker's post shows the same)."
-                .to_owned(),
-        ],
+        rows: rows(retries, budgeted),
+        notes: NOTES.map(str::to_owned).to_vec(),
         runs: vec![
-            ("retries at every layer, no budget".to_owned(), plain),
-            ("retries at every layer, each service's under a shared budget".to_owned(), shared),
+            (caption("retries at every layer, no budget", retries), plain),
+            (
+                caption("each service's retries under a shared budget", budgeted),
+                shared,
+            ),
         ],
         quantile: 0.99,
         bucket: SECOND,
         merge: 1,
+        until: Duration::from_secs(END),
+        faults: vec![
+            window(OUTAGE, "outage: every answer 503"),
+            window(BROWN_OUT, "brown-out: half the answers 503"),
+        ],
     }
 }
 

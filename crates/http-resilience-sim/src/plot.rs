@@ -17,14 +17,20 @@ const LOAD: RGBColor = RGBColor(214, 39, 40);
 const GOODPUT: RGBColor = RGBColor(44, 160, 44);
 const TURNED_AWAY: RGBColor = RGBColor(148, 103, 189);
 const LATENCY: RGBColor = RGBColor(60, 60, 60);
+/// The shades of the faults, in turn.
+const SHADES: [RGBColor; 2] = [RGBColor(214, 39, 40), RGBColor(255, 127, 14)];
 
-/// Writes `panels` one above the other under `title` to `path`, latency
-/// read at quantile `q` (0.99 for the 99th percentile), each bucket
-/// `width_secs` wide.
+/// A fault's time in the picture: from, until (seconds), and what.
+pub(crate) type Fault<'a> = (f64, f64, &'a str);
+
+/// Writes `panels` one above the other under `title` to `path`, `faults`
+/// shaded, latency read at quantile `q` (0.99 for the 99th percentile),
+/// each bucket `width_secs` wide.
 pub(crate) fn write_svg(
     path: &Path,
     title: &str,
     panels: &[Panel<'_>],
+    faults: &[Fault<'_>],
     q: f64,
     width_secs: f64,
 ) -> io::Result<()> {
@@ -35,7 +41,7 @@ pub(crate) fn write_svg(
         .titled(title, ("sans-serif", 20))
         .map_err(io::Error::other)?;
     for (area, panel) in root.split_evenly((panels.len(), 1)).iter().zip(panels) {
-        draw_panel(area, panel, q, width_secs).map_err(io::Error::other)?;
+        draw_panel(area, panel, faults, q, width_secs).map_err(io::Error::other)?;
     }
     root.present().map_err(io::Error::other)
 }
@@ -84,7 +90,13 @@ impl Rates {
     }
 }
 
-fn draw_panel(area: &Area<'_>, panel: &Panel<'_>, q: f64, width: f64) -> Drawn {
+fn draw_panel(
+    area: &Area<'_>,
+    panel: &Panel<'_>,
+    faults: &[Fault<'_>],
+    q: f64,
+    width: f64,
+) -> Drawn {
     let rates = Rates::of(panel.buckets, q, width);
     let x_max = (panel.buckets.len() as f64 * width).max(1.0);
     let y_max = [
@@ -114,6 +126,16 @@ fn draw_panel(area: &Area<'_>, panel: &Panel<'_>, q: f64, width: f64) -> Drawn {
         .y_label_formatter(&|y| format!("{y:.0}"))
         .light_line_style(WHITE)
         .draw()?;
+    for (&(from, until, what), shade) in faults.iter().zip(SHADES.iter().cycle()) {
+        let band = Rectangle::new([(from, 0.0), (until, y_max)], shade.mix(0.1).filled());
+        let label = Text::new(
+            what.to_owned(),
+            (from + 0.5, y_max * 0.97),
+            ("sans-serif", 12).into_font(),
+        );
+        chart.draw_series([band])?;
+        chart.draw_series([label])?;
+    }
     let quantile_name = format!("p{} latency of calls (ms)", q * 100.0);
     chart
         .configure_secondary_axes()

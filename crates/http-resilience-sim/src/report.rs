@@ -29,6 +29,10 @@ pub struct Report {
     /// The record's buckets drawn as one point of the picture: a percentile
     /// of a second's calls is noisy where a few seconds' is not.
     pub(crate) merge: usize,
+    /// When the callers stopped: the picture ends there.
+    pub(crate) until: Duration,
+    /// The faults, shaded in the picture: from, until, and what.
+    pub(crate) faults: Vec<(Duration, Duration, &'static str)>,
 }
 
 // ===== impl Report =====
@@ -62,10 +66,14 @@ impl Report {
         std::fs::create_dir_all(dir)?;
         let path = dir.join(format!("{}.svg", self.name));
         let merge = self.merge.max(1);
+        let shown = (self.until.as_nanos() / self.bucket.as_nanos().max(1)) as usize;
         let merged: Vec<Vec<Bucket>> = self
             .runs
             .iter()
-            .map(|(_, buckets)| buckets.chunks(merge).map(Bucket::merged).collect())
+            .map(|(_, buckets)| {
+                let shown = &buckets[..shown.min(buckets.len())];
+                shown.chunks(merge).map(Bucket::merged).collect()
+            })
             .collect();
         let panels: Vec<Panel<'_>> = self
             .runs
@@ -73,8 +81,13 @@ impl Report {
             .zip(&merged)
             .map(|((label, _), buckets)| Panel { label, buckets })
             .collect();
+        let faults: Vec<(f64, f64, &str)> = self
+            .faults
+            .iter()
+            .map(|&(from, until, what)| (from.as_secs_f64(), until.as_secs_f64(), what))
+            .collect();
         let width = self.bucket.as_secs_f64() * merge as f64;
-        plot::write_svg(&path, &self.title, &panels, self.quantile, width)?;
+        plot::write_svg(&path, &self.title, &panels, &faults, self.quantile, width)?;
         Ok(path)
     }
 }

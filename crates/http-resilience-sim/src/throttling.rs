@@ -185,55 +185,111 @@ fn strategy(k: Option<f64>, buckets: &[Bucket]) -> Throttled {
     }
 }
 
-fn report(strategies: &[Throttled; 3], runs: Vec<Vec<Bucket>>) -> Report {
-    let predicted = |s: &Throttled| s.k.map_or(0.0, |k| (1.0 - k / 2.0).max(0.0));
+const TITLE: &str = "Client-side throttling at twice the upstream's capacity";
+
+const SOURCE: &str =
+    "each client keeps, over the last two minutes, its requests and the backend's \
+    accepts, and rejects a new request itself with probability max(0, (requests - K * accepts) / \
+    (requests + 1)); with K = 2, \"backends end up rejecting one request for each request they \
+    actually process\"; with K = 1.1, \"only one request will be rejected by the backend for every \
+    10 requests accepted\" (Google SRE book, \"Handling Overload\", \"Client-Side Throttling\")";
+
+const LABELS: [&str; 3] = ["no throttling", "throttling, K = 2", "throttling, K = 1.1"];
+
+/// What the formula gives in a steady state where the upstream accepts
+/// its whole capacity and the callers offer twice that.
+fn at_capacity(s: &Throttled) -> f64 {
+    s.k.map_or(0.0, |k| (1.0 - k / 2.0).max(0.0))
+}
+
+fn rows(strategies: &[Throttled; 3]) -> Vec<Vec<String>> {
     let row = |name: &str, published: &str, f: &dyn Fn(&Throttled) -> String| {
         let mut cells = vec![name.to_owned(), published.to_owned()];
         cells.extend(strategies.iter().map(f));
         cells
     };
-    let labels = ["no throttling", "throttling, K = 2", "throttling, K = 1.1"];
+    vec![
+        row("share turned away by the client", "the formula", &|s| {
+            percent(s.reject_ratio)
+        }),
+        row(
+            "the formula, on the run's requests and accepts",
+            "-",
+            &|s| percent(s.formula),
+        ),
+        row(
+            "the formula, were the upstream to accept its whole capacity: max(0, 1 - K / 2)",
+            "-",
+            &|s| percent(at_capacity(s)),
+        ),
+        row(
+            "upstream load over its capacity",
+            "about K x its accepts",
+            &|s| times(s.load),
+        ),
+        row(
+            "upstream 503s per accepted request",
+            "1 at K = 2; 0.1 at K = 1.1",
+            &|s| format!("{:.2}", s.upstream_rejects_per_accept),
+        ),
+    ]
+}
+
+fn notes(k11: &Throttled) -> Vec<String> {
+    let seconds = (STEADY.1 - STEADY.0) as f64;
+    let accepted = k11.accepts as f64 / seconds / capacity();
+    vec![
+        format!(
+            "Figures over {} s to {} s, one whole window once the first has filled; the upstream's \
+             capacity is {:.1} requests a second (its servers over its mean latency), the offered load \
+             twice that.",
+            STEADY.0,
+            STEADY.1,
+            capacity()
+        ),
+        "At exactly twice the capacity, K = 2 sits at the formula's threshold (requests = 2 x \
+         accepts): the client sends nearly everything, and the upstream rejects about one request per \
+         request it serves, as the book says of K = 2."
+            .to_owned(),
+        format!(
+            "K = 1.1 brings the upstream's load down to about its capacity. It then accepts {} of \
+             its capacity, not all of it (with a queue of 5, arrivals at random leave a server idle \
+             at times), so the formula turns away more than the 45 % it would at full capacity.",
+            percent(accepted)
+        ),
+    ]
+}
+
+fn report(strategies: &[Throttled; 3], runs: Vec<Vec<Bucket>>) -> Report {
+    let caption = |name: &str, s: &Throttled| {
+        format!(
+            "{name}: {} turned away by the client (the formula: {}), the upstream at {} its capacity",
+            percent(s.reject_ratio),
+            percent(s.formula),
+            times(s.load)
+        )
+    };
     Report {
         name: "throttling",
-        title: "Client-side throttling at twice the upstream's capacity".to_owned(),
-        source: "each client keeps, over the last two minutes, its requests and the backend's accepts, \
-                 and rejects a new request locally with probability max(0, (requests - K * accepts) / \
-                 (requests + 1)); with K = 2, \"backends end up rejecting one request for each request \
-                 they actually process\"; K = 1.1 makes the throttling more aggressive (Google SRE book, \
-                 \"Handling Overload\", \"Client-Side Throttling\")",
+        title: TITLE.to_owned(),
+        source: SOURCE,
         header: ["figure", "published"]
             .into_iter()
-            .chain(labels)
+            .chain(LABELS)
             .map(str::to_owned)
             .collect(),
-        rows: vec![
-            row("share turned away by the client", "the formula", &|s| percent(s.reject_ratio)),
-            row("the formula, on the run's requests and accepts", "-", &|s| percent(s.formula)),
-            row("the formula's steady state, max(0, 1 - K / 2)", "-", &|s| percent(predicted(s))),
-            row("upstream load over its capacity", "K x accepts", &|s| times(s.load)),
-            row(
-                "upstream 503s per accepted request",
-                "1 at K = 2; 0.1 at K = 1.1",
-                &|s| format!("{:.2}", s.upstream_rejects_per_accept),
-            ),
-        ],
-        notes: vec![
-            format!(
-                "Figures over {} s to {} s, after the two-minute window has filled; the upstream's \
-                 capacity is {:.1} requests a second, the offered load twice that.",
-                STEADY.0,
-                STEADY.1,
-                capacity()
-            ),
-            "At exactly twice the capacity, K = 2 sits at the formula's threshold (requests = 2 x accepts): \
-             the client sends everything and the upstream rejects about one request per request it \
-             serves, as the book says of K = 2. K = 1.1 brings the upstream's load down to about 1.1 \
-             times its capacity."
-                .to_owned(),
-        ],
-        runs: labels.iter().map(|l| (*l).to_owned()).zip(runs).collect(),
+        rows: rows(strategies),
+        notes: notes(&strategies[2]),
+        runs: LABELS
+            .iter()
+            .zip(strategies)
+            .map(|(l, s)| caption(l, s))
+            .zip(runs)
+            .collect(),
         quantile: 0.99,
         bucket: SECOND,
         merge: 5,
+        until: Duration::from_secs(END),
+        faults: Vec::new(),
     }
 }
