@@ -16,9 +16,8 @@
 
 use crate::{
     load::{self, Load},
-    metrics::{quantile, sum, Bucket, Recorder},
+    metrics::{quantile, sum, Bucket},
     report::{millis, percent, Report},
-    rng::Rng,
     simulate,
     upstream::{Latency, Model, Upstream},
 };
@@ -29,7 +28,7 @@ use http_resilience::{
     BoxError, DeadlineLayer,
 };
 use std::{sync::Arc, time::Duration};
-use tower::{Service, ServiceBuilder, ServiceExt};
+use tower::{Service, ServiceBuilder};
 
 const SECOND: Duration = Duration::from_secs(1);
 /// When the callers stop.
@@ -105,29 +104,23 @@ impl Hedging {
 /// upstream.
 async fn one<S, B>(seed: u64, stack: impl FnOnce(Upstream) -> S) -> Vec<Bucket>
 where
-    S: Service<Request<String>, Response = Response<B>, Error = BoxError> + Clone + Send + 'static,
+    S: Service<Request<String>, Response = Response<B>> + Clone + Send + 'static,
+    S::Error: Into<BoxError>,
     S::Future: Send,
 {
-    let mut rng = Rng::new(seed);
-    let recorder = Recorder::new(SECOND);
-    let client = stack(Upstream::new(model(), rng.fork(), recorder.clone()));
     let load = Load {
         callers: 2_000,
         rate: 200.0,
         until: Duration::from_secs(END),
     };
-    load::run(
+    load::drive(
+        seed,
+        model(),
         load,
-        &mut rng,
-        &recorder,
         Duration::from_secs(5),
-        move |request| {
-            let client = client.clone();
-            async move { load::classify(&client.oneshot(request).await) }
-        },
+        |upstream, _| stack(upstream),
     )
-    .await;
-    recorder.buckets()
+    .await
 }
 
 fn model() -> Model {

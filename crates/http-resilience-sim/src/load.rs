@@ -4,14 +4,15 @@
 //! down the users of a web service.
 
 use crate::{
-    metrics::{Ended, Recorder},
+    metrics::{Bucket, Ended, Recorder},
     rng::Rng,
-    upstream::CALL_STARTED,
+    upstream::{Model, Upstream, CALL_STARTED},
 };
-use http::{HeaderName, Request};
+use http::{HeaderName, Request, Response};
 use http_resilience::{BoxError, FailureKind};
 use std::{future::Future, time::Duration};
 use tokio::time::Instant;
+use tower::{Service, ServiceExt};
 
 /// The callers and how often they call.
 #[derive(Debug, Clone, Copy)]
@@ -24,17 +25,41 @@ pub(crate) struct Load {
     pub(crate) until: Duration,
 }
 
+/// One run of a scenario's strategy, from `seed`: the upstream of `model`,
+/// the client `stack` makes around it (drawing its own seeds from the
+/// run's stream), and the callers of `load`, every call through the client.
+/// Returns the record, in buckets of a second, once the callers have
+/// stopped and `drain` more has passed.
+pub(crate) async fn drive<S, B>(
+    seed: u64,
+    model: Model,
+    load: Load,
+    drain: Duration,
+    stack: impl FnOnce(Upstream, &mut Rng) -> S,
+) -> Vec<Bucket>
+where
+    S: Service<Request<String>, Response = Response<B>> + Clone + Send + 'static,
+    S::Error: Into<BoxError>,
+    S::Future: Send,
+{
+    let mut rng = Rng::new(seed);
+    let recorder = Recorder::new(Duration::from_secs(1));
+    let upstream = Upstream::new(model, rng.fork(), recorder.clone());
+    let client = stack(upstream, &mut rng);
+    run(load, &mut rng, &recorder, drain, move |request| {
+        let client = client.clone();
+        async move { classify(&client.oneshot(request).await.map_err(Into::into)) }
+    })
+    .await;
+    recorder.buckets()
+}
+
 /// Runs the callers of `load`: each call is a request made by `call`,
 /// recorded in `recorder` when it starts and when it ends. Returns when the
 /// callers have stopped and `drain` more has passed, for the calls still in
 /// flight to end.
-pub(crate) async fn run<C, F>(
-    load: Load,
-    rng: &mut Rng,
-    recorder: &Recorder,
-    drain: Duration,
-    call: C,
-) where
+async fn run<C, F>(load: Load, rng: &mut Rng, recorder: &Recorder, drain: Duration, call: C)
+where
     C: Fn(Request<String>) -> F + Clone + Send + 'static,
     F: Future<Output = Ended> + Send + 'static,
 {

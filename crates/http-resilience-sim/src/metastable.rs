@@ -25,9 +25,8 @@
 
 use crate::{
     load::{self, Load},
-    metrics::{sum, Bucket, Recorder},
+    metrics::{sum, Bucket},
     report::{percent, times, Report},
-    rng::Rng,
     simulate,
     upstream::{Fault, Latency, Model, Upstream, Window},
 };
@@ -41,7 +40,7 @@ use http_resilience::{
     BoxError, FailureKind, Resilience, ResiliencePolicy,
 };
 use std::{sync::Arc, time::Duration};
-use tower::{Service, ServiceBuilder, ServiceExt};
+use tower::{Service, ServiceBuilder};
 
 const SECOND: Duration = Duration::from_secs(1);
 /// The trigger: half the servers gone from 20 s to 30 s.
@@ -168,29 +167,23 @@ fn budget() -> Arc<RetryBudget> {
 /// upstream.
 async fn one<S, B>(seed: u64, stack: impl FnOnce(Upstream) -> S) -> Vec<Bucket>
 where
-    S: Service<Request<String>, Response = Response<B>, Error = BoxError> + Clone + Send + 'static,
+    S: Service<Request<String>, Response = Response<B>> + Clone + Send + 'static,
+    S::Error: Into<BoxError>,
     S::Future: Send,
 {
-    let mut rng = Rng::new(seed);
-    let recorder = Recorder::new(SECOND);
-    let client = stack(Upstream::new(model(), rng.fork(), recorder.clone()));
     let load = Load {
         callers: 2_000,
         rate: RATE,
         until: Duration::from_secs(END),
     };
-    load::run(
+    load::drive(
+        seed,
+        model(),
         load,
-        &mut rng,
-        &recorder,
         Duration::from_secs(10),
-        move |request| {
-            let client = client.clone();
-            async move { load::classify(&client.oneshot(request).await) }
-        },
+        |upstream, _| stack(upstream),
     )
-    .await;
-    recorder.buckets()
+    .await
 }
 
 fn model() -> Model {

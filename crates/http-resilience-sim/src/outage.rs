@@ -20,11 +20,10 @@
 
 use crate::{
     load::{self, Load},
-    metrics::{sum, Bucket, Ended, Recorder},
+    metrics::{sum, Bucket},
     report::{percent, times, Report},
-    rng::Rng,
     simulate,
-    upstream::{Fault, Latency, Model, Upstream, Window},
+    upstream::{Fault, Latency, Model, Window},
 };
 use http::{Request, Response, StatusCode};
 use http_resilience::{
@@ -122,38 +121,21 @@ impl Outage {
 
 /// One run of the timeline, with or without budgets.
 async fn one(seed: u64, budgets: bool) -> (Amplification, Vec<Bucket>) {
-    let mut rng = Rng::new(seed);
-    let recorder = Recorder::new(SECOND);
-    let d = Upstream::new(deepest(), rng.fork(), recorder.clone());
-    let mut next: Hop = BoxCloneService::new(d);
-    for _ in 0..3 {
-        let budget = budgets.then(|| Arc::new(RetryBudget::new(10, 0.1).expect("gRPC's example")));
-        next = service_over(next, budget, rng.next_u64());
-    }
-    let top = next;
     let load = Load {
         callers: 1_000,
         rate: 20.0,
         until: Duration::from_secs(END),
     };
-    load::run(
-        load,
-        &mut rng,
-        &recorder,
-        Duration::from_secs(15),
-        move |request| {
-            let top = top.clone();
-            async move {
-                match top.oneshot(request).await {
-                    Ok(response) if response.status().is_success() => Ended::Good,
-                    Ok(_) => Ended::Rejected,
-                    Err(never) => match never {},
-                }
-            }
-        },
-    )
+    let buckets = load::drive(seed, deepest(), load, Duration::from_secs(15), |d, rng| {
+        let mut next: Hop = BoxCloneService::new(d);
+        for _ in 0..3 {
+            let budget =
+                budgets.then(|| Arc::new(RetryBudget::new(10, 0.1).expect("gRPC's example")));
+            next = service_over(next, budget, rng.next_u64());
+        }
+        next
+    })
     .await;
-    let buckets = recorder.buckets();
     (strategy(&buckets), buckets)
 }
 

@@ -2,7 +2,11 @@
 //! goodput and latency over time, drawn as SVG with plotters.
 
 use crate::metrics::{quantile, Bucket};
-use plotters::{coord::Shift, prelude::*};
+use plotters::{
+    chart::DualCoordChartContext,
+    coord::{types::RangedCoordf64, Shift},
+    prelude::*,
+};
 use std::{io, path::Path};
 
 /// One panel: a strategy's run.
@@ -90,6 +94,11 @@ impl Rates {
     }
 }
 
+/// The chart of one panel: time across, rates on the left, latency on
+/// the right.
+type Chart<'a, 'b> = DualCoordChartContext<'a, SVGBackend<'b>, Axes, Axes>;
+type Axes = Cartesian2d<RangedCoordf64, RangedCoordf64>;
+
 fn draw_panel(
     area: &Area<'_>,
     panel: &Panel<'_>,
@@ -99,7 +108,7 @@ fn draw_panel(
 ) -> Drawn {
     let rates = Rates::of(panel.buckets, q, width);
     let x_max = (panel.buckets.len() as f64 * width).max(1.0);
-    let y_max = [
+    let highest = [
         &rates.offered,
         &rates.load,
         &rates.goodput,
@@ -107,9 +116,8 @@ fn draw_panel(
     ]
     .into_iter()
     .map(|s| Rates::max(s))
-    .fold(1.0, f64::max)
-        * 1.1;
-    let latency_max = Rates::max(&rates.latency).max(1.0) * 1.1;
+    .fold(1.0, f64::max);
+    let (y_max, latency_max) = (highest * 1.1, Rates::max(&rates.latency).max(1.0) * 1.1);
     let mut chart = ChartBuilder::on(area)
         .caption(panel.label, ("sans-serif", 16))
         .margin(12)
@@ -118,6 +126,19 @@ fn draw_panel(
         .right_y_label_area_size(56)
         .build_cartesian_2d(0.0..x_max, 0.0..y_max)?
         .set_secondary_coord(0.0..x_max, 0.0..latency_max);
+    let latency_name = format!("p{} latency of calls (ms)", q * 100.0);
+    draw_axes(&mut chart, &latency_name)?;
+    draw_faults(&mut chart, faults, y_max)?;
+    draw_series(&mut chart, rates, latency_name)?;
+    chart
+        .configure_series_labels()
+        .background_style(WHITE.mix(0.85))
+        .border_style(BLACK)
+        .position(SeriesLabelPosition::UpperRight)
+        .draw()
+}
+
+fn draw_axes(chart: &mut Chart<'_, '_>, latency_name: &str) -> Drawn {
     chart
         .configure_mesh()
         .x_desc("time (s)")
@@ -126,22 +147,33 @@ fn draw_panel(
         .y_label_formatter(&|y| format!("{y:.0}"))
         .light_line_style(WHITE)
         .draw()?;
+    chart
+        .configure_secondary_axes()
+        .y_desc(latency_name)
+        .y_label_formatter(&|y| format!("{y:.0}"))
+        .draw()
+}
+
+/// A shaded band and a label for each fault, up to `y_max`.
+fn draw_faults(chart: &mut Chart<'_, '_>, faults: &[Fault<'_>], y_max: f64) -> Drawn {
     for (&(from, until, what), shade) in faults.iter().zip(SHADES.iter().cycle()) {
         let band = Rectangle::new([(from, 0.0), (until, y_max)], shade.mix(0.1).filled());
-        let label = Text::new(
-            what.to_owned(),
-            (from + 0.5, y_max * 0.97),
-            ("sans-serif", 12).into_font(),
-        );
+        let at = (from + 0.5, y_max * 0.97);
+        let label = Text::new(what.to_owned(), at, ("sans-serif", 12).into_font());
         chart.draw_series([band])?;
         chart.draw_series([label])?;
     }
-    let quantile_name = format!("p{} latency of calls (ms)", q * 100.0);
-    chart
-        .configure_secondary_axes()
-        .y_desc(quantile_name.as_str())
-        .y_label_formatter(&|y| format!("{y:.0}"))
-        .draw()?;
+    Ok(())
+}
+
+/// The rates as lines on the left axis, the latency on the right; the
+/// calls turned away only when there were some.
+fn draw_series(chart: &mut Chart<'_, '_>, rates: Rates, latency_name: String) -> Drawn {
+    let legend = |colour: RGBColor, width: u32| {
+        move |(x, y): (i32, i32)| {
+            PathElement::new(vec![(x, y), (x + 20, y)], colour.stroke_width(width))
+        }
+    };
     for (points, colour, name) in [
         (rates.offered, OFFERED, "offered (calls/s)"),
         (rates.load, LOAD, "upstream load (attempts/s)"),
@@ -158,18 +190,11 @@ fn draw_panel(
         chart
             .draw_series(LineSeries::new(points, colour.stroke_width(2)))?
             .label(name)
-            .legend(move |(x, y)| {
-                PathElement::new(vec![(x, y), (x + 20, y)], colour.stroke_width(2))
-            });
+            .legend(legend(colour, 2));
     }
     chart
         .draw_secondary_series(LineSeries::new(rates.latency, LATENCY.stroke_width(1)))?
-        .label(quantile_name)
-        .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], LATENCY.stroke_width(1)));
-    chart
-        .configure_series_labels()
-        .background_style(WHITE.mix(0.85))
-        .border_style(BLACK)
-        .position(SeriesLabelPosition::UpperRight)
-        .draw()
+        .label(latency_name)
+        .legend(legend(LATENCY, 1));
+    Ok(())
 }

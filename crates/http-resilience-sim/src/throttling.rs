@@ -18,9 +18,8 @@
 
 use crate::{
     load::{self, Load},
-    metrics::{sum, Bucket, Recorder},
+    metrics::{sum, Bucket},
     report::{percent, times, Report},
-    rng::Rng,
     simulate,
     upstream::{Latency, Model, Upstream},
 };
@@ -30,7 +29,7 @@ use http_resilience::{
     AttemptTimeoutLayer, BoxError, DeadlineLayer,
 };
 use std::time::Duration;
-use tower::{Service, ServiceBuilder, ServiceExt};
+use tower::{Service, ServiceBuilder};
 
 const SECOND: Duration = Duration::from_secs(1);
 /// When the callers stop.
@@ -134,8 +133,6 @@ where
     S::Error: Into<BoxError>,
     S::Future: Send,
 {
-    let mut rng = Rng::new(seed);
-    let recorder = Recorder::new(SECOND);
     let model = Model {
         servers: SERVERS,
         queue: SERVERS,
@@ -146,24 +143,15 @@ where
         collapse: false,
         faults: Vec::new(),
     };
-    let client = stack(Upstream::new(model, rng.fork(), recorder.clone()));
     let load = Load {
         callers: 2_000,
         rate: 2.0 * capacity(),
         until: Duration::from_secs(END),
     };
-    load::run(
-        load,
-        &mut rng,
-        &recorder,
-        Duration::from_secs(5),
-        move |request| {
-            let client = client.clone();
-            async move { load::classify(&client.oneshot(request).await.map_err(Into::into)) }
-        },
-    )
-    .await;
-    recorder.buckets()
+    load::drive(seed, model, load, Duration::from_secs(5), |upstream, _| {
+        stack(upstream)
+    })
+    .await
 }
 
 fn strategy(k: Option<f64>, buckets: &[Bucket]) -> Throttled {
