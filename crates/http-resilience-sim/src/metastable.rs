@@ -247,10 +247,12 @@ const NOTES: [&str; 3] = [
     "The paper gives no number to reproduce: its figure is the shape, a system that stays down after \
      the trigger ends. The model's numbers (capacity, load, drop, queue) are this simulator's; the \
      retry policy is an ordinary one.",
-    "The budget alone stops the retries, but not the first attempts: at 35 calls a second they are \
-     still more than the collapsed upstream serves with its queue full (about 24 a second at twice \
-     the latency), so every attempt still waits past its limit. Without the collapse the queue would \
-     drain, slowly; with it, the system stays down.",
+    "The budget alone stops the retries, not the first attempts, and leaves recovery to chance. \
+     When the drop ends the upstream has the drop's backlog in its queue; slowed by it (1 + queued \
+     / 500 times), its 5 servers serve 48.5 / (1 + q / 500) requests a second, fewer than the 35 \
+     offered once q passes about 190; the drop leaves about that many (35 offered against some 17 \
+     served, for 10 s). With seed 1 the backlog was past that point and the system stays down; of \
+     seeds 1 to 4, seed 2 recovered, after 39 s.",
     "With the guards, the breaker opens on the timed-out attempts and throttling turns calls away \
      while few are accepted: the upstream's backlog drains, a probe gets through, and the callers \
      come back. The bound comes from the guards' own times: the breaker's break, 5 s, doubled after \

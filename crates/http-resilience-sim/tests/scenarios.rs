@@ -54,6 +54,13 @@ fn a_capacity_drop_leaves_retries_down_and_the_guards_bring_the_system_back() {
     assert!(plain.long_after < 0.01, "{plain:?}");
     assert!(plain.load_long_after > 3.5, "{plain:?}");
 
+    // The budget alone: no retries, whether or not the backlog drains.
+    assert!(
+        metastable.budgeted.load_long_after < 1.05,
+        "{:?}",
+        metastable.budgeted
+    );
+
     // Budget, throttling and breaker: back within a bounded time, at 1x.
     let recovery = guarded.recovery.expect("recovered");
     assert!(recovery <= Duration::from_secs(60), "{guarded:?}");
