@@ -3,14 +3,20 @@
 //! figures.
 
 use http_resilience_sim::{Hedging, Metastable, Outage, Scenario, Throttling};
-use std::time::Duration;
+use std::{sync::OnceLock, time::Duration};
 
 const SEED: u64 = 1;
 
+/// The outage with seed 1, run once for the two tests that read it (the
+/// figures, and the same figures again).
+fn outage() -> &'static Outage {
+    static RUN: OnceLock<Outage> = OnceLock::new();
+    RUN.get_or_init(|| Outage::run(SEED))
+}
+
 #[test]
 fn three_retrying_layers_multiply_an_outage_by_64_and_a_shared_budget_holds_it_under_1_1() {
-    let outage = Outage::run(SEED);
-    let (plain, budgeted) = (outage.retries, outage.budgeted);
+    let (plain, budgeted) = (outage().retries, outage().budgeted);
 
     // Every call that started and ended within the outage: 4 x 4 x 4.
     assert_eq!(plain.outage.amplification(), 64.0, "{plain:?}");
@@ -119,7 +125,7 @@ fn throttling_rejects_as_the_sre_formula_says_and_k_sets_the_upstreams_load() {
 
 #[test]
 fn the_same_seed_gives_the_same_figures_and_another_seed_others() {
-    let (first, again) = (Outage::run(SEED), Outage::run(SEED));
+    let (first, again) = (outage(), Outage::run(SEED));
     assert_eq!(first.retries, again.retries);
     assert_eq!(first.budgeted, again.budgeted);
     assert_eq!(first.report().table(), again.report().table());
