@@ -1,18 +1,4 @@
-//! Hedging: another copy of a request still unanswered at the 95th
-//! percentile of latency, and what it does to the 99.9th.
-//!
-//! The upstream answers in 10 ms typically (log-normal, median 10 ms), but
-//! 1 % of its answers are stragglers that pause 1 s to 2 s besides: "The
-//! Tail at Scale"'s server that "typically responds in 10ms but with a
-//! 99th-percentile latency of one second". It has servers to spare, so a
-//! copy is served at once, with a latency of its own.
-//!
-//! Without hedging, a call takes what its one request takes. With it, the
-//! calls go through [`HedgeLayer`] with a [`HedgeDelay::percentile`] of
-//! 95 (the 95th percentile of the latencies the client observed, over
-//! windows of 10 s, from the 100th on) and at most 2 copies, under a shared
-//! [`RetryBudget`] (10 tokens, 0.1), as the library's docs recommend.
-//! Both stacks have a 5 s deadline outside, which no call reaches.
+//! Hedging's tail: see [`Hedging`].
 
 use crate::{
     load::{self, Load},
@@ -53,7 +39,24 @@ pub struct Tail {
     pub extra_requests: f64,
 }
 
-/// The scenario's figures, without and with hedging, and its report.
+/// Hedging: another copy of a request still unanswered at the 95th
+/// percentile of latency, and what it does to the 99.9th.
+///
+/// The upstream answers in 10 ms typically (log-normal, median 10 ms), but
+/// 1 % of its answers are stragglers that pause 1 s to 2 s besides: "The
+/// Tail at Scale"'s server that "typically responds in 10ms but with a
+/// 99th-percentile latency of one second". It has servers to spare, so a
+/// copy is served at once, with a latency of its own.
+///
+/// Without hedging, a call takes what its one request takes. With it, the
+/// calls go through [`HedgeLayer`] with a [`HedgeDelay::percentile`] of
+/// 95 (the 95th percentile of the latencies the client observed, over
+/// windows of 10 s, from the 100th on) and at most 2 copies, under a shared
+/// [`RetryBudget`] (10 tokens, 0.1), as the library's docs recommend.
+/// Both stacks have a 5 s deadline outside, which no call reaches.
+///
+/// The figures of each strategy, and the [`Report`]; see the
+/// [crate docs](crate) for an example.
 #[derive(Debug, Clone)]
 pub struct Hedging {
     /// One request per call.

@@ -7,7 +7,10 @@
 //! ```
 
 use http_resilience_sim::Scenario;
-use std::{path::PathBuf, process::ExitCode};
+use std::{
+    path::{Path, PathBuf},
+    process::ExitCode,
+};
 
 const USAGE: &str = "\
 usage: http-resilience-sim <scenario> [--seed N] [--out DIR]
@@ -28,6 +31,16 @@ struct Args {
     out: PathBuf,
 }
 
+/// The workspace's root, two levels above this crate's manifest.
+fn workspace() -> PathBuf {
+    let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
+    manifest
+        .ancestors()
+        .nth(2)
+        .unwrap_or(manifest)
+        .to_path_buf()
+}
+
 fn parse(mut args: impl Iterator<Item = String>) -> Result<Args, String> {
     let which = args.next().ok_or("no scenario given")?;
     let scenarios = match which.as_str() {
@@ -37,7 +50,7 @@ fn parse(mut args: impl Iterator<Item = String>) -> Result<Args, String> {
     let mut parsed = Args {
         scenarios,
         seed: 1,
-        out: PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../target/sim"),
+        out: workspace().join("target/sim"),
     };
     while let Some(flag) = args.next() {
         let value = args.next().ok_or_else(|| format!("{flag} needs a value"))?;

@@ -1,27 +1,4 @@
-//! A metastable failure: a 10 s capacity drop leaves a retrying system down
-//! after the drop ends; with the budget, the breaker and client-side
-//! throttling it recovers.
-//!
-//! The upstream has 5 servers (about 48 requests a second at its median
-//! latency of 100 ms) and a queue of 500, and collapses as its queue grows
-//! (at a full queue each request takes twice as long). The callers offer 35
-//! calls a second, about 72 % of capacity: healthy, but, in Bronson et
-//! al.'s terms, vulnerable. From 20 s to 30 s the upstream is down to 2 of
-//! its 5 servers (the trigger). Every call goes through the combined service
-//! ([`ResiliencePolicy`]): 1 s per attempt, 5 s in all, a 503 or a timed-out
-//! attempt retried up to 3 times with exponential backoff from 100 ms.
-//!
-//! During the drop the queue grows past what an attempt can wait for;
-//! attempts time out and are retried, and the upstream still serves the
-//! abandoned ones, so it does nothing but wasted work while the retries
-//! keep its queue full: the sustaining effect. Once the drop ends the
-//! system stays down, with four times the offered load.
-//!
-//! With the strategy on, the same policy shares a [`RetryBudget`] (10
-//! tokens, 0.1), and every attempt passes client-side throttling
-//! ([`Throttle::default`]: K = 2 over two minutes) and a circuit breaker
-//! ([`BreakerPolicy::default`]: .NET's standard settings), the guards in the
-//! order the library documents: overload control, then the breaker.
+//! A metastable failure and its recovery: see [`Metastable`].
 
 use crate::{
     load::{self, Load},
@@ -70,7 +47,32 @@ pub struct Recovery {
     pub recovery: Option<Duration>,
 }
 
-/// The scenario's figures, for each strategy, and its report. See the
+/// A metastable failure: a 10 s capacity drop leaves a retrying system down
+/// after the drop ends; with the budget, the breaker and client-side
+/// throttling it recovers.
+///
+/// The upstream has 5 servers (about 48 requests a second at its median
+/// latency of 100 ms) and a queue of 500, and collapses as its queue grows
+/// (at a full queue each request takes twice as long). The callers offer 35
+/// calls a second, about 72 % of capacity: healthy, but, in Bronson et
+/// al.'s terms, vulnerable. From 20 s to 30 s the upstream is down to 2 of
+/// its 5 servers (the trigger). Every call goes through the combined service
+/// ([`ResiliencePolicy`]): 1 s per attempt, 5 s in all, a 503 or a timed-out
+/// attempt retried up to 3 times with exponential backoff from 100 ms.
+///
+/// During the drop the queue grows past what an attempt can wait for;
+/// attempts time out and are retried, and the upstream still serves the
+/// abandoned ones, so it does nothing but wasted work while the retries
+/// keep its queue full: the sustaining effect. Once the drop ends the
+/// system stays down, with four times the offered load.
+///
+/// With the strategy on, the same policy shares a [`RetryBudget`] (10
+/// tokens, 0.1), and every attempt passes client-side throttling
+/// ([`Throttle::default`]: K = 2 over two minutes) and a circuit breaker
+/// ([`BreakerPolicy::default`]: .NET's standard settings), the guards in the
+/// order the library documents: overload control, then the breaker.
+///
+/// The figures of each strategy, and the [`Report`]; see the
 /// [crate docs](crate) for an example.
 #[derive(Debug, Clone)]
 pub struct Metastable {

@@ -1,22 +1,4 @@
-//! Retry amplification: three layers of services, each retrying 3 times,
-//! during an outage of the deepest.
-//!
-//! Users call service A; A calls B, B calls C and C calls the upstream D,
-//! each through the three layers ([`DeadlineLayer`] → [`StatusRetryLayer`]
-//! → [`AttemptTimeoutLayer`]) with the same policy: 503 retried, 4 attempts
-//! (3 retries), exponential backoff from 10 ms with full jitter. A service
-//! whose call below failed answers 503 itself, which the service above
-//! retries. When D answers nothing but 503, a user's call makes 4 attempts
-//! at B, each 4 at C, each 4 at D: 4³ = 64.
-//!
-//! With the strategy on, each service's client shares one
-//! [`RetryBudget`] among all its calls (gRPC's retry throttling with the
-//! numbers of its example, 10 tokens and 0.1 per success): once a service's
-//! calls below have failed 5 times more than the successes paid for, it
-//! stops retrying until successes refill the bucket.
-//!
-//! The timeline: healthy 0–10 s, a hard outage of D 10–30 s, a brown-out of
-//! D (half its answers 503) 30–50 s, healthy again 50–60 s.
+//! Retry amplification during an outage: see [`Outage`].
 
 use crate::{
     load::{self, Load},
@@ -89,8 +71,28 @@ pub struct Amplification {
     pub recovered: Phase,
 }
 
-/// The scenario's figures, without and with the shared budget, and its
-/// report.
+/// Retry amplification: three layers of services, each retrying 3 times,
+/// during an outage of the deepest.
+///
+/// Users call service A; A calls B, B calls C and C calls the upstream D,
+/// each through the three layers ([`DeadlineLayer`] → [`StatusRetryLayer`]
+/// → [`AttemptTimeoutLayer`]) with the same policy: 503 retried, 4 attempts
+/// (3 retries), exponential backoff from 10 ms with full jitter. A service
+/// whose call below failed answers 503 itself, which the service above
+/// retries. When D answers nothing but 503, a user's call makes 4 attempts
+/// at B, each 4 at C, each 4 at D: 4³ = 64.
+///
+/// With the strategy on, each service's client shares one
+/// [`RetryBudget`] among all its calls (gRPC's retry throttling with the
+/// numbers of its example, 10 tokens and 0.1 per success): once a service's
+/// calls below have failed 5 times more than the successes paid for, it
+/// stops retrying until successes refill the bucket.
+///
+/// The timeline: healthy 0–10 s, a hard outage of D 10–30 s, a brown-out of
+/// D (half its answers 503) 30–50 s, healthy again 50–60 s.
+///
+/// The figures of each strategy, and the [`Report`]; see the
+/// [crate docs](crate) for an example.
 #[derive(Debug, Clone)]
 pub struct Outage {
     /// Retries at every layer, no budget.

@@ -1,20 +1,4 @@
-//! Client-side throttling at twice the upstream's capacity.
-//!
-//! The upstream has 5 servers (log-normal latency, median 100 ms) and a
-//! queue of 5, beyond which it answers 503 at once; its capacity is the
-//! servers over the mean latency, about 48.5 requests a second. The callers
-//! offer twice that, steadily, for 240 s. Each call is one attempt through
-//! [`DeadlineLayer`] → [`OverloadLayer`] → [`AttemptTimeoutLayer`], the
-//! overload policy throttling alone ([`OverloadPolicy::throttling`]) with
-//! the book's window of two minutes; no retries, so the throttle's requests
-//! are the callers' calls.
-//!
-//! Three strategies: no throttling; `K` = 2, the book's default; and `K` =
-//! 1.1, the more aggressive multiplier the book describes. Over 120–240 s
-//! (one whole two-minute window, once the first has filled), the figures compare the
-//! share of calls turned away by the client with the book's formula
-//! evaluated on the counts the run made, and with the steady state the
-//! formula predicts, `max(0, 1 − K × capacity / offered)`.
+//! Client-side throttling at twice the capacity: see [`Throttling`].
 
 use crate::{
     load::{self, Load},
@@ -62,7 +46,26 @@ pub struct Throttled {
     pub upstream_rejects_per_accept: f64,
 }
 
-/// The scenario's figures, for each strategy, and its report.
+/// Client-side throttling at twice the upstream's capacity.
+///
+/// The upstream has 5 servers (log-normal latency, median 100 ms) and a
+/// queue of 5, beyond which it answers 503 at once; its capacity is the
+/// servers over the mean latency, about 48.5 requests a second. The callers
+/// offer twice that, steadily, for 240 s. Each call is one attempt through
+/// [`DeadlineLayer`] → [`OverloadLayer`] → [`AttemptTimeoutLayer`], the
+/// overload policy throttling alone ([`OverloadPolicy::throttling`]) with
+/// the book's window of two minutes; no retries, so the throttle's requests
+/// are the callers' calls.
+///
+/// Three strategies: no throttling; `K` = 2, the book's default; and `K` =
+/// 1.1, the more aggressive multiplier the book describes. Over 120–240 s
+/// (one whole two-minute window, once the first has filled), the figures compare the
+/// share of calls turned away by the client with the book's formula
+/// evaluated on the counts the run made, and with the steady state the
+/// formula predicts, `max(0, 1 − K × capacity / offered)`.
+///
+/// The figures of each strategy, and the [`Report`]; see the
+/// [crate docs](crate) for an example.
 #[derive(Debug, Clone)]
 pub struct Throttling {
     /// No throttling.
