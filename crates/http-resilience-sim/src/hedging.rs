@@ -82,7 +82,7 @@ impl Hedging {
                 let budget = Arc::new(RetryBudget::new(10, 0.1).expect("gRPC's example"));
                 let policy = HedgePolicy::new(TransientDecoder::new(), delay, 2)
                     .expect("valid policy")
-                    .with_budget(budget);
+                    .map_options(|o| o.with_budget(budget));
                 ServiceBuilder::new()
                     .layer(deadline())
                     .layer(HedgeLayer::new(policy))

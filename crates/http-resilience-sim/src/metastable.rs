@@ -91,7 +91,8 @@ impl Metastable {
         let plain = simulate(|| one(seed, |upstream| stack(retry_policy(seed), upstream)));
         let budgeted = simulate(|| {
             one(seed, |upstream| {
-                let policy = retry_policy(seed).map_retry(|retry| retry.with_budget(budget()));
+                let policy = retry_policy(seed)
+                    .map_retry(|retry| retry.map_options(|o| o.with_budget(budget())));
                 stack(policy, upstream)
             })
         });
@@ -101,7 +102,8 @@ impl Metastable {
                     OverloadPolicy::throttling(Throttle::default()).with_seed(seed),
                     BreakerPolicy::default().with_seed(seed),
                 );
-                let policy = retry_policy(seed).map_retry(|retry| retry.with_budget(budget()));
+                let policy = retry_policy(seed)
+                    .map_retry(|retry| retry.map_options(|o| o.with_budget(budget())));
                 stack(policy.with_guard(guards), upstream)
             })
         });

@@ -186,7 +186,7 @@ fn service_over(next: Hop, budget: Option<Arc<RetryBudget>>, seed: u64) -> Hop {
     let decoder = StatusDecoder::new([503]).expect("a valid status");
     let mut policy = RetryPolicy::new(decoder, backoff);
     if let Some(budget) = budget {
-        policy = policy.with_budget(budget);
+        policy = policy.map_options(|o| o.with_budget(budget));
     }
     let client = ServiceBuilder::new()
         .layer(DeadlineLayer::new(Duration::from_secs(10)))
