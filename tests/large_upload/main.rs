@@ -588,7 +588,8 @@ fn check_changed(err: &(dyn std::error::Error + 'static), failures: &mut Vec<Str
             FailureKind::of(err)
         ));
     }
-    if errors::find::<BodyChanged>(err) != Some(&BodyChanged::new(LEN, SHORT)) {
+    let changed = errors::find::<BodyChanged>(err).map(|c| (c.expected(), c.got()));
+    if changed != Some((LEN, SHORT)) {
         failures.push(format!(
             "short: no BodyChanged below {}",
             errors::report(err)

@@ -129,11 +129,6 @@ impl<S> AttemptTimeout<S> {
         self
     }
 
-    /// The limit of each attempt.
-    pub const fn limit(&self) -> Duration {
-        self.limit
-    }
-
     define_inner_service_accessors!();
 }
 

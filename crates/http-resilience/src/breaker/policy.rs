@@ -191,11 +191,6 @@ impl<D> BreakerPolicy<D> {
         &self.shared.decoder
     }
 
-    /// The most keys kept at once.
-    pub fn key_limit(&self) -> usize {
-        self.shared.settings.max_keys
-    }
-
     /// The state of the circuit of `key`, if one is kept.
     pub fn state(&self, key: &UpstreamKey) -> Option<CircuitState> {
         let shared = &*self.shared;

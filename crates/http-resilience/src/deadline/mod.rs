@@ -98,11 +98,6 @@ impl<S> Deadline<S> {
         Self { inner, budget }
     }
 
-    /// The budget of every call.
-    pub const fn budget(&self) -> Duration {
-        self.budget
-    }
-
     define_inner_service_accessors!();
 }
 

@@ -249,11 +249,6 @@ impl<S: fmt::Debug, D: fmt::Debug> fmt::Debug for Hedge<S, D> {
 }
 
 impl<S, D> Hedge<S, D> {
-    /// The policy.
-    pub fn policy(&self) -> &HedgePolicy<D> {
-        &self.policy
-    }
-
     define_inner_service_accessors!();
 }
 

@@ -342,7 +342,7 @@ impl fmt::Debug for CallContext {
 
 impl CallContext {
     /// The context of a call whose first attempt is `request`.
-    pub fn of<B>(request: &http::Request<B>) -> Self {
+    pub(crate) fn of<B>(request: &http::Request<B>) -> Self {
         let uri = request.uri();
         Self {
             method: request.method().clone(),

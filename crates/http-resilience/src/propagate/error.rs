@@ -52,7 +52,7 @@ impl InvalidTimeoutHeader {
     ///
     /// Public so that tests and mocks can produce the same error the parser
     /// does.
-    pub fn new(value: &[u8], problem: TimeoutProblem) -> Self {
+    pub(crate) fn new(value: &[u8], problem: TimeoutProblem) -> Self {
         let mut kept = value
             .get(..Self::KEPT)
             .unwrap_or(value)

@@ -87,16 +87,6 @@ impl<S> InheritDeadline<S> {
         }
     }
 
-    /// The header the deadline is read from.
-    pub const fn header(&self) -> &HeaderName {
-        &self.header
-    }
-
-    /// The format the deadline is read in.
-    pub const fn format(&self) -> TimeoutFormat {
-        self.format
-    }
-
     define_inner_service_accessors!();
 }
 

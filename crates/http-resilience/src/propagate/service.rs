@@ -64,21 +64,6 @@ impl<S> PropagateDeadline<S> {
         self
     }
 
-    /// The header the budget is written in.
-    pub const fn header(&self) -> &HeaderName {
-        &self.header
-    }
-
-    /// The format the budget is written in.
-    pub const fn format(&self) -> TimeoutFormat {
-        self.format
-    }
-
-    /// The attempt limit that caps the budget, if any.
-    pub const fn attempt_limit(&self) -> Option<Duration> {
-        self.attempt_limit
-    }
-
     define_inner_service_accessors!();
 }
 

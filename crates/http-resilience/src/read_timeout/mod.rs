@@ -128,7 +128,7 @@ impl<S> ReadTimeout<S> {
     }
 
     /// The longest wait allowed.
-    pub const fn limit(&self) -> Duration {
+    pub(crate) const fn limit(&self) -> Duration {
         self.limit
     }
 

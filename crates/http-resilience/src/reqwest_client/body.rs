@@ -52,6 +52,13 @@ enum Inner {
 // ===== impl RequestBody =====
 
 impl RequestBody {
+    /// Whether the body is a stream (kept up to the cap), rather than bytes
+    /// in memory.
+    #[cfg(test)]
+    pub(crate) const fn is_stream(&self) -> bool {
+        matches!(self.inner, Inner::Stream(_))
+    }
+
     /// Wraps `body`, keeping up to [`DEFAULT_REPLAY_CAP`] bytes of a stream.
     pub fn new(body: reqwest::Body) -> Self {
         Self::with_cap(body, DEFAULT_REPLAY_CAP)
@@ -71,7 +78,7 @@ impl RequestBody {
     }
 
     /// An empty body.
-    pub const fn empty() -> Self {
+    pub(crate) const fn empty() -> Self {
         Self {
             inner: Inner::Bytes(None),
         }
@@ -86,12 +93,6 @@ impl RequestBody {
             Inner::Bytes(None) => reqwest::Body::from(Bytes::new()),
             Inner::Stream(replay) => reqwest::Body::wrap(replay),
         }
-    }
-
-    /// Whether the body is a stream (kept up to the cap), rather than bytes
-    /// in memory.
-    pub const fn is_stream(&self) -> bool {
-        matches!(self.inner, Inner::Stream(_))
     }
 }
 

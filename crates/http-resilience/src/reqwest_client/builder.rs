@@ -4,7 +4,7 @@
 use super::{client::execute, Error, RequestBody};
 use crate::BoxError;
 use bytes::Bytes;
-use http::{Extensions, HeaderMap, HeaderName, HeaderValue, Version};
+use http::{Extensions, HeaderMap, HeaderName, HeaderValue};
 use std::{fmt, time::Duration};
 use tower_service::Service;
 
@@ -83,11 +83,6 @@ impl<S> ResilientRequestBuilder<S> {
         self.with(|builder| builder.body(body))
     }
 
-    /// The HTTP version (`RequestBuilder::version`).
-    pub fn version(self, version: Version) -> Self {
-        self.with(|builder| builder.version(version))
-    }
-
     /// The longest this call may take, waits and response body included: the
     /// request's [`RequestDeadline`](crate::RequestDeadline), counted from
     /// `send`. The stack's own deadline still applies; the earlier ends the
@@ -139,11 +134,6 @@ impl<S> ResilientRequestBuilder<S> {
     pub fn extension<T: Clone + Send + Sync + 'static>(mut self, value: T) -> Self {
         self.extensions.insert(value);
         self
-    }
-
-    /// The extensions put in the request so far.
-    pub fn extensions_mut(&mut self) -> &mut Extensions {
-        &mut self.extensions
     }
 
     /// Sends the request through the stack.

@@ -79,11 +79,6 @@ impl<S> ResilientClient<S> {
         self
     }
 
-    /// The replay cap of streamed request bodies.
-    pub const fn replay_cap(&self) -> usize {
-        self.cap
-    }
-
     /// The reqwest client that builds the requests.
     pub const fn client(&self) -> &reqwest::Client {
         &self.client

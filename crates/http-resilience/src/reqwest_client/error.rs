@@ -126,11 +126,6 @@ impl Error {
         }
     }
 
-    /// Whether the failure was reqwest's, rather than the layers'.
-    pub fn is_reqwest(&self) -> bool {
-        self.reqwest().is_some()
-    }
-
     /// The failure itself: the `reqwest::Error`, or the layers' error.
     pub fn get_ref(&self) -> &(dyn StdError + Send + Sync + 'static) {
         match &self.inner.source {
@@ -172,11 +167,6 @@ impl Error {
                     | FailureKind::Dns
                     | FailureKind::Tls
             )
-    }
-
-    /// Whether the layers' deadline ended the call.
-    pub fn is_deadline(&self) -> bool {
-        self.kind() == FailureKind::Deadline
     }
 
     /// The status reqwest's error carries, if any (`reqwest::Error::status`;
@@ -293,8 +283,8 @@ mod tests {
         let report = RetryReport::new();
         let deadline: BoxError = DeadlineExceeded::new(Duration::from_secs(2)).into();
         let err = Error::new(deadline, &report, url());
-        assert!(!err.is_reqwest());
-        assert!(err.is_deadline() && err.is_timeout() && !err.is_connect());
+        assert!(err.reqwest().is_none());
+        assert!(err.kind() == FailureKind::Deadline && err.is_timeout() && !err.is_connect());
         assert_eq!(FailureKind::of(&err), FailureKind::Deadline);
         assert!(errors::is_caused_by::<DeadlineExceeded>(&err));
         assert_eq!(err.url(), Some(&url()));
@@ -313,7 +303,7 @@ mod tests {
         assert_eq!(FailureKind::of(&boxed), FailureKind::Transport);
         let err = Error::unsent(unbuilt());
         assert_eq!(err.kind(), FailureKind::Transport);
-        assert!(!err.is_connect() && err.is_reqwest());
+        assert!(!err.is_connect() && err.reqwest().is_some());
         assert!(read_reqwest(&std::io::Error::other("not reqwest's")).is_none());
     }
 

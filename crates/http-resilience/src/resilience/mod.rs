@@ -168,24 +168,10 @@ impl<S: fmt::Debug, D: fmt::Debug, R: fmt::Debug, G: Guard + fmt::Debug> fmt::De
 }
 
 impl<S, D, R, G: Guard> Resilience<S, D, R, G> {
-    /// The guard every attempt passes.
+    /// The guard every attempt passes, whose state (`states()`) reads what
+    /// it keeps.
     pub const fn guard(&self) -> &G {
         &self.guard
-    }
-
-    /// The budget of every call.
-    pub const fn deadline(&self) -> Duration {
-        self.deadline
-    }
-
-    /// The limit of every attempt.
-    pub const fn attempt_timeout(&self) -> Duration {
-        self.limits.attempt
-    }
-
-    /// The retry policy.
-    pub fn retry(&self) -> &RetryPolicy<D, R> {
-        &self.policy
     }
 
     define_inner_service_accessors!();

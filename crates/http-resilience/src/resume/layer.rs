@@ -16,11 +16,6 @@ impl ResumeLayer {
     pub const fn new(policy: ResumePolicy) -> Self {
         Self { policy }
     }
-
-    /// The policy.
-    pub const fn policy(&self) -> ResumePolicy {
-        self.policy
-    }
 }
 
 impl<S> Layer<S> for ResumeLayer {

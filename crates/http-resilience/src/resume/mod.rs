@@ -167,11 +167,6 @@ impl<S> Resume<S> {
         Self { inner, policy }
     }
 
-    /// The policy.
-    pub const fn policy(&self) -> ResumePolicy {
-        self.policy
-    }
-
     define_inner_service_accessors!();
 }
 

@@ -207,11 +207,6 @@ impl<S, D, R> StatusRetry<S, D, R> {
         Self { inner, policy }
     }
 
-    /// The policy.
-    pub fn policy(&self) -> &RetryPolicy<D, R> {
-        &self.policy
-    }
-
     define_inner_service_accessors!();
 }
 

@@ -23,7 +23,7 @@ pub struct DnsError {
 
 impl DnsError {
     /// A failure to resolve `host`.
-    pub fn new(host: String, source: BoxError) -> Self {
+    pub(crate) fn new(host: String, source: BoxError) -> Self {
         static CLASSIFIED: Once = Once::new();
         classified::classify::<Self>(&CLASSIFIED);
         Self { host, source }
@@ -91,7 +91,7 @@ pub struct NoResponse {
 impl NoResponse {
     /// `host` closed the connection without a response; `source` is the
     /// client's own error.
-    pub fn new(host: String, source: BoxError) -> Self {
+    pub(crate) fn new(host: String, source: BoxError) -> Self {
         Self { host, source }
     }
 
@@ -119,7 +119,7 @@ pub struct TlsError(BoxError);
 
 impl TlsError {
     /// A TLS failure caused by `source`.
-    pub fn new(source: impl Into<BoxError>) -> Self {
+    pub(crate) fn new(source: impl Into<BoxError>) -> Self {
         static CLASSIFIED: Once = Once::new();
         classified::classify::<Self>(&CLASSIFIED);
         Self(source.into())

@@ -31,7 +31,7 @@ impl BodyChanged {
     ///
     /// Public so that tests and mocks can produce the same error the body
     /// does.
-    pub const fn new(expected: u64, got: u64) -> Self {
+    pub(crate) const fn new(expected: u64, got: u64) -> Self {
         Self { expected, got }
     }
 
@@ -84,7 +84,7 @@ impl ReopenFailed {
     ///
     /// Public so that tests and mocks can produce the same error the body
     /// does.
-    pub fn new(source: impl Into<BoxError>) -> Self {
+    pub(crate) fn new(source: impl Into<BoxError>) -> Self {
         Self {
             source: source.into(),
         }
@@ -146,10 +146,8 @@ struct PanicMessage(String);
 
 impl FactoryPanicked {
     /// The error of a factory that panicked with `message`.
-    ///
-    /// Public so that tests and mocks can produce the same error the body
-    /// does.
-    pub fn new(message: impl Into<String>) -> Self {
+    #[cfg(test)]
+    pub(crate) fn new(message: impl Into<String>) -> Self {
         Self {
             message: Some(PanicMessage(message.into())),
         }

@@ -36,7 +36,7 @@ impl InvalidServiceConfig {
     /// The field at `path` (empty for the document itself) with `problem`,
     /// a phrase that holds no value (`must be at least 2`); the value goes in
     /// [`with_value`](Self::with_value).
-    pub fn new(path: impl Into<String>, problem: impl Into<String>) -> Self {
+    pub(crate) fn new(path: impl Into<String>, problem: impl Into<String>) -> Self {
         Self {
             path: path.into(),
             problem: problem.into(),
@@ -47,7 +47,7 @@ impl InvalidServiceConfig {
     /// The same error, with the value that was refused, in JSON (`1`,
     /// `"0.1"`).
     #[must_use]
-    pub fn with_value(mut self, value: impl Into<String>) -> Self {
+    pub(crate) fn with_value(mut self, value: impl Into<String>) -> Self {
         self.value = Some(value.into());
         self
     }

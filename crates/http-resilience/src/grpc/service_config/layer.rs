@@ -62,6 +62,12 @@ enum Route {
 // ===== impl ServiceConfigLayer =====
 
 impl ServiceConfigLayer {
+    /// The config the layer follows.
+    #[cfg(test)]
+    pub(crate) fn config(&self) -> &ServiceConfig {
+        &self.routes.config
+    }
+
     /// The layer for `config`, with request bodies kept for replay up to
     /// [`DEFAULT_REPLAY_CAP`] bytes.
     pub fn new(config: ServiceConfig) -> Self {
@@ -99,11 +105,6 @@ impl ServiceConfigLayer {
     pub fn with_authority(mut self, endpoint: &http::Uri) -> Result<Self, InvalidEndpoint> {
         self.endpoint = Some(Endpoint::of(endpoint)?);
         Ok(self)
-    }
-
-    /// The config the layer follows.
-    pub fn config(&self) -> &ServiceConfig {
-        &self.routes.config
     }
 
     fn build(config: ServiceConfig, replay_cap: usize) -> Self {
@@ -240,11 +241,6 @@ impl<S: fmt::Debug> fmt::Debug for ServiceConfigured<S> {
 }
 
 impl<S> ServiceConfigured<S> {
-    /// The config the service follows.
-    pub fn config(&self) -> &ServiceConfig {
-        &self.routes.config
-    }
-
     define_inner_service_accessors!();
 }
 

@@ -148,7 +148,7 @@ impl GrpcDecoder {
     }
 
     /// Whether the code `code` is retried.
-    pub fn is_retryable(&self, code: impl Into<i32>) -> bool {
+    pub(crate) fn is_retryable(&self, code: impl Into<i32>) -> bool {
         u32::try_from(code.into())
             .ok()
             .and_then(|bit| 1_u32.checked_shl(bit))
@@ -161,7 +161,7 @@ impl GrpcDecoder {
     }
 
     /// The verdict on a response head.
-    pub fn decode_response<B>(&self, response: &http::Response<B>) -> Verdict {
+    pub(crate) fn decode_response<B>(&self, response: &http::Response<B>) -> Verdict {
         self.decode_head(response.status(), response.headers())
     }
 
