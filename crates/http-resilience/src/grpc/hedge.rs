@@ -38,7 +38,7 @@ use tower_service::Service;
 /// - the deadline is the caller's (tonic's `Request::set_timeout`), or the
 ///   layer's own ([`with_deadline`](Self::with_deadline)) when that is
 ///   earlier; it covers every copy and the response stream, and an overrun
-///   reaches tonic as `DEADLINE_EXCEEDED` ([`into_status`]);
+///   reaches tonic as `DEADLINE_EXCEEDED`;
 /// - every call is marked
 ///   [`Idempotency::Idempotent`](crate::policy::Idempotency) unless the
 ///   caller marked it `NotIdempotent` (then it is sent once): putting a

@@ -269,7 +269,7 @@ type Stack<S, D, R, G> = InheritDeadline<Resilience<TonicBody<S>, D, R, G>>;
 
 /// The response body of [`Grpc`]: the inner service's, bounded by the
 /// deadline, with a deadline overrun read as a `tonic::Status`.
-pub type GrpcBody<T> = MapErr<DeadlineBody<T>, fn(BoxError) -> BoxError>;
+pub(crate) type GrpcBody<T> = MapErr<DeadlineBody<T>, fn(BoxError) -> BoxError>;
 
 // ===== impl GrpcLayer =====
 
@@ -450,7 +450,7 @@ where
 /// turned away as `UNAVAILABLE` (gRPC's code for a client failing fast),
 /// its message naming the upstream turned away from; each with `err` as its
 /// source; any other error as it is.
-pub fn into_status(err: BoxError) -> BoxError {
+pub(crate) fn into_status(err: BoxError) -> BoxError {
     if err.is::<tonic::Status>() {
         return err;
     }

@@ -8,9 +8,7 @@ use hyper_util::client::legacy::connect::{
     dns::{GaiResolver, Name},
     HttpConnector,
 };
-use pin_project_lite::pin_project;
 use std::{
-    fmt,
     future::Future,
     pin::Pin,
     task::{Context, Poll},
@@ -34,14 +32,21 @@ impl<R> TypedResolver<R> {
     }
 }
 
+/// The future of one of this module's connectors: the inner one's, its
+/// failure given a type.
+// NOTE: boxed, once per connection (or lookup), so that the connectors need
+// no future type of their own.
+type Typed<T, E> = Pin<Box<dyn Future<Output = Result<T, E>> + Send>>;
+
 impl<R> Service<Name> for TypedResolver<R>
 where
     R: Service<Name>,
     R::Error: Into<BoxError>,
+    R::Future: Send + 'static,
 {
     type Response = R::Response;
     type Error = DnsError;
-    type Future = ResolveFuture<R::Future>;
+    type Future = Typed<R::Response, DnsError>;
 
     fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
         self.inner
@@ -50,78 +55,20 @@ where
     }
 
     fn call(&mut self, name: Name) -> Self::Future {
-        ResolveFuture {
-            future: self.inner.call(name.clone()),
-            name,
-        }
-    }
-}
-
-pin_project! {
-    /// Response future of [`TypedResolver`]: the inner resolver's, with a
-    /// failure turned into a [`DnsError`] naming the host.
-    pub struct ResolveFuture<F> {
-        #[pin]
-        future: F,
-        name: Name,
-    }
-}
-
-impl<F> fmt::Debug for ResolveFuture<F> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("ResolveFuture")
-            .field("name", &self.name)
-            .finish_non_exhaustive()
-    }
-}
-
-impl<F, T, E> Future for ResolveFuture<F>
-where
-    F: Future<Output = Result<T, E>>,
-    E: Into<BoxError>,
-{
-    type Output = Result<T, DnsError>;
-
-    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        let this = self.project();
-        let host = this.name;
-        this.future
-            .poll(cx)
-            .map_err(|err| DnsError::new(host.as_str().to_owned(), err.into()))
-    }
-}
-
-pin_project! {
-    /// Response future of [`TcpConnector`]: the inner connector's, with a
-    /// failure marked as a [`TcpError`].
-    pub struct ConnectFuture<F> {
-        #[pin]
-        future: F,
-    }
-}
-
-impl<F> fmt::Debug for ConnectFuture<F> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("ConnectFuture").finish_non_exhaustive()
-    }
-}
-
-impl<F, T, E> Future for ConnectFuture<F>
-where
-    F: Future<Output = Result<T, E>>,
-    E: Into<BoxError>,
-{
-    type Output = Result<T, TcpError>;
-
-    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        self.project().future.poll(cx).map_err(TcpError::new)
+        let future = self.inner.call(name.clone());
+        Box::pin(async move {
+            future
+                .await
+                .map_err(|err| DnsError::new(name.as_str().to_owned(), err.into()))
+        })
     }
 }
 
 /// The plain TCP connector of [`Builder`](super::Builder): hyper-util's
-/// `HttpConnector` over a [`TypedResolver`], whose failures are marked as
-/// [`TcpError`]s, so that a TLS connector around it can tell its own failures
-/// from those of the connection beneath (see [`TypedTlsConnector`]).
+/// `HttpConnector` over a resolver whose failures are [`DnsError`]s naming
+/// the host, its own failures marked as [`TcpError`]s, so that a TLS
+/// connector around it can tell its own failures from those of the
+/// connection beneath (see [`TypedTlsConnector`]).
 #[derive(Debug, Clone)]
 pub struct TcpConnector<R = GaiResolver> {
     inner: HttpConnector<TypedResolver<R>>,
@@ -137,19 +84,19 @@ impl<R> Service<http::Uri> for TcpConnector<R>
 where
     HttpConnector<TypedResolver<R>>: Service<http::Uri>,
     <HttpConnector<TypedResolver<R>> as Service<http::Uri>>::Error: Into<BoxError>,
+    <HttpConnector<TypedResolver<R>> as Service<http::Uri>>::Future: Send + 'static,
 {
     type Response = <HttpConnector<TypedResolver<R>> as Service<http::Uri>>::Response;
     type Error = TcpError;
-    type Future = ConnectFuture<<HttpConnector<TypedResolver<R>> as Service<http::Uri>>::Future>;
+    type Future = Typed<Self::Response, TcpError>;
 
     fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
         self.inner.poll_ready(cx).map_err(TcpError::new)
     }
 
     fn call(&mut self, uri: http::Uri) -> Self::Future {
-        ConnectFuture {
-            future: self.inner.call(uri),
-        }
+        let future = self.inner.call(uri);
+        Box::pin(async move { future.await.map_err(TcpError::new) })
     }
 }
 
@@ -174,45 +121,19 @@ impl<C> Service<http::Uri> for TypedTlsConnector<C>
 where
     C: Service<http::Uri>,
     C::Error: Into<BoxError>,
+    C::Future: Send + 'static,
 {
     type Response = C::Response;
     type Error = BoxError;
-    type Future = TlsFuture<C::Future>;
+    type Future = Typed<C::Response, BoxError>;
 
     fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
         self.inner.poll_ready(cx).map_err(mark_tls)
     }
 
     fn call(&mut self, uri: http::Uri) -> Self::Future {
-        TlsFuture {
-            future: self.inner.call(uri),
-        }
-    }
-}
-
-pin_project! {
-    /// Response future of [`TypedTlsConnector`].
-    pub struct TlsFuture<F> {
-        #[pin]
-        future: F,
-    }
-}
-
-impl<F> fmt::Debug for TlsFuture<F> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("TlsFuture").finish_non_exhaustive()
-    }
-}
-
-impl<F, T, E> Future for TlsFuture<F>
-where
-    F: Future<Output = Result<T, E>>,
-    E: Into<BoxError>,
-{
-    type Output = Result<T, BoxError>;
-
-    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        self.project().future.poll(cx).map_err(mark_tls)
+        let future = self.inner.call(uri);
+        Box::pin(async move { future.await.map_err(mark_tls) })
     }
 }
 

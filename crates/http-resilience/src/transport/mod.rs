@@ -73,9 +73,7 @@ mod connect;
 pub mod error;
 mod respond;
 
-pub use self::connect::{
-    ConnectFuture, ResolveFuture, TcpConnector, TlsFuture, TypedResolver, TypedTlsConnector,
-};
+pub use self::connect::{TcpConnector, TypedResolver, TypedTlsConnector};
 
 use self::respond::{NamesNoResponse, NamesNoResponseFuture};
 use crate::{
@@ -227,20 +225,22 @@ pub struct Builder {
 
 // ===== impl Builder =====
 
-impl Builder {
-    /// The default connect timeout: 1000 ms, as in Reactor WebClient's policy.
-    pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_millis(1000);
-    /// The default read timeout: 10 s, OkHttp's default.
-    pub const DEFAULT_READ_TIMEOUT: Duration = Duration::from_secs(10);
-    /// The default time an idle pooled connection is kept: 90 s, hyper-util's.
-    pub const DEFAULT_POOL_IDLE_TIMEOUT: Duration = Duration::from_secs(90);
+/// The default connect timeout: 1000 ms, as in Reactor WebClient's policy.
+const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_millis(1000);
+/// The default read timeout: 10 s, OkHttp's default.
+const DEFAULT_READ_TIMEOUT: Duration = Duration::from_secs(10);
+/// The default time an idle pooled connection is kept: 90 s, hyper-util's.
+const DEFAULT_POOL_IDLE_TIMEOUT: Duration = Duration::from_secs(90);
 
-    /// A builder with the defaults above.
+impl Builder {
+    /// A builder with the defaults: a connect timeout of 1000 ms (Reactor
+    /// WebClient's), a read timeout of 10 s (OkHttp's), idle pooled
+    /// connections kept 90 s (hyper-util's).
     pub fn new() -> Self {
         Self {
-            connect_timeout: Some(Self::DEFAULT_CONNECT_TIMEOUT),
-            read_timeout: Self::DEFAULT_READ_TIMEOUT,
-            pool_idle_timeout: Some(Self::DEFAULT_POOL_IDLE_TIMEOUT),
+            connect_timeout: Some(DEFAULT_CONNECT_TIMEOUT),
+            read_timeout: DEFAULT_READ_TIMEOUT,
+            pool_idle_timeout: Some(DEFAULT_POOL_IDLE_TIMEOUT),
             pool_max_idle_per_host: usize::MAX,
             http2_only: false,
         }

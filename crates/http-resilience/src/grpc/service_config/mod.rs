@@ -20,8 +20,7 @@
 //! - `timeout`: the deadline of every call of the method, waits and
 //!   response stream included; a timeout the caller sets with tonic's
 //!   `Request::set_timeout` wins when it is the earlier one. A deadline
-//!   overrun reaches the caller as `DEADLINE_EXCEEDED`
-//!   ([`into_status`](super::into_status));
+//!   overrun reaches the caller as `DEADLINE_EXCEEDED`;
 //! - `retryThrottling`: one [`RetryBudget`] (A6's token bucket) shared by
 //!   every retry and hedge the config makes, the budget `presets::grpc`
 //!   uses. A retryable status takes a token and an accepted call puts

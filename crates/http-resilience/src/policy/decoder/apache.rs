@@ -46,7 +46,7 @@ pub struct ApacheDecoder {
 
 impl ApacheDecoder {
     /// The kinds Apache never retries.
-    pub const NEVER_RETRIED: [FailureKind; 7] = [
+    pub(crate) const NEVER_RETRIED: [FailureKind; 7] = [
         FailureKind::AttemptTimeout,
         FailureKind::ReadTimeout,
         FailureKind::ConnectTimeout,

@@ -39,7 +39,7 @@ pub struct TransientDecoder {
 
 impl TransientDecoder {
     /// The statuses retried: 408, 429, 500, 502, 503, 504.
-    pub const STATUSES: [u16; 6] = [408, 429, 500, 502, 503, 504];
+    pub(crate) const STATUSES: [u16; 6] = [408, 429, 500, 502, 503, 504];
 
     /// The decoder.
     pub fn new() -> Self {

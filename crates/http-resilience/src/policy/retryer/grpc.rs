@@ -94,7 +94,7 @@ pub struct GrpcBackoff {
 
 impl GrpcBackoff {
     /// A6's client-side cap on attempts.
-    pub const ATTEMPT_CAP: u32 = 5;
+    pub(crate) const ATTEMPT_CAP: u32 = 5;
 
     /// The schedule of a gRPC retry policy with these fields.
     ///
