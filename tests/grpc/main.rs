@@ -11,7 +11,7 @@ use http_resilience::{
     grpc::GrpcLayer,
     policy::{GrpcBackoff, GrpcDecoder},
     presets,
-    propagate::{parse_timeout, TimeoutFormat},
+    propagate::TimeoutFormat,
     Attempts, ResiliencePolicy,
 };
 use prost::Message;
@@ -403,11 +403,9 @@ async fn the_deadline_is_sent_as_grpc_timeout_and_enforced() {
     assert!(start.elapsed() >= budget, "{:?}", start.elapsed());
     let seen = script.seen();
     assert_eq!(seen.len(), 1);
-    let sent = parse_timeout(
-        &seen[0].timeout.as_deref().unwrap().parse().unwrap(),
-        TimeoutFormat::Grpc,
-    )
-    .unwrap();
+    let sent = TimeoutFormat::Grpc
+        .parse(&seen[0].timeout.as_deref().unwrap().parse().unwrap())
+        .unwrap();
     assert!(sent > Duration::ZERO && sent <= budget, "{sent:?}");
 }
 
@@ -430,11 +428,9 @@ async fn a_timeout_set_on_the_tonic_request_is_enforced() {
         "{elapsed:?}"
     );
     let seen = script.seen();
-    let sent = parse_timeout(
-        &seen[0].timeout.as_deref().unwrap().parse().unwrap(),
-        TimeoutFormat::Grpc,
-    )
-    .unwrap();
+    let sent = TimeoutFormat::Grpc
+        .parse(&seen[0].timeout.as_deref().unwrap().parse().unwrap())
+        .unwrap();
     assert!(sent <= timeout, "{sent:?}");
 }
 
@@ -551,7 +547,7 @@ async fn a_hedged_check_takes_the_copy_that_answers() {
     assert_eq!(previous, [None, Some("1".to_owned())]);
     for copy in &seen {
         let value = copy.timeout.as_deref().expect("grpc-timeout on every copy");
-        let left = parse_timeout(&value.parse().unwrap(), TimeoutFormat::Grpc).unwrap();
+        let left = TimeoutFormat::Grpc.parse(&value.parse().unwrap()).unwrap();
         assert!(
             left > Duration::ZERO && left <= Duration::from_secs(10),
             "{left:?}"

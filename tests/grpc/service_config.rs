@@ -9,7 +9,7 @@ use http_resilience::{
         ServiceConfigured,
     },
     policy::{GrpcBackoff, GrpcDecoder, Idempotency, Retryer},
-    propagate::{parse_timeout, TimeoutFormat},
+    propagate::TimeoutFormat,
     retry::RetryPolicy,
     Attempts,
 };
@@ -83,7 +83,7 @@ fn previous_attempts(script: &Script) -> Vec<Option<String>> {
 }
 
 fn sent_timeouts(script: &Script) -> Vec<Duration> {
-    let parse = |value: &str| parse_timeout(&value.parse().unwrap(), TimeoutFormat::Grpc).unwrap();
+    let parse = |value: &str| TimeoutFormat::Grpc.parse(&value.parse().unwrap()).unwrap();
     script
         .seen()
         .iter()

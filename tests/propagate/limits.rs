@@ -5,8 +5,8 @@ use http::Request;
 use http_resilience::{
     deadline::DeadlineLayer,
     propagate::{
-        format_timeout, parse_timeout, InheritDeadlineLayer, PropagateDeadlineLayer, TimeoutFormat,
-        EXPECTED_RQ_TIMEOUT_MS, GRPC_TIMEOUT,
+        InheritDeadlineLayer, PropagateDeadlineLayer, TimeoutFormat, EXPECTED_RQ_TIMEOUT_MS,
+        GRPC_TIMEOUT,
     },
     RequestDeadline,
 };
@@ -19,12 +19,9 @@ use tower::{Layer, ServiceBuilder, ServiceExt};
 
 #[tokio::test(flavor = "current_thread", start_paused = true)]
 async fn extreme_budgets_are_propagated_and_inherited() {
+    assert_eq!(TimeoutFormat::Grpc.format(Duration::MAX), "99999999H");
     assert_eq!(
-        format_timeout(Duration::MAX, TimeoutFormat::Grpc),
-        "99999999H"
-    );
-    assert_eq!(
-        format_timeout(Duration::MAX, TimeoutFormat::Millis),
+        TimeoutFormat::Millis.format(Duration::MAX),
         u64::MAX.to_string().as_str()
     );
 
@@ -52,17 +49,11 @@ async fn extreme_budgets_are_propagated_and_inherited() {
     let header = sent(Duration::MAX, ten_years)
         .await
         .expect("the limit is written");
-    assert_eq!(
-        parse_timeout(&header, TimeoutFormat::Grpc).unwrap(),
-        ten_years
-    );
+    assert_eq!(TimeoutFormat::Grpc.parse(&header).unwrap(), ten_years);
     let header = sent(ten_years, Duration::MAX)
         .await
         .expect("the time left is written");
-    assert_eq!(
-        parse_timeout(&header, TimeoutFormat::Grpc).unwrap(),
-        ten_years
-    );
+    assert_eq!(TimeoutFormat::Grpc.parse(&header).unwrap(), ten_years);
 
     // Received: the largest values of both formats are held to the horizon.
     for (header, format, value) in [

@@ -45,7 +45,7 @@
 //!
 //! The header parsers' "never panics on arbitrary bytes" properties for
 //! `Retry-After` (`policy::retry_after::delay`) and the timeout headers
-//! (`propagate::parse_timeout`, both formats) live in the library's
+//! (`TimeoutFormat::parse`, both formats) live in the library's
 //! `retry/properties.rs` and `propagate/properties.rs`; this file adds the one
 //! path they miss: `propagate::inherit_deadline`, which turns a parsed value
 //! into an instant.

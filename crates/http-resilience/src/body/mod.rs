@@ -45,7 +45,7 @@ mod reopen;
 mod replay;
 
 #[cfg(feature = "fs")]
-pub use self::reopen::{FileBody, FileSource, OpenFile};
+pub use self::reopen::{FileBody, FileSource};
 pub use self::{
     reopen::{BodyChanged, FactoryPanicked, Reopen, ReopenBody, ReopenFailed},
     replay::{NotReplayable, ReplayBody, DEFAULT_REPLAY_CAP},

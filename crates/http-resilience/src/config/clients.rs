@@ -23,9 +23,6 @@ use std::collections::BTreeMap;
 /// choice, so that every client has one type.
 pub type ClientPolicy = ResiliencePolicy<AnyDecoder, AnyRetryer, ClientGuards>;
 
-/// The layer of a [`ClientPolicy`]: what [`ClientsConfig::layer`] gives.
-pub type ClientLayer = ResilienceLayer<AnyDecoder, AnyRetryer, ClientGuards>;
-
 /// The resilience policies of named clients: a `[default]` section and one
 /// section per client.
 ///
@@ -135,7 +132,10 @@ impl ClientsConfig {
     /// As [`policy`](Self::policy), and when the client hedges: its calls
     /// are not retried but hedged, in the stack [Hedging](super#hedging)
     /// shows, which this layer is not.
-    pub fn layer(&self, name: &str) -> Result<ClientLayer, ConfigError> {
+    pub fn layer(
+        &self,
+        name: &str,
+    ) -> Result<ResilienceLayer<AnyDecoder, AnyRetryer, ClientGuards>, ConfigError> {
         let (policy, hedge) = self.build(name)?;
         if hedge.is_some() {
             let path = self.resolve(name)?.1;

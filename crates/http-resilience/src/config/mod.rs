@@ -642,7 +642,7 @@ mod validate;
 mod written;
 
 pub use self::{
-    clients::{ClientLayer, ClientPolicy, ClientsConfig},
+    clients::{ClientPolicy, ClientsConfig},
     error::ConfigError,
     guards::ClientGuards,
 };

@@ -201,7 +201,7 @@ mod tests {
     // ===== nonsense refused =====
 
     use crate::policy::retry_after;
-    use crate::propagate::{parse_timeout, TimeoutFormat};
+    use crate::propagate::TimeoutFormat;
 
     #[test]
     fn malformed_retry_after_is_refused() {
@@ -243,8 +243,8 @@ mod tests {
         ];
         for bytes in values {
             let value = HeaderValue::from_bytes(bytes).unwrap();
-            let _ = parse_timeout(&value, TimeoutFormat::Millis);
-            let _ = parse_timeout(&value, TimeoutFormat::Grpc);
+            let _ = TimeoutFormat::Millis.parse(&value);
+            let _ = TimeoutFormat::Grpc.parse(&value);
             let mut headers = HeaderMap::new();
             headers.insert(http::header::RETRY_AFTER, value.clone());
             headers.insert(http::header::DATE, value);

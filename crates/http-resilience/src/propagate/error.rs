@@ -4,7 +4,7 @@ use std::{error::Error, fmt};
 
 /// A timeout header value that does not match its format.
 ///
-/// [`parse_timeout`](super::parse_timeout) and
+/// [`TimeoutFormat::parse`](super::TimeoutFormat::parse) and
 /// [`inherit_deadline`](super::inherit_deadline) return it. It keeps the value
 /// (escaped, and cut after 64 bytes) and what is wrong with it; the message
 /// says what is wrong in a phrase that is the same whatever the value

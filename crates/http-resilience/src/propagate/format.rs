@@ -16,15 +16,15 @@ pub const GRPC_TIMEOUT: HeaderName = HeaderName::from_static("grpc-timeout");
 /// # Example
 ///
 /// ```
-/// use http_resilience::propagate::{format_timeout, parse_timeout, TimeoutFormat};
+/// use http_resilience::propagate::{TimeoutFormat};
 /// use std::time::Duration;
 ///
 /// let budget = Duration::from_millis(1500);
-/// assert_eq!(format_timeout(budget, TimeoutFormat::Millis), "1500");
-/// assert_eq!(format_timeout(budget, TimeoutFormat::Grpc), "1500000u");
+/// assert_eq!(TimeoutFormat::Millis.format(budget), "1500");
+/// assert_eq!(TimeoutFormat::Grpc.format(budget), "1500000u");
 ///
-/// let value = format_timeout(budget, TimeoutFormat::Grpc);
-/// assert_eq!(parse_timeout(&value, TimeoutFormat::Grpc), Ok(budget));
+/// let value = TimeoutFormat::Grpc.format(budget);
+/// assert_eq!(TimeoutFormat::Grpc.parse(&value), Ok(budget));
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]
@@ -70,7 +70,7 @@ pub enum TimeoutFormat {
 impl TimeoutFormat {
     /// The smallest budget the format can carry: 1 ms for
     /// [`Millis`](Self::Millis), 1 ns for [`Grpc`](Self::Grpc).
-    /// [`format_timeout`] writes no budget as less.
+    /// [`format`](Self::format) writes no budget as less.
     ///
     /// # Example
     ///
@@ -85,6 +85,61 @@ impl TimeoutFormat {
         match self {
             TimeoutFormat::Millis => Duration::from_millis(1),
             TimeoutFormat::Grpc => Duration::from_nanos(1),
+        }
+    }
+
+    /// Writes `remaining` in this format, rounded down as [`TimeoutFormat`] describes,
+    /// but never below the format's [smallest unit](TimeoutFormat::smallest_unit).
+    ///
+    /// Never fails, and never writes `0`, which upstreams such as Envoy read as
+    /// no timeout at all: a budget under the smallest unit is written as that
+    /// unit (`1` millisecond, `1n`), and so is a zero budget. A budget too large
+    /// for the format is written as the largest value the format allows.
+    ///
+    /// The layers that send a budget
+    /// ([`PropagateDeadline`](super::PropagateDeadline),
+    /// [`ResiliencePolicy::propagating`](crate::ResiliencePolicy::propagating)) write it with
+    /// this function, and never send a budget whose deadline has passed: that
+    /// attempt ends with the deadline's error instead.
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// use http_resilience::propagate::{TimeoutFormat};
+    /// use std::time::Duration;
+    ///
+    /// let two_hours = Duration::from_secs(7200);
+    /// assert_eq!(TimeoutFormat::Millis.format(two_hours), "7200000");
+    /// assert_eq!(TimeoutFormat::Grpc.format(two_hours), "7200000m");
+    ///
+    /// // Under one unit, rounded up to it.
+    /// let tiny = Duration::from_micros(999);
+    /// assert_eq!(TimeoutFormat::Millis.format(tiny), "1");
+    /// assert_eq!(TimeoutFormat::Grpc.format(tiny), "999000n");
+    /// assert_eq!(TimeoutFormat::Grpc.format(Duration::ZERO), "1n");
+    /// ```
+    pub fn format(self, remaining: Duration) -> HeaderValue {
+        // NOTE: the one rounding rule of every budget the crate writes: `0` reads
+        // as "no limit" upstream, so nothing is written below one unit.
+        let remaining = remaining.max(self.smallest_unit());
+        match self {
+            TimeoutFormat::Millis => {
+                let millis = u64::try_from(remaining.as_millis()).unwrap_or(u64::MAX);
+                HeaderValue::from(millis)
+            }
+            TimeoutFormat::Grpc => {
+                let nanos = remaining.as_nanos();
+                let (value, unit) = GRPC_UNITS
+                    .iter()
+                    .map(|&(unit, length)| (nanos / length, unit))
+                    .find(|&(value, _)| value <= u128::from(GRPC_MAX_VALUE))
+                    .unwrap_or((u128::from(GRPC_MAX_VALUE), b'H'));
+                let mut text = value.to_string();
+                text.push(char::from(unit));
+                // NOTE: digits and an ASCII letter are always a valid header
+                // value, so the fallback is never taken; it spares a panic path.
+                HeaderValue::from_str(&text).unwrap_or(GRPC_MAX)
+            }
         }
     }
 }
@@ -104,58 +159,3 @@ pub(super) const GRPC_UNITS: [(u8, u128); 6] = [
     (b'M', 60 * 1_000_000_000),
     (b'H', 3_600 * 1_000_000_000),
 ];
-
-/// Writes `remaining` in `format`, rounded down as [`TimeoutFormat`] describes,
-/// but never below the format's [smallest unit](TimeoutFormat::smallest_unit).
-///
-/// Never fails, and never writes `0`, which upstreams such as Envoy read as
-/// no timeout at all: a budget under the smallest unit is written as that
-/// unit (`1` millisecond, `1n`), and so is a zero budget. A budget too large
-/// for the format is written as the largest value the format allows.
-///
-/// The layers that send a budget
-/// ([`PropagateDeadline`](super::PropagateDeadline),
-/// [`ResiliencePolicy::propagating`](crate::ResiliencePolicy::propagating)) write it with
-/// this function, and never send a budget whose deadline has passed: that
-/// attempt ends with the deadline's error instead.
-///
-/// # Example
-///
-/// ```
-/// use http_resilience::propagate::{format_timeout, TimeoutFormat};
-/// use std::time::Duration;
-///
-/// let two_hours = Duration::from_secs(7200);
-/// assert_eq!(format_timeout(two_hours, TimeoutFormat::Millis), "7200000");
-/// assert_eq!(format_timeout(two_hours, TimeoutFormat::Grpc), "7200000m");
-///
-/// // Under one unit, rounded up to it.
-/// let tiny = Duration::from_micros(999);
-/// assert_eq!(format_timeout(tiny, TimeoutFormat::Millis), "1");
-/// assert_eq!(format_timeout(tiny, TimeoutFormat::Grpc), "999000n");
-/// assert_eq!(format_timeout(Duration::ZERO, TimeoutFormat::Grpc), "1n");
-/// ```
-pub fn format_timeout(remaining: Duration, format: TimeoutFormat) -> HeaderValue {
-    // NOTE: the one rounding rule of every budget the crate writes: `0` reads
-    // as "no limit" upstream, so nothing is written below one unit.
-    let remaining = remaining.max(format.smallest_unit());
-    match format {
-        TimeoutFormat::Millis => {
-            let millis = u64::try_from(remaining.as_millis()).unwrap_or(u64::MAX);
-            HeaderValue::from(millis)
-        }
-        TimeoutFormat::Grpc => {
-            let nanos = remaining.as_nanos();
-            let (value, unit) = GRPC_UNITS
-                .iter()
-                .map(|&(unit, length)| (nanos / length, unit))
-                .find(|&(value, _)| value <= u128::from(GRPC_MAX_VALUE))
-                .unwrap_or((u128::from(GRPC_MAX_VALUE), b'H'));
-            let mut text = value.to_string();
-            text.push(char::from(unit));
-            // NOTE: digits and an ASCII letter are always a valid header
-            // value, so the fallback is never taken; it spares a panic path.
-            HeaderValue::from_str(&text).unwrap_or(GRPC_MAX)
-        }
-    }
-}

@@ -1,6 +1,6 @@
 //! Taking a deadline over from an inbound request.
 
-use super::{error::InvalidTimeoutHeader, parse_timeout, TimeoutFormat};
+use super::{error::InvalidTimeoutHeader, TimeoutFormat};
 use crate::RequestDeadline;
 use http::HeaderName;
 use std::task::{Context, Poll};
@@ -20,7 +20,7 @@ use tower_service::Service;
 /// # Errors
 ///
 /// [`InvalidTimeoutHeader`] when the value does not match `format` (see
-/// [`parse_timeout`]); the extensions are then left unchanged.
+/// [`TimeoutFormat::parse`]); the extensions are then left unchanged.
 ///
 /// # Example
 ///
@@ -53,7 +53,7 @@ pub fn inherit_deadline<B>(
     let Some(value) = request.headers().get(header) else {
         return Ok(RequestDeadline::of(request));
     };
-    let inherited = RequestDeadline::after(parse_timeout(value, format)?);
+    let inherited = RequestDeadline::after(format.parse(value)?);
     let in_force = crate::limits::earliest(RequestDeadline::of(request), inherited);
     request.extensions_mut().insert(in_force);
     Ok(Some(in_force))

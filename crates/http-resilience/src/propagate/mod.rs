@@ -12,7 +12,7 @@
 //!   onto the requests it sends, where [`Deadline`](crate::deadline::Deadline)
 //!   keeps the earlier of it and its own.
 //!
-//! [`format_timeout`] and [`parse_timeout`] write and read the header values in
+//! [`TimeoutFormat::format`] and [`TimeoutFormat::parse`] write and read the header values in
 //! either [`TimeoutFormat`]; a value that does not match its format is an
 //! [`InvalidTimeoutHeader`], never a panic.
 //!
@@ -79,7 +79,7 @@
 //! - with a budget, the header is set, **replacing** any value already there;
 //!   a budget under the format's smallest unit is written as that unit (`1`
 //!   millisecond, `1n`), never as `0`, which Envoy reads as no timeout at all
-//!   (see [`format_timeout`]);
+//!   (see [`TimeoutFormat::format`]);
 //! - with neither a deadline nor a limit, the header is **left as it is**: not
 //!   added, and a value the caller set is sent unchanged;
 //! - a deadline already passed is not sent at all: the attempt ends at once
@@ -167,12 +167,11 @@ mod parse;
 mod service;
 mod wire;
 
-pub use self::format::{format_timeout, TimeoutFormat, EXPECTED_RQ_TIMEOUT_MS, GRPC_TIMEOUT};
+pub use self::format::{TimeoutFormat, EXPECTED_RQ_TIMEOUT_MS, GRPC_TIMEOUT};
 #[cfg(feature = "propagate")]
 pub use self::{
     inherit::{inherit_deadline, InheritDeadline},
     layer::{InheritDeadlineLayer, PropagateDeadlineLayer},
-    parse::parse_timeout,
     service::PropagateDeadline,
 };
 

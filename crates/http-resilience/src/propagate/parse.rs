@@ -8,83 +8,82 @@ use super::{
 use http::HeaderValue;
 use std::time::Duration;
 
-/// Reads a budget written in `format`.
-///
-/// Spaces and tabs around the value are ignored (they are optional whitespace
-/// in HTTP, not part of the value); anything else that does not match the
-/// format exactly is an error. Never panics, whatever the bytes.
-///
-/// # Errors
-///
-/// [`InvalidTimeoutHeader`] when the value is empty, not ASCII, holds inner
-/// whitespace, is negative, is not a decimal integer, is out of range
-/// ([`Millis`](TimeoutFormat::Millis) above `u64::MAX`), or, for
-/// [`Grpc`](TimeoutFormat::Grpc), has more than eight digits, no digits, or a
-/// missing or unknown unit.
-///
-/// # Example
-///
-/// ```
-/// use http::HeaderValue;
-/// use http_resilience::propagate::{parse_timeout, TimeoutFormat};
-/// use std::time::Duration;
-///
-/// let value = HeaderValue::from_static("2S");
-/// assert_eq!(parse_timeout(&value, TimeoutFormat::Grpc), Ok(Duration::from_secs(2)));
-///
-/// let err = parse_timeout(&HeaderValue::from_static("2s"), TimeoutFormat::Grpc).unwrap_err();
-/// assert_eq!(err.to_string(), "invalid timeout: unknown unit, expected H, M, S, m, u or n");
-/// assert_eq!(err.value(), "2s");
-/// ```
-pub fn parse_timeout(
-    value: &HeaderValue,
-    format: TimeoutFormat,
-) -> Result<Duration, InvalidTimeoutHeader> {
-    let raw = value.as_bytes();
-    let fail = |problem| Err(InvalidTimeoutHeader::new(raw, problem));
-    let text = trim_whitespace(raw);
-    if text.is_empty() {
-        return fail(TimeoutProblem::Empty);
-    }
-    if !text.is_ascii() {
-        return fail(TimeoutProblem::NotAscii);
-    }
-    if text.iter().any(|b| b.is_ascii_whitespace()) {
-        return fail(TimeoutProblem::Whitespace);
-    }
-    if text.first() == Some(&b'-') {
-        return fail(TimeoutProblem::Negative);
-    }
-    match format {
-        TimeoutFormat::Millis => match parse_digits(text) {
-            Ok(millis) => Ok(Duration::from_millis(millis)),
-            Err(problem) => fail(problem),
-        },
-        TimeoutFormat::Grpc => {
-            let Some((&unit, digits)) = text.split_last() else {
-                return fail(TimeoutProblem::Empty);
-            };
-            if unit.is_ascii_digit() {
-                return fail(TimeoutProblem::MissingUnit);
+impl TimeoutFormat {
+    /// Reads a budget written in this format.
+    ///
+    /// Spaces and tabs around the value are ignored (they are optional whitespace
+    /// in HTTP, not part of the value); anything else that does not match the
+    /// format exactly is an error. Never panics, whatever the bytes.
+    ///
+    /// # Errors
+    ///
+    /// [`InvalidTimeoutHeader`] when the value is empty, not ASCII, holds inner
+    /// whitespace, is negative, is not a decimal integer, is out of range
+    /// ([`Millis`](TimeoutFormat::Millis) above `u64::MAX`), or, for
+    /// [`Grpc`](TimeoutFormat::Grpc), has more than eight digits, no digits, or a
+    /// missing or unknown unit.
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// use http::HeaderValue;
+    /// use http_resilience::propagate::{TimeoutFormat};
+    /// use std::time::Duration;
+    ///
+    /// let value = HeaderValue::from_static("2S");
+    /// assert_eq!(TimeoutFormat::Grpc.parse(&value), Ok(Duration::from_secs(2)));
+    ///
+    /// let err = TimeoutFormat::Grpc.parse(&HeaderValue::from_static("2s")).unwrap_err();
+    /// assert_eq!(err.to_string(), "invalid timeout: unknown unit, expected H, M, S, m, u or n");
+    /// assert_eq!(err.value(), "2s");
+    /// ```
+    pub fn parse(self, value: &HeaderValue) -> Result<Duration, InvalidTimeoutHeader> {
+        let raw = value.as_bytes();
+        let fail = |problem| Err(InvalidTimeoutHeader::new(raw, problem));
+        let text = trim_whitespace(raw);
+        if text.is_empty() {
+            return fail(TimeoutProblem::Empty);
+        }
+        if !text.is_ascii() {
+            return fail(TimeoutProblem::NotAscii);
+        }
+        if text.iter().any(|b| b.is_ascii_whitespace()) {
+            return fail(TimeoutProblem::Whitespace);
+        }
+        if text.first() == Some(&b'-') {
+            return fail(TimeoutProblem::Negative);
+        }
+        match self {
+            TimeoutFormat::Millis => match parse_digits(text) {
+                Ok(millis) => Ok(Duration::from_millis(millis)),
+                Err(problem) => fail(problem),
+            },
+            TimeoutFormat::Grpc => {
+                let Some((&unit, digits)) = text.split_last() else {
+                    return fail(TimeoutProblem::Empty);
+                };
+                if unit.is_ascii_digit() {
+                    return fail(TimeoutProblem::MissingUnit);
+                }
+                let Some(&(_, length)) = GRPC_UNITS.iter().find(|&&(u, _)| u == unit) else {
+                    return fail(TimeoutProblem::UnknownUnit(char::from(unit)));
+                };
+                if digits.is_empty() {
+                    return fail(TimeoutProblem::NoDigits);
+                }
+                let value = match parse_digits(digits) {
+                    Ok(value) if digits.len() <= 8 => value,
+                    Ok(_) => return fail(TimeoutProblem::TooManyDigits),
+                    Err(TimeoutProblem::OutOfRange) => return fail(TimeoutProblem::TooManyDigits),
+                    Err(problem) => return fail(problem),
+                };
+                // NOTE: at most 99 999 999 hours, about 3.6e23 ns: no overflow in a
+                // u128, and the seconds (3.6e11) fit a u64.
+                let nanos = u128::from(value) * length;
+                let secs = u64::try_from(nanos / 1_000_000_000).unwrap_or(u64::MAX);
+                let subsec = u32::try_from(nanos % 1_000_000_000).unwrap_or(0);
+                Ok(Duration::new(secs, subsec))
             }
-            let Some(&(_, length)) = GRPC_UNITS.iter().find(|&&(u, _)| u == unit) else {
-                return fail(TimeoutProblem::UnknownUnit(char::from(unit)));
-            };
-            if digits.is_empty() {
-                return fail(TimeoutProblem::NoDigits);
-            }
-            let value = match parse_digits(digits) {
-                Ok(value) if digits.len() <= 8 => value,
-                Ok(_) => return fail(TimeoutProblem::TooManyDigits),
-                Err(TimeoutProblem::OutOfRange) => return fail(TimeoutProblem::TooManyDigits),
-                Err(problem) => return fail(problem),
-            };
-            // NOTE: at most 99 999 999 hours, about 3.6e23 ns: no overflow in a
-            // u128, and the seconds (3.6e11) fit a u64.
-            let nanos = u128::from(value) * length;
-            let secs = u64::try_from(nanos / 1_000_000_000).unwrap_or(u64::MAX);
-            let subsec = u32::try_from(nanos % 1_000_000_000).unwrap_or(0);
-            Ok(Duration::new(secs, subsec))
         }
     }
 }

@@ -1,7 +1,7 @@
 //! Property tests: no header value makes the timeout parsers panic, and what
 //! is written reads back within the documented rounding.
 
-use super::{format_timeout, parse_timeout, TimeoutFormat};
+use super::TimeoutFormat;
 use http::HeaderValue;
 use proptest::{collection::vec, prelude::*, sample::select};
 use std::time::Duration;
@@ -49,34 +49,34 @@ proptest! {
     #[test]
     fn parsing_arbitrary_bytes_never_panics(bytes in vec(any::<u8>(), 0..32), format in format()) {
         if let Ok(value) = HeaderValue::from_bytes(&bytes) {
-            let _ = parse_timeout(&value, format);
+            let _ = format.parse(&value);
         }
     }
 
     #[test]
     fn parsing_near_misses_never_panics(bytes in near_miss(), format in format()) {
         if let Ok(value) = HeaderValue::from_bytes(&bytes) {
-            if let Ok(read) = parse_timeout(&value, format) {
+            if let Ok(read) = format.parse(&value) {
                 // Whatever is accepted is written back the same way, up to
                 // leading zeros and the choice of unit; zero, which is never
                 // written, as the smallest unit.
-                let again = format_timeout(read, format);
+                let again = format.format(read);
                 let expected = read.max(format.smallest_unit());
-                prop_assert_eq!(parse_timeout(&again, format), Ok(expected));
+                prop_assert_eq!(format.parse(&again), Ok(expected));
             }
         }
     }
 
     #[test]
     fn written_budgets_read_back_within_the_rounding(budget in duration()) {
-        let millis = format_timeout(budget, TimeoutFormat::Millis);
-        let read = parse_timeout(&millis, TimeoutFormat::Millis).expect("written values parse");
+        let millis = TimeoutFormat::Millis.format(budget);
+        let read = TimeoutFormat::Millis.parse(&millis).expect("written values parse");
         let expected = u64::try_from(budget.as_millis()).unwrap_or(u64::MAX).max(1);
         prop_assert_eq!(read, Duration::from_millis(expected), "never below 1 ms");
 
-        let grpc = format_timeout(budget, TimeoutFormat::Grpc);
+        let grpc = TimeoutFormat::Grpc.format(budget);
         prop_assert!(grpc.len() <= 9, "{grpc:?} is longer than 8 digits and a unit");
-        let read = parse_timeout(&grpc, TimeoutFormat::Grpc).expect("written values parse");
+        let read = TimeoutFormat::Grpc.parse(&grpc).expect("written values parse");
         check_grpc(budget, read)?;
     }
 }

@@ -1,6 +1,6 @@
 use super::{
-    error::TimeoutProblem, format_timeout, inherit_deadline, parse_timeout, InheritDeadlineLayer,
-    PropagateDeadline, PropagateDeadlineLayer, TimeoutFormat, EXPECTED_RQ_TIMEOUT_MS, GRPC_TIMEOUT,
+    error::TimeoutProblem, inherit_deadline, InheritDeadlineLayer, PropagateDeadline,
+    PropagateDeadlineLayer, TimeoutFormat, EXPECTED_RQ_TIMEOUT_MS, GRPC_TIMEOUT,
 };
 use crate::{
     deadline::{error::DeadlineExceeded, DeadlineLayer},
@@ -37,7 +37,7 @@ fn ms(n: u64) -> Duration {
 
 fn parse(value: &str, format: TimeoutFormat) -> Result<Duration, String> {
     let value = HeaderValue::from_str(value).expect("a valid header value");
-    parse_timeout(&value, format).map_err(|err| err.to_string())
+    format.parse(&value).map_err(|err| err.to_string())
 }
 
 /// A service that answers with the value of `header` it received, if any.
@@ -71,7 +71,7 @@ fn millis_are_whole_milliseconds_rounded_down() {
         (ms(2), "2"),
     ];
     for (budget, expected) in cases {
-        assert_eq!(format_timeout(budget, Millis), expected, "{budget:?}");
+        assert_eq!(Millis.format(budget), expected, "{budget:?}");
     }
 }
 
@@ -86,7 +86,7 @@ fn millis_never_write_zero() {
         (Duration::ZERO, "1"),
     ];
     for (budget, expected) in cases {
-        assert_eq!(format_timeout(budget, Millis), expected, "{budget:?}");
+        assert_eq!(Millis.format(budget), expected, "{budget:?}");
     }
     assert_eq!(Millis.smallest_unit(), ms(1));
 }
@@ -109,7 +109,7 @@ fn grpc_never_writes_zero_nor_more_than_eight_digits() {
         (Duration::from_secs(6_000_000_000), "1666666H"),
     ];
     for (budget, expected) in cases {
-        let value = format_timeout(budget, Grpc);
+        let value = Grpc.format(budget);
         assert_eq!(value, expected, "{budget:?}");
         assert!(value.len() <= 9, "{value:?}");
     }
@@ -136,20 +136,17 @@ fn grpc_uses_the_finest_unit_that_fits_eight_digits() {
         (Duration::from_secs(100_000_000 * 60), "1666666H"),
     ];
     for (budget, expected) in cases {
-        assert_eq!(format_timeout(budget, Grpc), expected, "{budget:?}");
+        assert_eq!(Grpc.format(budget), expected, "{budget:?}");
     }
 }
 
 #[test]
 fn enormous_budgets_saturate() {
-    assert_eq!(
-        format_timeout(Duration::MAX, Millis),
-        "18446744073709551615"
-    );
-    assert_eq!(format_timeout(Duration::MAX, Grpc), "99999999H");
+    assert_eq!(Millis.format(Duration::MAX), "18446744073709551615");
+    assert_eq!(Grpc.format(Duration::MAX), "99999999H");
     let largest_grpc = Duration::from_secs(99_999_999 * 3600);
     assert_eq!(
-        format_timeout(largest_grpc + Duration::from_secs(3600), Grpc),
+        Grpc.format(largest_grpc + Duration::from_secs(3600)),
         "99999999H"
     );
     assert_eq!(
@@ -297,7 +294,7 @@ fn malformed_values_are_errors_that_name_the_problem() {
     ];
     for &(value, format, problem, message) in cases {
         let header = HeaderValue::from_bytes(value).expect("a valid header value");
-        let err = parse_timeout(&header, format).unwrap_err();
+        let err = format.parse(&header).unwrap_err();
         assert_eq!(err.problem(), problem, "{value:?} as {format:?}");
         assert_eq!(err.to_string(), message);
         assert_eq!(
@@ -644,7 +641,7 @@ fn timeout_headers_are_refused_by_problem() {
     ];
     for (bytes, format, problem) in cases {
         let value = HeaderValue::from_bytes(bytes).unwrap();
-        let err = parse_timeout(&value, format).unwrap_err();
+        let err = format.parse(&value).unwrap_err();
         assert_eq!(err.problem(), problem, "{bytes:?}");
         // The same through the request path, which leaves the request alone.
         let mut request = Request::builder()

@@ -1,7 +1,7 @@
 //! The rule every writer of a budget follows: the combined service's and
 //! the propagation layer's.
 
-use super::{format_timeout, TimeoutFormat};
+use super::TimeoutFormat;
 use crate::RequestDeadline;
 use http::HeaderName;
 use std::time::Duration;
@@ -26,7 +26,7 @@ pub(crate) struct BudgetSpent;
 /// The rule of every writer of a budget (this module's layer and the combined
 /// stack of [`ResiliencePolicy::propagating`](crate::ResiliencePolicy::propagating)): a
 /// budget left is written rounded up to at least the format's smallest unit
-/// ([`format_timeout`]); a deadline already passed (`left` of zero) is not
+/// ([`TimeoutFormat::format`]); a deadline already passed (`left` of zero) is not
 /// written, and the caller ends the attempt with the deadline's error instead
 /// of sending it. A limit of `Duration::MAX` is no limit (a policy that has
 /// none, as a gRPC service config's method without a timeout): none is
@@ -55,7 +55,7 @@ pub(crate) fn send_budget<B>(
         // NOTE: a zero attempt limit (with a deadline still ahead, or none)
         // is written as the smallest unit: the attempt is still sent, as an
         // `AttemptTimeout` of zero sends it.
-        let value = format_timeout(budget, format);
+        let value = format.format(budget);
         // NOTE: `insert` would panic on a header map already at its largest
         // size; such a request goes on without the budget.
         if request.headers_mut().try_insert(header, value).is_err() {

@@ -13,10 +13,7 @@ use std::{
     sync::Arc,
     task::{ready, Context, Poll},
 };
-use tokio::{
-    io::{AsyncRead, ReadBuf},
-    task::JoinHandle,
-};
+use tokio::io::{AsyncRead, ReadBuf};
 
 /// The most a [`FileBody`] reads at a time, and so the largest frame it
 /// yields: 64 KiB.
@@ -103,16 +100,22 @@ impl FileSource {
 impl super::Reopen for FileSource {
     type Body = FileBody;
     type Error = io::Error;
-    type Future = OpenFile;
+    // NOTE: boxed, once per attempt: an opening is a system call and a trip
+    // to the blocking pool already.
+    type Future = Pin<Box<dyn Future<Output = io::Result<FileBody>> + Send + Sync>>;
 
     /// Opens the file on tokio's blocking pool, and reads its length there.
-    fn reopen(&self) -> OpenFile {
+    fn reopen(&self) -> Self::Future {
         let path = PathBuf::from(&*self.path);
-        let state = match tokio::runtime::Handle::try_current() {
-            Ok(runtime) => Opening::Started(runtime.spawn_blocking(move || open(&path))),
-            Err(outside) => Opening::Failed(Some(io::Error::other(outside))),
-        };
-        OpenFile { state }
+        Box::pin(async move {
+            // NOTE: a blocking task fails only when the runtime shuts down.
+            let opened = tokio::task::spawn_blocking(move || open(&path)).await;
+            let (file, length) = opened.map_err(io::Error::other)??;
+            Ok(FileBody {
+                file: tokio::fs::File::from_std(file),
+                left: length,
+            })
+        })
     }
 }
 
@@ -121,45 +124,6 @@ fn open(path: &Path) -> io::Result<(std::fs::File, u64)> {
     let file = std::fs::File::open(path)?;
     let length = file.metadata()?.len();
     Ok((file, length))
-}
-
-// ===== impl OpenFile =====
-
-/// The opening of a [`FileSource`]: the file opened, with the length its
-/// metadata gives, or the `io::Error` of opening it (one of kind `Other`
-/// outside a tokio runtime).
-pub struct OpenFile {
-    state: Opening,
-}
-
-enum Opening {
-    Started(JoinHandle<io::Result<(std::fs::File, u64)>>),
-    Failed(Option<io::Error>),
-}
-
-impl Future for OpenFile {
-    type Output = io::Result<FileBody>;
-
-    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        let opened = match &mut self.state {
-            Opening::Started(task) => ready!(Pin::new(task).poll(cx)),
-            Opening::Failed(error) => {
-                return Poll::Ready(Err(error.take().expect("OpenFile polled after completion")))
-            }
-        };
-        // NOTE: a blocking task fails only when the runtime shuts down.
-        let (file, length) = opened.map_err(io::Error::other)??;
-        Poll::Ready(Ok(FileBody {
-            file: tokio::fs::File::from_std(file),
-            left: length,
-        }))
-    }
-}
-
-impl fmt::Debug for OpenFile {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("OpenFile").finish_non_exhaustive()
-    }
 }
 
 // ===== impl FileBody =====

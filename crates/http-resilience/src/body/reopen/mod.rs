@@ -7,7 +7,7 @@ mod file;
 
 pub use self::error::{BodyChanged, FactoryPanicked, ReopenFailed};
 #[cfg(feature = "fs")]
-pub use self::file::{FileBody, FileSource, OpenFile};
+pub use self::file::{FileBody, FileSource};
 
 use super::TryCloneBody;
 use crate::BoxError;

@@ -351,7 +351,7 @@ mod files {
     #[test]
     fn a_file_body_is_send_and_sync_as_reqwest_needs() {
         assert_send_sync::<ReopenBody<FileSource>>();
-        assert_send_sync::<OpenFile>();
+        assert_send_sync::<<FileSource as Reopen>::Future>();
         assert_send_sync::<FileBody>();
     }
 
