@@ -34,9 +34,9 @@ pub struct InvalidSetting {
 
 impl InvalidSetting {
     /// A setting `field` with `problem`, a phrase that holds no value
-    /// (`must be at least 1.0`); the value goes in
-    /// [`with_value`](Self::with_value).
-    pub fn new(field: impl Into<String>, problem: impl Into<String>) -> Self {
+    /// (`must be at least 1.0`); the value refused is kept beside it
+    /// ([`value`](Self::value)).
+    pub(crate) fn new(field: impl Into<String>, problem: impl Into<String>) -> Self {
         Self {
             field: field.into(),
             problem: problem.into(),
@@ -47,7 +47,7 @@ impl InvalidSetting {
     /// The same error, with the value that was refused, as written (a
     /// number, a duration such as `250ms`, a quoted text).
     #[must_use]
-    pub fn with_value(mut self, value: impl Into<String>) -> Self {
+    pub(crate) fn with_value(mut self, value: impl Into<String>) -> Self {
         self.value = Some(value.into());
         self
     }

@@ -57,11 +57,6 @@ impl<D> WaitForProbe<D> {
     pub const fn new(inner: D) -> Self {
         Self { inner }
     }
-
-    /// The decoder of every other outcome.
-    pub const fn inner(&self) -> &D {
-        &self.inner
-    }
 }
 
 impl<B, E: AsError, D: Decoder<B, E>> Decoder<B, E> for WaitForProbe<D> {

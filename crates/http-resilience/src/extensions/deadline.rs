@@ -91,7 +91,7 @@ impl RequestDeadline {
 
     /// Whether the deadline has passed.
     #[inline]
-    pub fn is_expired(&self) -> bool {
+    pub(crate) fn is_expired(&self) -> bool {
         self.has_passed_at(Instant::now())
     }
 

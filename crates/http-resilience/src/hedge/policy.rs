@@ -281,7 +281,7 @@ impl<D> HedgePolicy<D> {
     }
 
     /// The most copies in flight at once.
-    pub const fn max_in_flight(&self) -> u32 {
+    pub(crate) const fn max_in_flight(&self) -> u32 {
         self.max_in_flight
     }
 
@@ -291,7 +291,7 @@ impl<D> HedgePolicy<D> {
     }
 
     /// The cap on a delay the server asks for before the next copy.
-    pub const fn max_server_delay(&self) -> Duration {
+    pub(crate) const fn max_server_delay(&self) -> Duration {
         self.max_server_delay
     }
 }

@@ -95,7 +95,7 @@ impl Throttle {
     }
 
     /// The window.
-    pub const fn window(&self) -> Duration {
+    pub(crate) const fn window(&self) -> Duration {
         self.window
     }
 }

@@ -125,7 +125,7 @@ impl RetryBudget {
     }
 
     /// Records an outcome the decoder wanted to retry: one token less.
-    pub(crate) fn record_retryable_failure(&self) {
+    pub fn record_retryable_failure(&self) {
         let _ = self
             .tokens
             .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |t| {
@@ -135,7 +135,7 @@ impl RetryBudget {
 
     /// Records an accepted outcome: `token_ratio` tokens more, up to the
     /// maximum.
-    pub(crate) fn record_success(&self) {
+    pub fn record_success(&self) {
         let _ = self
             .tokens
             .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |t| {
@@ -149,12 +149,12 @@ impl RetryBudget {
     }
 
     /// The size of the bucket, in tokens.
-    pub fn max_tokens(&self) -> u32 {
+    pub(crate) fn max_tokens(&self) -> u32 {
         u32::try_from(self.max / SCALE).unwrap_or(u32::MAX)
     }
 
     /// The tokens each success puts back.
-    pub fn token_ratio(&self) -> f64 {
+    pub(crate) fn token_ratio(&self) -> f64 {
         self.ratio as f64 / SCALE as f64
     }
 }

@@ -143,7 +143,7 @@ impl<D, R, G> ResiliencePolicy<D, R, G> {
     /// let bulkhead = OverloadPolicy::bulkhead(32)?.with_queue(32);
     /// // The bulkhead first: a call waits for a slot, then passes the circuit.
     /// let policy = presets::standard().with_guard((bulkhead, breaker.clone()));
-    /// assert_eq!(policy.guard().1.key_limit(), breaker.key_limit());
+    /// assert_eq!(policy.guard().1.settings(), breaker.settings());
     /// # Ok::<(), http_resilience::InvalidSetting>(())
     /// ```
     pub fn with_guard<G2: Guard>(self, guard: G2) -> ResiliencePolicy<D, R, G2> {

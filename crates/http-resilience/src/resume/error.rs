@@ -99,7 +99,7 @@ impl ResumeMismatch {
     /// An error for `mismatch`, met after `received` bytes of the body.
     ///
     /// Public so that tests and mocks can produce the same error the body does.
-    pub(crate) const fn new(mismatch: Mismatch, received: u64) -> Self {
+    pub const fn new(mismatch: Mismatch, received: u64) -> Self {
         Self {
             mismatch,
             received,
@@ -110,7 +110,7 @@ impl ResumeMismatch {
     /// The same error, with the failure the resume was meant to heal as its
     /// [`source`](Error::source).
     #[must_use]
-    pub(crate) fn with_cause(mut self, cause: impl Into<BoxError>) -> Self {
+    pub fn with_cause(mut self, cause: impl Into<BoxError>) -> Self {
         self.cause = Some(cause.into());
         self
     }

@@ -26,7 +26,7 @@
 //!   end, a [read timeout](crate::read_timeout), another transport failure
 //!   such as an HTTP/2 stream reset. The deadline, an error of the caller's own
 //!   service or body, and this module's own errors end the body as they are;
-//! - resumes are left ([`ResumePolicy::max_resumes`]; each ranged request
+//! - resumes are left ([`ResumePolicy::new`]; each ranged request
 //!   counts), and the call's deadline, the [`RequestDeadline`] in the request,
 //!   has not passed and leaves at least [`ResumePolicy::with_min_remaining`].
 //!

@@ -116,7 +116,7 @@ impl<D, R> RetryPolicy<D, R> {
     }
 
     /// Whether retries are on.
-    pub const fn is_enabled(&self) -> bool {
+    pub(crate) const fn is_enabled(&self) -> bool {
         self.enabled
     }
 

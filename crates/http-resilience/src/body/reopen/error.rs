@@ -31,7 +31,7 @@ impl BodyChanged {
     ///
     /// Public so that tests and mocks can produce the same error the body
     /// does.
-    pub(crate) const fn new(expected: u64, got: u64) -> Self {
+    pub const fn new(expected: u64, got: u64) -> Self {
         Self { expected, got }
     }
 
@@ -84,7 +84,7 @@ impl ReopenFailed {
     ///
     /// Public so that tests and mocks can produce the same error the body
     /// does.
-    pub(crate) fn new(source: impl Into<BoxError>) -> Self {
+    pub fn new(source: impl Into<BoxError>) -> Self {
         Self {
             source: source.into(),
         }
@@ -93,11 +93,6 @@ impl ReopenFailed {
     /// The factory's error.
     pub fn get_ref(&self) -> &(dyn Error + Send + Sync + 'static) {
         &*self.source
-    }
-
-    /// Consumes `self`, returning the factory's error.
-    pub fn into_source(self) -> BoxError {
-        self.source
     }
 }
 
@@ -146,8 +141,10 @@ struct PanicMessage(String);
 
 impl FactoryPanicked {
     /// The error of a factory that panicked with `message`.
-    #[cfg(test)]
-    pub(crate) fn new(message: impl Into<String>) -> Self {
+    ///
+    /// Public so that tests and mocks can produce the same error the body
+    /// does.
+    pub fn new(message: impl Into<String>) -> Self {
         Self {
             message: Some(PanicMessage(message.into())),
         }

@@ -107,9 +107,13 @@ impl super::Reopen for FileSource {
     /// Opens the file on tokio's blocking pool, and reads its length there.
     fn reopen(&self) -> Self::Future {
         let path = PathBuf::from(&*self.path);
+        let runtime = tokio::runtime::Handle::try_current();
+        let task = runtime.map(|runtime| runtime.spawn_blocking(move || open(&path)));
         Box::pin(async move {
-            // NOTE: a blocking task fails only when the runtime shuts down.
-            let opened = tokio::task::spawn_blocking(move || open(&path)).await;
+            // NOTE: outside a runtime nothing was started, and the opening
+            // fails (an error of kind `Other`) rather than panicking; a
+            // blocking task fails only when the runtime shuts down.
+            let opened = task.map_err(io::Error::other)?.await;
             let (file, length) = opened.map_err(io::Error::other)??;
             Ok(FileBody {
                 file: tokio::fs::File::from_std(file),

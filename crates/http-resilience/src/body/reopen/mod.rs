@@ -330,7 +330,7 @@ impl<R: Reopen> ReopenBody<R> {
     }
 
     /// The length every attempt must send, once known (see the type's docs).
-    pub fn length(&self) -> Option<u64> {
+    pub(crate) fn length(&self) -> Option<u64> {
         self.shared.length.get().copied()
     }
 }

@@ -309,7 +309,7 @@ fn messages_name_both_lengths_and_the_failure() {
     assert_eq!(format!("{panicked:>27}"), "  the body factory panicked");
     assert_eq!(panicked.source().unwrap().to_string(), "boom");
     assert_eq!(failed.source().unwrap().to_string(), "gone");
-    assert_eq!(failed.into_source().to_string(), "gone");
+    assert_eq!(failed.get_ref().to_string(), "gone");
 }
 
 #[test]

@@ -148,7 +148,7 @@ impl GrpcDecoder {
     }
 
     /// Whether the code `code` is retried.
-    pub(crate) fn is_retryable(&self, code: impl Into<i32>) -> bool {
+    pub fn is_retryable(&self, code: impl Into<i32>) -> bool {
         u32::try_from(code.into())
             .ok()
             .and_then(|bit| 1_u32.checked_shl(bit))

@@ -112,7 +112,7 @@ impl StatusDecoder {
     }
 
     /// Whether `Retry-After` is read ([`with_retry_after`](Self::with_retry_after)).
-    pub const fn reads_retry_after(&self) -> bool {
+    pub(crate) const fn reads_retry_after(&self) -> bool {
         self.retry_after
     }
 

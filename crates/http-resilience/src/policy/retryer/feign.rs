@@ -54,18 +54,18 @@ impl FeignRetryer {
     }
 
     /// The first wait's base, before Feign's × 1.5 growth.
-    pub const fn period(&self) -> Duration {
+    pub(crate) const fn period(&self) -> Duration {
         self.period
     }
 
     /// The longest wait.
-    pub const fn max_period(&self) -> Duration {
+    pub(crate) const fn max_period(&self) -> Duration {
         self.max_period
     }
 
     /// `max_attempts` as given to [`new`](Self::new) (a 0 still allows the
     /// first attempt: see [`Retryer::max_attempts`]).
-    pub const fn configured_max_attempts(&self) -> u32 {
+    pub(crate) const fn configured_max_attempts(&self) -> u32 {
         self.max_attempts
     }
 
