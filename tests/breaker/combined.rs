@@ -1,5 +1,5 @@
 //! The circuit breaker in the combined service
-//! (`ResiliencePolicy::with_breaker(..).layer()`) over the library's real
+//! (`ResiliencePolicy::with_guard(breaker).layer()`) over the library's real
 //! client and loopback servers: refusals trip it, an open circuit sends
 //! nothing and fails at once, a probe after the break closes it, another
 //! authority is untouched; a timed-out attempt counts as a failure, an

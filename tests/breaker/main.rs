@@ -8,7 +8,7 @@
 //! fail at once, and counts of requests rather than times.
 //!
 //! The modules below take the breaker through its other forms, over the same
-//! real parts: the combined service (`ResiliencePolicy::with_breaker`), a
+//! real parts: the combined service (`ResiliencePolicy::with_guard(breaker)`), a
 //! burst of callers at the end of a break, and hedging above the breaker.
 
 mod combined;
@@ -83,7 +83,7 @@ type Svc = BoxCloneService<Request<Full<Bytes>>, Response<Body>, BoxError>;
 /// The two forms a breaker takes between the retry and the attempt timeout.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Form {
-    /// `ResiliencePolicy::with_breaker(..).layer()`.
+    /// `ResiliencePolicy::with_guard(breaker).layer()`.
     Combined,
     /// `DeadlineLayer -> StatusRetryLayer -> CircuitBreakerLayer ->
     /// AttemptTimeoutLayer -> client`.

@@ -273,7 +273,7 @@ async fn resource_exhausted_counts_as_a_failure_only_when_the_decoder_lists_it()
 
 /// Under retries, in the two ways a gRPC stack can take a breaker: below the
 /// `GrpcLayer` (inside its attempt limit, so a hanging server never trips
-/// it), and given to the `GrpcLayer`'s policy (`with_breaker`: between the
+/// it), and given to the `GrpcLayer`'s policy (`with_guard(breaker)`: between the
 /// retry and the attempt limit, where an attempt that times out counts).
 #[tokio::test]
 async fn a_retried_call_trips_the_circuit_and_its_next_attempt_fails_fast() {

@@ -108,7 +108,7 @@ impl Upstream {
 /// The two forms a guard takes between the retry and the attempt timeout.
 #[derive(Debug, Clone, Copy)]
 enum Form {
-    /// `ResiliencePolicy::with_breaker` or `with_overload`, then `layer()`.
+    /// `ResiliencePolicy::with_guard` with a breaker or overload control, then `layer()`.
     Combined,
     /// `DeadlineLayer -> StatusRetryLayer -> (the guard's layer) ->
     /// AttemptTimeoutLayer -> upstream`.

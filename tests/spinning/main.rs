@@ -114,7 +114,7 @@ enum Form {
     /// `DeadlineLayer -> HedgeLayer -> CircuitBreakerLayer ->
     /// AttemptTimeoutLayer -> client`.
     Hedged,
-    /// `ResiliencePolicy::with_breaker` or `with_overload`, then `layer()`.
+    /// `ResiliencePolicy::with_guard` with a breaker or overload control, then `layer()`.
     Combined,
 }
 

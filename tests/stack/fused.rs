@@ -16,12 +16,12 @@
 //!   budget headers;
 //! - the listener's events and the caller's `RetryReport`.
 //!
-//! Some cases put a circuit breaker in both (`ResiliencePolicy::with_breaker`
+//! Some cases put a circuit breaker in both (`ResiliencePolicy::with_guard(breaker)`
 //! against a `CircuitBreakerLayer` between the retry and the attempt timeout)
 //! and make several calls in a row, a gap apart, so that circuits trip, turn
 //! attempts away and recover between and within calls; the breaker's events
 //! are observed too. Some put overload control in both
-//! (`ResiliencePolicy::with_overload` against an `OverloadLayer` between the
+//! (`ResiliencePolicy::with_guard(overload)` against an `OverloadLayer` between the
 //! retry and the breaker): a bulkhead of one or two slots with a short queue,
 //! throttling in some, and the calls then overlap (each starts a gap after
 //! the one before, without waiting for it), so that attempts wait for slots,
