@@ -53,9 +53,8 @@ mod verdict;
 pub use self::{
     budget::RetryBudget,
     decoder::{
-        AnyDecoder, ApacheDecoder, Decoder, FeignDecoder, HeaderPart, InvalidHeader, InvalidStatus,
-        Or, Outcome, OutcomeDecoder, Reason, RetryOnHeader, StatusDecoder, TransientDecoder,
-        Verdict,
+        AnyDecoder, ApacheDecoder, Decoder, FeignDecoder, InvalidHeader, InvalidStatus, Or,
+        Outcome, OutcomeDecoder, Reason, RetryOnHeader, StatusDecoder, TransientDecoder, Verdict,
     },
     events::{CallContext, CallEvent, HedgeTrigger, RetryEvent, WaitSource},
     options::CallOptions,

@@ -19,7 +19,8 @@ use std::{error::Error, fmt};
 /// assert!(Decoder::<(), ()>::decode(&decoder, &Ok(asked)).is_retry());
 ///
 /// let err = RetryOnHeader::new("X-Should-Retry", "true").unwrap_err();
-/// assert_eq!(err.part(), http_resilience::policy::HeaderPart::Name);
+/// assert_eq!(err.to_string(), "header name must be a lowercase token");
+/// assert_eq!(err.name(), "X-Should-Retry");
 /// # Ok::<(), http_resilience::BoxError>(())
 /// ```
 #[derive(Debug, Clone)]
@@ -38,8 +39,7 @@ impl RetryOnHeader {
     /// # Errors
     ///
     /// [`InvalidHeader`] if `name` is not a valid lowercase header name
-    /// ([`HeaderPart::Name`]) or `value` not a valid header value
-    /// ([`HeaderPart::Value`]).
+    /// or `value` not a valid header value.
     pub fn new(name: &'static str, value: &str) -> Result<Self, InvalidHeader> {
         let invalid = |part| InvalidHeader {
             name,
@@ -48,9 +48,9 @@ impl RetryOnHeader {
         };
         let header = match HeaderName::from_bytes(name.as_bytes()) {
             Ok(header) if header.as_str() == name => header,
-            _ => return Err(invalid(HeaderPart::Name)),
+            _ => return Err(invalid(Part::Name)),
         };
-        let value = HeaderValue::from_str(value).map_err(|_| invalid(HeaderPart::Value))?;
+        let value = HeaderValue::from_str(value).map_err(|_| invalid(Part::Value))?;
         Ok(Self {
             name: header,
             reason: name,
@@ -79,13 +79,12 @@ impl<B, E> Decoder<B, E> for RetryOnHeader {
 pub struct InvalidHeader {
     name: &'static str,
     value: String,
-    part: HeaderPart,
+    pub(super) part: Part,
 }
 
 /// The part of a header that [`InvalidHeader`] rejects.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-#[non_exhaustive]
-pub enum HeaderPart {
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Part {
     /// The name: it must be a lowercase token (`x-should-retry`).
     Name,
     /// The value: it must hold no control character other than a tab (no
@@ -105,11 +104,6 @@ impl InvalidHeader {
     pub fn value(&self) -> &str {
         &self.value
     }
-
-    /// Which of the two is not valid.
-    pub const fn part(&self) -> HeaderPart {
-        self.part
-    }
 }
 
 impl fmt::Display for InvalidHeader {
@@ -117,8 +111,8 @@ impl fmt::Display for InvalidHeader {
         // NOTE: the name and the value are the accessors'; the message is
         // the same whatever they are.
         f.pad(match self.part {
-            HeaderPart::Name => "header name must be a lowercase token",
-            HeaderPart::Value => "header value must hold no control characters",
+            Part::Name => "header name must be a lowercase token",
+            Part::Value => "header value must hold no control characters",
         })
     }
 }

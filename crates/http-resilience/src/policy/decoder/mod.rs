@@ -35,7 +35,7 @@ pub use self::{
     any::AnyDecoder,
     apache::ApacheDecoder,
     feign::FeignDecoder,
-    header::{HeaderPart, InvalidHeader, RetryOnHeader},
+    header::{InvalidHeader, RetryOnHeader},
     outcome::{Outcome, OutcomeDecoder},
     status::{InvalidStatus, StatusDecoder},
     transient::TransientDecoder,

@@ -1,6 +1,6 @@
 //! The ready-made decoders, outcome by outcome.
 
-use super::*;
+use super::{header::Part, *};
 use crate::FailureKind;
 use crate::{attempt_timeout::error::AttemptTimedOut, deadline::error::DeadlineExceeded, BoxError};
 use http::StatusCode;
@@ -235,12 +235,12 @@ fn header_decoder_matches_ignoring_case() {
     );
     assert_eq!(decoder.decode(&response(500)), Verdict::Accept);
     let err = RetryOnHeader::new("X-Upper", "true").unwrap_err();
-    assert_eq!((err.part(), err.name()), (HeaderPart::Name, "X-Upper"));
+    assert_eq!((err.part, err.name()), (Part::Name, "X-Upper"));
     assert_eq!(err.to_string(), "header name must be a lowercase token");
     let err = RetryOnHeader::new("bad name", "true").unwrap_err();
-    assert_eq!(err.part(), HeaderPart::Name);
+    assert_eq!(err.part, Part::Name);
     let err = RetryOnHeader::new("x-ok", "two\nlines").unwrap_err();
-    assert_eq!((err.part(), err.value()), (HeaderPart::Value, "two\nlines"));
+    assert_eq!((err.part, err.value()), (Part::Value, "two\nlines"));
     assert_eq!(
         err.to_string(),
         "header value must hold no control characters"
@@ -308,7 +308,7 @@ fn invalid_header_names_are_refused_as_names() {
         "x\n",
     ] {
         let err = RetryOnHeader::new(name, "true").unwrap_err();
-        assert_eq!(err.part(), HeaderPart::Name, "{name:?}");
+        assert_eq!(err.part, Part::Name, "{name:?}");
         assert_eq!(err.name(), name);
         assert!(err.to_string().contains("header name"), "{err}");
     }
@@ -318,7 +318,7 @@ fn invalid_header_names_are_refused_as_names() {
 fn invalid_header_values_are_refused_as_values() {
     for value in ["bad\nvalue", "\r", "\0", "\u{1b}[31m", "\u{7f}"] {
         let err = RetryOnHeader::new("x-should-retry", value).unwrap_err();
-        assert_eq!(err.part(), HeaderPart::Value, "{value:?}");
+        assert_eq!(err.part, Part::Value, "{value:?}");
         assert_eq!((err.name(), err.value()), ("x-should-retry", value));
     }
     // An empty value is a value, and so are tabs and bytes beyond ASCII.
