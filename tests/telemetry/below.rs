@@ -10,7 +10,13 @@ use crate::{
     recorder::{Recorder, SpanData},
 };
 use http::Request;
-use http_resilience::{extensions::AttemptNumber, hedge::HedgeLayer};
+use http_resilience::{
+    extensions::AttemptNumber,
+    hedge::HedgeLayer,
+    policy::{FixedDelay, StatusDecoder},
+    retry::RetryPolicy,
+};
+use std::time::Duration;
 use tower::Layer;
 
 /// What the upstream saw of attempt `span`, numbered `n`, of `call`, when
@@ -87,4 +93,22 @@ async fn an_attempt_number_the_request_brings_is_not_the_first_attempts() {
     send(svc, brought()).await.unwrap();
     let numbers: Vec<u32> = upstream.seen().iter().map(|seen| seen.attempt).collect();
     assert_eq!(numbers, [1, 2], "hedge");
+}
+
+#[tokio::test(flavor = "current_thread", start_paused = true)]
+async fn attempts_carry_no_number_unless_the_policy_asks_for_one() {
+    for form in FORMS {
+        let recorder = Recorder::default();
+        let _guard = recorder.install();
+        let upstream = Upstream::new(&recorder, [status(503), status(503), status(200)]);
+        let unnumbered = RetryPolicy::new(
+            StatusDecoder::new([503]).unwrap(),
+            FixedDelay::new(Duration::from_millis(10), 2),
+        );
+        let svc = stack(form, unnumbered, None, upstream.clone());
+        assert_eq!(get(svc).await.unwrap(), 200);
+        let numbers: Vec<u32> = upstream.seen().iter().map(|seen| seen.attempt).collect();
+        // NOTE: `AttemptNumber::of` reads a request without one as 1.
+        assert_eq!(numbers, [1, 1, 1], "{form:?}");
+    }
 }

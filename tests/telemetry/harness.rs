@@ -42,12 +42,14 @@ const GUARD: Duration = Duration::from_secs(60);
 pub(crate) const CALL: &str = "http_resilience.call";
 pub(crate) const ATTEMPT_SPAN: &str = "http_resilience.attempt";
 
-/// The seed's policy: 503 only, two retries 10 ms apart.
+/// The seed's policy: 503 only, two retries 10 ms apart; every attempt
+/// after the first numbered for the layers below.
 pub(crate) fn seed_policy() -> RetryPolicy<StatusDecoder, FixedDelay> {
     RetryPolicy::new(
         StatusDecoder::new([503]).unwrap(),
         FixedDelay::new(DELAY, 2),
     )
+    .map_options(|options| options.with_attempt_number())
 }
 
 /// One answer of the upstream, by the order of the calls.

@@ -28,6 +28,7 @@ pub(crate) fn hedge_policy() -> HedgePolicy<StatusDecoder> {
         2,
     )
     .unwrap()
+    .map_options(|options| options.with_attempt_number())
 }
 
 /// A first copy that would answer after a second, and a second that

@@ -116,7 +116,9 @@ impl Session {
         self.attempts = self.attempts.saturating_add(1);
         let n = self.attempts;
         parts.number_attempt(request, n);
-        request.extensions_mut().insert(AttemptNumber::new(n));
+        if parts.options.number_attempts {
+            request.extensions_mut().insert(AttemptNumber::new(n));
+        }
         if let Some(report) = &self.report {
             report.record_attempt(n);
         }

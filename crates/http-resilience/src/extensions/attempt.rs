@@ -1,5 +1,7 @@
 /// The number of the attempt a request is (2 for the first retry or hedge),
-/// in the request extensions of every attempt after the first.
+/// in the request extensions of every attempt after the first when the
+/// policy asks for it
+/// ([`CallOptions::with_attempt_number`](crate::policy::CallOptions::with_attempt_number)).
 ///
 /// A layer of one's own below the retry (or the hedge, or the combined
 /// service) reads it without a header: tower-http's `TraceLayer`, a metrics

@@ -45,6 +45,8 @@ pub struct CallOptions {
     pub(crate) deadline_margin: Option<Duration>,
     /// How the spans are made.
     pub(crate) telemetry: Telemetry,
+    /// Whether every attempt after the first carries its `AttemptNumber`.
+    pub(crate) number_attempts: bool,
 }
 
 // ===== impl CallOptions =====
@@ -58,6 +60,7 @@ impl CallOptions {
             attempt_header: None,
             deadline_margin: None,
             telemetry: Telemetry::DEFAULT,
+            number_attempts: false,
         }
     }
 
@@ -119,6 +122,18 @@ impl CallOptions {
         self
     }
 
+    /// Puts an [`AttemptNumber`](crate::extensions::AttemptNumber) in the
+    /// request extensions of every attempt after the first, for a layer of
+    /// one's own below (tower-http's `TraceLayer`, a metrics layer) to read
+    /// without a header. Off by default: on a request that carries no other
+    /// extension it costs the map of extensions, allocated for every
+    /// attempt after the first.
+    #[must_use]
+    pub const fn with_attempt_number(mut self) -> Self {
+        self.number_attempts = true;
+        self
+    }
+
     /// Makes the call's and every attempt's spans at `level` instead of
     /// `DEBUG` (see [`telemetry`](crate::telemetry)): at `INFO`, a service
     /// that logs at info level exports every call's spans.
@@ -161,6 +176,7 @@ impl fmt::Debug for CallOptions {
             .field("budget", &self.budget)
             .field("listener", &self.listener.is_some())
             .field("attempt_header", &self.attempt_header)
+            .field("attempt_number", &self.number_attempts)
             .finish_non_exhaustive()
     }
 }

@@ -77,7 +77,8 @@
 //!
 //! # The attempt number, below
 //!
-//! Every attempt after the first carries an
+//! With [`CallOptions::with_attempt_number`](crate::policy::CallOptions::with_attempt_number),
+//! every attempt after the first carries an
 //! [`AttemptNumber`](crate::extensions::AttemptNumber) in its request
 //! extensions, so that a layer of one's own below (tower-http's
 //! `TraceLayer`, a metrics layer) reads it without a header; the first
