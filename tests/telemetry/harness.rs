@@ -272,7 +272,7 @@ pub(crate) fn request_fields(kind: &str) -> BTreeMap<&'static str, Value> {
         ("http.request.method", text("GET")),
         ("server.address", string("api.test")),
         ("server.port", Value::I64(8080)),
-        ("url.full", string(URL_FULL)),
+        ("url.full", text(URL_FULL)),
     ])
 }
 

@@ -41,8 +41,8 @@ struct Watch {
     started: Instant,
     hedge: bool,
     // The span of the attempt in flight, if anyone wants it (a hedge takes
-    // each copy's away).
-    attempt: Option<Box<Span>>,
+    // each copy's away). Kept in place: the watch is boxed already.
+    attempt: Option<Span>,
 }
 
 // ===== impl Session =====
@@ -132,14 +132,14 @@ impl Session {
     /// The span of the attempt in flight, entered while it is polled.
     #[inline(always)]
     pub(crate) fn attempt_span(&self) -> Option<&Span> {
-        self.watch.as_ref()?.attempt.as_deref()
+        self.watch.as_ref()?.attempt.as_ref()
     }
 
     /// Takes the span of the attempt just begun or counted away, for a
     /// hedge, which keeps each copy's.
     #[inline(always)]
     pub(crate) fn take_attempt_span(&mut self) -> Option<Box<Span>> {
-        self.watch.as_mut()?.attempt.take()
+        self.watch.as_mut()?.attempt.take().map(Box::new)
     }
 
     /// Ends the attempt in flight with `verdict` on its outcome (`response`,
@@ -154,8 +154,13 @@ impl Session {
         let Some(watch) = &mut self.watch else {
             return;
         };
-        let copy = (watch.attempt.take(), self.attempts, Some(watch.started));
-        self.end_copy(parts, copy, verdict, response);
+        let (span, started) = (watch.attempt.take(), watch.started);
+        self.end_copy(
+            parts,
+            (span.as_ref(), self.attempts, Some(started)),
+            verdict,
+            response,
+        );
     }
 
     /// Ends copy `number` (with its `span`, started at `started`) with
@@ -164,16 +169,16 @@ impl Session {
     pub(crate) fn end_copy<D, T>(
         &self,
         parts: &Parts<D>,
-        (span, number, started): (Option<Box<Span>>, u32, Option<Instant>),
+        (span, number, started): (Option<&Span>, u32, Option<Instant>),
         verdict: Verdict,
         response: Option<&http::Response<T>>,
     ) {
         let status = response.map(http::Response::status);
         let version = response.map(http::Response::version);
         if let Some(span) = span {
-            telemetry::record_outcome(&span, verdict, status);
+            telemetry::record_outcome(span, verdict, status);
             if let Some(version) = version {
-                telemetry::record_version(&span, version);
+                telemetry::record_version(span, version);
             }
         }
         let (Some(listener), Some(watch)) = (&parts.options.listener, &self.watch) else {

@@ -214,8 +214,9 @@ where
             self.policy.delay().record(now - started, now);
         }
         let verdict = self.policy.decoder().decode(&outcome);
+        let ended = (copy.0.as_deref(), number, copy.2);
         self.session
-            .end_copy(self.policy.parts(), copy, verdict, outcome.as_ref().ok());
+            .end_copy(self.policy.parts(), ended, verdict, outcome.as_ref().ok());
         match verdict {
             Verdict::Accept => {
                 self.policy.parts().record(verdict);

@@ -169,7 +169,6 @@ pub use self::listeners::Listener;
 use crate::policy::{Reason, Verdict};
 use crate::FailureKind;
 use http::StatusCode;
-use std::fmt::Write as _;
 use tracing::{field::Empty, Level, Span};
 
 /// How a policy's spans are made: their level, and whether `url.full`
@@ -234,6 +233,7 @@ impl CallSpan {
             return Self(Span::none(), form);
         }
         let (method, uri) = (request.method(), request.uri());
+        let (host, port) = server(uri);
         let span = span_at!(
             telemetry.level,
             names::CALL_SPAN,
@@ -241,9 +241,9 @@ impl CallSpan {
             { names::OTEL_KIND } = "internal",
             { names::FORM } = form.name(),
             { names::HTTP_REQUEST_METHOD } = %method,
-            { names::SERVER_ADDRESS } = uri.host().unwrap_or(""),
-            { names::SERVER_PORT } = i64::from(port(uri)),
-            { names::URL_FULL } = Empty,
+            { names::SERVER_ADDRESS } = host,
+            { names::SERVER_PORT } = i64::from(port),
+            { names::URL_FULL } = %UrlFull::new(uri, telemetry.url_query),
             { names::ATTEMPTS } = Empty,
             { names::STOP } = Empty,
             { names::DEADLINE_MS } = Empty,
@@ -253,9 +253,6 @@ impl CallSpan {
             { names::ERROR_TYPE } = Empty,
             { names::OTEL_STATUS_CODE } = Empty,
         );
-        if !span.is_disabled() {
-            span.record(names::URL_FULL, url_full(uri, telemetry.url_query));
-        }
         Self(span, form)
     }
 
@@ -290,34 +287,31 @@ pub(crate) fn attempt_span<B>(
     telemetry: Telemetry,
     request: &http::Request<B>,
     number: u32,
-) -> Option<Box<Span>> {
+) -> Option<Span> {
     if !tracing::level_enabled!(telemetry.level) {
         return None;
     }
     let (method, uri) = (request.method(), request.uri());
+    let (host, port) = server(uri);
+    // NOTE: every value is given as the span is made, none recorded after:
+    // a value set later is looked up by its field's name.
+    let resend = (number > 1).then(|| i64::from(number - 1));
     let span = span_at!(
         telemetry.level,
         names::ATTEMPT_SPAN,
         { names::OTEL_NAME } = %method,
         { names::OTEL_KIND } = "client",
         { names::HTTP_REQUEST_METHOD } = %method,
-        { names::SERVER_ADDRESS } = uri.host().unwrap_or(""),
-        { names::SERVER_PORT } = i64::from(port(uri)),
-        { names::URL_FULL } = Empty,
-        { names::HTTP_REQUEST_RESEND_COUNT } = Empty,
+        { names::SERVER_ADDRESS } = host,
+        { names::SERVER_PORT } = i64::from(port),
+        { names::URL_FULL } = %UrlFull::new(uri, telemetry.url_query),
+        { names::HTTP_REQUEST_RESEND_COUNT } = resend,
         { names::HTTP_RESPONSE_STATUS_CODE } = Empty,
         { names::NETWORK_PROTOCOL_VERSION } = Empty,
         { names::ERROR_TYPE } = Empty,
         { names::OTEL_STATUS_CODE } = Empty,
     );
-    if span.is_disabled() {
-        return None;
-    }
-    span.record(names::URL_FULL, url_full(uri, telemetry.url_query));
-    if number > 1 {
-        span.record(names::HTTP_REQUEST_RESEND_COUNT, i64::from(number - 1));
-    }
-    Some(Box::new(span))
+    (!span.is_disabled()).then_some(span)
 }
 
 /// Polls an attempt's `future` inside its `span`, if it has one, so that
@@ -398,9 +392,30 @@ pub(crate) fn error_type(verdict: Verdict, status: Option<&StatusCode>) -> Optio
     }
 }
 
-/// The port of `uri`, or its scheme's default.
-fn port(uri: &http::Uri) -> u16 {
-    server_port(uri.scheme_str(), uri.port_u16())
+/// The host of `uri` (an IPv6 address in its brackets) and its port, or its
+/// scheme's default: `server.address` and `server.port`.
+///
+/// NOTE: read from the authority's bytes in one pass from the end, rather
+/// than through `Uri::host` and `Uri::port_u16`, which each search the
+/// authority again; it is read for every span.
+fn server(uri: &http::Uri) -> (&str, u16) {
+    let Some(authority) = uri.authority() else {
+        return ("", server_port(uri.scheme_str(), None));
+    };
+    let text = authority.as_str();
+    // NOTE: what follows the last `@` is the host and port; a user or
+    // password before it is never read.
+    let start = text.bytes().rposition(|b| b == b'@').map_or(0, |at| at + 1);
+    let hostport = &text[start..];
+    let colon = hostport.bytes().rposition(|b| b == b':');
+    let bracket = hostport.bytes().rposition(|b| b == b']');
+    let (host, explicit) = match colon {
+        Some(at) if bracket.is_none_or(|end| at > end) => {
+            (&hostport[..at], hostport[at + 1..].parse().ok())
+        }
+        _ => (hostport, None),
+    };
+    (host, server_port(uri.scheme_str(), explicit))
 }
 
 /// OpenTelemetry's `server.port`: the `explicit` port, or the `scheme`'s
@@ -412,27 +427,46 @@ pub(crate) fn server_port(scheme: Option<&str>, explicit: Option<u16>) -> u16 {
     })
 }
 
-/// `uri` as `url.full`: any user and password redacted, the query kept only
-/// when `query` says so.
+/// `uri` as `url.full`, written only when a subscriber reads the field: any
+/// user and password redacted, the query kept only when `query` says so.
+struct UrlFull<'a> {
+    uri: &'a http::Uri,
+    query: bool,
+}
+
+impl<'a> UrlFull<'a> {
+    const fn new(uri: &'a http::Uri, query: bool) -> Self {
+        Self { uri, query }
+    }
+}
+
+impl std::fmt::Display for UrlFull<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let uri = self.uri;
+        if let Some(scheme) = uri.scheme_str() {
+            write!(f, "{scheme}://")?;
+        }
+        if let Some(authority) = uri.authority() {
+            if authority.as_str().contains('@') {
+                f.write_str("REDACTED:REDACTED@")?;
+            }
+            f.write_str(authority.host())?;
+            if let Some(port) = authority.port_u16() {
+                write!(f, ":{port}")?;
+            }
+        }
+        f.write_str(uri.path())?;
+        match (self.query, uri.query()) {
+            (true, Some(query)) => write!(f, "?{query}"),
+            _ => Ok(()),
+        }
+    }
+}
+
+/// `uri` as `url.full`, as the spans write it.
+#[cfg(test)]
 fn url_full(uri: &http::Uri, query: bool) -> String {
-    let mut url = String::new();
-    if let Some(scheme) = uri.scheme_str() {
-        let _ = write!(url, "{scheme}://");
-    }
-    if let Some(authority) = uri.authority() {
-        if authority.as_str().contains('@') {
-            url.push_str("REDACTED:REDACTED@");
-        }
-        url.push_str(authority.host());
-        if let Some(port) = authority.port_u16() {
-            let _ = write!(url, ":{port}");
-        }
-    }
-    url.push_str(uri.path());
-    if let (true, Some(q)) = (query, uri.query()) {
-        let _ = write!(url, "?{q}");
-    }
-    url
+    UrlFull::new(uri, query).to_string()
 }
 
 #[cfg(test)]
@@ -454,8 +488,13 @@ mod tests {
         );
         let plain: http::Uri = "http://api.test/".parse().unwrap();
         assert_eq!(url_full(&plain, false), "http://api.test/");
-        assert_eq!(port(&plain), 80);
-        assert_eq!(port(&"https://a.test/".parse().unwrap()), 443);
+        assert_eq!(server(&plain), ("api.test", 80));
+        assert_eq!(server(&"https://a.test/".parse().unwrap()), ("a.test", 443));
+        assert_eq!(server(&uri), ("api.test", 8443));
+        let v6: http::Uri = "http://u@[::1]:9000/".parse().unwrap();
+        assert_eq!(server(&v6), ("[::1]", 9000));
+        let v6_default: http::Uri = "https://[::1]/".parse().unwrap();
+        assert_eq!(server(&v6_default), ("[::1]", 443));
         assert_eq!(
             url_full(&"/only/a/path".parse().unwrap(), false),
             "/only/a/path"
