@@ -77,12 +77,25 @@ impl<G: Guard> Guard for Option<G> {
             G::release(pass);
         }
     }
+
+    #[inline(always)]
+    fn answers(pass: &Self::Pass) -> bool {
+        pass.as_ref().is_some_and(G::answers)
+    }
 }
 
 impl<T, G: Settle<T>> Settle<T> for Option<G> {
     fn settle(pass: &mut Self::Pass, outcome: &Result<http::Response<T>, BoxError>) {
         if let Some(pass) = pass {
             G::settle(pass, outcome);
+        }
+    }
+
+    #[inline(always)]
+    fn answer(pass: &mut Self::Pass, kept: BoxError) -> Result<http::Response<T>, BoxError> {
+        match pass {
+            Some(pass) => G::answer(pass, kept),
+            None => Err(kept),
         }
     }
 }
@@ -93,7 +106,9 @@ impl<A: Guard, B: Guard> Sealed for (A, B) {}
 
 /// Two guards in a row: `A` first, then `B` once `A` let the attempt
 /// through. The pass keeps whether `A` did, so that a wait resumes where it
-/// was.
+/// was, and so that an answer is asked of the guard that gave it: when `B`
+/// answers in the upstream's place, `A` keeps what it holds and hears the
+/// answer as the attempt's outcome.
 impl<A: Guard, B: Guard> Guard for (A, B) {
     type Local = (A::Local, B::Local);
     type Pass = (A::Pass, B::Pass, bool);
@@ -135,18 +150,30 @@ impl<A: Guard, B: Guard> Guard for (A, B) {
         A::release(&mut pass.0);
         pass.2 = false;
     }
+
+    #[inline(always)]
+    fn answers(pass: &Self::Pass) -> bool {
+        if pass.2 {
+            B::answers(&pass.1)
+        } else {
+            A::answers(&pass.0)
+        }
+    }
 }
 
 /// What the inner guard of a pair said, once the outer let the attempt
-/// through: a refusal gives back what the outer gave.
+/// through: a refusal gives back what the outer gave; an answer keeps it,
+/// for the outer to hear the answer.
 #[inline]
 fn admit_inner<A: Guard, B: Guard>(
     pass: &mut (A::Pass, B::Pass, bool),
     inner: Poll<Result<(), BoxError>>,
 ) -> Poll<Result<(), BoxError>> {
     if let Poll::Ready(Err(_)) = &inner {
-        A::release(&mut pass.0);
-        pass.2 = false;
+        if !B::answers(&pass.1) {
+            A::release(&mut pass.0);
+            pass.2 = false;
+        }
     }
     inner
 }
@@ -157,5 +184,16 @@ impl<T, A: Settle<T>, B: Settle<T>> Settle<T> for (A, B) {
         B::settle(&mut pass.1, outcome);
         A::settle(&mut pass.0, outcome);
         pass.2 = false;
+    }
+
+    /// NOTE: `A` let the attempt through exactly when `B` kept it (a
+    /// refusal of `B` cleared the mark); else `A` kept it.
+    #[inline(always)]
+    fn answer(pass: &mut Self::Pass, kept: BoxError) -> Result<http::Response<T>, BoxError> {
+        if pass.2 {
+            B::answer(&mut pass.1, kept)
+        } else {
+            A::answer(&mut pass.0, kept)
+        }
     }
 }
