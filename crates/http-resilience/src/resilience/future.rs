@@ -70,8 +70,9 @@ pin_project! {
         Queued {
             request: Option<Box<http::Request<B>>>,
         },
-        // The guard turned an attempt away: it was never sent. (Boxed, as
-        // the caller gets it, so that the state stays small.)
+        // The guard kept an attempt from the upstream: it was never sent;
+        // its outcome is the guard's refusal or answer. (Boxed, as the
+        // caller gets it, so that the state stays small.)
         Refused {
             error: Option<BoxError>,
         },
@@ -162,7 +163,7 @@ where
                     }
                 }
                 StateProj::Refused { error } => {
-                    Step::Judge(Err(ready!(coop::poll_turned_away(error, cx))))
+                    Step::Judge(call.kept(ready!(coop::poll_turned_away(error, cx))))
                 }
                 StateProj::Expired => Step::End(Err(call.exceeded())),
                 StateProj::Done => panic!("ResponseFuture polled after completion"),
