@@ -225,6 +225,8 @@ mod coop;
 pub mod deadline;
 pub mod errors;
 pub mod extensions;
+#[cfg(feature = "fault")]
+pub mod fault;
 #[cfg(feature = "tonic")]
 pub mod grpc;
 pub mod guard;

@@ -12,6 +12,10 @@
 //!   up to a cap, and hands what it never read to the next one;
 //! - or through [`SendOnce`], which is sent once and never again.
 //!
+//! And one trait for responses: [`AnswerBody`] (features `fault` and
+//! `fallback`), the response bodies a layer can make in the upstream's
+//! place.
+//!
 //! # Large bodies
 //!
 //! A body larger than a replay cap is sent again only if it can be opened
@@ -41,8 +45,13 @@
 //! assert!(reopened.try_clone_body().is_some());
 //! ```
 
+#[cfg(any(feature = "fault", feature = "fallback"))]
+mod answer;
 mod reopen;
 mod replay;
+
+#[cfg(any(feature = "fault", feature = "fallback"))]
+pub use self::answer::AnswerBody;
 
 #[cfg(feature = "fs")]
 pub use self::reopen::{FileBody, FileSource, OpenFile};

@@ -1,7 +1,7 @@
 //! Guards: what may admit, delay, turn away or answer an attempt, and hears
 //! its outcome: the circuit breaker ([`breaker`](crate::breaker)), overload
 //! control ([`overload`](crate::overload)), fault injection
-//! (`fault`), and any guard of the crate to come.
+//! ([`fault`](crate::fault)), and any guard of the crate to come.
 //!
 //! Every form of the stack drives guards through the one [`Guard`]
 //! interface:
