@@ -1,4 +1,4 @@
-//! Response bodies a layer makes in the upstream's place.
+//! Response bodies a guard makes in the upstream's place.
 
 use crate::{deadline::body::DeadlineBody, BoxError, RequestDeadline};
 use bytes::Bytes;
@@ -14,10 +14,9 @@ use std::{
     time::Duration,
 };
 
-/// A response body that a layer of this crate can make in the upstream's
-/// place: the answer of a fault injector ([`fault`](crate::fault)) or a
-/// fallback's response ([`fallback`](crate::fallback)), made as the body
-/// type the stack's responses already have.
+/// A response body that a guard can make in the upstream's place: the
+/// answer of a fault injector ([`fault`](crate::fault)), made as the body
+/// type the service's responses already have.
 ///
 /// Implemented for `Full<Bytes>`, `String`, `Empty<Bytes>`,
 /// `BoxBody<Bytes, BoxError>` and `UnsyncBoxBody<Bytes, BoxError>`
@@ -48,7 +47,7 @@ use std::{
 /// ```
 #[diagnostic::on_unimplemented(
     message = "a response body of type `{Self}` cannot be made in the upstream's place",
-    label = "the inner service's response body must be one this crate can make",
+    label = "the response body of the service a fault answers for must be one this crate can make",
     note = "`Full<Bytes>`, `String`, `Empty<Bytes>`, `BoxBody<Bytes, BoxError>`, `UnsyncBoxBody<Bytes, BoxError>` (and a `DeadlineBody` of one of them) can",
     note = "map a streaming body (hyper's `Incoming`) into one below the layer: `ServiceBuilder::map_response(|r: http::Response<_>| r.map(|b| b.map_err(Into::into).boxed_unsync()))`"
 )]

@@ -12,9 +12,8 @@
 //!   up to a cap, and hands what it never read to the next one;
 //! - or through [`SendOnce`], which is sent once and never again.
 //!
-//! And one trait for responses: [`AnswerBody`] (features `fault` and
-//! `fallback`), the response bodies a layer can make in the upstream's
-//! place.
+//! And one trait for responses: [`AnswerBody`] (feature `fault`), the
+//! response bodies a guard can make in the upstream's place.
 //!
 //! # Large bodies
 //!
@@ -45,12 +44,12 @@
 //! assert!(reopened.try_clone_body().is_some());
 //! ```
 
-#[cfg(any(feature = "fault", feature = "fallback"))]
+#[cfg(feature = "fault")]
 mod answer;
 mod reopen;
 mod replay;
 
-#[cfg(any(feature = "fault", feature = "fallback"))]
+#[cfg(feature = "fault")]
 pub use self::answer::AnswerBody;
 
 #[cfg(feature = "fs")]

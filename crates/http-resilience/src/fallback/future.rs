@@ -1,7 +1,7 @@
 //! Future types
 
-use super::FallbackPolicy;
-use crate::{body::AnswerBody, BoxError};
+use super::{body::FallbackBody, FallbackPolicy};
+use crate::BoxError;
 use pin_project_lite::pin_project;
 use std::{
     fmt,
@@ -30,16 +30,15 @@ impl<F, T, E> Future for ResponseFuture<F>
 where
     F: Future<Output = Result<http::Response<T>, E>>,
     E: Into<BoxError>,
-    T: AnswerBody,
 {
-    type Output = Result<http::Response<T>, BoxError>;
+    type Output = Result<http::Response<FallbackBody<T>>, BoxError>;
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let this = self.project();
         let outcome = ready!(this.inner.poll(cx)).map_err(Into::into);
         Poll::Ready(match this.policy.take() {
             Some(policy) => policy.judge(outcome),
-            None => outcome,
+            None => outcome.map(|response| response.map(FallbackBody::inner)),
         })
     }
 }

@@ -5,9 +5,10 @@
 //! [`FailureKind`](crate::FailureKind): the deadline, an open circuit,
 //! overload, a refused connection; by the status of the last response: a
 //! 503 once the retries are spent; or by a predicate over the outcome) and
-//! builds the response from the [`Failure`]. The response is made as the
-//! stack's own body type ([`body::AnswerBody`](crate::body::AnswerBody)) and
-//! carries a [`FellBack`] in its extensions, which says what it replaced.
+//! builds the response from the [`Failure`]. Its body is made in memory
+//! ([`FallbackBody`], which is the inner service's body
+//! for every other response), and it carries a [`FellBack`] in its
+//! extensions, which says what it replaced.
 //!
 //! # Opting in
 //!
@@ -80,6 +81,7 @@
 //! # }
 //! ```
 
+pub mod body;
 pub mod future;
 mod layer;
 mod policy;
@@ -89,8 +91,8 @@ pub use self::{
     policy::{Failure, FallbackPolicy, FellBack},
 };
 
-use self::future::ResponseFuture;
-use crate::{body::AnswerBody, BoxError};
+use self::{body::FallbackBody, future::ResponseFuture};
+use crate::BoxError;
 use std::task::{Context, Poll};
 use tower_service::Service;
 
@@ -132,9 +134,8 @@ impl<S, B, T> Service<http::Request<B>> for Fallback<S>
 where
     S: Service<http::Request<B>, Response = http::Response<T>>,
     S::Error: Into<BoxError>,
-    T: AnswerBody,
 {
-    type Response = http::Response<T>;
+    type Response = http::Response<FallbackBody<T>>;
     type Error = BoxError;
     type Future = ResponseFuture<S::Future>;
 

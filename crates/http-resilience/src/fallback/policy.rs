@@ -1,6 +1,7 @@
 //! The policy: which failures fall back, and the response built from each.
 
-use crate::{body::AnswerBody, BoxError, FailureKind};
+use super::body::FallbackBody;
+use crate::{BoxError, FailureKind};
 use bytes::Bytes;
 use http::{HeaderMap, StatusCode};
 use std::{error::Error, fmt, sync::Arc};
@@ -93,9 +94,8 @@ enum Replaced {
 
 impl FallbackPolicy {
     /// A policy that answers the failures it will be told to with the
-    /// response `build` makes from each: its status, headers and body, made
-    /// as the stack's own response body type
-    /// ([`AnswerBody`](crate::body::AnswerBody)).
+    /// response `build` makes from each: its status, headers, extensions
+    /// and body.
     pub fn new<F>(build: F) -> Self
     where
         F: Fn(&Failure<'_>) -> http::Response<Bytes> + Send + Sync + 'static,
@@ -147,15 +147,15 @@ impl FallbackPolicy {
 
     /// The call's output for `outcome`: the fallback's response when it
     /// names the failure, else `outcome` unchanged.
-    pub(super) fn judge<T: AnswerBody>(
+    pub(super) fn judge<T>(
         &self,
         outcome: Result<http::Response<T>, BoxError>,
-    ) -> Result<http::Response<T>, BoxError> {
+    ) -> Result<http::Response<FallbackBody<T>>, BoxError> {
         match outcome {
             Ok(response) => {
                 let failure = Failure::of_response(response.status(), response.headers());
                 if !self.covers(&failure) {
-                    return Ok(response);
+                    return Ok(response.map(FallbackBody::inner));
                 }
                 let built = (self.0.build)(&failure);
                 // NOTE: the response replaced goes now, its body unread, so
@@ -176,11 +176,10 @@ impl FallbackPolicy {
     }
 }
 
-/// The fallback's response, `built`, made as a `T` and marked with what it
-/// replaced.
-fn answer<T: AnswerBody>(built: http::Response<Bytes>, replaced: Replaced) -> http::Response<T> {
+/// The fallback's response, `built`, marked with what it replaced.
+fn answer<T>(built: http::Response<Bytes>, replaced: Replaced) -> http::Response<FallbackBody<T>> {
     tracing::debug!(replaced = %replaced, status = %built.status(), "fallback");
-    let mut response = built.map(T::whole);
+    let mut response = built.map(FallbackBody::fallback);
     response.extensions_mut().insert(FellBack(replaced));
     response
 }

@@ -99,8 +99,8 @@ where
     match form {
         Form::ThreeLayers => ServiceBuilder::new()
             .boxed_clone()
-            .layer(outer.into_inner())
             .map_response(boxed)
+            .layer(outer.into_inner())
             .layer(DeadlineLayer::new(DEADLINE))
             .layer(StatusRetryLayer::new(retry))
             .layer(GuardLayer::new(guard))
@@ -108,8 +108,8 @@ where
             .service(serve),
         Form::Combined => ServiceBuilder::new()
             .boxed_clone()
-            .layer(outer.into_inner())
             .map_response(boxed)
+            .layer(outer.into_inner())
             .layer(
                 ResiliencePolicy::new(DEADLINE, ATTEMPT, retry)
                     .unwrap()
