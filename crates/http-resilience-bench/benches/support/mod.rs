@@ -20,6 +20,7 @@ use http_resilience::{
     attempt_timeout::AttemptTimeoutLayer,
     breaker::{BreakerPolicy, CircuitBreakerLayer},
     deadline::{body::DeadlineBody, DeadlineLayer},
+    fault::{Fault, FaultLayer, FaultPolicy, FaultSwitch},
     guard::Settle,
     overload::{OverloadLayer, OverloadPolicy},
     policy::{FixedDelay, StatusDecoder},
@@ -210,6 +211,39 @@ where
     S: Service<Req, Response = Response<T>, Error = Infallible> + Clone,
 {
     tower::Layer::layer(&OverloadLayer::new(policy), inner)
+}
+
+/// Fault injection that would answer half the attempts with a 503, its
+/// switch `on` or off; `rate` 0 when on, so that every attempt is counted
+/// and drawn for and none is answered (what the work of a policy that
+/// picks costs, apart from the fault itself).
+pub(crate) fn faults(on: bool) -> FaultPolicy {
+    let rate = if on { 0.0 } else { 0.5 };
+    FaultPolicy::at_rate(rate, Fault::status(StatusCode::SERVICE_UNAVAILABLE))
+        .expect("a rate")
+        .with_switch(FaultSwitch::new(on))
+}
+
+/// `inner` behind fault injection with `policy`, standing for the upstream.
+pub(crate) fn with_faults<S>(
+    inner: S,
+    policy: FaultPolicy,
+) -> impl Service<Req, Response = Response<Body>, Error = tower::BoxError> + Clone
+where
+    S: Service<Req, Response = Response<Body>, Error = Infallible> + Clone,
+{
+    tower::Layer::layer(&FaultLayer::new(policy), inner)
+}
+
+/// [`ours_fused`] with fault injection among its guards, switched off.
+pub(crate) fn ours_fused_faults_off<S>(
+    inner: S,
+) -> impl Service<Req, Response = Response<DeadlineBody<Body>>, Error = tower::BoxError> + Clone
+where
+    S: Service<Req, Response = Response<Body>> + Clone,
+    S::Error: Into<tower::BoxError>,
+{
+    fused_with(inner, faults(false))
 }
 
 /// `inner` behind a circuit breaker with the default policy: a closed
