@@ -560,3 +560,19 @@ fn a_policy_reads_its_settings_and_refuses_those_that_make_no_sense() {
     assert_eq!(FaultKind::CutBody.to_string(), "cut_body");
     assert_eq!(FaultKind::Latency.reads_as(), None);
 }
+
+#[cfg(feature = "otel")]
+#[test]
+fn a_policy_with_fault_injection_among_its_guards_takes_the_metrics() {
+    use crate::telemetry::otel::Metrics;
+    use opentelemetry::metrics::MeterProvider as _;
+    let provider = opentelemetry_sdk::metrics::SdkMeterProvider::builder().build();
+    let metrics = Metrics::new(&provider.meter("test"));
+    let retry = RetryPolicy::new(TransientDecoder::new(), FixedDelay::new(10 * MS, 2));
+    let breaker = BreakerPolicy::new(TransientDecoder::new());
+    let policy = ResiliencePolicy::new(DEADLINE, ATTEMPT, retry)
+        .unwrap()
+        .with_guard((breaker, always(Fault::unsent())))
+        .with_metrics(&metrics);
+    assert_eq!(policy.guard().1.fault().kind(), FaultKind::Unsent);
+}
