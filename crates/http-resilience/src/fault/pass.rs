@@ -26,7 +26,11 @@ use std::{
 use tokio::time::{Instant, Sleep};
 
 /// One call's pass: `None` when the switch was off as the call began.
-pub struct FaultPass(Option<On>);
+///
+/// NOTE: boxed, so that a pass that is off is one word: the futures that
+/// carry it stay the size they have without the guard, and moving them costs
+/// no more.
+pub struct FaultPass(Option<Box<On>>);
 
 struct On {
     shared: Arc<Shared>,
@@ -101,11 +105,11 @@ impl FaultPass {
             now: || shared.nanos(Instant::now()),
             make: |key, now| shared.make(key, now),
         };
-        Self(Some(On {
+        Self(Some(Box::new(On {
             entry: key::entry_for(lookup, at_hand, request),
             shared: Arc::clone(shared),
             step: Step::Idle,
-        }))
+        })))
     }
 
     /// Counts the next attempt and draws for it, under the call's
@@ -142,13 +146,9 @@ impl FaultPass {
 
     /// Whether the attempt kept back last is the fault's answer.
     pub(super) fn answers(&self) -> bool {
-        matches!(
-            &self.0,
-            Some(On {
-                step: Step::Answering(_),
-                ..
-            })
-        )
+        self.0
+            .as_ref()
+            .is_some_and(|on| matches!(on.step, Step::Answering(_)))
     }
 
     /// The outcome of the attempt kept back with `kept`: the fault's
