@@ -247,6 +247,46 @@ async fn transport_failures_read_as_the_real_ones_and_are_retried_as_they_would_
 }
 
 #[tokio::test(flavor = "current_thread", start_paused = true)]
+async fn a_streamed_body_never_sent_goes_whole_with_the_next_attempt() {
+    use crate::body::ReplayBody;
+    use http_resilience_mock::body::ScriptedBody;
+    type Streamed = ReplayBody<ScriptedBody>;
+    // An upstream that reads the whole request body and answers it back.
+    let echo = |request: Request<Streamed>| async move {
+        let body = request.into_body().collect().await?.to_bytes();
+        Ok::<_, BoxError>(Response::new(Full::new(body)))
+    };
+    let streamed = || {
+        let body = ScriptedBody::new().data("part one, ").data("part two");
+        Request::post("http://api.test/upload")
+            .body(ReplayBody::new(body))
+            .unwrap()
+    };
+    let retry = || RetryPolicy::new(TransientDecoder::new(), FixedDelay::new(10 * MS, 2));
+    let refused = || first(Fault::connect_refused());
+    let layers = ServiceBuilder::new()
+        .layer(StatusRetryLayer::new(retry()))
+        .layer(FaultLayer::new(refused()))
+        .service_fn(echo);
+    let policy = ResiliencePolicy::new(DEADLINE, ATTEMPT, retry()).unwrap();
+    let combined = ServiceBuilder::new()
+        .layer(policy.with_guard(refused()).layer())
+        .service_fn(echo);
+    let response = layers.oneshot(streamed()).await.unwrap();
+    assert_eq!(
+        Attempts::of(&response),
+        2,
+        "three layers: a POST never sent, retried"
+    );
+    let body = response.into_body().collect().await.unwrap().to_bytes();
+    assert_eq!(body, "part one, part two", "three layers");
+    let response = combined.oneshot(streamed()).await.unwrap();
+    assert_eq!(Attempts::of(&response), 2, "combined");
+    let body = response.into_body().collect().await.unwrap().to_bytes();
+    assert_eq!(body, "part one, part two", "combined");
+}
+
+#[tokio::test(flavor = "current_thread", start_paused = true)]
 async fn a_cut_body_fails_after_its_bytes_as_a_closed_connection() {
     for form in FORMS {
         let calls = Arc::new(AtomicU32::new(0));
