@@ -70,8 +70,10 @@ pub(crate) mod sealed {
 
 /// What may admit, delay or turn away an attempt: a
 /// [`BreakerPolicy`](crate::breaker::BreakerPolicy), an
-/// [`OverloadPolicy`](crate::overload::OverloadPolicy), an `Option` of a
-/// guard (chosen at run time), a pair of guards, or `()` for none.
+/// [`OverloadPolicy`](crate::overload::OverloadPolicy), a
+/// [`FaultPolicy`](crate::fault::FaultPolicy) (which may also answer it), an
+/// `Option` of a guard (chosen at run time), a pair of guards, or `()` for
+/// none.
 ///
 /// Every form of the stack drives it alike: before each attempt, the pass of
 /// the call asks to be let through; after it, the outcome goes back
