@@ -137,20 +137,12 @@ fn catalog_client(chaos: &Chaos, last_price: Arc<Mutex<Bytes>>) -> Result<Catalo
         .build_http::<Full<Bytes>>()?;
     Ok(ServiceBuilder::new()
         .boxed_clone_sync()
-        .map_response(boxed)
+        .map_response(|r: Response<_>| r.map(BodyExt::boxed_unsync))
         .layer(FallbackLayer::new(fallback))
         .layer(limits.layer())
         .layer(GuardLayer::new(faults))
-        .map_response(boxed)
+        .map_response(|r: Response<_>| r.map(BodyExt::boxed_unsync))
         .service(client))
-}
-
-fn boxed<B>(response: Response<B>) -> Response<Boxed>
-where
-    B: http_body::Body<Data = Bytes> + Send + 'static,
-    B::Error: Into<BoxError>,
-{
-    response.map(|body| body.map_err(Into::into).boxed_unsync())
 }
 
 /// What a handler of the shop answers.

@@ -24,8 +24,10 @@ use std::{
 /// [`DeadlineBody`] of any of them (the body the three layers and the
 /// combined service give). A body that can only come from a connection
 /// (hyper's `Incoming`, and so the [`transport`](crate::transport)
-/// client's) cannot be made: map it into an `UnsyncBoxBody` below the
-/// layer that answers. A body type of one's own implements it in a few
+/// client's) cannot be made: box it below the layer that answers
+/// (`ServiceBuilder::map_response(|r: http::Response<_>|
+/// r.map(BodyExt::boxed_unsync))` for the transport's, whose error is a
+/// `BoxError` already). A body type of one's own implements it in a few
 /// lines.
 ///
 /// # Example
@@ -49,7 +51,7 @@ use std::{
     message = "a response body of type `{Self}` cannot be made in the upstream's place",
     label = "the response body of the service a fault answers for must be one this crate can make",
     note = "`Full<Bytes>`, `String`, `Empty<Bytes>`, `BoxBody<Bytes, BoxError>`, `UnsyncBoxBody<Bytes, BoxError>` (and a `DeadlineBody` of one of them) can",
-    note = "map a streaming body (hyper's `Incoming`) into one below the layer: `ServiceBuilder::map_response(|r: http::Response<_>| r.map(|b| b.map_err(Into::into).boxed_unsync()))`"
+    note = "box a client's body (one that only a connection can make, as the transport's) below the layer: `ServiceBuilder::map_response(|r: http::Response<_>| r.map(BodyExt::boxed_unsync))`"
 )]
 pub trait AnswerBody: Sized {
     /// A body of `bytes`, whole.

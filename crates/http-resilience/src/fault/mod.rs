@@ -60,7 +60,9 @@
 //! ([`AnswerBody`](crate::body::AnswerBody): `Full<Bytes>`, `String`,
 //! boxed bodies, tonic's body, and the `DeadlineBody` of any of them). The
 //! [`transport`](crate::transport) client's body can only come from a
-//! connection: map it into an `UnsyncBoxBody` below the layer. A response
+//! connection: box it below the layer
+//! (`.map_response(|r: http::Response<_>| r.map(BodyExt::boxed_unsync))`).
+//! A response
 //! answered in the upstream's place carries its [`FaultKind`] in its
 //! extensions.
 //!
