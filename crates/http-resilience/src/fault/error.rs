@@ -53,7 +53,7 @@ impl InjectedFault {
     /// # Panics
     ///
     /// When `kind` is not a failure ([`FaultKind::Latency`],
-    /// [`FaultKind::Response`]).
+    /// [`FaultKind::Answered`]).
     pub fn new(kind: FaultKind, key: UpstreamKey) -> Self {
         assert!(
             kind.reads_as().is_some(),
@@ -90,7 +90,7 @@ impl fmt::Display for InjectedFault {
             FaultKind::ConnectTimeout => "injected fault: connect timeout",
             FaultKind::Unsent => "injected fault: closed before the request was sent",
             FaultKind::CutBody => "injected fault: connection closed",
-            FaultKind::Latency | FaultKind::Response => "injected fault",
+            FaultKind::Latency | FaultKind::Answered => "injected fault",
         })
     }
 }

@@ -30,7 +30,7 @@ const GRPC_RETRY_PUSHBACK_MS: HeaderName = HeaderName::from_static("grpc-retry-p
 /// let refused = Fault::connect_refused();
 /// let hanging = Fault::connect_timeout().after(Latency::fixed(Duration::from_secs(1)));
 /// assert_eq!(slow.kind(), FaultKind::Latency);
-/// assert_eq!(shedding.kind(), FaultKind::Response);
+/// assert_eq!(shedding.kind(), FaultKind::Answered);
 /// assert_eq!(refused.kind(), FaultKind::ConnectRefused);
 /// assert_eq!(hanging.kind(), FaultKind::ConnectTimeout);
 /// # Ok::<(), http_resilience::InvalidSetting>(())
@@ -73,8 +73,13 @@ pub(super) struct Template {
 pub enum FaultKind {
     /// A wait before the attempt goes on.
     Latency,
-    /// A response in the upstream's place.
-    Response,
+    /// A response (a status, its headers and its body) in the upstream's
+    /// place.
+    ///
+    /// NOTE: not named `Response` (nor `Status`): a variant of a common
+    /// type's name makes the compiler write that type's whole path
+    /// (`http::Response`) in the messages of every user of the crate.
+    Answered,
     /// A response whose body fails part-way, as one whose connection
     /// closed: [`FailureKind::ConnectionClosed`].
     CutBody,
@@ -189,7 +194,7 @@ impl Fault {
     pub fn kind(&self) -> FaultKind {
         match &self.act {
             Act::Pass => FaultKind::Latency,
-            Act::Respond(_) => FaultKind::Response,
+            Act::Respond(_) => FaultKind::Answered,
             Act::Cut(..) => FaultKind::CutBody,
             Act::Fail(kind) => *kind,
         }
@@ -265,7 +270,7 @@ impl Template {
 
     /// The answer: the template's body whole.
     pub(super) fn whole<T: AnswerBody>(&self) -> http::Response<T> {
-        self.response(T::whole(self.body.clone()), FaultKind::Response)
+        self.response(T::whole(self.body.clone()), FaultKind::Answered)
     }
 
     /// The answer: the template's body cut after `after` bytes, then
@@ -284,12 +289,12 @@ impl Template {
 
 impl FaultKind {
     /// A short, stable, snake-case name, for logs and metrics: `latency`,
-    /// `response`, `cut_body`, `connect_refused`, `connection_reset`,
+    /// `answered`, `cut_body`, `connect_refused`, `connection_reset`,
     /// `connect_timeout`, `unsent`.
     pub const fn name(&self) -> &'static str {
         match self {
             FaultKind::Latency => "latency",
-            FaultKind::Response => "response",
+            FaultKind::Answered => "answered",
             FaultKind::CutBody => "cut_body",
             FaultKind::ConnectRefused => "connect_refused",
             FaultKind::ConnectionReset => "connection_reset",
@@ -301,7 +306,7 @@ impl FaultKind {
     /// The kind of failure a fault of this kind stands for, when it is one.
     pub const fn reads_as(&self) -> Option<FailureKind> {
         match self {
-            FaultKind::Latency | FaultKind::Response => None,
+            FaultKind::Latency | FaultKind::Answered => None,
             FaultKind::CutBody => Some(FailureKind::ConnectionClosed),
             FaultKind::ConnectRefused => Some(FailureKind::ConnectRefused),
             FaultKind::ConnectionReset => Some(FailureKind::ConnectionReset),

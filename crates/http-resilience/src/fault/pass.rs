@@ -56,15 +56,15 @@ enum Step {
 /// What a kept attempt is kept with, when the fault answers with a
 /// response: the answer replaces it, and no one sees it.
 #[derive(Debug)]
-struct Answered;
+struct KeptForAnswer;
 
-impl fmt::Display for Answered {
+impl fmt::Display for KeptForAnswer {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.pad("answered by fault injection")
     }
 }
 
-impl std::error::Error for Answered {}
+impl std::error::Error for KeptForAnswer {}
 
 impl fmt::Debug for FaultPass {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -254,7 +254,7 @@ impl On {
     fn act(&mut self, act: Act) -> Poll<Result<(), BoxError>> {
         let kept: BoxError = match &act {
             Act::Pass => return Poll::Ready(Ok(())),
-            Act::Respond(_) | Act::Cut(..) => Answered.into(),
+            Act::Respond(_) | Act::Cut(..) => KeptForAnswer.into(),
             Act::Fail(kind) => self.failure(*kind).into(),
         };
         self.step = Step::Answering(act);

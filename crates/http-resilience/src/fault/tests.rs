@@ -161,7 +161,7 @@ async fn every_status_comes_with_its_headers_and_is_returned_as_the_last_outcome
                 "{form:?}: retried, then returned"
             );
             let marker = response.extensions().get::<FaultKind>();
-            assert_eq!(marker, Some(&FaultKind::Response), "{form:?}");
+            assert_eq!(marker, Some(&FaultKind::Answered), "{form:?}");
             assert_eq!(calls.load(Ordering::SeqCst), 0, "{form:?}");
         }
     }
