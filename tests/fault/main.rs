@@ -2,8 +2,9 @@
 //! that counts what it serves: each kind of fault in the three layers'
 //! form, below the combined service and among its guards, and below a
 //! hedge, with the attempts the upstream never saw; the switch turned while
-//! the client runs. On the real clock, with limits far apart: counts and
-//! kinds, never tight times.
+//! the client runs. And the fallback outside both forms (`fallback.rs`). On
+//! the real clock, with limits far apart: counts and kinds, never tight
+//! times.
 
 #[path = "../support/mod.rs"]
 mod support;
@@ -302,3 +303,5 @@ async fn the_switch_turns_injection_off_and_on_while_the_client_runs() {
     }
     assert_eq!(upstream.served(), FORMS.len(), "one per form, while off");
 }
+
+mod fallback;

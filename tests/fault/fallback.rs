@@ -5,9 +5,7 @@
 //! that does not gets its failure. On the real clock, with limits far
 //! apart: kinds and counts, never tight times.
 
-#[path = "../support/mod.rs"]
-mod support;
-
+use super::support::{self, guarded};
 use bytes::Bytes;
 use http::{Request, Response, StatusCode};
 use http_body_util::{BodyExt, Full};
@@ -29,7 +27,6 @@ use std::{
     },
     time::Duration,
 };
-use support::guarded;
 use tower::{util::BoxCloneService, ServiceBuilder, ServiceExt};
 
 /// An upstream that answers `/503` with a 503 at once and `/silent` after
