@@ -578,6 +578,7 @@ async fn a_hedged_check_that_no_copy_answers_ends_with_deadline_exceeded() {
 
 mod breaker;
 mod endpoint;
+mod fault;
 mod overload;
 mod pushback;
 mod service_config;

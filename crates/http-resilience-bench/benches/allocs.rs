@@ -29,9 +29,10 @@ use std::{
     },
 };
 use support::{
-    call, flaky_service, hand_loop, ok_service, ours, ours_fused, ours_fused_breaker,
-    ours_fused_bulkhead, tower_nesting, with_breaker, with_deadline_extension, with_overload,
-    with_request_copy, with_tower_resilience_breaker, Req,
+    call, faults, flaky_service, hand_loop, ok_service, ours, ours_fused, ours_fused_breaker,
+    ours_fused_bulkhead, ours_fused_faults, tower_nesting, with_breaker, with_deadline_extension,
+    with_faults, with_no_guard, with_overload, with_request_copy, with_tower_resilience_breaker,
+    Req,
 };
 use tower::Service;
 
@@ -132,6 +133,26 @@ async fn measure() -> Vec<Row> {
     ok_row!(
         "bare + tower-resilience breaker",
         with_tower_resilience_breaker(ok_service())
+    );
+    ok_row!(
+        "bare + guard layer of no guard",
+        with_no_guard(ok_service())
+    );
+    ok_row!(
+        "bare + fault injection, none",
+        with_faults(ok_service(), None)
+    );
+    ok_row!(
+        "bare + fault injection, off",
+        with_faults(ok_service(), Some(faults(false)))
+    );
+    ok_row!(
+        "bare + fault injection, on at rate 0",
+        with_faults(ok_service(), Some(faults(true)))
+    );
+    ok_row!(
+        "ours, combined, fault injection off",
+        ours_fused_faults(ok_service(), Some(faults(false)))
     );
 
     // The retry path: 503, 503, 200 at zero backoff.

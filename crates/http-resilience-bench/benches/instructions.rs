@@ -16,7 +16,13 @@
 //! `ours-combined`, `breaker` (bare + our closed circuit breaker),
 //! `tower-resilience-breaker` (bare + tower-resilience's, closed),
 //! `bulkhead`, `adaptive` and `throttle` (bare + overload control far from
-//! its limit) and `ours-combined-bulkhead`, as in the
+//! its limit) and `ours-combined-bulkhead`, `no-guard` (bare + a guard
+//! layer of no guard, `()`: the layer's own cost), `faults-none`,
+//! `faults-off` and `faults-on` (bare + a guard layer of an optional fault
+//! injection policy: none at run time, one switched off, one on at a rate of
+//! 0, every attempt counted and drawn for and none answered) and
+//! `ours-combined-faults-none` and `-off` (the same among the combined
+//! service's guards), as in the
 //! `overhead` bench, each answered at once in
 //! process; and the same over loopback HTTP/1.1, `net-bare` (hyper-util's
 //! client), `net-floor`, `net-tower`, `net-ours` and `net-ours-combined`,
@@ -55,9 +61,10 @@ use hyper_util::client::legacy::{connect::HttpConnector, Client};
 use net::{bare_client as client, request as get};
 use std::{hint::black_box, process::ExitCode};
 use support::{
-    call, ok_service, ours, ours_fused, ours_fused_breaker, ours_fused_bulkhead, tower_nesting,
-    with_breaker, with_deadline_extension, with_overload, with_request_copy,
-    with_tower_resilience_breaker, Req, ATTEMPT_LIMIT, CALL_LIMIT, RETRIES,
+    call, faults, ok_service, ours, ours_fused, ours_fused_breaker, ours_fused_bulkhead,
+    ours_fused_faults, tower_nesting, with_breaker, with_deadline_extension, with_faults,
+    with_no_guard, with_overload, with_request_copy, with_tower_resilience_breaker, Req,
+    ATTEMPT_LIMIT, CALL_LIMIT, RETRIES,
 };
 use telemetry::{ours_fused_metrics, trace_everything};
 use tower::{BoxError, Service};
@@ -163,8 +170,9 @@ fn main() -> ExitCode {
         eprintln!(
             "usage: instructions <variant> <calls>, the variant one of bare, extension, \
              copy, floor, tower, ours, ours-spans, ours-combined, ours-combined-breaker, \
-             ours-combined-bulkhead, ours-combined-spans, ours-combined-metrics, breaker, \
-             bulkhead, adaptive, throttle, \
+             ours-combined-bulkhead, ours-combined-faults-{{none,off}}, ours-combined-spans, \
+             ours-combined-metrics, breaker, bulkhead, adaptive, throttle, no-guard, \
+             faults-{{none,off,on}}, \
              tower-resilience-breaker, net-{{bare,floor,tower,ours,ours-combined,ours-combined-breaker}}, \
              net503-{{hand,floor,tower,ours,ours-combined,ours-combined-breaker}} \
              (see BENCHMARKS.md)"
@@ -217,6 +225,14 @@ fn main() -> ExitCode {
                 let throttle = OverloadPolicy::throttling(Throttle::default());
                 run(with_overload(ok_service(), throttle), calls).await
             }
+            "ours-combined-faults-none" => run(ours_fused_faults(ok_service(), None), calls).await,
+            "ours-combined-faults-off" => {
+                run(ours_fused_faults(ok_service(), Some(faults(false))), calls).await
+            }
+            "no-guard" => run(with_no_guard(ok_service()), calls).await,
+            "faults-none" => run(with_faults(ok_service(), None), calls).await,
+            "faults-off" => run(with_faults(ok_service(), Some(faults(false))), calls).await,
+            "faults-on" => run(with_faults(ok_service(), Some(faults(true))), calls).await,
             "ours-combined-metrics" => run(ours_fused_metrics(ok_service()), calls).await,
             "ours-combined-spans" => {
                 trace_everything();

@@ -17,9 +17,10 @@ use std::{
     time::Duration,
 };
 use support::{
-    call, flaky_service, hand_loop, ok_service, ours, ours_fused, ours_fused_breaker,
-    ours_fused_bulkhead, tower_nesting, with_breaker, with_deadline_extension, with_overload,
-    with_request_copy, with_tower_resilience_breaker, Req,
+    call, faults, flaky_service, hand_loop, ok_service, ours, ours_fused, ours_fused_breaker,
+    ours_fused_bulkhead, ours_fused_faults, tower_nesting, with_breaker, with_deadline_extension,
+    with_faults, with_no_guard, with_overload, with_request_copy, with_tower_resilience_breaker,
+    Req,
 };
 use tokio::{runtime::Runtime, time::Instant};
 use tower::Service;
@@ -122,6 +123,34 @@ fn overhead(c: &mut Criterion) {
         &rt,
         "ok/bare_with_tower_resilience_breaker",
         with_tower_resilience_breaker(ok_service()),
+        &calls,
+    );
+    per_call(
+        &mut group,
+        &rt,
+        "ok/bare_with_no_guard",
+        with_no_guard(ok_service()),
+        &calls,
+    );
+    per_call(
+        &mut group,
+        &rt,
+        "ok/bare_with_faults_off",
+        with_faults(ok_service(), Some(faults(false))),
+        &calls,
+    );
+    per_call(
+        &mut group,
+        &rt,
+        "ok/bare_with_faults_on",
+        with_faults(ok_service(), Some(faults(true))),
+        &calls,
+    );
+    per_call(
+        &mut group,
+        &rt,
+        "ok/ours-combined_with_faults_off",
+        ours_fused_faults(ok_service(), Some(faults(false))),
         &calls,
     );
 

@@ -31,6 +31,12 @@
 //!   placed between the retry and the attempt timeout;
 //! - [`hedge`] (feature `hedge`): another copy of a slow request, the first good answer
 //!   winning ([`hedge::HedgeLayer`]);
+//! - [`fault`] (feature `fault`): fault injection as a guard, latency,
+//!   statuses, transport failures and bodies cut short, at a rate or on a
+//!   schedule, seeded, switched at run time ([`fault::FaultLayer`]);
+//! - [`fallback`] (feature `fallback`): a response built from the failure
+//!   for the failures one names and the requests that opt in
+//!   ([`fallback::FallbackLayer`]), outside the whole stack;
 //! - [`overload`] (feature `overload`): overload control per authority, a bulkhead, an adaptive
 //!   concurrency limit and client-side throttling
 //!   ([`overload::OverloadLayer`]), placed between the retry and the
@@ -176,6 +182,8 @@
 //! | `breaker` | [`breaker`]: a circuit per authority, [`presets::standard`] | |
 //! | `overload` | [`overload`]: a bulkhead or an adaptive limit per authority, client-side throttling | |
 //! | `hedge` | [`hedge`]: another copy of a slow request | |
+//! | `fault` | [`fault`]: fault injection as a guard (latency, statuses, transport failures, bodies cut short), seeded, switched on and off at run time | |
+//! | `fallback` | [`fallback`]: a fallback response for the failures one names, for the requests that opt in | |
 //! | `resume` | [`resume`]: a response body that failed part-way continued with a ranged request | |
 //! | `propagate` | the layers of [`propagate`]: each attempt's budget sent upstream, a deadline taken over from an inbound request | |
 //! | `read-timeout` | [`read_timeout`]: the longest wait between reads, as a layer | |
@@ -225,6 +233,10 @@ mod coop;
 pub mod deadline;
 pub mod errors;
 pub mod extensions;
+#[cfg(feature = "fallback")]
+pub mod fallback;
+#[cfg(feature = "fault")]
+pub mod fault;
 #[cfg(feature = "tonic")]
 pub mod grpc;
 pub mod guard;

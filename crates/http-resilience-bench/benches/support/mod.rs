@@ -20,7 +20,8 @@ use http_resilience::{
     attempt_timeout::AttemptTimeoutLayer,
     breaker::{BreakerPolicy, CircuitBreakerLayer},
     deadline::{body::DeadlineBody, DeadlineLayer},
-    guard::Settle,
+    fault::{Fault, FaultPolicy, FaultSwitch},
+    guard::{GuardLayer, Settle},
     overload::{OverloadLayer, OverloadPolicy},
     policy::{FixedDelay, StatusDecoder},
     retry::{RetryPolicy, StatusRetryLayer},
@@ -210,6 +211,58 @@ where
     S: Service<Req, Response = Response<T>, Error = Infallible> + Clone,
 {
     tower::Layer::layer(&OverloadLayer::new(policy), inner)
+}
+
+/// Fault injection that would answer half the attempts with a 503, its
+/// switch `on` or off; `rate` 0 when on, so that every attempt is counted
+/// and drawn for and none is answered (what the work of a policy that
+/// picks costs, apart from the fault itself).
+pub(crate) fn faults(on: bool) -> FaultPolicy {
+    let rate = if on { 0.0 } else { 0.5 };
+    FaultPolicy::at_rate(rate, Fault::status(StatusCode::SERVICE_UNAVAILABLE))
+        .expect("a rate")
+        .with_switch(FaultSwitch::new(on))
+}
+
+/// `inner` behind fault injection with `policy`, standing for the upstream;
+/// `None` is the same layer with no policy at run time.
+///
+/// NOTE: an `Option` either way, so that with and without a policy the code
+/// is the same, and the figures differ by what the policy does alone (the
+/// compiler inlines a caller of another type otherwise, which moves the
+/// count by more than the policy's work).
+pub(crate) fn with_faults<S>(
+    inner: S,
+    policy: Option<FaultPolicy>,
+) -> impl Service<Req, Response = Response<Body>, Error = tower::BoxError> + Clone
+where
+    S: Service<Req, Response = Response<Body>, Error = Infallible> + Clone,
+{
+    tower::Layer::layer(&GuardLayer::new(policy), inner)
+}
+
+/// [`ours_fused`] with fault injection among its guards, `policy` (switched
+/// off) or none at run time.
+pub(crate) fn ours_fused_faults<S>(
+    inner: S,
+    policy: Option<FaultPolicy>,
+) -> impl Service<Req, Response = Response<DeadlineBody<Body>>, Error = tower::BoxError> + Clone
+where
+    S: Service<Req, Response = Response<Body>> + Clone,
+    S::Error: Into<tower::BoxError>,
+{
+    fused_with(inner, policy)
+}
+
+/// `inner` behind a guard layer of no guard (`()`): what the layer itself
+/// costs, the floor of every guard's own layer.
+pub(crate) fn with_no_guard<S>(
+    inner: S,
+) -> impl Service<Req, Response = Response<Body>, Error = tower::BoxError> + Clone
+where
+    S: Service<Req, Response = Response<Body>, Error = Infallible> + Clone,
+{
+    tower::Layer::layer(&GuardLayer::new(()), inner)
 }
 
 /// `inner` behind a circuit breaker with the default policy: a closed

@@ -12,6 +12,9 @@
 //!   up to a cap, and hands what it never read to the next one;
 //! - or through [`SendOnce`], which is sent once and never again.
 //!
+//! And one trait for responses: [`AnswerBody`] (feature `fault`), the
+//! response bodies a guard can make in the upstream's place.
+//!
 //! # Large bodies
 //!
 //! A body larger than a replay cap is sent again only if it can be opened
@@ -41,8 +44,13 @@
 //! assert!(reopened.try_clone_body().is_some());
 //! ```
 
+#[cfg(feature = "fault")]
+mod answer;
 mod reopen;
 mod replay;
+
+#[cfg(feature = "fault")]
+pub use self::answer::AnswerBody;
 
 #[cfg(feature = "fs")]
 pub use self::reopen::{FileBody, FileSource};

@@ -128,6 +128,10 @@ impl FailureKind {
     /// produced as announced ([`BodyChanged`], [`ReopenFailed`], which hyper
     /// keeps as the cause of its own error) is
     /// [`RequestBody`](Self::RequestBody), whatever error its factory gave.
+    /// With the feature `fault`, a failure fault injection made
+    /// (`fault::InjectedFault`) is the kind it stands for: a refused
+    /// connection [`ConnectRefused`](Self::ConnectRefused), a body cut short
+    /// [`ConnectionClosed`](Self::ConnectionClosed), and so on.
     ///
     /// It takes the error as one holds it: a `&BoxError` (what the layers
     /// return), a `&dyn Error`, or an error of hyper, hyper-util or

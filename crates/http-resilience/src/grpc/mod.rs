@@ -448,8 +448,10 @@ where
 /// attempt) as the `tonic::Status` gRPC defines for it,
 /// `DEADLINE_EXCEEDED`, and a call an open circuit or overload control
 /// turned away as `UNAVAILABLE` (gRPC's code for a client failing fast),
-/// its message naming the upstream turned away from; each with `err` as its
-/// source; any other error as it is.
+/// its message naming the upstream turned away from; a failure before
+/// sending that fault injection made (feature `fault`) as `UNAVAILABLE`,
+/// as tonic gives its own connection's; each with `err` as its source; any
+/// other error as it is.
 pub(crate) fn into_status(err: BoxError) -> BoxError {
     if err.is::<tonic::Status>() {
         return err;
@@ -459,6 +461,8 @@ pub(crate) fn into_status(err: BoxError) -> BoxError {
         tonic::Status::deadline_exceeded(err.to_string())
     } else if let Some(key) = turned_away_from(&*err) {
         tonic::Status::unavailable(format!("{err} for {key}"))
+    } else if injected_before_send(&*err) {
+        tonic::Status::unavailable(err.to_string())
     } else {
         return err;
     };
@@ -480,6 +484,19 @@ fn turned_away_from<'a>(
     }
     let _ = err;
     None
+}
+
+/// Whether `err` is a failure before sending that fault injection made
+/// (refused, connect timeout, unsent), which tonic gives as `UNAVAILABLE`
+/// when its own connection fails so.
+fn injected_before_send(err: &(dyn std::error::Error + 'static)) -> bool {
+    #[cfg(feature = "fault")]
+    if let Some(fault) = crate::errors::find::<crate::fault::InjectedFault>(err) {
+        let reads_as = fault.kind().reads_as();
+        return reads_as.is_some_and(|kind| kind.is_before_send());
+    }
+    let _ = err;
+    false
 }
 
 /// Sends any request body as tonic's body type, which a `Channel` takes.

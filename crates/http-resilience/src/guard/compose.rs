@@ -73,6 +73,11 @@ impl<G: Guard> sealed::Sealed for Option<G> {
             G::release(pass);
         }
     }
+
+    #[inline(always)]
+    fn answers(pass: &Self::Pass) -> bool {
+        pass.as_ref().is_some_and(G::answers)
+    }
 }
 
 impl<T, G: Settle<T>> sealed::SealedSettle<T> for Option<G> {
@@ -81,13 +86,23 @@ impl<T, G: Settle<T>> sealed::SealedSettle<T> for Option<G> {
             G::settle(pass, outcome);
         }
     }
+
+    #[inline(always)]
+    fn answer(pass: &mut Self::Pass, kept: BoxError) -> Result<http::Response<T>, BoxError> {
+        match pass {
+            Some(pass) => G::answer(pass, kept),
+            None => Err(kept),
+        }
+    }
 }
 
 // ===== impl Guard for (A, B) =====
 
 /// Two guards in a row: `A` first, then `B` once `A` let the attempt
 /// through. The pass keeps whether `A` did, so that a wait resumes where it
-/// was.
+/// was, and so that an answer is asked of the guard that gave it: when `B`
+/// answers in the upstream's place, `A` keeps what it holds and hears the
+/// answer as the attempt's outcome.
 impl<A: Guard, B: Guard> sealed::Sealed for (A, B) {
     type Local = (A::Local, B::Local);
     type Pass = (A::Pass, B::Pass, bool);
@@ -129,18 +144,30 @@ impl<A: Guard, B: Guard> sealed::Sealed for (A, B) {
         A::release(&mut pass.0);
         pass.2 = false;
     }
+
+    #[inline(always)]
+    fn answers(pass: &Self::Pass) -> bool {
+        if pass.2 {
+            B::answers(&pass.1)
+        } else {
+            A::answers(&pass.0)
+        }
+    }
 }
 
 /// What the inner guard of a pair said, once the outer let the attempt
-/// through: a refusal gives back what the outer gave.
+/// through: a refusal gives back what the outer gave; an answer keeps it,
+/// for the outer to hear the answer.
 #[inline]
 fn admit_inner<A: Guard, B: Guard>(
     pass: &mut (A::Pass, B::Pass, bool),
     inner: Poll<Result<(), BoxError>>,
 ) -> Poll<Result<(), BoxError>> {
     if let Poll::Ready(Err(_)) = &inner {
-        A::release(&mut pass.0);
-        pass.2 = false;
+        if !B::answers(&pass.1) {
+            A::release(&mut pass.0);
+            pass.2 = false;
+        }
     }
     inner
 }
@@ -151,5 +178,16 @@ impl<T, A: Settle<T>, B: Settle<T>> sealed::SealedSettle<T> for (A, B) {
         B::settle(&mut pass.1, outcome);
         A::settle(&mut pass.0, outcome);
         pass.2 = false;
+    }
+
+    /// NOTE: `A` let the attempt through exactly when `B` kept it (a
+    /// refusal of `B` cleared the mark); else `A` kept it.
+    #[inline(always)]
+    fn answer(pass: &mut Self::Pass, kept: BoxError) -> Result<http::Response<T>, BoxError> {
+        if pass.2 {
+            B::answer(&mut pass.1, kept)
+        } else {
+            A::answer(&mut pass.0, kept)
+        }
     }
 }

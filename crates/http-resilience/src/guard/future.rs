@@ -35,7 +35,7 @@ pin_project! {
         Waiting { parked: Option<Box<(S, http::Request<B>)>> },
         // Sent.
         Called { #[pin] future: S::Future },
-        // Turned away: never sent.
+        // Kept from the upstream: turned away, or answered by the guard.
         Refused { error: Option<BoxError> },
     }
 }
@@ -89,7 +89,9 @@ where
         loop {
             match this.state.as_mut().project() {
                 StateProj::Waiting { parked } => {
-                    ready!(G::poll_admit(this.pass, *this.deadline, cx))?;
+                    if let Err(kept) = ready!(G::poll_admit(this.pass, *this.deadline, cx)) {
+                        return Poll::Ready(kept_outcome::<G, T>(this.pass, kept));
+                    }
                     let (mut service, request) = *parked.take().expect("polled after completion");
                     let future = service.call(request);
                     this.state.set(State::Called { future });
@@ -100,11 +102,24 @@ where
                     return Poll::Ready(outcome);
                 }
                 StateProj::Refused { error } => {
-                    return coop::poll_turned_away(error, cx).map(Err);
+                    let kept = ready!(coop::poll_turned_away(error, cx));
+                    return Poll::Ready(kept_outcome::<G, T>(this.pass, kept));
                 }
             }
         }
     }
+}
+
+/// The outcome of an attempt the guard kept from the upstream with `kept`:
+/// its refusal, or the answer it gives in the upstream's place, which every
+/// guard of `G` then hears as it would the upstream's.
+fn kept_outcome<G: Settle<T>, T>(
+    pass: &mut G::Pass,
+    kept: BoxError,
+) -> Result<http::Response<T>, BoxError> {
+    let outcome = G::answer(pass, kept);
+    G::settle(pass, &outcome);
+    outcome
 }
 
 impl<S, B, G> fmt::Debug for ResponseFuture<S, B, G>
@@ -116,7 +131,7 @@ where
         let state = match &self.state {
             State::Waiting { .. } => "waiting",
             State::Called { .. } => "called",
-            State::Refused { .. } => "turned away",
+            State::Refused { .. } => "kept from the upstream",
         };
         f.debug_struct("ResponseFuture")
             .field("state", &state)

@@ -45,8 +45,9 @@ impl<S, G: Guard> Layer<S> for GuardLayer<G> {
 }
 
 /// Every call passes `G` first: it goes at once, waits (within its
-/// deadline) with the service made ready for it, or is turned away with
-/// the guard's error, never sent. Its outcome goes back to the guard.
+/// deadline) with the service made ready for it, or is kept from the inner
+/// service, turned away with the guard's error or answered by the guard.
+/// Its outcome goes back to the guard.
 ///
 /// # Clone
 ///

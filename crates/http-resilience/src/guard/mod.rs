@@ -1,7 +1,7 @@
-//! Guards: what may admit, delay or turn away an attempt, and hears its
-//! outcome: the circuit breaker ([`breaker`](crate::breaker)), overload
-//! control ([`overload`](crate::overload)), and any guard of the crate to
-//! come.
+//! Guards: what may admit, delay, turn away or answer an attempt, and hears
+//! its outcome: the circuit breaker ([`breaker`](crate::breaker)), overload
+//! control ([`overload`](crate::overload)), fault injection
+//! ([`fault`](crate::fault)), and any guard of the crate to come.
 //!
 //! Every form of the stack drives guards through the one [`Guard`]
 //! interface:
@@ -18,7 +18,10 @@
 //! A guard keys its state by the request's [`UpstreamKey`](crate::key::UpstreamKey).
 //! Before an attempt it lets it go, makes it wait (bounded by the request's
 //! deadline), or turns it away with a typed error; an attempt turned away
-//! was never sent. After the attempt, it hears the outcome. Guards compose:
+//! was never sent. A guard that stands for the upstream may instead answer
+//! the attempt itself, with a response or a transport's error, which every
+//! form judges as the upstream's outcome ([`Settle`]). After the attempt,
+//! it hears the outcome. Guards compose:
 //! a pair `(outer, inner)` is a guard that asks `outer` first, and `()` is no
 //! guard at all, which costs nothing.
 //!
@@ -98,6 +101,21 @@ pub(crate) mod sealed {
         /// probe's place), counting for nothing: the call ended before its
         /// attempt's outcome was judged.
         fn release(pass: &mut Self::Pass);
+
+        /// Whether the error the last [`admit`](Self::admit) or
+        /// [`poll_admit`](Self::poll_admit) gave stands for an answer the
+        /// guard gives in the upstream's place
+        /// ([`SealedSettle::answer`]) rather than a refusal. The guards
+        /// asked before it then keep what they hold, to hear the answer as
+        /// the attempt's outcome; a refusal gives it back.
+        ///
+        /// NOTE: `false` for every guard that only turns attempts away, so
+        /// that the check compiles away.
+        #[inline(always)]
+        fn answers(pass: &Self::Pass) -> bool {
+            let _ = pass;
+            false
+        }
     }
 
     /// The engine's side of a guard that hears the outcomes of attempts
@@ -106,13 +124,25 @@ pub(crate) mod sealed {
         /// Hears the outcome of the attempt let through last, and gives
         /// back what it held.
         fn settle(pass: &mut Self::Pass, outcome: &Result<http::Response<T>, BoxError>);
+
+        /// The outcome of the attempt that [`admit`](Sealed::admit) or
+        /// [`poll_admit`](Sealed::poll_admit) kept from the upstream with
+        /// the error `kept`: that error, for a refusal (the default), or the
+        /// answer the guard gives in the upstream's place.
+        #[inline(always)]
+        fn answer(pass: &mut Self::Pass, kept: BoxError) -> Result<http::Response<T>, BoxError> {
+            let _ = pass;
+            Err(kept)
+        }
     }
 }
 
 /// What may admit, delay or turn away an attempt: a
 /// [`BreakerPolicy`](crate::breaker::BreakerPolicy), an
-/// [`OverloadPolicy`](crate::overload::OverloadPolicy), an `Option` of a
-/// guard (chosen at run time), a pair of guards, or `()` for none.
+/// [`OverloadPolicy`](crate::overload::OverloadPolicy), a
+/// [`FaultPolicy`](crate::fault::FaultPolicy) (which may also answer it), an
+/// `Option` of a guard (chosen at run time), a pair of guards, or `()` for
+/// none.
 ///
 /// Every form of the stack drives it alike: before each attempt, the pass of
 /// the call asks to be let through; after it, the outcome goes back
@@ -121,8 +151,10 @@ pub(crate) mod sealed {
 /// ready-made decoders do not retry and which costs no retry-budget token.
 ///
 /// A pair `(A, B)` asks `A` first and `B` once `A` let the attempt through;
-/// `B` turning it away gives back what `A` gave. So the guard that may make
-/// an attempt wait should come before those that hold a place for it.
+/// `B` turning it away gives back what `A` gave, `B` answering it lets `A`
+/// hear the answer as the attempt's outcome. So the guard that may make an
+/// attempt wait should come before those that hold a place for it, and one
+/// that stands for the upstream comes last.
 ///
 /// The trait is sealed: the guards are this crate's, and what the engine
 /// calls of them is not public.
@@ -134,9 +166,19 @@ pub trait Guard: sealed::Sealed {}
 impl<G: sealed::Sealed> Guard for G {}
 
 /// A [`Guard`] that hears the outcomes of attempts whose response body is
-/// `T`.
+/// `T`, and may answer an attempt in the upstream's place.
 ///
 /// Sealed, as [`Guard`] is.
+///
+/// # Answers
+///
+/// A guard that stands for the upstream (a fault injector) keeps the
+/// attempt from it as a refusal does, and then gives the attempt's outcome
+/// itself: a response whose body it makes as a `T`, or a transport's error.
+/// Every form asks the guard for the outcome of an attempt it kept back,
+/// judges what it gives as it would the upstream's outcome, and lets every
+/// guard hear it. A guard that never answers gives the refusal back
+/// unchanged, which costs nothing.
 #[allow(private_bounds)]
 pub trait Settle<T>: Guard + sealed::SealedSettle<T> {}
 

@@ -328,3 +328,221 @@ async fn a_guard_of_its_own_below_a_hedge_sees_every_copy_and_gets_the_losers_ba
         "the winner settled, the loser given back"
     );
 }
+
+/// A guard of the tests' own that stands for the upstream: it answers the
+/// attempts it is given in the upstream's place, with a 503 (or, with
+/// `refusing_connections`, a refused connection), and lets the others
+/// through.
+#[derive(Clone)]
+struct Answering {
+    // How many attempts it still answers.
+    left: Arc<AtomicU32>,
+    refusing_connections: bool,
+}
+
+struct AnswerPass {
+    left: Arc<AtomicU32>,
+    refusing_connections: bool,
+    answering: bool,
+}
+
+/// What the answering guard keeps an attempt from the upstream with.
+#[derive(Debug)]
+struct Kept;
+
+impl fmt::Display for Kept {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.pad("answered by the test's guard")
+    }
+}
+
+impl std::error::Error for Kept {}
+
+impl Answering {
+    fn first(n: u32) -> Self {
+        Self {
+            left: Arc::new(AtomicU32::new(n)),
+            refusing_connections: false,
+        }
+    }
+}
+
+impl sealed::Sealed for Answering {
+    type Local = ();
+    type Pass = AnswerPass;
+
+    fn pass_for<B>(&self, (): &mut (), _: &http::Request<B>) -> AnswerPass {
+        AnswerPass {
+            left: Arc::clone(&self.left),
+            refusing_connections: self.refusing_connections,
+            answering: false,
+        }
+    }
+
+    fn admit(pass: &mut AnswerPass, _: Option<RequestDeadline>) -> Poll<Result<(), BoxError>> {
+        let take = |left: u32| left.checked_sub(1);
+        pass.answering = pass
+            .left
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, take)
+            .is_ok();
+        Poll::Ready(if pass.answering {
+            Err(Kept.into())
+        } else {
+            Ok(())
+        })
+    }
+
+    fn poll_admit(
+        pass: &mut AnswerPass,
+        deadline: Option<RequestDeadline>,
+        _: &mut Context<'_>,
+    ) -> Poll<Result<(), BoxError>> {
+        Self::admit(pass, deadline)
+    }
+
+    fn release(pass: &mut AnswerPass) {
+        pass.answering = false;
+    }
+
+    fn answers(pass: &AnswerPass) -> bool {
+        pass.answering
+    }
+}
+
+impl<T: Default> sealed::SealedSettle<T> for Answering {
+    fn settle(_: &mut AnswerPass, _: &Result<http::Response<T>, BoxError>) {}
+
+    fn answer(pass: &mut AnswerPass, kept: BoxError) -> Result<http::Response<T>, BoxError> {
+        if !std::mem::take(&mut pass.answering) {
+            return Err(kept);
+        }
+        if pass.refusing_connections {
+            return Err(std::io::Error::from(std::io::ErrorKind::ConnectionRefused).into());
+        }
+        Ok(Response::builder().status(503).body(T::default()).unwrap())
+    }
+}
+
+/// An upstream that answers 200, counting its calls.
+fn healthy(
+    calls: &Arc<AtomicU32>,
+) -> impl Fn(Request<String>) -> std::future::Ready<Result<Response<String>, Infallible>> + Clone {
+    let calls = Arc::clone(calls);
+    move |_| {
+        calls.fetch_add(1, Ordering::SeqCst);
+        std::future::ready(Ok(Response::new(String::from("upstream"))))
+    }
+}
+
+/// What the counting guard heard: passes, admitted, settled, given back.
+fn heard(guard: &Counting) -> [u32; 4] {
+    [
+        guard.count(|c| &c.passes),
+        guard.count(|c| &c.admitted),
+        guard.count(|c| &c.settled),
+        guard.count(|c| &c.given_back),
+    ]
+}
+
+#[tokio::test(flavor = "current_thread", start_paused = true)]
+async fn a_guard_that_answers_stands_for_the_upstream_in_both_forms() {
+    let (counting, calls) = (Counting::default(), Arc::new(AtomicU32::new(0)));
+    let pair = (counting.clone(), Answering::first(2));
+    let layers = ServiceBuilder::new()
+        .layer(DeadlineLayer::new(Duration::from_secs(8)))
+        .layer(StatusRetryLayer::new(retry()))
+        .layer(GuardLayer::new(pair))
+        .layer(AttemptTimeoutLayer::new(Duration::from_secs(3)))
+        .service_fn(healthy(&calls));
+    let response = layers.oneshot(get()).await.unwrap();
+    assert_eq!(
+        (response.status().as_u16(), Attempts::of(&response)),
+        (200, 3),
+        "three layers: two answers of the guard's, retried, then the upstream's"
+    );
+    assert_eq!(calls.load(Ordering::SeqCst), 1, "only the third was sent");
+    assert_eq!(
+        heard(&counting),
+        [3, 3, 3, 0],
+        "the guard before it heard every answer"
+    );
+
+    let (counting, calls) = (Counting::default(), Arc::new(AtomicU32::new(0)));
+    let policy = ResiliencePolicy::new(Duration::from_secs(8), Duration::from_secs(3), retry())
+        .unwrap()
+        .with_guard((counting.clone(), Answering::first(2)));
+    let combined = ServiceBuilder::new()
+        .layer(policy.layer())
+        .service_fn(healthy(&calls));
+    let response = combined.oneshot(get()).await.unwrap();
+    assert_eq!(
+        (response.status().as_u16(), Attempts::of(&response)),
+        (200, 3),
+        "combined"
+    );
+    assert_eq!(
+        calls.load(Ordering::SeqCst),
+        1,
+        "combined: only the third was sent"
+    );
+    assert_eq!(
+        heard(&counting),
+        [1, 3, 3, 0],
+        "combined: every answer heard"
+    );
+}
+
+#[tokio::test(flavor = "current_thread", start_paused = true)]
+async fn a_guard_answers_with_a_transport_error_that_the_decoder_judges_as_the_real_one() {
+    let calls = Arc::new(AtomicU32::new(0));
+    let refusing = Answering {
+        left: Arc::new(AtomicU32::new(1)),
+        refusing_connections: true,
+    };
+    let policy = RetryPolicy::new(TransientDecoder::new(), FixedDelay::new(10 * MS, 2));
+    let svc = ServiceBuilder::new()
+        .layer(StatusRetryLayer::new(policy))
+        .layer(GuardLayer::new(refusing))
+        .service_fn(healthy(&calls));
+    let response = svc.oneshot(get()).await.unwrap();
+    // NOTE: a refused connection was never sent: the transient decoder
+    // retries it, as it would one of the transport's.
+    assert_eq!(
+        (response.status().as_u16(), Attempts::of(&response)),
+        (200, 2)
+    );
+    assert_eq!(calls.load(Ordering::SeqCst), 1);
+}
+
+#[tokio::test(flavor = "current_thread", start_paused = true)]
+async fn a_guard_that_answers_below_a_hedge_answers_a_copy() {
+    let (counting, calls) = (Counting::default(), Arc::new(AtomicU32::new(0)));
+    let policy = HedgePolicy::new(TransientDecoder::new(), HedgeDelay::fixed(50 * MS), 2).unwrap();
+    let svc = ServiceBuilder::new()
+        .layer(HedgeLayer::new(policy))
+        .layer(GuardLayer::new((counting.clone(), Answering::first(1))))
+        .service_fn(healthy(&calls));
+    let response = svc.oneshot(get()).await.unwrap();
+    assert_eq!(
+        response.body(),
+        "upstream",
+        "the answered 503 was not fatal"
+    );
+    assert_eq!(Attempts::of(&response), 2);
+    assert_eq!(calls.load(Ordering::SeqCst), 1);
+    assert_eq!(heard(&counting), [2, 2, 2, 0]);
+}
+
+#[tokio::test(flavor = "current_thread", start_paused = true)]
+async fn an_inner_refusal_gives_back_what_the_outer_guard_of_a_pair_holds() {
+    let counting = Counting::default();
+    let refusing = Counting::default();
+    refusing.0.refusing.store(true, Ordering::SeqCst);
+    let calls = Arc::new(AtomicU32::new(0));
+    let svc = ServiceBuilder::new()
+        .layer(GuardLayer::new((counting.clone(), refusing)))
+        .service_fn(healthy(&calls));
+    let err = svc.oneshot(get()).await.unwrap_err();
+    assert!(crate::errors::is_caused_by::<TurnedAway>(&*err), "{err}");
+    assert_eq!(heard(&counting), [1, 1, 0, 1], "given back, not settled");
+}

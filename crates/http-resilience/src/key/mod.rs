@@ -1,5 +1,6 @@
-//! The upstream key: what the guards (the circuit breaker, overload control)
-//! keep their state under, and the bounded map they keep it in.
+//! The upstream key: what the guards (the circuit breaker, overload control,
+//! fault injection) keep their state under, and the bounded map they keep it
+//! in.
 //!
 //! A request's key is by default the authority of its URI (scheme, host and
 //! port: [`UpstreamKey::of_uri`]), or a key of one's own that a policy's

@@ -25,7 +25,10 @@ pub(crate) mod sealed {
 
 /// A guard whose state [`Metrics`] can observe, as
 /// [`ResiliencePolicy::with_metrics`] wires it: a [`BreakerPolicy`], an
-/// [`OverloadPolicy`], an `Option` or a pair of such guards, or `()`.
+/// [`OverloadPolicy`], an `Option` or a pair of such guards, or `()`; a
+/// [`FaultPolicy`](crate::fault::FaultPolicy) (feature `fault`) too, which
+/// has no metrics of its own: what it injects is counted as the upstream's
+/// outcomes are.
 ///
 /// The trait is sealed: only this crate's types implement it.
 // NOTE: what it does lives on a crate-private supertrait, out of the public
@@ -260,4 +263,11 @@ impl sealed::Sealed for OverloadPolicy {
     fn attach_metrics(&self, metrics: &Metrics) {
         self.attach(Arc::new(metrics.clone()));
     }
+}
+
+/// NOTE: nothing to attach: an injected outcome is recorded as the
+/// upstream's, which is what it stands for.
+#[cfg(feature = "fault")]
+impl sealed::Sealed for crate::fault::FaultPolicy {
+    fn attach_metrics(&self, _: &Metrics) {}
 }

@@ -49,8 +49,9 @@ pin_project! {
         Queued {
             request: Option<Box<http::Request<B>>>,
         },
-        // The guard turned an attempt away: it was never sent. (Boxed, as
-        // the caller gets it, so that the state stays small.)
+        // The guard kept an attempt from the upstream: it was never sent;
+        // its outcome is the guard's refusal or answer. (Boxed, as the
+        // caller gets it, so that the state stays small.)
         Refused {
             error: Option<BoxError>,
         },
@@ -322,15 +323,23 @@ where
         }
         match G::poll_admit(&mut self.pass, Some(deadline), cx) {
             Poll::Ready(Ok(())) => Poll::Ready(None),
-            // NOTE: turned away at the end of its wait, whose timer spent
+            // NOTE: kept back at the end of its wait, whose timer spent
             // the task's budget already.
-            Poll::Ready(Err(error)) => Poll::Ready(Some(Step::Judge(Err(error)))),
+            Poll::Ready(Err(kept)) => Poll::Ready(Some(Step::Judge(self.kept(kept)))),
             Poll::Pending => {
                 // NOTE: the wait for the guard is bounded by the deadline too.
                 ready!(poll_timer(sleep, deadline.instant(), cx));
                 Poll::Ready(Some(Step::End(Err(self.exceeded()))))
             }
         }
+    }
+
+    /// The outcome of an attempt the guard kept from the upstream with
+    /// `kept`: its refusal, or the answer the guard gives in the upstream's
+    /// place ([`Settle::answer`]).
+    #[inline(always)]
+    pub(super) fn kept(&mut self, kept: BoxError) -> Outcome<T> {
+        G::answer(&mut self.pass, kept)
     }
 
     /// Sends `request`, which waited for the guard and may go now.

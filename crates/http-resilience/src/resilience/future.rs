@@ -125,7 +125,7 @@ where
                     }
                 }
                 StateProj::Refused { error } => {
-                    Step::Judge(Err(ready!(coop::poll_turned_away(error, cx))))
+                    Step::Judge(call.kept(ready!(coop::poll_turned_away(error, cx))))
                 }
                 StateProj::Expired => Step::End(Err(call.exceeded())),
                 StateProj::Done => panic!("ResponseFuture polled after completion"),
