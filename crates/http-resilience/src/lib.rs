@@ -237,6 +237,8 @@ pub mod overload;
 pub mod policy;
 pub mod presets;
 pub mod propagate;
+#[cfg(feature = "rate-limit")]
+pub mod rate_limit;
 #[cfg(feature = "read-timeout")]
 pub mod read_timeout;
 #[cfg(feature = "reqwest")]

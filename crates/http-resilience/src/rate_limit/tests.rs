@@ -1,0 +1,1 @@
+//! The rate limit on the paused clock.
