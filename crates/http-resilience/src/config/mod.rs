@@ -629,6 +629,7 @@ mod hedge;
 mod origin;
 mod overload;
 mod propagate;
+mod rate_limit;
 mod resolve;
 mod retry;
 mod shared;

@@ -7,6 +7,7 @@ use super::{
     hedge::HedgeFields,
     origin::{Origin, Origins},
     overload::OverloadFields,
+    rate_limit::RateLimitFields,
     retry::{AttemptHeaderField, Schedule},
     validate::positive,
     written::{BackoffKind, Preset, Section},
@@ -58,6 +59,8 @@ pub(super) struct Fields {
     pub(super) hedge: HedgeFields,
     /// Overload control, on or off.
     pub(super) overload: OverloadFields,
+    /// The rate limit, on or off.
+    pub(super) rate_limit: RateLimitFields,
     /// Where the values that checks combine came from, for their messages.
     pub(super) origins: Origins,
 }
@@ -82,7 +85,10 @@ impl Section {
         let base = self.retry.apply(base, &format!("{path}.retry"))?;
         let base = self.breaker.apply(base, &format!("{path}.breaker"))?;
         let base = self.hedge.apply(base, &format!("{path}.hedge"))?;
-        self.overload.apply(base, &format!("{path}.overload"))
+        let mut base = self.overload.apply(base, &format!("{path}.overload"))?;
+        let rate_limit = format!("{path}.rate_limit");
+        self.rate_limit.apply(&mut base.rate_limit, &rate_limit)?;
+        Ok(base)
     }
 }
 
@@ -101,6 +107,7 @@ impl Fields {
             breaker: BreakerFields::of(policy.guard().breaker.as_ref(), &decoder),
             hedge: HedgeFields::off(),
             overload: OverloadFields::off(),
+            rate_limit: RateLimitFields::off(),
             decoder,
             backoff: schedule.backoff,
             delay: schedule.delay,
@@ -185,7 +192,12 @@ impl Fields {
             policy = policy.propagating(header.clone(), *format);
         }
         let overload = self.overload.build(&format!("{path}.overload"))?;
-        Ok(policy.with_guard(ClientGuards { overload, breaker }))
+        let rate_limit = self.rate_limit.build(&format!("{path}.rate_limit"))?;
+        Ok(policy.with_guard(ClientGuards {
+            rate_limit,
+            overload,
+            breaker,
+        }))
     }
 
     /// An error when the attempt timeout exceeds the deadline. The layers

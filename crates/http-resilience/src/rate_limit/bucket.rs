@@ -2,9 +2,9 @@
 //! and the calls waiting, in atomics (no lock on the way of a call).
 
 use super::{
-    gcra::{Gcra, Pace, Taken},
+    gcra::{Gcra, Pace},
     learn::{Heard, Spread},
-    policy::{Settings, Shared},
+    policy::Shared,
     RateLimitEvent, RateLimitState,
 };
 use crate::key::{nanos, Keyed, UpstreamKey};
@@ -86,15 +86,6 @@ impl Bucket {
         self.paused_until.load(Ordering::Acquire)
     }
 
-    /// Takes the local slot of a call asking at `now`, if it comes no later
-    /// than `latest`.
-    #[inline]
-    pub(super) fn take(&self, shared: &Shared, now: u64, latest: u64) -> Result<(Taken, Pace), u64> {
-        let pace = self.pace(shared, now);
-        let taken = self.gcra.take(now, pace, self.floor(), latest)?;
-        Ok((taken, pace))
-    }
-
     /// Applies what a response said, at `now`: the pause (never shortened
     /// by a shorter one) and the pace.
     pub(super) fn learn(&self, shared: &Shared, heard: Heard, now: u64) {
@@ -155,12 +146,6 @@ impl Bucket {
             (state.leased, state.fleet_fallback) = leases.read(at);
         }
         state
-    }
-
-    /// The settings' burst, for the fleet's fallback.
-    #[cfg(feature = "redis")]
-    pub(super) fn settings(shared: &Shared) -> &Settings {
-        &shared.settings
     }
 }
 

@@ -6,6 +6,7 @@ use crate::{
     breaker::BreakerPolicy,
     overload::OverloadPolicy,
     policy::{CallEvent, CallListener, Parts},
+    rate_limit::RateLimitPolicy,
     retry::RetryPolicy,
     telemetry::Listener,
     ResiliencePolicy,
@@ -18,7 +19,8 @@ pub(crate) mod sealed {
 
 /// A guard whose state [`Metrics`] can observe, as
 /// [`ResiliencePolicy::with_metrics`] wires it: a [`BreakerPolicy`], an
-/// [`OverloadPolicy`], an `Option` or a pair of such guards, or `()`.
+/// [`OverloadPolicy`], a [`RateLimitPolicy`], an `Option` or a pair of such
+/// guards, or `()`.
 ///
 /// The trait is sealed: only this crate's types implement it.
 pub trait Observed: sealed::Sealed {
@@ -221,6 +223,22 @@ impl OverloadPolicy {
     }
 }
 
+// ===== impl RateLimitPolicy =====
+
+impl RateLimitPolicy {
+    /// The same policy, its buckets observed by `metrics` in place, as
+    /// [`BreakerPolicy::with_metrics`] observes circuits: every call turned
+    /// away (`http_resilience.rate_limit.rejections`), every pause learned
+    /// (`.pauses`), every fallback of a fleet quota (`.fleet.fallbacks`)
+    /// and lease (`.fleet.leases`), and the gauge
+    /// `http_resilience.rate_limit.delay`, for as long as the buckets live.
+    #[must_use]
+    pub fn with_metrics(self, metrics: &Metrics) -> Self {
+        self.attach(Arc::new(metrics.clone()));
+        self
+    }
+}
+
 // ===== impl Observed =====
 
 impl sealed::Sealed for () {}
@@ -259,6 +277,14 @@ impl<D> Observed for BreakerPolicy<D> {
 impl sealed::Sealed for OverloadPolicy {}
 
 impl Observed for OverloadPolicy {
+    fn attach_metrics(&self, metrics: &Metrics) {
+        self.attach(Arc::new(metrics.clone()));
+    }
+}
+
+impl sealed::Sealed for RateLimitPolicy {}
+
+impl Observed for RateLimitPolicy {
     fn attach_metrics(&self, metrics: &Metrics) {
         self.attach(Arc::new(metrics.clone()));
     }
