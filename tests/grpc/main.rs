@@ -584,4 +584,5 @@ mod breaker;
 mod endpoint;
 mod overload;
 mod pushback;
+mod rate_limit;
 mod service_config;

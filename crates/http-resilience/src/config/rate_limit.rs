@@ -131,9 +131,14 @@ impl RedisFields {
                 return Err(InvalidSetting::new("local_share", problem));
             }
             (Some(FallbackName::FailClosed), None) => fleet.with_fallback(Fallback::FailClosed)?,
-            (_, Some(share)) => fleet
-                .with_fallback(Fallback::LocalShare(share))
-                .map_err(|err| InvalidSetting::new("local_share", "must be in (0, 1]").with_value(err.value().unwrap_or_default()))?,
+            (_, Some(share)) => {
+                fleet
+                    .with_fallback(Fallback::LocalShare(share))
+                    .map_err(|err| {
+                        InvalidSetting::new("local_share", "must be in (0, 1]")
+                            .with_value(err.value().unwrap_or_default())
+                    })?
+            }
             (_, None) => fleet,
         };
         Ok(policy.with_fleet(fleet))
@@ -176,7 +181,11 @@ impl RateLimitSection {
     /// A table that writes any field but `enabled` (a value `"off"` apart)
     /// turns the rate limit on, unless it writes `enabled = false`; beside
     /// `enabled = false`, another field is an error in a client's section.
-    pub(super) fn apply(&self, fields: &mut RateLimitFields, path: &str) -> Result<(), InvalidSetting> {
+    pub(super) fn apply(
+        &self,
+        fields: &mut RateLimitFields,
+        path: &str,
+    ) -> Result<(), InvalidSetting> {
         let within = |err: InvalidSetting| err.within(path);
         if let (Some(false), Some(field)) = (self.enabled, self.first_setting()) {
             if is_client(path) {

@@ -131,7 +131,8 @@ impl Bucket {
         let pace = self.pace(shared, at);
         let floor = self.floor();
         let delay = self.gcra.peek(at, pace, floor).saturating_sub(at);
-        let paced = (pace.interval > shared.pace.interval).then(|| Duration::from_nanos(pace.interval));
+        let paced =
+            (pace.interval > shared.pace.interval).then(|| Duration::from_nanos(pace.interval));
         #[allow(unused_mut)]
         let mut state = RateLimitState {
             delay: Duration::from_nanos(delay),

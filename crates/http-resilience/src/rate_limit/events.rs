@@ -77,7 +77,10 @@ impl fmt::Display for RateLimitEvent<'_> {
                 key,
                 reason,
                 retry_after,
-            } => write!(f, "{key}: call turned away, {reason} (free in {retry_after:?})"),
+            } => write!(
+                f,
+                "{key}: call turned away, {reason} (free in {retry_after:?})"
+            ),
             RateLimitEvent::Paused { key, pause, source } => {
                 write!(f, "{key}: paused for {pause:?} ({})", source.name())
             }

@@ -135,7 +135,11 @@ mod tests {
         for _ in 0..15 {
             gcra.take(0, PACE, 0, u64::MAX).unwrap();
         }
-        assert_eq!(gcra.peek(0, PACE, 0), 150 * MS - PACE.tau, "the 16th call's slot");
+        assert_eq!(
+            gcra.peek(0, PACE, 0),
+            150 * MS - PACE.tau,
+            "the 16th call's slot"
+        );
         let later = 150 * MS + 100 * MS;
         let at_once = (0..12)
             .filter(|_| gcra.take(later, PACE, 0, later).is_ok())

@@ -81,7 +81,10 @@ fn the_ietf_fields_in_each_draft_form() {
     );
     let by_policy = [
         ("ratelimit", "\"day\";r=10"),
-        ("ratelimit-policy", "\"hour\";q=100;w=3600, \"day\";q=1000;w=50"),
+        (
+            "ratelimit-policy",
+            "\"hour\";q=100;w=3600, \"day\";q=1000;w=50",
+        ),
     ];
     assert_eq!(
         heard(200, &by_policy).pace,
@@ -145,7 +148,10 @@ fn hostile_values_are_capped_or_ignored() {
             Heard::default(),
         ),
         (
-            vec![("grpc-status", "8"), ("grpc-retry-pushback-ms", "2147483647")],
+            vec![
+                ("grpc-status", "8"),
+                ("grpc-retry-pushback-ms", "2147483647"),
+            ],
             Heard {
                 pause: pause(60.0, Signal::GrpcPushback),
                 pace: None,
@@ -164,7 +170,10 @@ fn hostile_values_are_capped_or_ignored() {
             Heard::default(),
         ),
         (
-            vec![("x-ratelimit-remaining", "lots"), ("x-ratelimit-reset", "5")],
+            vec![
+                ("x-ratelimit-remaining", "lots"),
+                ("x-ratelimit-reset", "5"),
+            ],
             Heard::default(),
         ),
         (
@@ -176,11 +185,17 @@ fn hostile_values_are_capped_or_ignored() {
             Heard::default(),
         ),
         (
-            vec![("x-ratelimit-remaining", "0"), ("x-ratelimit-reset", &past_epoch)],
+            vec![
+                ("x-ratelimit-remaining", "0"),
+                ("x-ratelimit-reset", &past_epoch),
+            ],
             Heard::default(),
         ),
         (
-            vec![("x-ratelimit-remaining", "0"), ("x-ratelimit-reset", &far_epoch)],
+            vec![
+                ("x-ratelimit-remaining", "0"),
+                ("x-ratelimit-reset", &far_epoch),
+            ],
             Heard {
                 pause: pause(60.0, Signal::XRateLimit),
                 pace: None,
@@ -205,11 +220,17 @@ fn hostile_values_are_capped_or_ignored() {
             },
         ),
         (
-            vec![("x-ratelimit-remaining", "1"), ("x-ratelimit-reset", "1e308")],
+            vec![
+                ("x-ratelimit-remaining", "1"),
+                ("x-ratelimit-reset", "1e308"),
+            ],
             Heard::default(),
         ),
         (
-            vec![("x-ratelimit-remaining", "1"), ("x-ratelimit-reset", "1.5.5")],
+            vec![
+                ("x-ratelimit-remaining", "1"),
+                ("x-ratelimit-reset", "1.5.5"),
+            ],
             Heard::default(),
         ),
         (vec![("ratelimit", "\"x\";r=-3;t=10")], Heard::default()),
@@ -244,7 +265,11 @@ fn only_the_signals_asked_for_are_read() {
         pause(2.0, Signal::RetryAfter)
     );
     let both = hear(retry_after.with(Signal::XRateLimit), 429, &all, now(), CAP);
-    assert_eq!(both.pause, pause(5.0, Signal::XRateLimit), "the longer pause");
+    assert_eq!(
+        both.pause,
+        pause(5.0, Signal::XRateLimit),
+        "the longer pause"
+    );
 }
 
 const NAMES: [&str; 10] = [

@@ -40,11 +40,19 @@ enum Step {
     Waiting {
         until: u64,
         latest: u64,
-        /// The slot taken and its interval, given back if the call is
-        /// dropped before it; `None` while waiting for a lease.
-        taken: Option<(Taken, u64)>,
+        wait: Wait,
         sleep: Option<Pin<Box<Sleep>>>,
     },
+}
+
+/// What a call waits for.
+#[derive(Debug, Clone, Copy)]
+enum Wait {
+    /// Its slot: with the GCRA's slot taken and its interval, given back if
+    /// the call is dropped before it (none for a leased token).
+    Slot(Option<(Taken, u64)>),
+    /// A lease of the fleet's quota, with no slot yet.
+    Lease,
 }
 
 /// What the bucket (or the fleet's lease) gave a call asking for a slot.
@@ -114,8 +122,8 @@ impl RateLimitPass {
         let latest = self.latest(now, deadline);
         match self.grant(now, latest) {
             Granted::Now => Poll::Ready(Ok(())),
-            Granted::At(until, taken) => self.wait(until, latest, taken),
-            Granted::Lease(until) => self.wait(until, latest, None),
+            Granted::At(until, taken) => self.wait(until, latest, Wait::Slot(taken)),
+            Granted::Lease(until) => self.wait(until, latest, Wait::Lease),
             Granted::Refused(at, reason) => Poll::Ready(Err(self.refuse(now, at, reason))),
         }
     }
@@ -174,17 +182,12 @@ impl RateLimitPass {
     }
 
     /// Starts a wait until `until`.
-    fn wait(
-        &mut self,
-        until: u64,
-        latest: u64,
-        taken: Option<(Taken, u64)>,
-    ) -> Poll<Result<(), BoxError>> {
+    fn wait(&mut self, until: u64, latest: u64, wait: Wait) -> Poll<Result<(), BoxError>> {
         self.bucket.waiting.fetch_add(1, Ordering::Relaxed);
         self.step = Step::Waiting {
             until,
             latest,
-            taken,
+            wait,
             sleep: None,
         };
         Poll::Pending
@@ -222,7 +225,7 @@ impl RateLimitPass {
             let Step::Waiting {
                 until,
                 latest,
-                taken,
+                wait,
                 sleep,
             } = &mut self.step
             else {
@@ -230,8 +233,9 @@ impl RateLimitPass {
             };
             let at = self.shared.instant(*until);
             let sleep = sleep.get_or_insert_with(|| Box::pin(tokio::time::sleep_until(at)));
+            let leasing = matches!(wait, Wait::Lease);
             #[cfg(feature = "redis")]
-            if taken.is_none() {
+            if leasing {
                 if let Some(leases) = &self.bucket.leases {
                     if leases.poll_arrived(cx) {
                         self.end_wait();
@@ -243,7 +247,7 @@ impl RateLimitPass {
                 return Poll::Pending;
             }
             let floor = self.bucket.floor();
-            if taken.is_some() && floor > *until {
+            if !leasing && floor > *until {
                 // NOTE: never early: the call sent before the pause's end
                 // would be the one the server said not to send.
                 if floor > *latest {
@@ -256,7 +260,6 @@ impl RateLimitPass {
                 sleep.as_mut().reset(next);
                 continue;
             }
-            let leasing = taken.is_none();
             self.end_wait();
             return Poll::Ready(Ok(leasing));
         }
@@ -297,9 +300,9 @@ impl RateLimitPass {
     /// Gives back the slot a waiting call took, when no call took one after
     /// it: the call was dropped, or ended before its attempt.
     pub(crate) fn release(&mut self) {
-        if let Step::Waiting { taken, .. } = std::mem::replace(&mut self.step, Step::Idle) {
+        if let Step::Waiting { wait, .. } = std::mem::replace(&mut self.step, Step::Idle) {
             self.bucket.waiting.fetch_sub(1, Ordering::Relaxed);
-            if let Some((taken, interval)) = taken {
+            if let Wait::Slot(Some((taken, interval))) = wait {
                 self.bucket.gcra.give_back(taken, interval);
             }
         }

@@ -19,7 +19,11 @@ use tower::{util::BoxCloneService, Layer, ServiceBuilder, ServiceExt};
 /// What the upstream saw: the instant and the authority of every request.
 type Seen = Arc<Mutex<Vec<(Duration, String)>>>;
 
-type Svc = BoxCloneService<Request<String>, Response<crate::deadline::body::DeadlineBody<String>>, BoxError>;
+type Svc = BoxCloneService<
+    Request<String>,
+    Response<crate::deadline::body::DeadlineBody<String>>,
+    BoxError,
+>;
 
 /// An upstream that records every request and answers with `answer`.
 fn upstream(
@@ -100,7 +104,11 @@ async fn a_wait_that_cannot_fit_the_deadline_fails_at_once() {
     let (svc, seen) = layered(per_second(1, 1), ms(500), ok);
     svc.clone().oneshot(get("http://a.test/")).await.unwrap();
     let start = Instant::now();
-    let err = svc.clone().oneshot(get("http://a.test/")).await.unwrap_err();
+    let err = svc
+        .clone()
+        .oneshot(get("http://a.test/"))
+        .await
+        .unwrap_err();
     assert_eq!(start.elapsed(), Duration::ZERO, "at once");
     let err = limited(&err);
     assert_eq!(err.reason(), Limited::WaitTooLong);
@@ -113,7 +121,11 @@ async fn the_least_useful_attempt_is_kept_before_the_deadline() {
     let limit = per_second(1, 1).with_min_attempt(ms(100));
     let (svc, _) = layered(limit, ms(1_050), ok);
     svc.clone().oneshot(get("http://a.test/")).await.unwrap();
-    let err = svc.clone().oneshot(get("http://a.test/")).await.unwrap_err();
+    let err = svc
+        .clone()
+        .oneshot(get("http://a.test/"))
+        .await
+        .unwrap_err();
     assert_eq!(limited(&err).reason(), Limited::WaitTooLong);
     let (svc, seen) = layered(per_second(1, 1).with_min_attempt(ms(100)), ms(1_100), ok);
     svc.clone().oneshot(get("http://a.test/")).await.unwrap();
@@ -127,7 +139,11 @@ async fn turned_away_at_once_with_the_instant_a_slot_frees() {
     let (svc, _) = layered(limit, Duration::from_secs(10), ok);
     svc.clone().oneshot(get("http://a.test/")).await.unwrap();
     tokio::time::advance(ms(100)).await;
-    let err = svc.clone().oneshot(get("http://a.test/")).await.unwrap_err();
+    let err = svc
+        .clone()
+        .oneshot(get("http://a.test/"))
+        .await
+        .unwrap_err();
     let err = limited(&err);
     assert_eq!(err.reason(), Limited::OverLimit);
     assert_eq!(err.retry_after(), ms(400));
@@ -139,12 +155,20 @@ async fn the_longest_wait_bounds_a_wait_without_deadline() {
     let limit = per_second(1, 1).with_max_wait(ms(500)).unwrap();
     let svc = RateLimitLayer::new(limit).layer(upstream(&Seen::default(), Instant::now(), ok));
     svc.clone().oneshot(get("http://a.test/")).await.unwrap();
-    let err = svc.clone().oneshot(get("http://a.test/")).await.unwrap_err();
+    let err = svc
+        .clone()
+        .oneshot(get("http://a.test/"))
+        .await
+        .unwrap_err();
     assert_eq!(limited(&err).reason(), Limited::WaitTooLong);
 }
 
 fn too_many(request: &Request<String>) -> Response<String> {
-    let status = if request.uri().path() == "/429" { 429 } else { 200 };
+    let status = if request.uri().path() == "/429" {
+        429
+    } else {
+        200
+    };
     Response::builder()
         .status(status)
         .header("retry-after", "2")
@@ -179,7 +203,11 @@ async fn a_pause_that_outlasts_the_deadline_turns_the_call_away_at_once() {
     let (svc, seen) = layered(limit, Duration::from_secs(1), too_many);
     svc.clone().oneshot(get("http://a.test/429")).await.unwrap();
     let start = Instant::now();
-    let err = svc.clone().oneshot(get("http://a.test/")).await.unwrap_err();
+    let err = svc
+        .clone()
+        .oneshot(get("http://a.test/"))
+        .await
+        .unwrap_err();
     assert_eq!(start.elapsed(), Duration::ZERO);
     assert_eq!(limited(&err).reason(), Limited::Paused);
     assert_eq!(limited(&err).retry_after(), Duration::from_secs(2));
@@ -276,7 +304,12 @@ async fn a_call_dropped_while_it_waits_gives_its_slot_back() {
 
 #[tokio::test(flavor = "current_thread", start_paused = true)]
 async fn a_retry_takes_a_slot_in_both_forms() {
-    let retry = || RetryPolicy::new(StatusDecoder::new([503]).unwrap(), FixedDelay::new(ms(10), 1));
+    let retry = || {
+        RetryPolicy::new(
+            StatusDecoder::new([503]).unwrap(),
+            FixedDelay::new(ms(10), 1),
+        )
+    };
     // The three layers: the retry's attempt waits for its slot, 1 s on.
     let seen = Seen::default();
     let calls = Arc::new(Mutex::new(0));
@@ -284,12 +317,18 @@ async fn a_retry_takes_a_slot_in_both_forms() {
     let start = Instant::now();
     let record = Arc::clone(&seen);
     let upstream = tower::service_fn(move |_: Request<String>| {
-        record.lock().unwrap().push((start.elapsed(), String::new()));
+        record
+            .lock()
+            .unwrap()
+            .push((start.elapsed(), String::new()));
         let mut n = count.lock().unwrap();
         *n += 1;
         let status = if *n % 2 == 1 { 503 } else { 200 };
         std::future::ready(Ok::<_, Infallible>(
-            Response::builder().status(status).body(String::new()).unwrap(),
+            Response::builder()
+                .status(status)
+                .body(String::new())
+                .unwrap(),
         ))
     });
     let layered = ServiceBuilder::new()
@@ -297,13 +336,27 @@ async fn a_retry_takes_a_slot_in_both_forms() {
         .layer(StatusRetryLayer::new(retry()))
         .layer(RateLimitLayer::new(per_second(1, 1)))
         .service(upstream.clone());
-    assert_eq!(layered.oneshot(get("http://a.test/")).await.unwrap().status(), 200);
+    assert_eq!(
+        layered
+            .oneshot(get("http://a.test/"))
+            .await
+            .unwrap()
+            .status(),
+        200
+    );
     let combined = ResiliencePolicy::new(Duration::from_secs(10), Duration::from_secs(5), retry())
         .unwrap()
         .with_guard(per_second(1, 1))
         .layer()
         .layer(upstream);
-    assert_eq!(combined.oneshot(get("http://a.test/")).await.unwrap().status(), 200);
+    assert_eq!(
+        combined
+            .oneshot(get("http://a.test/"))
+            .await
+            .unwrap()
+            .status(),
+        200
+    );
     let sent = instants(&seen);
     assert_eq!(sent[1] - sent[0], Duration::from_secs(1), "three layers");
     assert_eq!(sent[3] - sent[2], Duration::from_secs(1), "combined");
@@ -325,20 +378,29 @@ async fn a_key_of_ones_own_shares_one_bucket_across_authorities() {
             .unwrap()
     };
     svc.clone().oneshot(tenant("http://a.test/")).await.unwrap();
-    let err = svc.clone().oneshot(tenant("http://b.test/")).await.unwrap_err();
+    let err = svc
+        .clone()
+        .oneshot(tenant("http://b.test/"))
+        .await
+        .unwrap_err();
     assert_eq!(limited(&err).key(), &crate::key::UpstreamKey::custom("t1"));
 }
 
 #[tokio::test(flavor = "current_thread", start_paused = true)]
 async fn a_request_deadline_of_its_own_bounds_the_wait() {
-    let svc = RateLimitLayer::new(per_second(1, 1)).layer(upstream(&Seen::default(), Instant::now(), ok));
+    let svc =
+        RateLimitLayer::new(per_second(1, 1)).layer(upstream(&Seen::default(), Instant::now(), ok));
     svc.clone().oneshot(get("http://a.test/")).await.unwrap();
     let mut request = get("http://a.test/");
-    request.extensions_mut().insert(RequestDeadline::after(ms(999)));
+    request
+        .extensions_mut()
+        .insert(RequestDeadline::after(ms(999)));
     let err = svc.clone().oneshot(request).await.unwrap_err();
     assert_eq!(limited(&err).reason(), Limited::WaitTooLong);
     let mut request = get("http://a.test/");
-    request.extensions_mut().insert(RequestDeadline::after(Duration::from_secs(1)));
+    request
+        .extensions_mut()
+        .insert(RequestDeadline::after(Duration::from_secs(1)));
     svc.clone().oneshot(request).await.unwrap();
 }
 
@@ -346,16 +408,27 @@ async fn a_request_deadline_of_its_own_bounds_the_wait() {
 fn settings_out_of_range_name_their_field() {
     let field = |err: crate::InvalidSetting| err.field().to_owned();
     assert_eq!(field(RateLimitPolicy::new(0, ms(1)).unwrap_err()), "calls");
-    assert_eq!(field(RateLimitPolicy::new(1, Duration::ZERO).unwrap_err()), "per");
+    assert_eq!(
+        field(RateLimitPolicy::new(1, Duration::ZERO).unwrap_err()),
+        "per"
+    );
     let limit = per_second(1, 1);
     assert_eq!(field(limit.clone().with_burst(0).unwrap_err()), "burst");
-    assert_eq!(field(limit.clone().with_max_wait(Duration::ZERO).unwrap_err()), "max_wait");
-    assert_eq!(field(limit.clone().with_max_pause(Duration::ZERO).unwrap_err()), "max_pause");
+    assert_eq!(
+        field(limit.clone().with_max_wait(Duration::ZERO).unwrap_err()),
+        "max_wait"
+    );
+    assert_eq!(
+        field(limit.clone().with_max_pause(Duration::ZERO).unwrap_err()),
+        "max_pause"
+    );
     assert_eq!(field(limit.max_keys(0, ms(1)).unwrap_err()), "max_keys");
 }
 
 /// Every future of `futures`, polled together, in order.
-async fn futures_join<F: std::future::Future>(futures: impl IntoIterator<Item = F>) -> Vec<F::Output> {
+async fn futures_join<F: std::future::Future>(
+    futures: impl IntoIterator<Item = F>,
+) -> Vec<F::Output> {
     let mut handles: Vec<_> = futures.into_iter().map(Box::pin).map(Some).collect();
     let mut outputs: Vec<Option<F::Output>> = handles.iter().map(|_| None).collect();
     std::future::poll_fn(|cx| {

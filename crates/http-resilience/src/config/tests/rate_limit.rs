@@ -7,7 +7,11 @@ use std::time::Duration;
 /// The settings of client `name`'s rate limit, if on.
 fn settings_of(config: &ClientsConfig, name: &str) -> Option<RateLimitSettings> {
     let policy = config.policy(name).unwrap();
-    policy.guard().rate_limit.as_ref().map(|limit| limit.settings())
+    policy
+        .guard()
+        .rate_limit
+        .as_ref()
+        .map(|limit| limit.settings())
 }
 
 #[test]
@@ -37,7 +41,10 @@ fn the_rate_limit_table_is_inherited_field_by_field_and_enabled_false_turns_it_o
     )
     .unwrap();
     let anyone = settings_of(&config, "anyone").expect("[default] turns it on");
-    assert_eq!((anyone.calls, anyone.per, anyone.burst), (100, Duration::from_secs(1), 10));
+    assert_eq!(
+        (anyone.calls, anyone.per, anyone.burst),
+        (100, Duration::from_secs(1), 10)
+    );
     assert_eq!(anyone.mode, RateLimitMode::Wait);
     assert_eq!(anyone.signals, ServerSignals::NONE);
 
@@ -55,7 +62,10 @@ fn the_rate_limit_table_is_inherited_field_by_field_and_enabled_false_turns_it_o
     assert_eq!(learning.min_attempt, Duration::from_millis(50));
 
     assert!(settings_of(&config, "plain").is_none());
-    assert!(settings_of(&config, "preset").is_none(), "a preset replaces [default]");
+    assert!(
+        settings_of(&config, "preset").is_none(),
+        "a preset replaces [default]"
+    );
     assert!(config.policy("anyone").unwrap().guard().overload.is_none());
 }
 
@@ -78,7 +88,13 @@ fn a_redis_url_makes_the_quota_the_fleets() {
     )
     .unwrap();
     let billing = config.policy("billing").unwrap();
-    let fleet = billing.guard().rate_limit.as_ref().unwrap().fleet().expect("a fleet");
+    let fleet = billing
+        .guard()
+        .rate_limit
+        .as_ref()
+        .unwrap()
+        .fleet()
+        .expect("a fleet");
     assert_eq!(fleet.prefix(), "billing");
     assert_eq!(fleet.lease_wait(), Duration::from_millis(3));
     assert_eq!(fleet.fallback(), Fallback::LocalShare(0.25));

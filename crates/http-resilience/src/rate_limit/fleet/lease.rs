@@ -37,6 +37,9 @@ pub(super) struct State {
     /// No token before this instant: the fleet's quota had none to lease
     /// within the horizon.
     pub(super) blocked_until: u64,
+    /// The calls let through by the fallback while a lease was asked for:
+    /// the lease's first tokens, which cover the same time, are theirs.
+    pub(super) debt: u32,
     demand: Demand,
     wakers: Vec<Waker>,
 }
@@ -57,6 +60,7 @@ pub(super) struct Lease {
 /// The calls asking per second, smoothed over windows.
 #[derive(Debug, Default)]
 struct Demand {
+    started: bool,
     start: u64,
     count: u32,
     rate: f64,
@@ -101,11 +105,15 @@ impl State {
     /// Counts a call asking at `now`; the demand per second.
     pub(super) fn count(&mut self, now: u64) -> f64 {
         let demand = &mut self.demand;
+        if !demand.started {
+            demand.started = true;
+            demand.start = now;
+        }
         demand.count += 1;
         let span = now.saturating_sub(demand.start);
         if span >= DEMAND_WINDOW {
             let rate = f64::from(demand.count) * 1e9 / span as f64;
-            demand.rate = if demand.start == 0 {
+            demand.rate = if demand.rate == 0.0 {
                 rate
             } else {
                 demand.rate + DEMAND_SMOOTHING * (rate - demand.rate)
@@ -145,7 +153,13 @@ impl State {
     /// `received` on the policy's clock), with the fleet's `interval` and
     /// `tau` in nanoseconds; the wakers to wake, and the end of the fleet's
     /// pause on the policy's clock, if one holds.
-    pub(super) fn arrive(&mut self, reply: Reply, sent: u64, received: u64, pace: (u64, u64)) -> Arrived {
+    pub(super) fn arrive(
+        &mut self,
+        reply: Reply,
+        sent: u64,
+        received: u64,
+        pace: (u64, u64),
+    ) -> Arrived {
         let (interval, tau) = pace;
         // NOTE: Redis's now is taken half-way through the round trip; every
         // instant of the reply moves by the same offset, so that the slots
@@ -158,20 +172,26 @@ impl State {
         let (base, m) = (local(reply.base), local(reply.m));
         self.asking = None;
         self.down = false;
+        let debt = std::mem::take(&mut self.debt);
         let pause = (reply.base > reply.now).then_some(base);
         if reply.count == 0 {
             self.blocked_until = base.max(m.saturating_sub(tau));
         } else {
+            // NOTE: the calls the fallback let through while Redis was slow
+            // spent the time this lease's first tokens stand for: they are
+            // not spent twice.
             let mut lease = Lease {
                 base,
                 first: m.saturating_sub(tau),
                 interval,
                 count: reply.count,
-                next: 0,
+                next: debt.min(reply.count),
                 expires: 0,
             };
             lease.expires = lease.slot(reply.count - 1).saturating_add(LEASE_LIFE);
-            self.held.push_back(lease);
+            if lease.has_tokens() {
+                self.held.push_back(lease);
+            }
             self.blocked_until = 0;
         }
         Arrived {
@@ -184,6 +204,7 @@ impl State {
     /// did not already.
     pub(super) fn fail(&mut self, now: u64) -> (bool, Vec<Waker>) {
         self.asking = None;
+        self.debt = 0;
         self.failed_at = now;
         let fell = !self.down;
         self.down = true;
@@ -242,7 +263,9 @@ mod tests {
             (2 * MS, 4 * MS),
         );
         assert!(arrived.pause.is_none() && arrived.wakers.is_empty());
-        let slots: Vec<u64> = (0..5).map(|_| state.take(11 * MS, u64::MAX).unwrap().unwrap()).collect();
+        let slots: Vec<u64> = (0..5)
+            .map(|_| state.take(11 * MS, u64::MAX).unwrap().unwrap())
+            .collect();
         assert_eq!(slots, [11 * MS, 11 * MS, 11 * MS, 13 * MS, 15 * MS]);
         assert_eq!(state.take(11 * MS, u64::MAX), None, "spent");
     }
@@ -272,6 +295,27 @@ mod tests {
         state.arrive(reply(0, 900_000, 0, 0), 0, 0, (MS, 100 * MS));
         assert_eq!(state.blocked_until, 800 * MS);
         assert_eq!(state.take(0, u64::MAX), None);
+    }
+
+    #[test]
+    fn the_calls_let_through_while_a_lease_was_asked_for_spend_its_first_tokens() {
+        let mut state = State::default();
+        state.asking = Some(0);
+        state.debt = 3;
+        state.arrive(reply(0, 0, 0, 5), 0, 0, (MS, 0));
+        assert_eq!(state.left(), 2);
+        assert_eq!(state.take(0, u64::MAX), Some(Ok(3 * MS)));
+        assert_eq!(state.debt, 0);
+        state.debt = 9;
+        state.arrive(reply(0, 0, 0, 5), 0, 0, (MS, 0));
+        assert_eq!(
+            state.left(),
+            1,
+            "a debt larger than the lease spends it all"
+        );
+        state.debt = 2;
+        state.fail(0);
+        assert_eq!(state.debt, 0, "a failed ask reserved nothing");
     }
 
     #[test]

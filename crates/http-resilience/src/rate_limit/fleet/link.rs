@@ -112,6 +112,15 @@ impl Link {
         Ok(manager.clone())
     }
 
+    /// Connects, and loads the scripts, so that the first lease is one
+    /// round trip.
+    pub(super) async fn connect(&self) -> redis::RedisResult<()> {
+        let mut manager = self.manager().await?;
+        self.lease.load_async(&mut manager).await?;
+        self.pause.load_async(&mut manager).await?;
+        Ok(())
+    }
+
     /// Leases tokens of the quota kept under `name`: one round trip.
     pub(super) async fn lease(&self, name: &str, ask: Ask) -> redis::RedisResult<Reply> {
         let mut manager = self.manager().await?;

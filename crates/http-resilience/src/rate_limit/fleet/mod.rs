@@ -36,7 +36,10 @@
 //!   call waits for Redis, and a lease is asked again every 200 ms; the
 //!   first that comes ends the fallback
 //!   ([`RateLimitEvent::FleetRecovered`](super::RateLimitEvent::FleetRecovered)).
-//!   Reconnecting is redis-rs's (its `ConnectionManager`);
+//!   Reconnecting is redis-rs's (its `ConnectionManager`). The calls the
+//!   fallback lets through while a lease is asked for spend that lease's
+//!   first tokens when it comes, so that a slow Redis does not let a
+//!   process spend its share twice;
 //! - **a pause learned from the server is the fleet's**: written to Redis
 //!   (one round trip), every lease given until it ends starts after it, and
 //!   every process that gets one pauses its own calls too; until its next
@@ -138,7 +141,7 @@ pub(crate) struct Fleet {
 }
 
 /// How far ahead of Redis's now a lease's tokens may be.
-const HORIZON: Duration = Duration::from_millis(500);
+const HORIZON: Duration = Duration::from_secs(1);
 
 /// How often a key that falls back asks Redis again.
 const RETRY: u64 = 200_000_000;
@@ -161,8 +164,11 @@ impl FleetQuota {
     /// URL.
     pub fn new(url: &str) -> Result<Self, InvalidSetting> {
         let client = redis::Client::open(url).map_err(|_| {
-            InvalidSetting::new("redis_url", "must be a Redis URL such as \"redis://127.0.0.1:6379/\"")
-                .with_value(format!("{url:?}"))
+            InvalidSetting::new(
+                "redis_url",
+                "must be a Redis URL such as \"redis://127.0.0.1:6379/\"",
+            )
+            .with_value(format!("{url:?}"))
         })?;
         Ok(Self {
             link: Arc::new(Link::new(client)),
@@ -228,6 +234,20 @@ impl FleetQuota {
         Ok(self)
     }
 
+    /// Connects to Redis now, rather than when the first call needs a
+    /// lease, and loads the scripts: the first calls then wait for one round
+    /// trip at most, rather than for a connection too (which may outlast
+    /// the [lease wait](Self::with_lease_wait) and make the key fall back
+    /// at once). Redis-rs reconnects by itself afterwards.
+    ///
+    /// # Errors
+    ///
+    /// Redis-rs's error when Redis cannot be reached; the quota works all
+    /// the same, falling back until it can.
+    pub async fn connect(&self) -> Result<(), crate::BoxError> {
+        self.link.connect().await.map_err(Into::into)
+    }
+
     /// The prefix of the quota's keys.
     pub fn prefix(&self) -> &str {
         &self.prefix
@@ -265,9 +285,12 @@ impl Fleet {
             Fallback::LocalShare(share) => Some(share),
             Fallback::FailClosed => None,
         };
+        // NOTE: the share's burst is the share of the burst: the processes
+        // that fall back together stay within the quota's burst too.
         let fallback = share.map(|share| {
             let interval = (shared.pace.interval as f64 / share).min(u64::MAX as f64) as u64;
-            Pace::with_burst(interval, settings.burst)
+            let burst = (f64::from(settings.burst) * share).ceil() as u32;
+            Pace::with_burst(interval, burst.max(1))
         });
         let max_lease = quota
             .max_lease
@@ -297,7 +320,13 @@ impl Fleet {
     /// What a call asking at `now`, whose slot may come no later than
     /// `latest`, gets of the fleet's quota: a leased token, a wait for a
     /// lease, or the fallback.
-    pub(crate) fn grant(&self, pass: &RateLimitPass, leases: &Leases, now: u64, latest: u64) -> Granted {
+    pub(crate) fn grant(
+        &self,
+        pass: &RateLimitPass,
+        leases: &Leases,
+        now: u64,
+        latest: u64,
+    ) -> Granted {
         let floor = pass.bucket.floor();
         let mut state = leases.lock();
         let demand = state.count(now);
@@ -321,7 +350,7 @@ impl Fleet {
                 false => Granted::Refused(at, pass.why(at, floor)),
             };
         }
-        self.no_token(pass, state, demand, now, latest)
+        self.no_token(pass, leases, state, demand, now, latest)
     }
 
     /// A call that found no token: it waits for the lease asked for, or
@@ -329,6 +358,7 @@ impl Fleet {
     fn no_token(
         &self,
         pass: &RateLimitPass,
+        leases: &Leases,
         mut state: std::sync::MutexGuard<'_, State>,
         demand: f64,
         now: u64,
@@ -345,7 +375,8 @@ impl Fleet {
             }
             state.down = true;
             drop(state);
-            pass.shared.tell(&RateLimitEvent::FleetFallback { key: key(pass) });
+            pass.shared
+                .tell(&RateLimitEvent::FleetFallback { key: key(pass) });
         } else {
             if state.asking.is_none() && now.saturating_sub(state.failed_at) >= RETRY {
                 state.asking = Some(now);
@@ -353,15 +384,23 @@ impl Fleet {
             }
             drop(state);
         }
-        self.fall_back(pass, now, latest)
+        self.fall_back(pass, leases, now, latest)
     }
 
-    /// The fallback's answer to a call asking at `now`.
-    fn fall_back(&self, pass: &RateLimitPass, now: u64, latest: u64) -> Granted {
-        match self.fallback {
-            Some(pace) => pass.grant_local(now, latest, pace),
-            None => Granted::Refused(now.saturating_add(RETRY), Limited::FleetUnavailable),
+    /// The fallback's answer to a call asking at `now`; a call it lets
+    /// through while a lease is asked for is that lease's debt.
+    fn fall_back(&self, pass: &RateLimitPass, leases: &Leases, now: u64, latest: u64) -> Granted {
+        let Some(pace) = self.fallback else {
+            return Granted::Refused(now.saturating_add(RETRY), Limited::FleetUnavailable);
+        };
+        let granted = pass.grant_local(now, latest, pace);
+        if matches!(granted, Granted::Now | Granted::At(..)) {
+            let mut state = leases.lock();
+            if state.asking.is_some() {
+                state.debt = state.debt.saturating_add(1);
+            }
         }
+        granted
     }
 
     /// Asks for the next lease when half of what is held is spent.
@@ -373,8 +412,13 @@ impl Fleet {
         }
     }
 
-    /// The tokens to lease for a demand of `demand` calls per second.
+    /// The tokens to lease for a demand of `demand` calls per second: the
+    /// largest lease while the demand is not known yet (no window of calls
+    /// counted), so that a busy start does not ask for many small ones.
     fn want(&self, demand: f64) -> u32 {
+        if demand == 0.0 {
+            return self.max_lease;
+        }
         let sized = (demand * REFILL).ceil().min(f64::from(self.max_lease)) as u32;
         sized.clamp(self.max_lease.min(4), self.max_lease)
     }
@@ -435,7 +479,10 @@ async fn ask(shared: Arc<Shared>, bucket: Arc<Bucket>, want: u32) {
     };
     let name = fleet.name(Keyed::key(&*bucket));
     let sent = shared.nanos(Instant::now());
-    let asked = tokio::time::timeout(ASK_TIMEOUT, fleet.quota.link.lease(&name, fleet.ask_of(want)));
+    let asked = tokio::time::timeout(
+        ASK_TIMEOUT,
+        fleet.quota.link.lease(&name, fleet.ask_of(want)),
+    );
     let reply = asked.await;
     let received = shared.nanos(Instant::now());
     match reply {

@@ -259,7 +259,8 @@ impl Instruments {
 impl Instruments {
     /// Records the rate limit's `event`.
     pub(super) fn rate_limit(&self, event: &RateLimitEvent<'_>) {
-        let key = |key: &crate::key::UpstreamKey| KeyValue::new(attr::RATE_LIMIT_KEY, key.to_string());
+        let key =
+            |key: &crate::key::UpstreamKey| KeyValue::new(attr::RATE_LIMIT_KEY, key.to_string());
         match event {
             RateLimitEvent::Rejected { key: k, reason, .. } => {
                 let reason = KeyValue::new(attr::RATE_LIMIT_REASON, reason.name());
