@@ -16,7 +16,10 @@
 //! `ours-combined`, `breaker` (bare + our closed circuit breaker),
 //! `tower-resilience-breaker` (bare + tower-resilience's, closed),
 //! `bulkhead`, `adaptive` and `throttle` (bare + overload control far from
-//! its limit) and `ours-combined-bulkhead`, as in the
+//! its limit) and `ours-combined-bulkhead`, `rate-limit` (bare + our rate
+//! limit under its limit, the key known), `governor` and `governor-keyed`
+//! (bare + governor's `RateLimiter::check`, direct, or keyed by authority)
+//! and `tower-rate-limit` (bare + tower's `RateLimit`), as in the
 //! `overhead` bench, each answered at once in
 //! process; and the same over loopback HTTP/1.1, `net-bare` (hyper-util's
 //! client), `net-floor`, `net-tower`, `net-ours` and `net-ours-combined`,
@@ -43,6 +46,8 @@ mod net;
 mod server;
 #[allow(dead_code)]
 mod support;
+#[path = "support/rate_limit.rs"]
+mod rate_limit;
 #[path = "support/telemetry.rs"]
 mod telemetry;
 
@@ -164,7 +169,8 @@ fn main() -> ExitCode {
             "usage: instructions <variant> <calls>, the variant one of bare, extension, \
              copy, floor, tower, ours, ours-spans, ours-combined, ours-combined-breaker, \
              ours-combined-bulkhead, ours-combined-spans, ours-combined-metrics, breaker, \
-             bulkhead, adaptive, throttle, \
+             bulkhead, adaptive, throttle, rate-limit, governor, governor-keyed, \
+             tower-rate-limit, \
              tower-resilience-breaker, net-{{bare,floor,tower,ours,ours-combined,ours-combined-breaker}}, \
              net503-{{hand,floor,tower,ours,ours-combined,ours-combined-breaker}} \
              (see BENCHMARKS.md)"
@@ -227,6 +233,12 @@ fn main() -> ExitCode {
                 run(ours(ok_service()), calls).await
             }
             "breaker" => run(with_breaker(ok_service()), calls).await,
+            "rate-limit" => run(rate_limit::with_rate_limit(ok_service()), calls).await,
+            "governor" => run(rate_limit::with_governor(ok_service(), false), calls).await,
+            "governor-keyed" => run(rate_limit::with_governor(ok_service(), true), calls).await,
+            "tower-rate-limit" => {
+                run(rate_limit::with_tower_rate_limit(ok_service()), calls).await
+            }
             "tower-resilience-breaker" => {
                 run(with_tower_resilience_breaker(ok_service()), calls).await
             }
