@@ -14,9 +14,9 @@
 //!
 //! Run: `cargo bench -p http-resilience-bench --bench allocs`; see `BENCHMARKS.md`.
 
-mod support;
 #[path = "support/rate_limit.rs"]
 mod rate_limit;
+mod support;
 
 use http::StatusCode;
 use http_resilience::overload::OverloadPolicy;

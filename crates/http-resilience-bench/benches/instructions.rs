@@ -41,13 +41,13 @@
 #[path = "support/net.rs"]
 #[allow(dead_code)]
 mod net;
+#[path = "support/rate_limit.rs"]
+mod rate_limit;
 #[path = "support/server.rs"]
 #[allow(dead_code)]
 mod server;
 #[allow(dead_code)]
 mod support;
-#[path = "support/rate_limit.rs"]
-mod rate_limit;
 #[path = "support/telemetry.rs"]
 mod telemetry;
 
@@ -236,9 +236,7 @@ fn main() -> ExitCode {
             "rate-limit" => run(rate_limit::with_rate_limit(ok_service()), calls).await,
             "governor" => run(rate_limit::with_governor(ok_service(), false), calls).await,
             "governor-keyed" => run(rate_limit::with_governor(ok_service(), true), calls).await,
-            "tower-rate-limit" => {
-                run(rate_limit::with_tower_rate_limit(ok_service()), calls).await
-            }
+            "tower-rate-limit" => run(rate_limit::with_tower_rate_limit(ok_service()), calls).await,
             "tower-resilience-breaker" => {
                 run(with_tower_resilience_breaker(ok_service()), calls).await
             }

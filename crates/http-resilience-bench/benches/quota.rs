@@ -58,7 +58,11 @@ fn main() {
 }
 
 /// Runs the fleet, Redis frozen for a span if asked; its row of the table.
-async fn fleet(redis: &mut redis::Redis, name: &str, frozen: Option<(Duration, Duration)>) -> String {
+async fn fleet(
+    redis: &mut redis::Redis,
+    name: &str,
+    frozen: Option<(Duration, Duration)>,
+) -> String {
     let upstream = upstream::Upstream::start().await;
     let plan = Plan {
         redis: redis.url(),
@@ -83,7 +87,13 @@ async fn fleet(redis: &mut redis::Redis, name: &str, frozen: Option<(Duration, D
         .await
         .expect("the children's counts");
     let arrivals: Vec<Instant> = upstream.arrivals().iter().map(|a| a.at).collect();
-    row(name, &plan, &figures(&plan, &arrivals, start, &counts), &counts, resumed)
+    row(
+        name,
+        &plan,
+        &figures(&plan, &arrivals, start, &counts),
+        &counts,
+        resumed,
+    )
 }
 
 /// Freezes Redis `at` into the run for `span`; when it was thawed, in
@@ -105,13 +115,21 @@ fn signal(redis: &redis::Redis, signal: &str) {
     assert!(status.success(), "kill -{signal}");
 }
 
-fn row(name: &str, plan: &Plan, f: &fleet_run::Figures, counts: &[Counts], resumed: Option<u64>) -> String {
+fn row(
+    name: &str,
+    plan: &Plan,
+    f: &fleet_run::Figures,
+    counts: &[Counts],
+    resumed: Option<u64>,
+) -> String {
     let fallbacks: u64 = counts.iter().map(|c| c.fallbacks).sum();
     let slowest = counts.iter().map(|c| c.slowest_ms).max().unwrap_or(0);
     let recovered = match resumed {
         Some(resumed) => {
             let back = counts.iter().filter_map(|c| c.recovered_ms).max();
-            back.map_or("never".to_owned(), |ms| format!("{} ms", ms.saturating_sub(resumed)))
+            back.map_or("never".to_owned(), |ms| {
+                format!("{} ms", ms.saturating_sub(resumed))
+            })
         }
         None => "–".to_owned(),
     };

@@ -212,6 +212,20 @@ impl RateLimitSection {
         if let Some(min_attempt) = &self.min_attempt {
             fields.min_attempt = min_attempt.get("min_attempt", path)?.0;
         }
+        self.apply_signals_and_keys(fields, path)?;
+        self.apply_redis(&mut fields.redis, path)?;
+        let on = fields.enabled || self.first_setting().is_some();
+        fields.enabled = self.enabled.unwrap_or(on);
+        Ok(())
+    }
+
+    /// The server signals, the pause's cap and the keys written over
+    /// `fields`'.
+    fn apply_signals_and_keys(
+        &self,
+        fields: &mut RateLimitFields,
+        path: &str,
+    ) -> Result<(), InvalidSetting> {
         if let Some(signals) = &self.server_signals {
             fields.signals = ServerSignals::NONE;
             for signal in signals {
@@ -222,14 +236,12 @@ impl RateLimitSection {
             fields.max_pause = Some(max.get("max_pause", path)?);
         }
         if let Some(max) = self.max_keys {
-            fields.max_keys = Some(keys_at_most("max_keys", max).map_err(within)?);
+            let max = keys_at_most("max_keys", max).map_err(|err| err.within(path))?;
+            fields.max_keys = Some(max);
         }
         if let Some(idle) = &self.idle_key_timeout {
             fields.idle_key_timeout = Some(idle.get("idle_key_timeout", path)?);
         }
-        self.apply_redis(&mut fields.redis, path)?;
-        let on = fields.enabled || self.first_setting().is_some();
-        fields.enabled = self.enabled.unwrap_or(on);
         Ok(())
     }
 

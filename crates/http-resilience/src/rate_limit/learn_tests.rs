@@ -127,122 +127,63 @@ fn x_ratelimit_in_delta_seconds_and_epoch_seconds() {
     assert_eq!(heard(200, &epoch_ms).pause, pause(4.0, Signal::XRateLimit));
 }
 
+/// Nothing heard.
+const NOTHING: Heard = Heard {
+    pause: None,
+    pace: None,
+};
+
+/// A pause of 60 s, the cap, asked by `source`.
+fn capped(source: Signal) -> Heard {
+    Heard {
+        pause: pause(60.0, source),
+        pace: None,
+    }
+}
+
 #[test]
 fn hostile_values_are_capped_or_ignored() {
-    let past_epoch = (NOW_EPOCH - 100).to_string();
-    let far_epoch = (NOW_EPOCH + 10 * 365 * 86_400).to_string();
-    // (headers, what is heard): `None` for nothing at all.
+    let past = (NOW_EPOCH - 100).to_string();
+    let far = (NOW_EPOCH + 10 * 365 * 86_400).to_string();
+    let pushback = |ms| vec![("grpc-status", "8"), ("grpc-retry-pushback-ms", ms)];
+    let x = |r, t| vec![("x-ratelimit-remaining", r), ("x-ratelimit-reset", t)];
+    let huge_remaining = Heard {
+        pause: None,
+        pace: Some(Spread {
+            interval: Duration::from_secs(10) / u32::MAX,
+            lasts: Duration::from_secs(10),
+            source: Signal::XRateLimit,
+        }),
+    };
     let table: Vec<(Vec<(&'static str, &str)>, Heard)> = vec![
-        (vec![("retry-after", "-5")], Heard::default()),
-        (vec![("retry-after", "soon")], Heard::default()),
-        (vec![("retry-after", "0")], Heard::default()),
+        (vec![("retry-after", "-5")], NOTHING),
+        (vec![("retry-after", "soon")], NOTHING),
+        (vec![("retry-after", "0")], NOTHING),
         (
             vec![("retry-after", "99999999999999999999999")],
-            Heard {
-                pause: pause(60.0, Signal::RetryAfter),
-                pace: None,
-            },
+            capped(Signal::RetryAfter),
         ),
-        (
-            vec![("grpc-status", "8"), ("grpc-retry-pushback-ms", "-1")],
-            Heard::default(),
-        ),
-        (
-            vec![
-                ("grpc-status", "8"),
-                ("grpc-retry-pushback-ms", "2147483647"),
-            ],
-            Heard {
-                pause: pause(60.0, Signal::GrpcPushback),
-                pace: None,
-            },
-        ),
-        (
-            vec![("grpc-status", "8"), ("grpc-retry-pushback-ms", "1e3")],
-            Heard::default(),
-        ),
-        (
-            vec![("x-ratelimit-remaining", "-1"), ("x-ratelimit-reset", "5")],
-            Heard::default(),
-        ),
-        (
-            vec![("x-ratelimit-remaining", "3"), ("x-ratelimit-reset", "-5")],
-            Heard::default(),
-        ),
-        (
-            vec![
-                ("x-ratelimit-remaining", "lots"),
-                ("x-ratelimit-reset", "5"),
-            ],
-            Heard::default(),
-        ),
-        (
-            vec![("x-ratelimit-remaining", "0"), ("x-ratelimit-reset", "NaN")],
-            Heard::default(),
-        ),
-        (
-            vec![("x-ratelimit-remaining", "0"), ("x-ratelimit-reset", "inf")],
-            Heard::default(),
-        ),
-        (
-            vec![
-                ("x-ratelimit-remaining", "0"),
-                ("x-ratelimit-reset", &past_epoch),
-            ],
-            Heard::default(),
-        ),
-        (
-            vec![
-                ("x-ratelimit-remaining", "0"),
-                ("x-ratelimit-reset", &far_epoch),
-            ],
-            Heard {
-                pause: pause(60.0, Signal::XRateLimit),
-                pace: None,
-            },
-        ),
-        (
-            vec![("x-ratelimit-remaining", "0"), ("x-ratelimit-reset", "0")],
-            Heard::default(),
-        ),
-        (
-            vec![
-                ("x-ratelimit-remaining", "99999999999999999999999"),
-                ("x-ratelimit-reset", "10"),
-            ],
-            Heard {
-                pause: None,
-                pace: Some(Spread {
-                    interval: Duration::from_secs(10) / u32::MAX,
-                    lasts: Duration::from_secs(10),
-                    source: Signal::XRateLimit,
-                }),
-            },
-        ),
-        (
-            vec![
-                ("x-ratelimit-remaining", "1"),
-                ("x-ratelimit-reset", "1e308"),
-            ],
-            Heard::default(),
-        ),
-        (
-            vec![
-                ("x-ratelimit-remaining", "1"),
-                ("x-ratelimit-reset", "1.5.5"),
-            ],
-            Heard::default(),
-        ),
-        (vec![("ratelimit", "\"x\";r=-3;t=10")], Heard::default()),
-        (vec![("ratelimit", "\"x\";r=3;t=-10")], Heard::default()),
-        (vec![("ratelimit", ";;;,,,==;r=;t=")], Heard::default()),
-        (vec![("ratelimit", "\"x\";r=1")], Heard::default()),
+        (pushback("-1"), NOTHING),
+        (pushback("2147483647"), capped(Signal::GrpcPushback)),
+        (pushback("1e3"), NOTHING),
+        (x("-1", "5"), NOTHING),
+        (x("3", "-5"), NOTHING),
+        (x("lots", "5"), NOTHING),
+        (x("0", "NaN"), NOTHING),
+        (x("0", "inf"), NOTHING),
+        (x("0", &past), NOTHING),
+        (x("0", &far), capped(Signal::XRateLimit)),
+        (x("0", "0"), NOTHING),
+        (x("99999999999999999999999", "10"), huge_remaining),
+        (x("1", "1e308"), NOTHING),
+        (x("1", "1.5.5"), NOTHING),
+        (vec![("ratelimit", "\"x\";r=-3;t=10")], NOTHING),
+        (vec![("ratelimit", "\"x\";r=3;t=-10")], NOTHING),
+        (vec![("ratelimit", ";;;,,,==;r=;t=")], NOTHING),
+        (vec![("ratelimit", "\"x\";r=1")], NOTHING),
         (
             vec![("ratelimit", "\"x\";r=0;t=9999999999")],
-            Heard {
-                pause: pause(60.0, Signal::RateLimitFields),
-                pace: None,
-            },
+            capped(Signal::RateLimitFields),
         ),
     ];
     for (pairs, expected) in table {

@@ -404,6 +404,36 @@ async fn a_request_deadline_of_its_own_bounds_the_wait() {
     svc.clone().oneshot(request).await.unwrap();
 }
 
+#[tokio::test(flavor = "current_thread", start_paused = true)]
+async fn a_hedged_copy_takes_a_slot() {
+    use crate::{
+        hedge::{HedgeDelay, HedgeLayer, HedgePolicy},
+        policy::TransientDecoder,
+    };
+    let seen = Seen::default();
+    let start = Instant::now();
+    let record = Arc::clone(&seen);
+    let slow = tower::service_fn(move |_: Request<String>| {
+        record
+            .lock()
+            .unwrap()
+            .push((start.elapsed(), String::new()));
+        async {
+            tokio::time::sleep(ms(300)).await;
+            Ok::<_, Infallible>(Response::new(String::new()))
+        }
+    });
+    let hedge = HedgePolicy::new(TransientDecoder::new(), HedgeDelay::fixed(ms(50)), 2).unwrap();
+    let svc = ServiceBuilder::new()
+        .layer(DeadlineLayer::new(Duration::from_secs(10)))
+        .layer(HedgeLayer::new(hedge))
+        .layer(RateLimitLayer::new(per_second(10, 1)))
+        .service(slow);
+    svc.oneshot(get("http://a.test/")).await.unwrap();
+    // The copy, due at 50 ms, waits for its slot at 100 ms.
+    assert_eq!(instants(&seen), [Duration::ZERO, ms(100)]);
+}
+
 #[test]
 fn settings_out_of_range_name_their_field() {
     let field = |err: crate::InvalidSetting| err.field().to_owned();

@@ -40,6 +40,10 @@ pub(super) struct State {
     /// The calls let through by the fallback while a lease was asked for:
     /// the lease's first tokens, which cover the same time, are theirs.
     pub(super) debt: u32,
+    /// The last slot the fallback gave: the next lease's tokens come after
+    /// it, so that the calls still waiting for the fallback's slots do not
+    /// go with the lease's.
+    pub(super) fallback_until: u64,
     demand: Demand,
     wakers: Vec<Waker>,
 }
@@ -169,11 +173,12 @@ impl State {
             let since = micros.saturating_sub(reply.now).saturating_mul(1_000);
             mid.saturating_add(since)
         };
-        let (base, m) = (local(reply.base), local(reply.m));
+        let (m, fallback) = (local(reply.m), std::mem::take(&mut self.fallback_until));
+        let base = local(reply.base).max(fallback);
         self.asking = None;
         self.down = false;
         let debt = std::mem::take(&mut self.debt);
-        let pause = (reply.base > reply.now).then_some(base);
+        let pause = (reply.base > reply.now).then_some(local(reply.base));
         if reply.count == 0 {
             self.blocked_until = base.max(m.saturating_sub(tau));
         } else {
@@ -316,6 +321,16 @@ mod tests {
         state.debt = 2;
         state.fail(0);
         assert_eq!(state.debt, 0, "a failed ask reserved nothing");
+        let mut state = State {
+            fallback_until: 40 * MS,
+            ..State::default()
+        };
+        state.arrive(reply(0, 0, 0, 2), 0, 0, (MS, 0));
+        assert_eq!(
+            state.take(0, u64::MAX),
+            Some(Ok(40 * MS)),
+            "after the fallback's slots"
+        );
     }
 
     #[test]

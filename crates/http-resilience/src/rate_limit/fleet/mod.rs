@@ -38,8 +38,9 @@
 //!   ([`RateLimitEvent::FleetRecovered`](super::RateLimitEvent::FleetRecovered)).
 //!   Reconnecting is redis-rs's (its `ConnectionManager`). The calls the
 //!   fallback lets through while a lease is asked for spend that lease's
-//!   first tokens when it comes, so that a slow Redis does not let a
-//!   process spend its share twice;
+//!   first tokens when it comes, and the lease's tokens come after the
+//!   fallback's last slot, so that a slow Redis does not let a process
+//!   spend its share twice;
 //! - **a pause learned from the server is the fleet's**: written to Redis
 //!   (one round trip), every lease given until it ends starts after it, and
 //!   every process that gets one pauses its own calls too; until its next
@@ -69,7 +70,7 @@
 //! ```
 //!
 //! `examples/quota.rs` runs two processes sharing one quota through a local
-//! Redis (`cargo run -p http-resilience --example quota --features redis`).
+//! Redis (`cargo run -p http-resilience --example quota`).
 //!
 //! [`RateLimitPolicy::with_fleet`]: super::RateLimitPolicy::with_fleet
 
@@ -394,12 +395,17 @@ impl Fleet {
             return Granted::Refused(now.saturating_add(RETRY), Limited::FleetUnavailable);
         };
         let granted = pass.grant_local(now, latest, pace);
-        if matches!(granted, Granted::Now | Granted::At(..)) {
-            let mut state = leases.lock();
-            if state.asking.is_some() {
-                state.debt = state.debt.saturating_add(1);
-            }
+        let at = match granted {
+            Granted::Now => now,
+            Granted::At(at, _) => at,
+            _ => return granted,
+        };
+        let mut state = leases.lock();
+        state.fallback_until = state.fallback_until.max(at);
+        if state.asking.is_some() {
+            state.debt = state.debt.saturating_add(1);
         }
+        drop(state);
         granted
     }
 
