@@ -40,9 +40,8 @@ pub(super) struct State {
     /// The calls let through by the fallback while a lease was asked for:
     /// the lease's first tokens, which cover the same time, are theirs.
     pub(super) debt: u32,
-    /// The last slot the fallback gave: the next lease's tokens come after
-    /// it, so that the calls still waiting for the fallback's slots do not
-    /// go with the lease's.
+    /// The last slot the fallback gave: the next lease's tokens before it
+    /// are spent already, by the calls waiting for the fallback's slots.
     pub(super) fallback_until: u64,
     demand: Demand,
     wakers: Vec<Waker>,
@@ -173,12 +172,12 @@ impl State {
             let since = micros.saturating_sub(reply.now).saturating_mul(1_000);
             mid.saturating_add(since)
         };
-        let (m, fallback) = (local(reply.m), std::mem::take(&mut self.fallback_until));
-        let base = local(reply.base).max(fallback);
+        let (base, m) = (local(reply.base), local(reply.m));
+        let fallback = std::mem::take(&mut self.fallback_until);
         self.asking = None;
         self.down = false;
         let debt = std::mem::take(&mut self.debt);
-        let pause = (reply.base > reply.now).then_some(local(reply.base));
+        let pause = (reply.base > reply.now).then_some(base);
         if reply.count == 0 {
             self.blocked_until = base.max(m.saturating_sub(tau));
         } else {
@@ -193,6 +192,12 @@ impl State {
                 next: debt.min(reply.count),
                 expires: 0,
             };
+            // NOTE: nor do the tokens whose slots come before the fallback's
+            // last one: the calls waiting for the fallback's slots stand for
+            // them (pushed later instead, they would go all at once).
+            while lease.has_tokens() && lease.slot(lease.next) < fallback {
+                lease.next += 1;
+            }
             lease.expires = lease.slot(reply.count - 1).saturating_add(LEASE_LIFE);
             if lease.has_tokens() {
                 self.held.push_back(lease);
@@ -322,15 +327,16 @@ mod tests {
         state.fail(0);
         assert_eq!(state.debt, 0, "a failed ask reserved nothing");
         let mut state = State {
-            fallback_until: 40 * MS,
+            fallback_until: 3 * MS,
             ..State::default()
         };
-        state.arrive(reply(0, 0, 0, 2), 0, 0, (MS, 0));
+        state.arrive(reply(0, 0, 0, 5), 0, 0, (MS, 0));
         assert_eq!(
-            state.take(0, u64::MAX),
-            Some(Ok(40 * MS)),
-            "after the fallback's slots"
+            state.left(),
+            2,
+            "the fallback's calls spent the tokens before its last slot"
         );
+        assert_eq!(state.take(0, u64::MAX), Some(Ok(3 * MS)));
     }
 
     #[test]

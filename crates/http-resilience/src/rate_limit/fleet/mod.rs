@@ -38,8 +38,8 @@
 //!   ([`RateLimitEvent::FleetRecovered`](super::RateLimitEvent::FleetRecovered)).
 //!   Reconnecting is redis-rs's (its `ConnectionManager`). The calls the
 //!   fallback lets through while a lease is asked for spend that lease's
-//!   first tokens when it comes, and the lease's tokens come after the
-//!   fallback's last slot, so that a slow Redis does not let a process
+//!   first tokens when it comes, as do its tokens whose slots come before
+//!   the fallback's last one, so that a slow Redis does not let a process
 //!   spend its share twice;
 //! - **a pause learned from the server is the fleet's**: written to Redis
 //!   (one round trip), every lease given until it ends starts after it, and
