@@ -309,9 +309,11 @@ mod tests {
 
     #[test]
     fn the_calls_let_through_while_a_lease_was_asked_for_spend_its_first_tokens() {
-        let mut state = State::default();
-        state.asking = Some(0);
-        state.debt = 3;
+        let mut state = State {
+            asking: Some(0),
+            debt: 3,
+            ..State::default()
+        };
         state.arrive(reply(0, 0, 0, 5), 0, 0, (MS, 0));
         assert_eq!(state.left(), 2);
         assert_eq!(state.take(0, u64::MAX), Some(Ok(3 * MS)));

@@ -30,12 +30,12 @@
 //!   asked for at most [`with_lease_wait`](FleetQuota::with_lease_wait) (5
 //!   ms by default), then the key **falls back** ([`Fallback`]): on a local
 //!   share of the quota, or failing closed
-//!   ([`Limited::FleetUnavailable`](super::Limited::FleetUnavailable)),
-//!   with a [`RateLimitEvent::FleetFallback`](super::RateLimitEvent::FleetFallback)
+//!   ([`Limited::FleetUnavailable`]),
+//!   with a [`RateLimitEvent::FleetFallback`]
 //!   and, with the feature `otel`, a metric. While the key falls back no
 //!   call waits for Redis, and a lease is asked again every 200 ms; the
 //!   first that comes ends the fallback
-//!   ([`RateLimitEvent::FleetRecovered`](super::RateLimitEvent::FleetRecovered)).
+//!   ([`RateLimitEvent::FleetRecovered`]).
 //!   Reconnecting is redis-rs's (its `ConnectionManager`). The calls the
 //!   fallback lets through while a lease is asked for spend that lease's
 //!   first tokens when it comes, as do its tokens whose slots come before
@@ -46,7 +46,7 @@
 //!   every process that gets one pauses its own calls too; until its next
 //!   lease, a process spends at most the tokens it holds.
 //!
-//! Every lease is one round trip (a [`RateLimitEvent::Leased`](super::RateLimitEvent::Leased)):
+//! Every lease is one round trip (a [`RateLimitEvent::Leased`]):
 //! under load, one per `max_lease / 2` calls or fewer. The leases run on
 //! the tokio runtime of the calls that ask for them.
 //!
@@ -106,7 +106,7 @@ pub enum Fallback {
     /// processes, `1 / n` keeps the fleet within its quota.
     LocalShare(f64),
     /// They are turned away
-    /// ([`Limited::FleetUnavailable`](super::Limited::FleetUnavailable)).
+    /// ([`Limited::FleetUnavailable`]).
     FailClosed,
 }
 
