@@ -82,30 +82,31 @@
 //!     rate_limit::{RateLimitLayer, RateLimitPolicy},
 //!     DeadlineLayer,
 //! };
-//! use std::{convert::Infallible, time::Duration};
+//! use std::{convert::Infallible, sync::{Arc, Mutex}, time::Duration};
 //! use tokio::time::Instant;
 //! use tower::{ServiceBuilder, ServiceExt};
 //!
 //! # #[tokio::main(flavor = "current_thread", start_paused = true)]
 //! # async fn main() -> Result<(), http_resilience::BoxError> {
+//! let start = Instant::now();
+//! let sent = Arc::new(Mutex::new(Vec::new()));
+//! let record = Arc::clone(&sent);
 //! let limit = RateLimitPolicy::new(10, Duration::from_secs(1))?.with_burst(2)?;
 //! let svc = ServiceBuilder::new()
 //!     .layer(DeadlineLayer::new(Duration::from_secs(2)))
 //!     .layer(RateLimitLayer::new(limit))
-//!     .service_fn(|_: Request<String>| async {
-//!         // A stand-in for the network: the instant each call is sent.
-//!         Ok::<_, Infallible>(Response::new(Instant::now()))
+//!     .service_fn(move |_: Request<String>| {
+//!         // A stand-in for the network: it notes when each call is sent.
+//!         record.lock().unwrap().push((Instant::now() - start).as_millis());
+//!         async { Ok::<_, Infallible>(Response::new(String::new())) }
 //!     });
-//! let start = Instant::now();
 //! let call = || svc.clone().oneshot(Request::get("http://api.test/").body(String::new()).unwrap());
-//! let sent = futures_join5(call(), call(), call(), call(), call()).await;
-//! let offsets: Vec<u128> = sent.into_iter().map(|r| (*r.unwrap().body() - start).as_millis()).collect();
-//! assert_eq!(offsets, [0, 0, 100, 200, 300]);
+//! let (a, b, c, d, e) = tokio::join!(call(), call(), call(), call(), call());
+//! for result in [a, b, c, d, e] {
+//!     result?;
+//! }
+//! assert_eq!(*sent.lock().unwrap(), [0, 0, 100, 200, 300]);
 //! # Ok(())
-//! # }
-//! # async fn futures_join5<F: std::future::Future>(a: F, b: F, c: F, d: F, e: F) -> Vec<F::Output> {
-//! #     let (a, b, c, d, e) = tokio::join!(a, b, c, d, e);
-//! #     vec![a, b, c, d, e]
 //! # }
 //! ```
 
