@@ -226,15 +226,24 @@ const NAMES: [&str; 10] = [
     "x-ratelimit-reset",
 ];
 
+/// A value a field may hold: any printable bytes, or a number (as a
+/// reset or a remaining count is written, an epoch included), signed or
+/// with a fraction.
+fn value() -> impl Strategy<Value = Vec<u8>> {
+    prop_oneof![
+        proptest::collection::vec(0x20u8..0x7f, 0..40),
+        (0u64..2_000_000_000_000).prop_map(|n| n.to_string().into_bytes()),
+        (0u64..1_000_000).prop_map(|n| format!("-{n}").into_bytes()),
+        (0u64..100_000, 0u64..1_000).prop_map(|(a, b)| format!("{a}.{b}").into_bytes()),
+    ]
+}
+
 proptest! {
     /// Whatever bytes the server sends in any of the fields, reading them
     /// never panics, and no pause or pace is longer than the cap.
     #[test]
     fn parsing_never_panics_and_never_exceeds_the_cap(
-        values in proptest::collection::vec(
-            (0..NAMES.len(), proptest::collection::vec(0x20u8..0x7f, 0..40)),
-            0..8,
-        ),
+        values in proptest::collection::vec((0..NAMES.len(), value()), 0..8),
         status in prop_oneof![Just(200u16), Just(429u16), Just(503u16)],
         cap_ms in 0u64..100_000,
     ) {
