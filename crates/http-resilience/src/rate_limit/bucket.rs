@@ -56,7 +56,7 @@ impl Bucket {
             paced_until: AtomicU64::new(0),
             waiting: AtomicU32::new(0),
             #[cfg(feature = "redis")]
-            leases: shared.fleet.as_ref().map(|fleet| fleet.leases(shared)),
+            leases: shared.fleet.as_ref().map(super::fleet::Fleet::leases),
         }
     }
 
@@ -99,8 +99,8 @@ impl Bucket {
                     source,
                 });
                 #[cfg(feature = "redis")]
-                if let (Some(fleet), Some(leases)) = (&shared.fleet, &self.leases) {
-                    fleet.share_pause(leases, &self.key, pause);
+                if let Some(fleet) = &shared.fleet {
+                    fleet.share_pause(&self.key, pause);
                 }
             }
         }

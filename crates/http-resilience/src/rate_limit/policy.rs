@@ -283,11 +283,11 @@ impl RateLimitPolicy {
         Ok(self.with(|s| s.max_pause = max))
     }
 
-    /// Keeps the buckets of at most `max` keys, evicting as the other
-    /// guards do (see
-    /// [`OverloadPolicy::max_keys`](crate::overload::OverloadPolicy::max_keys)
-    /// where overload control is built; the rule is the key map's): a key
-    /// with calls waiting is never evicted as idle.
+    /// Keeps the buckets of at most `max` keys, evicting as every guard's
+    /// key map does (see [`key`](crate::key)): a new key beyond `max`
+    /// examines 16 keys and evicts those idle for `idle`, or the least
+    /// recently used of them; a key with calls waiting is never evicted as
+    /// idle, and one the server paused goes after quiet ones.
     ///
     /// # Errors
     ///

@@ -314,7 +314,7 @@ impl Fleet {
     }
 
     /// The leases of a new key.
-    pub(crate) fn leases(&self, _: &Shared) -> Leases {
+    pub(crate) fn leases(&self) -> Leases {
         Leases::default()
     }
 
@@ -442,7 +442,7 @@ impl Fleet {
     }
 
     /// Writes a pause of `pause` for `key` to Redis, in the background.
-    pub(crate) fn share_pause(&self, _: &Leases, key: &UpstreamKey, pause: Duration) {
+    pub(crate) fn share_pause(&self, key: &UpstreamKey, pause: Duration) {
         let Ok(runtime) = tokio::runtime::Handle::try_current() else {
             return;
         };
