@@ -141,3 +141,51 @@ async fn redis_stopped_mid_run_falls_back_within_the_wait_and_leases_resume() {
         away.len()
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_429_heard_by_one_process_pauses_another_through_redis() {
+    use http_resilience::{
+        presets,
+        rate_limit::{fleet::FleetQuota, RateLimitPolicy, ServerSignals},
+    };
+    use tower::{Layer, ServiceExt};
+    let _turn = super::ONE_AT_A_TIME.lock().await;
+    let Some(redis) = Redis::start_or_skip().await else {
+        return;
+    };
+    let upstream = Upstream::start().await;
+    // Two policies with buckets of their own: two processes of one fleet.
+    let process = || async {
+        let fleet = FleetQuota::new(&redis.url()).unwrap().with_prefix("paused");
+        fleet.connect().await.unwrap();
+        let limit = RateLimitPolicy::new(100, Duration::from_secs(1))
+            .unwrap()
+            .with_server_signals(ServerSignals::ALL)
+            .with_fleet(fleet);
+        let client =
+            hyper_util::client::legacy::Client::builder(hyper_util::rt::TokioExecutor::new())
+                .build_http::<http_body_util::Full<bytes::Bytes>>();
+        presets::reactor().with_guard(limit).layer().layer(client)
+    };
+    let (first, second) = (process().await, process().await);
+    let told = first
+        .oneshot(super::support::get(upstream.uri("/429")))
+        .await
+        .unwrap();
+    assert_eq!(told.status(), 429);
+    // The pause reaches Redis in the background: one round trip.
+    tokio::time::sleep(Duration::from_millis(200)).await;
+
+    second
+        .oneshot(super::support::get(upstream.uri("/")))
+        .await
+        .unwrap();
+
+    let arrivals = upstream.arrivals();
+    let named = arrivals[0].at + Duration::from_secs(2);
+    assert!(
+        arrivals[1].at >= named,
+        "{:?} early",
+        named - arrivals[1].at
+    );
+}
