@@ -581,4 +581,5 @@ mod endpoint;
 mod fault;
 mod overload;
 mod pushback;
+mod rate_limit;
 mod service_config;

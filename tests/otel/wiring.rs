@@ -373,3 +373,53 @@ async fn overload_control_wired_with_the_policy_counts_its_rejections_and_reads_
     );
     drop(held);
 }
+
+#[tokio::test(flavor = "current_thread", start_paused = true)]
+async fn the_rate_limit_wired_with_the_policy_counts_its_rejections_and_pauses_and_reads_its_delay()
+{
+    use http_resilience::rate_limit::{RateLimitMode, RateLimitPolicy, ServerSignals};
+    let _one = crate::ONE_AT_A_TIME.lock().await;
+    let (reader, metrics) = Reader::new();
+    let retry = RetryPolicy::new(StatusDecoder::new([503]).unwrap(), FixedDelay::never());
+    let limit = RateLimitPolicy::new(100, Duration::from_secs(1))
+        .unwrap()
+        .with_mode(RateLimitMode::TurnAway)
+        .with_server_signals(ServerSignals::ALL);
+    let policy = ResiliencePolicy::new(Duration::from_secs(8), Duration::from_secs(3), retry)
+        .unwrap()
+        .with_guard(limit)
+        .with_metrics(&metrics);
+    // A 429 asking for 2 s: a pause; the next call, whose slot would be 10
+    // ms on, is turned away for it.
+    let svc = ServiceBuilder::new()
+        .layer(policy.layer())
+        .service(tower::service_fn(|_: Request<String>| async {
+            let response = Response::builder()
+                .status(429)
+                .header("retry-after", "2")
+                .body(String::new())
+                .unwrap();
+            Ok::<_, Infallible>(response)
+        }));
+    guarded(svc.clone().oneshot(plain_get())).await.unwrap();
+    let err = guarded(svc.clone().oneshot(plain_get())).await.unwrap_err();
+    assert_eq!(FailureKind::of(&*err), FailureKind::RateLimited);
+
+    let key = ("http_resilience.rate_limit.key", "http://api.test:8080");
+    let points = reader.collect();
+    let rejections = of(&points, "http_resilience.rate_limit.rejections");
+    let paused = attributes(&[key, ("http_resilience.rate_limit.reason", "paused")]);
+    assert_eq!(rejections.len(), 1, "{rejections:?}");
+    assert_eq!(
+        (&rejections[0].attributes, rejections[0].value),
+        (&paused, 1.0)
+    );
+    let pauses = of(&points, "http_resilience.rate_limit.pauses");
+    let by = attributes(&[key, ("http_resilience.rate_limit.signal", "retry_after")]);
+    assert_eq!((&pauses[0].attributes, pauses[0].value), (&by, 1.0));
+    let delay = of(&points, "http_resilience.rate_limit.delay");
+    assert_eq!(delay.len(), 1, "{delay:?}");
+    assert_eq!(delay[0].attributes, attributes(&[key]));
+    // NOTE: the pause, less what the paused clock moved while it was read.
+    assert!((1.9..=2.0).contains(&delay[0].value), "{delay:?}");
+}

@@ -111,9 +111,10 @@ fn every_rust_block_of_the_readmes_is_compiled_as_shown() {
             );
         }
     }
-    // The workspace README's seven (use; axum, tonic, reqwest; reqwest-retry
-    // both ways; fault injection and a fallback) and the crate README's one.
-    assert_eq!(rust, 8, "the Rust blocks the doctests compile");
+    // The workspace README's eight (use; axum, tonic, reqwest; reqwest-retry
+    // both ways; fault injection and a fallback; a rate limit) and the crate
+    // README's one.
+    assert_eq!(rust, 9, "the Rust blocks the doctests compile");
 }
 
 /// The examples a line names: `examples/NAME.rs`, and `--example NAME`.

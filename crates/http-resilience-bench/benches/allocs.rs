@@ -14,6 +14,8 @@
 //!
 //! Run: `cargo bench -p http-resilience-bench --bench allocs`; see `BENCHMARKS.md`.
 
+#[path = "support/rate_limit.rs"]
+mod rate_limit;
 mod support;
 
 use http::StatusCode;
@@ -129,6 +131,18 @@ async fn measure() -> Vec<Row> {
                 .expect("a limit")
                 .with_queue(1024)
         )
+    );
+    ok_row!(
+        "bare + rate limit",
+        rate_limit::with_rate_limit(ok_service())
+    );
+    ok_row!(
+        "bare + governor (keyed)",
+        rate_limit::with_governor(ok_service(), true)
+    );
+    ok_row!(
+        "bare + tower RateLimit",
+        rate_limit::with_tower_rate_limit(ok_service())
     );
     ok_row!(
         "bare + tower-resilience breaker",

@@ -20,9 +20,12 @@
 //! layer of no guard, `()`: the layer's own cost), `faults-none`,
 //! `faults-off` and `faults-on` (bare + a guard layer of an optional fault
 //! injection policy: none at run time, one switched off, one on at a rate of
-//! 0, every attempt counted and drawn for and none answered) and
+//! 0, every attempt counted and drawn for and none answered),
 //! `ours-combined-faults-none` and `-off` (the same among the combined
-//! service's guards), as in the
+//! service's guards), `rate-limit` (bare + our rate
+//! limit under its limit, the key known), `governor` and `governor-keyed`
+//! (bare + governor's `RateLimiter::check`, direct, or keyed by authority)
+//! and `tower-rate-limit` (bare + tower's `RateLimit`), as in the
 //! `overhead` bench, each answered at once in
 //! process; and the same over loopback HTTP/1.1, `net-bare` (hyper-util's
 //! client), `net-floor`, `net-tower`, `net-ours` and `net-ours-combined`,
@@ -44,6 +47,8 @@
 #[path = "support/net.rs"]
 #[allow(dead_code)]
 mod net;
+#[path = "support/rate_limit.rs"]
+mod rate_limit;
 #[path = "support/server.rs"]
 #[allow(dead_code)]
 mod server;
@@ -172,7 +177,7 @@ fn main() -> ExitCode {
              copy, floor, tower, ours, ours-spans, ours-combined, ours-combined-breaker, \
              ours-combined-bulkhead, ours-combined-faults-{{none,off}}, ours-combined-spans, \
              ours-combined-metrics, breaker, bulkhead, adaptive, throttle, no-guard, \
-             faults-{{none,off,on}}, \
+             faults-{{none,off,on}}, rate-limit, governor, governor-keyed, tower-rate-limit, \
              tower-resilience-breaker, net-{{bare,floor,tower,ours,ours-combined,ours-combined-breaker}}, \
              net503-{{hand,floor,tower,ours,ours-combined,ours-combined-breaker}} \
              (see BENCHMARKS.md)"
@@ -243,6 +248,10 @@ fn main() -> ExitCode {
                 run(ours(ok_service()), calls).await
             }
             "breaker" => run(with_breaker(ok_service()), calls).await,
+            "rate-limit" => run(rate_limit::with_rate_limit(ok_service()), calls).await,
+            "governor" => run(rate_limit::with_governor(ok_service(), false), calls).await,
+            "governor-keyed" => run(rate_limit::with_governor(ok_service(), true), calls).await,
+            "tower-rate-limit" => run(rate_limit::with_tower_rate_limit(ok_service()), calls).await,
             "tower-resilience-breaker" => {
                 run(with_tower_resilience_breaker(ok_service()), calls).await
             }

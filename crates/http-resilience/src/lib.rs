@@ -185,13 +185,15 @@
 //! | `fault` | [`fault`]: fault injection as a guard (latency, statuses, transport failures, bodies cut short), seeded, switched on and off at run time | |
 //! | `fallback` | [`fallback`]: a fallback response for the failures one names, for the requests that opt in | |
 //! | `resume` | [`resume`]: a response body that failed part-way continued with a ranged request | |
+//! | `rate-limit` | [`rate_limit`]: a rate limit per authority (GCRA in one atomic word per key), its waits bounded by the deadline, paused and paced by the server's `Retry-After`, gRPC pushback and `RateLimit` / `X-RateLimit-*` fields | |
+//! | `redis` | [`rate_limit::fleet`]: one quota shared by a fleet, kept in Redis by a Lua script and spent locally through leases (redis-rs 0.32, over tokio) | `rate-limit` |
 //! | `propagate` | the layers of [`propagate`]: each attempt's budget sent upstream, a deadline taken over from an inbound request | |
 //! | `read-timeout` | [`read_timeout`]: the longest wait between reads, as a layer | |
 //! | `grpc` | gRPC's retry design as policy parts: [`policy::GrpcDecoder`], [`policy::GrpcBackoff`], [`presets::grpc`], [`breaker::BreakerPolicy::grpc`] (with `breaker`) | |
 //! | `tonic` | [`grpc`]: [`grpc::GrpcLayer`], [`grpc::GrpcHedgeLayer`] and [`grpc::ServiceConfigLayer`] around a tonic `Channel`, gRPC's service config read with `serde_json` (`std` only); tonic 0.14.2 to 0.14.8 build on this crate's minimum Rust, 0.14.9 needs 1.88 | `grpc`, `propagate`, `hedge` |
 //! | `transport` | [`transport::Builder`], a hyper-util client with connect and read timeouts and no hidden retry; lets [`FailureKind`] read hyper's errors | `read-timeout` |
 //! | `fs` | [`body::ReopenBody::file`], a file sent again by every attempt, its length known before the first one (tokio's `fs` and `rt`) | |
-//! | `serde` | [`config`], per-client policies in the manner of Spring Cloud OpenFeign's `feign.client.config.<name>`, durations written for people (`"250ms"`, `"1m 30s"`) | `breaker`, `overload`, `hedge`, `propagate`, `grpc` |
+//! | `serde` | [`config`], per-client policies in the manner of Spring Cloud OpenFeign's `feign.client.config.<name>`, durations written for people (`"250ms"`, `"1m 30s"`) | `breaker`, `overload`, `rate-limit`, `hedge`, `propagate`, `grpc` |
 //! | `toml` | [`config::ClientsConfig::from_toml_str`] | `serde` |
 //! | `reqwest` | [`reqwest_client::ResilientClient`] (reqwest's request builder in front of the layers) and [`reqwest_client::ReqwestService`]; lets [`FailureKind`] read reqwest's errors | |
 //! | `reqwest-json`, `reqwest-query`, `reqwest-form` | the `json`, `query` and `form` methods of [`reqwest_client::ResilientRequestBuilder`], each turning on reqwest's feature of the same name (without them, [`map_reqwest`](reqwest_client::ResilientRequestBuilder::map_reqwest) reaches whatever reqwest features the application has) | `reqwest` |
@@ -251,6 +253,8 @@ pub mod overload;
 pub mod policy;
 pub mod presets;
 pub mod propagate;
+#[cfg(feature = "rate-limit")]
+pub mod rate_limit;
 #[cfg(feature = "read-timeout")]
 pub mod read_timeout;
 #[cfg(feature = "reqwest")]

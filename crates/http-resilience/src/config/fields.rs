@@ -3,7 +3,9 @@
 //! retry's. The tables' files apply a written section over these and build
 //! the policies from them.
 
-use super::{decoder::DecoderFields, origin::Origins, written::BackoffKind};
+use super::{
+    decoder::DecoderFields, origin::Origins, rate_limit::RateLimitFields, written::BackoffKind,
+};
 use crate::{breaker::BreakerSettings, policy::Jitter, propagate::TimeoutFormat};
 use http::HeaderName;
 use std::time::Duration;
@@ -43,6 +45,8 @@ pub(super) struct Fields {
     pub(super) hedge: HedgeFields,
     /// Overload control, on or off.
     pub(super) overload: OverloadFields,
+    /// The rate limit, on or off.
+    pub(super) rate_limit: RateLimitFields,
     /// Where the values that checks combine came from, for their messages.
     pub(super) origins: Origins,
 }

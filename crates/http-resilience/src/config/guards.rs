@@ -5,14 +5,17 @@ use crate::{
     guard::{sealed, Settle},
     overload::OverloadPolicy,
     policy::AnyDecoder,
+    rate_limit::RateLimitPolicy,
     BoxError, RequestDeadline,
 };
 use std::task::{Context, Poll};
 
-/// The guards of a [`ClientPolicy`](super::ClientPolicy): overload control
-/// first, then the circuit breaker (the order of the
+/// The guards of a [`ClientPolicy`](super::ClientPolicy): the rate limit
+/// first, then overload control, then the circuit breaker (the order of the
 /// [`GuardLayer`](crate::guard::GuardLayer)s between the three layers'
 /// retry and attempt timeout), each where the client's section turns it on.
+/// The rate limit comes first so that a call waiting for its slot holds no
+/// slot of overload control.
 ///
 /// A guard of one's own choosing replaces the file's by a field:
 ///
@@ -31,26 +34,30 @@ use std::task::{Context, Poll};
 /// ```
 #[derive(Debug, Clone, Default)]
 pub struct ClientGuards {
+    /// The rate limit, if the client has one.
+    pub rate_limit: Option<RateLimitPolicy>,
     /// Overload control, if the client has it.
     pub overload: Option<OverloadPolicy>,
     /// The circuit breaker, if the client has one.
     pub breaker: Option<BreakerPolicy<AnyDecoder>>,
 }
 
-/// The pair the guards are asked as.
-type Pair = (Option<OverloadPolicy>, Option<BreakerPolicy<AnyDecoder>>);
+/// The pairs the guards are asked as: the rate limit, then overload control
+/// and the breaker.
+type Pair = (
+    Option<RateLimitPolicy>,
+    (Option<OverloadPolicy>, Option<BreakerPolicy<AnyDecoder>>),
+);
 
 impl sealed::Sealed for ClientGuards {
     type Local = <Pair as sealed::Sealed>::Local;
     type Pass = <Pair as sealed::Sealed>::Pass;
 
     fn pass_for<B>(&self, local: &mut Self::Local, request: &http::Request<B>) -> Self::Pass {
-        let overload = self.overload.pass_for(&mut local.0, request);
-        (
-            overload,
-            self.breaker.pass_for(&mut local.1, request),
-            false,
-        )
+        let rate_limit = self.rate_limit.pass_for(&mut local.0, request);
+        let overload = self.overload.pass_for(&mut local.1 .0, request);
+        let breaker = self.breaker.pass_for(&mut local.1 .1, request);
+        (rate_limit, (overload, breaker, false), false)
     }
 
     fn admit(
@@ -91,6 +98,7 @@ impl From<()> for ClientGuards {
 impl<D: Into<AnyDecoder> + Clone> From<BreakerPolicy<D>> for ClientGuards {
     fn from(breaker: BreakerPolicy<D>) -> Self {
         Self {
+            rate_limit: None,
             overload: None,
             breaker: Some(breaker.erase()),
         }
@@ -100,6 +108,7 @@ impl<D: Into<AnyDecoder> + Clone> From<BreakerPolicy<D>> for ClientGuards {
 #[cfg(feature = "otel")]
 impl crate::otel::wiring::sealed::Sealed for ClientGuards {
     fn attach_metrics(&self, metrics: &crate::otel::Metrics) {
+        self.rate_limit.attach_metrics(metrics);
         self.overload.attach_metrics(metrics);
         self.breaker.attach_metrics(metrics);
     }

@@ -124,6 +124,21 @@
 //! | `overload.throttle.enabled` | bool | `true` turns throttling on with the defaults, `false` turns off one inherited |
 //! | `overload.max_keys`, `overload.idle_key_timeout` | integer in `1..=1000000`, duration in (0, 24h] | keys kept at most, and when one is idle ([`OverloadPolicy::max_keys`]); defaults 1024, 5m |
 //! | `overload.seed` | integer | fixes the random sequence of the throttle's rejections ([`OverloadPolicy::with_seed`]) |
+//! | `rate_limit.enabled` | bool | whether every attempt passes a rate limit per authority ([`RateLimitPolicy`]; see [The rate limit](#the-rate-limit)); `false` turns off one inherited; a `rate_limit` table that writes any other field turns it on (a value `"off"` apart); off in every preset |
+//! | `rate_limit.calls` | integer in `1..=1000000` | the calls allowed per `per`, per key; required to turn the limit on |
+//! | `rate_limit.per` | duration in (0, 24h] | the period of `calls`; default 1s |
+//! | `rate_limit.burst` | integer in `1..=1000000` | the calls that may go at once after a quiet spell ([`RateLimitPolicy::with_burst`]); default 1 |
+//! | `rate_limit.mode` | `"wait"` or `"turn_away"` | what a call over the limit does ([`RateLimitMode`]); default `"wait"` |
+//! | `rate_limit.max_wait` | duration in (0, 24h], or `"off"` | the longest wait for a slot ([`RateLimitPolicy::with_max_wait`]); default the call's deadline |
+//! | `rate_limit.min_attempt` | duration in [0, 24h], or `"off"` | a call whose slot would leave less than this before its deadline is turned away at once ([`RateLimitPolicy::with_min_attempt`]); default none |
+//! | `rate_limit.server_signals` | list of `"retry_after"`, `"grpc_pushback"`, `"ratelimit"`, `"x_ratelimit"` | what the limit learns from the server ([`Signal`]); default none |
+//! | `rate_limit.max_pause` | duration in (0, 24h] | the cap on a pause or pace a server sets ([`RateLimitPolicy::with_max_pause`]); default 60s |
+//! | `rate_limit.max_keys`, `rate_limit.idle_key_timeout` | integer in `1..=1000000`, duration in (0, 24h] | keys kept at most, and when one is idle ([`RateLimitPolicy::max_keys`]); defaults 1024, 5m |
+//! | `rate_limit.redis_url` | a Redis URL (`"redis://host:6379/"`) | makes the quota the fleet's, kept in that Redis ([`RateLimitPolicy::with_fleet`], feature `redis`; without it, an error) |
+//! | `rate_limit.redis_prefix` | string | the prefix of the quota's Redis keys ([`FleetQuota::with_prefix`]); default `http-resilience` |
+//! | `rate_limit.lease_wait` | duration in (0, 1s] | the longest wait for a lease before falling back ([`FleetQuota::with_lease_wait`]); default 5ms |
+//! | `rate_limit.max_lease` | integer in `1..=1000000` | the most tokens leased at once ([`FleetQuota::with_max_lease`]); default a twentieth of `calls` |
+//! | `rate_limit.fallback`, `rate_limit.local_share` | `"local"` or `"fail_closed"`; number in (0, 1] | what the calls do while Redis is away ([`Fallback`]): a local share of the quota (default 0.1), or turned away |
 //! | `hedge.enabled` | bool | whether the client hedges instead of retrying ([`HedgePolicy`]; see [Hedging](#hedging)); `false` turns off one inherited; a `hedge` table that writes any other field turns it on (a value `"off"` apart); off in every preset |
 //! | `hedge.delay` | duration in [0, 24h] | another copy after this long with no outcome ([`HedgeDelay::fixed`], gRPC's `hedgingDelay`); this or `percentile` is required to hedge |
 //! | `hedge.percentile` | number in (0, 100) | instead of `delay`: the delay is this percentile of the latencies observed ([`HedgeDelay::percentile`]) |
@@ -511,7 +526,7 @@
 //!   `"exponential"` or `"grpc"`, `max_pushback` with one other than
 //!   `"grpc"`. Such fields are errors where they are written; inherited ones
 //!   are dropped, as said above;
-//! - in a client's `breaker`, `overload` or `hedge` table, a field beside
+//! - in a client's `breaker`, `overload`, `rate_limit` or `hedge` table, a field beside
 //!   `enabled = false` (in `[default]` such fields are kept for the clients
 //!   that turn the table on);
 //! - a `[clients.default]` section: the defaults go in `[default]`.
@@ -571,6 +586,39 @@
 //! # }
 //! ```
 //!
+//! # The rate limit
+//!
+//! The `rate_limit` table sets the rate limit every attempt passes, first of
+//! the guards, before overload control and the breaker (see
+//! [`rate_limit`](crate::rate_limit)): `calls` per `per`, a `burst`, a wait
+//! bounded by the deadline or a refusal at once, and what is learned from
+//! the server. It is inherited field by field, as `overload` is, and off in
+//! every preset; with a `redis_url` (feature `redis`) the quota is the
+//! fleet's. A client has one rate limit, whose buckets every policy, layer
+//! and hedge built for it share.
+//!
+//! ```
+//! use http_resilience::{config::ClientsConfig, rate_limit::RateLimitMode};
+//! use std::time::Duration;
+//!
+//! let config = ClientsConfig::from_toml_str(
+//!     r#"
+//!     [default.rate_limit]
+//!     calls = 100
+//!     burst = 10
+//!     server_signals = ["retry_after", "ratelimit", "x_ratelimit"]
+//!
+//!     [clients.batch.rate_limit]
+//!     mode = "turn_away"
+//!     "#,
+//! )?;
+//! let batch = config.policy("batch")?;
+//! let settings = batch.guard().rate_limit.as_ref().expect("a rate limit").settings();
+//! assert_eq!((settings.calls, settings.per, settings.burst), (100, Duration::from_secs(1), 10));
+//! assert_eq!(settings.mode, RateLimitMode::TurnAway);
+//! # Ok::<(), http_resilience::BoxError>(())
+//! ```
+//!
 //! # Differences from Spring Cloud OpenFeign
 //!
 //! Spring merges `default` and the named client property by property, and a
@@ -601,6 +649,19 @@
 //! [`TimeoutFormat::Millis`]: crate::propagate::TimeoutFormat::Millis
 //! [`FixedDelay`]: crate::policy::FixedDelay
 //! [`HedgePolicy`]: crate::hedge::HedgePolicy
+//! [`RateLimitPolicy`]: crate::rate_limit::RateLimitPolicy
+//! [`RateLimitPolicy::with_burst`]: crate::rate_limit::RateLimitPolicy::with_burst
+//! [`RateLimitPolicy::with_max_wait`]: crate::rate_limit::RateLimitPolicy::with_max_wait
+//! [`RateLimitPolicy::with_min_attempt`]: crate::rate_limit::RateLimitPolicy::with_min_attempt
+//! [`RateLimitPolicy::with_max_pause`]: crate::rate_limit::RateLimitPolicy::with_max_pause
+//! [`RateLimitPolicy::max_keys`]: crate::rate_limit::RateLimitPolicy::max_keys
+//! [`RateLimitPolicy::with_fleet`]: crate::rate_limit::RateLimitPolicy::with_fleet
+//! [`RateLimitMode`]: crate::rate_limit::RateLimitMode
+//! [`Signal`]: crate::rate_limit::Signal
+//! [`FleetQuota::with_prefix`]: crate::rate_limit::fleet::FleetQuota::with_prefix
+//! [`FleetQuota::with_lease_wait`]: crate::rate_limit::fleet::FleetQuota::with_lease_wait
+//! [`FleetQuota::with_max_lease`]: crate::rate_limit::fleet::FleetQuota::with_max_lease
+//! [`Fallback`]: crate::rate_limit::fleet::Fallback
 //! [`OverloadPolicy`]: crate::overload::OverloadPolicy
 //! [`OverloadPolicy::bulkhead`]: crate::overload::OverloadPolicy::bulkhead
 //! [`OverloadPolicy::with_queue`]: crate::overload::OverloadPolicy::with_queue
@@ -633,6 +694,7 @@ mod hedge;
 mod origin;
 mod overload;
 mod propagate;
+mod rate_limit;
 mod resolve;
 mod retry;
 mod shared;

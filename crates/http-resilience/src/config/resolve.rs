@@ -5,6 +5,7 @@ use super::{
     decoder::DecoderFields,
     fields::{AttemptHeaderField, BreakerFields, Fields, HedgeFields, OverloadFields},
     origin::{Origin, Origins},
+    rate_limit::RateLimitFields,
     retry::Schedule,
     validate::positive,
     written::{Preset, Section},
@@ -39,7 +40,10 @@ impl Section {
         let base = self.retry.apply(base, &format!("{path}.retry"))?;
         let base = self.breaker.apply(base, &format!("{path}.breaker"))?;
         let base = self.hedge.apply(base, &format!("{path}.hedge"))?;
-        self.overload.apply(base, &format!("{path}.overload"))
+        let mut base = self.overload.apply(base, &format!("{path}.overload"))?;
+        let rate_limit = format!("{path}.rate_limit");
+        self.rate_limit.apply(&mut base.rate_limit, &rate_limit)?;
+        Ok(base)
     }
 }
 
@@ -58,6 +62,7 @@ impl Fields {
             breaker: BreakerFields::of(policy.guard().breaker.as_ref(), &decoder),
             hedge: HedgeFields::off(),
             overload: OverloadFields::off(),
+            rate_limit: RateLimitFields::off(),
             decoder,
             backoff: schedule.backoff,
             delay: schedule.delay,
@@ -146,7 +151,12 @@ impl Fields {
             policy = policy.propagating(header.clone(), *format);
         }
         let overload = self.overload.build(&format!("{path}.overload"))?;
-        Ok(policy.with_guard(ClientGuards { overload, breaker }))
+        let rate_limit = self.rate_limit.build(&format!("{path}.rate_limit"))?;
+        Ok(policy.with_guard(ClientGuards {
+            rate_limit,
+            overload,
+            breaker,
+        }))
     }
 
     /// An error when the attempt timeout exceeds the deadline. The layers

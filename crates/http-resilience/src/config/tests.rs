@@ -1286,3 +1286,4 @@ fn invalid_attempt_headers_name_their_path() {
 
 mod hedge;
 mod overload;
+mod rate_limit;

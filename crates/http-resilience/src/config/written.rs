@@ -27,6 +27,8 @@ pub(super) struct Section {
     pub(super) hedge: HedgeSection,
     #[serde(default)]
     pub(super) overload: OverloadSection,
+    #[serde(default)]
+    pub(super) rate_limit: RateLimitSection,
 }
 
 /// The `retry` table of a section, as written.
@@ -126,6 +128,46 @@ pub(super) struct OverloadSection {
     pub(super) max_keys: Option<usize>,
     pub(super) idle_key_timeout: Option<Written<Duration>>,
     pub(super) seed: Option<u64>,
+}
+
+/// The `rate_limit` table of a section, as written: the
+/// [`RateLimitPolicy`](crate::rate_limit::RateLimitPolicy) settings, named as
+/// its setters' errors name them, and the fleet's Redis.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RateLimitSection {
+    pub(super) enabled: Option<bool>,
+    pub(super) calls: Option<u32>,
+    pub(super) per: Option<Written<Duration>>,
+    pub(super) burst: Option<u32>,
+    pub(super) mode: Option<Written<RateLimitModeName>>,
+    pub(super) max_wait: Option<Written<DurationOrOff>>,
+    pub(super) min_attempt: Option<Written<DurationOrOff>>,
+    pub(super) server_signals: Option<Vec<Written<SignalName>>>,
+    pub(super) max_pause: Option<Written<Duration>>,
+    pub(super) max_keys: Option<usize>,
+    pub(super) idle_key_timeout: Option<Written<Duration>>,
+    pub(super) redis_url: Option<String>,
+    pub(super) redis_prefix: Option<String>,
+    pub(super) lease_wait: Option<Written<Duration>>,
+    pub(super) max_lease: Option<u32>,
+    pub(super) fallback: Option<Written<FallbackName>>,
+    pub(super) local_share: Option<f64>,
+}
+
+/// A `rate_limit.mode` name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct RateLimitModeName(pub(super) crate::rate_limit::RateLimitMode);
+
+/// A `rate_limit.server_signals` entry.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct SignalName(pub(super) crate::rate_limit::Signal);
+
+/// A `rate_limit.fallback` name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum FallbackName {
+    Local,
+    FailClosed,
 }
 
 /// The `overload.adaptive` table: an [`AdaptiveLimit`](crate::overload::AdaptiveLimit).
@@ -461,6 +503,23 @@ names!(Jitter, "one of \"none\", \"full\", \"equal\", \"decorrelated\"", {
     "full" => Jitter::Full,
     "equal" => Jitter::Equal,
     "decorrelated" => Jitter::Decorrelated,
+});
+
+names!(RateLimitModeName, "one of \"wait\", \"turn_away\"", {
+    "wait" => RateLimitModeName(crate::rate_limit::RateLimitMode::Wait),
+    "turn_away" => RateLimitModeName(crate::rate_limit::RateLimitMode::TurnAway),
+});
+
+names!(SignalName, "one of \"retry_after\", \"grpc_pushback\", \"ratelimit\", \"x_ratelimit\"", {
+    "retry_after" => SignalName(crate::rate_limit::Signal::RetryAfter),
+    "grpc_pushback" => SignalName(crate::rate_limit::Signal::GrpcPushback),
+    "ratelimit" => SignalName(crate::rate_limit::Signal::RateLimitFields),
+    "x_ratelimit" => SignalName(crate::rate_limit::Signal::XRateLimit),
+});
+
+names!(FallbackName, "one of \"local\", \"fail_closed\"", {
+    "local" => FallbackName::Local,
+    "fail_closed" => FallbackName::FailClosed,
 });
 
 // ===== impl DecoderKind =====

@@ -70,7 +70,7 @@ pub(crate) type Probe = fn(&(dyn Error + 'static)) -> Option<Reading>;
 
 /// How many error types can register. Only the crate's features register
 /// (the trait and the functions are crate-private), fewer than this.
-const CAPACITY: usize = 8;
+const CAPACITY: usize = 12;
 
 /// A registered probe and the type it reads.
 #[derive(Clone, Copy)]

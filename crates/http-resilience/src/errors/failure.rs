@@ -84,6 +84,11 @@ pub enum FailureKind {
     /// slot in time, or throttled; the request was never sent. The
     /// ready-made decoders never retry it.
     Overloaded,
+    /// The rate limit turned the call away (its `RateLimited` error): over
+    /// the key's rate with no time to wait for a slot, or paused by the
+    /// server; the request was never sent. The ready-made decoders never
+    /// retry it.
+    RateLimited,
     /// The request body could not be produced as announced: a
     /// [`ReopenBody`](crate::body::ReopenBody) opened to another length than
     /// the one every attempt announces, or yielded fewer or more bytes
@@ -104,7 +109,7 @@ impl FailureKind {
     /// The first error in the chain that is one of this crate's timeout types
     /// decides, and so does an error with which one of the crate's features
     /// turned the call away ([`CircuitOpen`](Self::CircuitOpen),
-    /// [`Overloaded`](Self::Overloaded)). Otherwise an `io::Error` of kind `ConnectionRefused` is
+    /// [`Overloaded`](Self::Overloaded), [`RateLimited`](Self::RateLimited)). Otherwise an `io::Error` of kind `ConnectionRefused` is
     /// [`ConnectRefused`](Self::ConnectRefused), and one of kind `TimedOut`
     /// below a connect error of hyper-util's client is
     /// [`ConnectTimeout`](Self::ConnectTimeout). The typed errors of this
@@ -175,12 +180,16 @@ impl FailureKind {
     }
 
     /// Whether the client turned the call away itself, before sending it: a
-    /// circuit breaker ([`CircuitOpen`](Self::CircuitOpen)) or overload
-    /// control ([`Overloaded`](Self::Overloaded)). Sending it again at once
+    /// circuit breaker ([`CircuitOpen`](Self::CircuitOpen)), overload
+    /// control ([`Overloaded`](Self::Overloaded)) or the rate limit
+    /// ([`RateLimited`](Self::RateLimited)). Sending it again at once
     /// would meet the same refusal, so the ready-made decoders never retry
     /// it, and it costs no retry budget token.
     pub const fn is_turned_away(&self) -> bool {
-        matches!(self, FailureKind::CircuitOpen | FailureKind::Overloaded)
+        matches!(
+            self,
+            FailureKind::CircuitOpen | FailureKind::Overloaded | FailureKind::RateLimited
+        )
     }
 
     /// Whether the upstream cannot have acted on the request: it was never
@@ -194,6 +203,7 @@ impl FailureKind {
             self,
             FailureKind::CircuitOpen
                 | FailureKind::Overloaded
+                | FailureKind::RateLimited
                 | FailureKind::ConnectTimeout
                 | FailureKind::ConnectRefused
                 | FailureKind::Dns
@@ -225,6 +235,7 @@ impl FailureKind {
             FailureKind::Transport => "transport",
             FailureKind::CircuitOpen => "circuit_open",
             FailureKind::Overloaded => "overloaded",
+            FailureKind::RateLimited => "rate_limited",
             FailureKind::RequestBody => "request_body",
             FailureKind::Other => "_OTHER",
         }
@@ -249,6 +260,7 @@ impl fmt::Display for FailureKind {
             FailureKind::Transport => "transport error",
             FailureKind::CircuitOpen => "circuit open",
             FailureKind::Overloaded => "overloaded",
+            FailureKind::RateLimited => "rate limited",
             FailureKind::RequestBody => "request body error",
             FailureKind::Other => "other error",
         })

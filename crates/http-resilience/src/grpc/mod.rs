@@ -156,6 +156,15 @@
 //! the caller as `UNAVAILABLE`, its source the
 //! [`Overloaded`](crate::overload::error::Overloaded) error.
 //!
+//! A rate limit goes the same way too,
+//! `GrpcLayer::new(presets::grpc().with_guard(RateLimitPolicy::new(..)?))`
+//! (see [`rate_limit`](crate::rate_limit); with
+//! [`Signal::GrpcPushback`](crate::rate_limit::Signal::GrpcPushback), a
+//! `RESOURCE_EXHAUSTED` with `grpc-retry-pushback-ms` pauses every call to
+//! the server): a call turned away reaches the caller as
+//! `RESOURCE_EXHAUSTED`, its source the
+//! [`RateLimited`](crate::rate_limit::RateLimited) error.
+//!
 //! Circuits and overload control's slots are kept per upstream: give each
 //! layer its channel's endpoint ([the channel's
 //! endpoint](#the-channels-endpoint)).
@@ -446,12 +455,14 @@ where
 
 /// A deadline overrun (the call's deadline, or the limit of its last
 /// attempt) as the `tonic::Status` gRPC defines for it,
-/// `DEADLINE_EXCEEDED`, and a call an open circuit or overload control
-/// turned away as `UNAVAILABLE` (gRPC's code for a client failing fast),
-/// its message naming the upstream turned away from; a failure before
-/// sending that fault injection made (feature `fault`) as `UNAVAILABLE`,
-/// as tonic gives its own connection's; each with `err` as its source; any
-/// other error as it is.
+/// `DEADLINE_EXCEEDED`; a call the rate limit turned away as
+/// `RESOURCE_EXHAUSTED` (gRPC's code for a quota spent, "perhaps a per-user
+/// quota", which a client's own limit is); a call an open circuit or
+/// overload control turned away as `UNAVAILABLE` (gRPC's code for a client
+/// failing fast); each message naming the upstream turned away from; a
+/// failure before sending that fault injection made (feature `fault`) as
+/// `UNAVAILABLE`, as tonic gives its own connection's; each with `err` as
+/// its source; any other error as it is.
 pub(crate) fn into_status(err: BoxError) -> BoxError {
     if err.is::<tonic::Status>() {
         return err;
@@ -459,6 +470,8 @@ pub(crate) fn into_status(err: BoxError) -> BoxError {
     let overrun = is_caused_by::<DeadlineExceeded>(&*err) || is_caused_by::<AttemptTimedOut>(&*err);
     let mut status = if overrun {
         tonic::Status::deadline_exceeded(err.to_string())
+    } else if let Some(key) = rate_limited_by(&*err) {
+        tonic::Status::resource_exhausted(format!("{err} for {key}"))
     } else if let Some(key) = turned_away_from(&*err) {
         tonic::Status::unavailable(format!("{err} for {key}"))
     } else if injected_before_send(&*err) {
@@ -468,6 +481,18 @@ pub(crate) fn into_status(err: BoxError) -> BoxError {
     };
     status.set_source(Arc::from(err));
     Box::new(status)
+}
+
+/// The upstream whose rate limit turned `err` away, if one did.
+fn rate_limited_by<'a>(
+    err: &'a (dyn std::error::Error + 'static),
+) -> Option<&'a crate::key::UpstreamKey> {
+    #[cfg(feature = "rate-limit")]
+    if let Some(limited) = crate::errors::find::<crate::rate_limit::RateLimited>(err) {
+        return Some(limited.key());
+    }
+    let _ = err;
+    None
 }
 
 /// The upstream a guard turned `err` away from, if one did.

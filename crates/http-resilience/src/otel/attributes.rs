@@ -24,6 +24,9 @@ pub(super) const TRIP_REASON: &str = "http_resilience.breaker.trip_reason";
 pub(super) const BUDGET_NAME: &str = "http_resilience.budget.name";
 pub(super) const OVERLOAD_KEY: &str = "http_resilience.overload.key";
 pub(super) const OVERLOAD_REASON: &str = "http_resilience.overload.reason";
+pub(super) const RATE_LIMIT_KEY: &str = "http_resilience.rate_limit.key";
+pub(super) const RATE_LIMIT_REASON: &str = "http_resilience.rate_limit.reason";
+pub(super) const RATE_LIMIT_SIGNAL: &str = "http_resilience.rate_limit.signal";
 
 /// The methods the conventions know; any other is `_OTHER`, so that a
 /// caller's made-up methods cannot grow the number of series.

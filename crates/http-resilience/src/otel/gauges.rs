@@ -9,6 +9,7 @@ use crate::breaker::{self, BreakerPolicy, CircuitState};
 use crate::key::UpstreamKey;
 use crate::overload::{self, OverloadPolicy, OverloadState};
 use crate::policy::RetryBudget;
+use crate::rate_limit::{self, RateLimitState};
 use opentelemetry::{
     metrics::{AsyncInstrument, Meter},
     KeyValue,
@@ -54,6 +55,12 @@ const OVERLOAD_PROBABILITY: Spec = (
     "The probability that throttling turns the next call away, per key.",
 );
 
+const RATE_LIMIT_DELAY: Spec = (
+    "http_resilience.rate_limit.delay",
+    "s",
+    "How long a call asking now would wait for its slot, per key.",
+);
+
 /// What a gauge reads from one source at a collection: `false` once the
 /// source is gone (the gauge then forgets it).
 type Source<T> = Box<dyn Fn(&dyn AsyncInstrument<T>) -> bool + Send + Sync>;
@@ -74,6 +81,7 @@ pub(super) struct Gauges {
     overload_in_flight: Gauge<u64>,
     overload_queued: Gauge<u64>,
     overload_probability: Gauge<f64>,
+    rate_limit_delay: Gauge<f64>,
 }
 
 impl Gauges {
@@ -85,6 +93,7 @@ impl Gauges {
             overload_in_flight: Gauge::new(OVERLOAD_IN_FLIGHT),
             overload_queued: Gauge::new(OVERLOAD_QUEUED),
             overload_probability: Gauge::new(OVERLOAD_PROBABILITY),
+            rate_limit_delay: Gauge::new(RATE_LIMIT_DELAY),
         }
     }
 }
@@ -285,6 +294,30 @@ impl Metrics {
     }
 }
 
+impl Metrics {
+    /// Reads the buckets `states` gives, while it gives any, into the gauge
+    /// `http_resilience.rate_limit.delay`.
+    fn read_buckets<F>(&self, states: F)
+    where
+        F: Fn() -> Option<Vec<(UpstreamKey, RateLimitState)>> + Send + Sync + 'static,
+    {
+        let source: Source<f64> = Box::new(move |gauge| {
+            let Some(states) = states() else {
+                return false;
+            };
+            for (key, state) in states {
+                let key = KeyValue::new(attr::RATE_LIMIT_KEY, key.to_string());
+                gauge.observe(state.delay.as_secs_f64(), &[key]);
+            }
+            true
+        });
+        let gauges = &self.instruments.gauges;
+        gauges
+            .rate_limit_delay
+            .add_f64(&self.instruments.meter, source);
+    }
+}
+
 /// What a gauge of overload control reads of a key's state.
 type SlotValue<T> = fn(&OverloadState) -> Option<T>;
 
@@ -317,6 +350,12 @@ impl breaker::Observer for Metrics {
 impl overload::Observer for Metrics {
     fn observe(&self, slots: overload::KeptSlots) {
         self.read_slots(move || slots.states());
+    }
+}
+
+impl rate_limit::Observer for Metrics {
+    fn observe(&self, buckets: rate_limit::KeptBuckets) {
+        self.read_buckets(move || buckets.states());
     }
 }
 

@@ -5,6 +5,7 @@ use super::{attributes as attr, gauges::Gauges};
 use crate::breaker::BreakerEvent;
 use crate::overload::OverloadEvent;
 use crate::policy::{CallContext, RetryEvent};
+use crate::rate_limit::RateLimitEvent;
 use crate::{FailureKind, Stop};
 use opentelemetry::{
     metrics::{Counter, Histogram, Meter},
@@ -80,6 +81,27 @@ const LIMIT_CHANGES: Spec = Spec(
     "Moves of the adaptive concurrency limits.",
 );
 
+const RATE_LIMIT_REJECTIONS: Spec = Spec(
+    "http_resilience.rate_limit.rejections",
+    "{call}",
+    "Calls the rate limit turned away, never sent.",
+);
+const RATE_LIMIT_PAUSES: Spec = Spec(
+    "http_resilience.rate_limit.pauses",
+    "{pause}",
+    "Pauses of every call to a key that a server asked for.",
+);
+const FLEET_FALLBACKS: Spec = Spec(
+    "http_resilience.rate_limit.fleet.fallbacks",
+    "{fallback}",
+    "Times a key of a fleet quota fell back because Redis was away or slow.",
+);
+const FLEET_LEASES: Spec = Spec(
+    "http_resilience.rate_limit.fleet.leases",
+    "{lease}",
+    "Leases of a fleet quota's tokens: one Redis round trip each.",
+);
+
 /// Every instrument a [`Metrics`](super::Metrics) records to, and the meter,
 /// for the gauges made on demand.
 pub(super) struct Instruments {
@@ -97,6 +119,10 @@ pub(super) struct Instruments {
     rejections: Counter<u64>,
     overload_rejections: Counter<u64>,
     limit_changes: Counter<u64>,
+    rate_limit_rejections: Counter<u64>,
+    rate_limit_pauses: Counter<u64>,
+    fleet_fallbacks: Counter<u64>,
+    fleet_leases: Counter<u64>,
 }
 
 // ===== impl Instruments =====
@@ -119,6 +145,10 @@ impl Instruments {
             rejections: counter(meter, REJECTIONS),
             overload_rejections: counter(meter, OVERLOAD_REJECTIONS),
             limit_changes: counter(meter, LIMIT_CHANGES),
+            rate_limit_rejections: counter(meter, RATE_LIMIT_REJECTIONS),
+            rate_limit_pauses: counter(meter, RATE_LIMIT_PAUSES),
+            fleet_fallbacks: counter(meter, FLEET_FALLBACKS),
+            fleet_leases: counter(meter, FLEET_LEASES),
         }
     }
 
@@ -222,6 +252,27 @@ impl Instruments {
                 let key = KeyValue::new(attr::OVERLOAD_KEY, key.to_string());
                 self.limit_changes.add(1, &[key]);
             }
+        }
+    }
+}
+
+impl Instruments {
+    /// Records the rate limit's `event`.
+    pub(super) fn rate_limit(&self, event: &RateLimitEvent<'_>) {
+        let key =
+            |key: &crate::key::UpstreamKey| KeyValue::new(attr::RATE_LIMIT_KEY, key.to_string());
+        match event {
+            RateLimitEvent::Rejected { key: k, reason, .. } => {
+                let reason = KeyValue::new(attr::RATE_LIMIT_REASON, reason.name());
+                self.rate_limit_rejections.add(1, &[key(k), reason]);
+            }
+            RateLimitEvent::Paused { key: k, source, .. } => {
+                let signal = KeyValue::new(attr::RATE_LIMIT_SIGNAL, source.name());
+                self.rate_limit_pauses.add(1, &[key(k), signal]);
+            }
+            RateLimitEvent::FleetFallback { key: k } => self.fleet_fallbacks.add(1, &[key(k)]),
+            RateLimitEvent::Leased { key: k, .. } => self.fleet_leases.add(1, &[key(k)]),
+            _ => {}
         }
     }
 }

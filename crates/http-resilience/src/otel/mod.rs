@@ -81,6 +81,11 @@
 //! | `http_resilience.overload.limit_changes` | counter | `{change}` | `http_resilience.overload.key` | for every move of an adaptive limit |
 //! | `http_resilience.overload.limit`, `.in_flight`, `.queued` | gauges | `{call}` | `http_resilience.overload.key` | read on collection, per key |
 //! | `http_resilience.overload.rejection_probability` | gauge | `1` | `http_resilience.overload.key` | read on collection, per key, with throttling |
+//! | `http_resilience.rate_limit.rejections` | counter | `{call}` | `http_resilience.rate_limit.key`, `http_resilience.rate_limit.reason` | for every call the rate limit turned away |
+//! | `http_resilience.rate_limit.pauses` | counter | `{pause}` | `http_resilience.rate_limit.key`, `http_resilience.rate_limit.signal` | for every pause a server asked for |
+//! | `http_resilience.rate_limit.fleet.fallbacks` | counter | `{fallback}` | `http_resilience.rate_limit.key` | every time a key of a fleet quota falls back (Redis away or slow) |
+//! | `http_resilience.rate_limit.fleet.leases` | counter | `{lease}` | `http_resilience.rate_limit.key` | for every lease of a fleet quota: one Redis round trip each |
+//! | `http_resilience.rate_limit.delay` | gauge | `s` | `http_resilience.rate_limit.key` | read on collection, per key: how long a call asking now would wait |
 //!
 //! The names close to gRPC's retry metrics (proposal A96:
 //! `grpc.client.call.retries`, `.hedges`, `.retry_delay`) and Polly's
@@ -121,7 +126,14 @@
 //! - `http_resilience.overload.key`: the key of the slots, as the breaker's
 //!   displays; `http_resilience.overload.reason`:
 //!   [`Rejection::name`](crate::overload::Rejection::name) (`queue_full`,
-//!   `wait_too_long`, `throttled`).
+//!   `wait_too_long`, `throttled`);
+//! - `http_resilience.rate_limit.key`: the key of the bucket, as the
+//!   breaker's displays; `http_resilience.rate_limit.reason`:
+//!   [`Limited::name`](crate::rate_limit::Limited::name) (`over_limit`,
+//!   `wait_too_long`, `paused`, `fleet_unavailable`);
+//!   `http_resilience.rate_limit.signal`:
+//!   [`Signal::name`](crate::rate_limit::Signal::name) (`retry_after`,
+//!   `grpc_pushback`, `ratelimit`, `x_ratelimit`).
 //!
 //! # Gauges
 //!
@@ -309,6 +321,7 @@ use crate::{
     errors::AsError,
     overload::OverloadEvent,
     policy::{CallContext, CallEvent, RetryEvent},
+    rate_limit::RateLimitEvent,
     telemetry::Listener,
 };
 use opentelemetry::{metrics::Meter, InstrumentationScope};
@@ -410,6 +423,12 @@ impl Listener<BreakerEvent<'_>> for Metrics {
 impl Listener<OverloadEvent<'_>> for Metrics {
     fn on_event(&self, event: &OverloadEvent<'_>) {
         self.instruments.overload(event);
+    }
+}
+
+impl Listener<RateLimitEvent<'_>> for Metrics {
+    fn on_event(&self, event: &RateLimitEvent<'_>) {
+        self.instruments.rate_limit(event);
     }
 }
 

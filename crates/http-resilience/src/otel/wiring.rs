@@ -6,6 +6,7 @@ use crate::{
     breaker::BreakerPolicy,
     overload::OverloadPolicy,
     policy::{CallEvent, CallListener, Parts},
+    rate_limit::RateLimitPolicy,
     retry::RetryPolicy,
     telemetry::Listener,
     ResiliencePolicy,
@@ -25,10 +26,10 @@ pub(crate) mod sealed {
 
 /// A guard whose state [`Metrics`] can observe, as
 /// [`ResiliencePolicy::with_metrics`] wires it: a [`BreakerPolicy`], an
-/// [`OverloadPolicy`], an `Option` or a pair of such guards, or `()`; a
-/// [`FaultPolicy`](crate::fault::FaultPolicy) (feature `fault`) too, which
-/// has no metrics of its own: what it injects is counted as the upstream's
-/// outcomes are.
+/// [`OverloadPolicy`], a [`RateLimitPolicy`], an `Option` or a pair of such
+/// guards, or `()`; a [`FaultPolicy`](crate::fault::FaultPolicy) (feature
+/// `fault`) too, which has no metrics of its own: what it injects is counted
+/// as the upstream's outcomes are.
 ///
 /// The trait is sealed: only this crate's types implement it.
 // NOTE: what it does lives on a crate-private supertrait, out of the public
@@ -232,6 +233,22 @@ impl OverloadPolicy {
     }
 }
 
+// ===== impl RateLimitPolicy =====
+
+impl RateLimitPolicy {
+    /// The same policy, its buckets observed by `metrics` in place, as
+    /// [`BreakerPolicy::with_metrics`] observes circuits: every call turned
+    /// away (`http_resilience.rate_limit.rejections`), every pause learned
+    /// (`.pauses`), every fallback of a fleet quota (`.fleet.fallbacks`)
+    /// and lease (`.fleet.leases`), and the gauge
+    /// `http_resilience.rate_limit.delay`, for as long as the buckets live.
+    #[must_use]
+    pub fn with_metrics(self, metrics: &Metrics) -> Self {
+        self.attach(Arc::new(metrics.clone()));
+        self
+    }
+}
+
 // ===== impl sealed::Sealed =====
 
 impl sealed::Sealed for () {
@@ -270,4 +287,10 @@ impl sealed::Sealed for OverloadPolicy {
 #[cfg(feature = "fault")]
 impl sealed::Sealed for crate::fault::FaultPolicy {
     fn attach_metrics(&self, _: &Metrics) {}
+}
+
+impl sealed::Sealed for RateLimitPolicy {
+    fn attach_metrics(&self, metrics: &Metrics) {
+        self.attach(Arc::new(metrics.clone()));
+    }
 }

@@ -267,9 +267,10 @@ fn signal_of<T, E: AsError>(outcome: &Result<http::Response<T>, E>, latency: Dur
         }
         Err(err) => match FailureKind::of(err) {
             FailureKind::AttemptTimeout | FailureKind::ReadTimeout => Signal::Overload,
-            FailureKind::Deadline | FailureKind::CircuitOpen | FailureKind::Overloaded => {
-                Signal::Nothing
-            }
+            FailureKind::Deadline
+            | FailureKind::CircuitOpen
+            | FailureKind::Overloaded
+            | FailureKind::RateLimited => Signal::Nothing,
             _ => Signal::Failed,
         },
     }

@@ -72,6 +72,6 @@ pub use self::{
 pub(crate) use self::events::CallListener;
 #[cfg(feature = "grpc")]
 pub(crate) use self::grpc_wire::grpc_code_by_name;
-pub(crate) use self::grpc_wire::{grpc_code_name, grpc_status_of};
+pub(crate) use self::grpc_wire::{grpc_code_name, grpc_status_of, parse_ascii_int};
 pub(crate) use self::parts::{AttemptHeader, Parts};
 pub(crate) use self::retryer::{Seeds, SplitMix64};
