@@ -27,7 +27,9 @@
 //! (bare + governor's `RateLimiter::check`, direct, or keyed by authority)
 //! and `tower-rate-limit` (bare + tower's `RateLimit`), as in the
 //! `overhead` bench, each answered at once in
-//! process; and the same over loopback HTTP/1.1, `net-bare` (hyper-util's
+//! process; `flaky-hand`, `flaky-tower`, `flaky-ours` and
+//! `flaky-ours-combined`, in process too, each call meeting 503, 503 and
+//! then 200 (`hand` the loop of up to three calls, no timer, no copy); and the same over loopback HTTP/1.1, `net-bare` (hyper-util's
 //! client), `net-floor`, `net-tower`, `net-ours` and `net-ours-combined`,
 //! against the `loopback` bench's server in a child process (which callgrind
 //! does not follow, so only the caller's work is counted). `net-floor` is what
@@ -64,12 +66,19 @@ use http_body_util::Full;
 use http_resilience::overload::{AdaptiveLimit, OverloadPolicy, Throttle};
 use hyper_util::client::legacy::{connect::HttpConnector, Client};
 use net::{bare_client as client, request as get};
-use std::{hint::black_box, process::ExitCode};
+use std::{
+    hint::black_box,
+    process::ExitCode,
+    sync::{
+        atomic::{AtomicU32, Ordering},
+        Arc,
+    },
+};
 use support::{
-    call, faults, ok_service, ours, ours_fused, ours_fused_breaker, ours_fused_bulkhead,
-    ours_fused_faults, tower_nesting, with_breaker, with_deadline_extension, with_faults,
-    with_no_guard, with_overload, with_request_copy, with_tower_resilience_breaker, Req,
-    ATTEMPT_LIMIT, CALL_LIMIT, RETRIES,
+    call, faults, flaky_service, hand_loop, ok_service, ours, ours_fused, ours_fused_breaker,
+    ours_fused_bulkhead, ours_fused_faults, tower_nesting, with_breaker, with_deadline_extension,
+    with_faults, with_no_guard, with_overload, with_request_copy, with_tower_resilience_breaker,
+    Req, ATTEMPT_LIMIT, CALL_LIMIT, RETRIES,
 };
 use telemetry::{ours_fused_metrics, trace_everything};
 use tower::{BoxError, Service};
@@ -88,79 +97,41 @@ where
     }
 }
 
-/// One call through `svc`, the body read to the end; it must end in a 200.
-async fn exchange<S, T>(svc: &mut S, uri: &Uri, flaky: Option<u64>) -> Result<(), BoxError>
+/// Makes `calls` calls of `svc` over `flaky_service`, each meeting 503, 503
+/// and then 200 (`counter` reset before each).
+async fn run_flaky<S, T>(mut svc: S, counter: &AtomicU32, calls: u64)
 where
     S: Service<Req, Response = Response<T>>,
-    S::Error: Into<BoxError>,
-    T: Body,
-    T::Error: Into<BoxError>,
+    S::Error: std::fmt::Debug,
 {
-    ok(net::exchange(svc, get(uri, flaky)).await?)
-}
-
-fn ok(status: StatusCode) -> Result<(), BoxError> {
-    match status {
-        StatusCode::OK => Ok(()),
-        other => Err(format!("the call ended in {other}").into()),
+    for _ in 0..calls {
+        counter.store(0, Ordering::Relaxed);
+        let response = call(&mut svc).await.expect("the call succeeds");
+        assert_eq!(response.status(), StatusCode::OK, "503, 503, then 200");
+        black_box(response);
     }
 }
 
-/// A hand loop on `client` (see [`net::hand_loop`]), each 503 read; with
-/// `floor`, the floor of our semantics instead (the copy, the deadline on every
-/// attempt, the two timeouts, each 503 dropped unread). It must end in a 200.
-async fn hand_loop(
-    client: &mut Client<HttpConnector, Full<Bytes>>,
-    uri: &Uri,
-    flaky: Option<u64>,
-    floor: bool,
-) -> Result<(), BoxError> {
-    let how = net::HandLoop {
-        retries: RETRIES,
-        read_503_bodies: !floor,
-        limits: floor.then_some((ATTEMPT_LIMIT, CALL_LIMIT)),
-    };
-    ok(net::hand_loop(client, uri, flaky, how).await?)
-}
-
-/// Makes `WARM_UP` and then `calls` calls to the server, one after another,
-/// through the variant named `variant` (`bare`, `hand`, `floor`, `tower` or
-/// `ours`); with `flaky`, each call meets 503, 503 and then 200.
-async fn run_net(variant: &str, uri: &Uri, calls: u64, flaky: bool) -> Result<(), BoxError> {
-    let mut ids = (1..).map(|id| flaky.then_some(id));
-    macro_rules! calls {
-        (|$id:ident| $call:expr) => {{
-            for $id in ids.by_ref().take((WARM_UP + calls) as usize) {
-                $call.await?;
-            }
-        }};
-    }
+/// The in-process retry path, variant `variant` (`flaky-` stripped): `hand`
+/// (the hand-written loop of up to three calls), `tower`, `ours` or
+/// `ours-combined`.
+async fn flaky(variant: &str, calls: u64) -> Result<(), BoxError> {
+    let counter = Arc::new(AtomicU32::new(0));
+    let inner = flaky_service(Arc::clone(&counter));
     match variant {
-        "bare" | "hand" => {
-            let mut client = client();
-            calls!(|id| hand_loop(&mut client, uri, id, false))
+        "hand" => {
+            let mut svc = inner;
+            for _ in 0..calls {
+                counter.store(0, Ordering::Relaxed);
+                let response = hand_loop(&mut svc).await.expect("the call succeeds");
+                assert_eq!(response.status(), StatusCode::OK, "503, 503, then 200");
+                black_box(response);
+            }
         }
-        "floor" => {
-            let mut client = client();
-            calls!(|id| hand_loop(&mut client, uri, id, true))
-        }
-        "tower" => {
-            let mut svc = tower_nesting(client());
-            calls!(|id| exchange(&mut svc, uri, id))
-        }
-        "ours" => {
-            let mut svc = ours(client());
-            calls!(|id| exchange(&mut svc, uri, id))
-        }
-        "ours-combined" => {
-            let mut svc = ours_fused(client());
-            calls!(|id| exchange(&mut svc, uri, id))
-        }
-        "ours-combined-breaker" => {
-            let mut svc = ours_fused_breaker(client());
-            calls!(|id| exchange(&mut svc, uri, id))
-        }
-        _ => return Err(format!("unknown network variant {variant:?}").into()),
+        "tower" => run_flaky(tower_nesting(inner), &counter, calls).await,
+        "ours" => run_flaky(ours(inner), &counter, calls).await,
+        "ours-combined" => run_flaky(ours_fused(inner), &counter, calls).await,
+        _ => return Err(format!("unknown in-process retry variant {variant:?}").into()),
     }
     Ok(())
 }
@@ -175,6 +146,7 @@ fn main() -> ExitCode {
         eprintln!(
             "usage: instructions <variant> <calls>, the variant one of bare, extension, \
              copy, floor, tower, ours, ours-spans, ours-combined, ours-combined-breaker, \
+             flaky-{{hand,tower,ours,ours-combined}}, \
              ours-combined-bulkhead, ours-combined-faults-{{none,off}}, ours-combined-spans, \
              ours-combined-metrics, breaker, bulkhead, adaptive, throttle, no-guard, \
              faults-{{none,off,on}}, rate-limit, governor, governor-keyed, tower-rate-limit, \
@@ -202,6 +174,15 @@ fn main() -> ExitCode {
         };
     }
     let rt = support::runtime();
+    if let Some(variant) = variant.strip_prefix("flaky-") {
+        return match rt.block_on(flaky(variant, calls)) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(error) => {
+                eprintln!("flaky-{variant}: {error}");
+                ExitCode::FAILURE
+            }
+        };
+    }
     rt.block_on(async {
         match variant.as_str() {
             "bare" => run(ok_service(), calls).await,
