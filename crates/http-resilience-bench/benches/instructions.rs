@@ -75,7 +75,7 @@ use std::{
     },
 };
 use support::{
-    call, faults, flaky_service, hand_loop, ok_service, ours, ours_fused, ours_fused_breaker,
+    call, faults, flaky_service, ok_service, ours, ours_fused, ours_fused_breaker,
     ours_fused_bulkhead, ours_fused_faults, tower_nesting, with_breaker, with_deadline_extension,
     with_faults, with_no_guard, with_overload, with_request_copy, with_tower_resilience_breaker,
     Req, ATTEMPT_LIMIT, CALL_LIMIT, RETRIES,
@@ -123,7 +123,9 @@ async fn flaky(variant: &str, calls: u64) -> Result<(), BoxError> {
             let mut svc = inner;
             for _ in 0..calls {
                 counter.store(0, Ordering::Relaxed);
-                let response = hand_loop(&mut svc).await.expect("the call succeeds");
+                let response = support::hand_loop(&mut svc)
+                    .await
+                    .expect("the call succeeds");
                 assert_eq!(response.status(), StatusCode::OK, "503, 503, then 200");
                 black_box(response);
             }
@@ -132,6 +134,83 @@ async fn flaky(variant: &str, calls: u64) -> Result<(), BoxError> {
         "ours" => run_flaky(ours(inner), &counter, calls).await,
         "ours-combined" => run_flaky(ours_fused(inner), &counter, calls).await,
         _ => return Err(format!("unknown in-process retry variant {variant:?}").into()),
+    }
+    Ok(())
+}
+
+/// One call through `svc`, the body read to the end; it must end in a 200.
+async fn exchange<S, T>(svc: &mut S, uri: &Uri, flaky: Option<u64>) -> Result<(), BoxError>
+where
+    S: Service<Req, Response = Response<T>>,
+    S::Error: Into<BoxError>,
+    T: Body,
+    T::Error: Into<BoxError>,
+{
+    ok(net::exchange(svc, get(uri, flaky)).await?)
+}
+
+fn ok(status: StatusCode) -> Result<(), BoxError> {
+    match status {
+        StatusCode::OK => Ok(()),
+        other => Err(format!("the call ended in {other}").into()),
+    }
+}
+
+/// A hand loop on `client` (see [`net::hand_loop`]), each 503 read; with
+/// `floor`, the floor of our semantics instead (the copy, the deadline on every
+/// attempt, the two timeouts, each 503 dropped unread). It must end in a 200.
+async fn hand_loop(
+    client: &mut Client<HttpConnector, Full<Bytes>>,
+    uri: &Uri,
+    flaky: Option<u64>,
+    floor: bool,
+) -> Result<(), BoxError> {
+    let how = net::HandLoop {
+        retries: RETRIES,
+        read_503_bodies: !floor,
+        limits: floor.then_some((ATTEMPT_LIMIT, CALL_LIMIT)),
+    };
+    ok(net::hand_loop(client, uri, flaky, how).await?)
+}
+
+/// Makes `WARM_UP` and then `calls` calls to the server, one after another,
+/// through the variant named `variant` (`bare`, `hand`, `floor`, `tower` or
+/// `ours`); with `flaky`, each call meets 503, 503 and then 200.
+async fn run_net(variant: &str, uri: &Uri, calls: u64, flaky: bool) -> Result<(), BoxError> {
+    let mut ids = (1..).map(|id| flaky.then_some(id));
+    macro_rules! calls {
+        (|$id:ident| $call:expr) => {{
+            for $id in ids.by_ref().take((WARM_UP + calls) as usize) {
+                $call.await?;
+            }
+        }};
+    }
+    match variant {
+        "bare" | "hand" => {
+            let mut client = client();
+            calls!(|id| hand_loop(&mut client, uri, id, false))
+        }
+        "floor" => {
+            let mut client = client();
+            calls!(|id| hand_loop(&mut client, uri, id, true))
+        }
+        "tower" => {
+            let mut svc = tower_nesting(client());
+            calls!(|id| exchange(&mut svc, uri, id))
+        }
+        "ours" => {
+            let mut svc = ours(client());
+            calls!(|id| exchange(&mut svc, uri, id))
+        }
+        "ours-combined" => {
+            let mut svc = ours_fused(client());
+            calls!(|id| exchange(&mut svc, uri, id))
+        }
+        "ours-combined-breaker" => {
+            let mut svc = ours_fused_breaker(client());
+            calls!(|id| exchange(&mut svc, uri, id))
+        }
+        _ => return Err(format!("unknown network variant {variant:?}").into()),
     }
     Ok(())
 }
