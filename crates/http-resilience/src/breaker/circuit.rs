@@ -293,7 +293,10 @@ impl Circuit {
             .consecutive
             .fetch_add(1, Ordering::AcqRel)
             .saturating_add(1);
-        let tally = self.window.record(at / bucket, true);
+        // NOTE: only a failure can trip the circuit, so only a failure reads
+        // the window's tally.
+        self.window.record(at / bucket, true);
+        let tally = self.window.tally(at / bucket);
         let settings = ctx.settings;
         let why = if count >= settings.consecutive {
             TripReason::ConsecutiveFailures { count }

@@ -34,8 +34,8 @@ pub(crate) struct Tally {
 
 impl Window {
     /// Counts one outcome in the bucket of `epoch` (the time in bucket
-    /// lengths), and returns the window's tally with it.
-    pub(crate) fn record(&self, epoch: u64, failed: bool) -> Tally {
+    /// lengths).
+    pub(crate) fn record(&self, epoch: u64, failed: bool) {
         let bucket = &self.buckets[(epoch % BUCKETS) as usize];
         let mut current = bucket.load(Ordering::Relaxed);
         loop {
@@ -45,7 +45,6 @@ impl Window {
                 Err(seen) => current = seen,
             }
         }
-        self.tally(epoch)
     }
 
     /// The failures and calls of the buckets within the window that ends in
@@ -96,16 +95,18 @@ mod tests {
         let window = Window::default();
         window.record(5, true);
         window.record(5, false);
+        window.record(9, true);
         assert_eq!(
-            window.record(9, true),
+            window.tally(9),
             Tally {
                 failures: 2,
                 calls: 3
             }
         );
         // Bucket 5 is out of the window that ends in bucket 15; 9 is in.
+        window.record(15, false);
         assert_eq!(
-            window.record(15, false),
+            window.tally(15),
             Tally {
                 failures: 1,
                 calls: 2

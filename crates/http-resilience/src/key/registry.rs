@@ -211,9 +211,18 @@ impl<T: Keyed> Held<T> {
     /// and port again.
     #[inline]
     fn serves(&self, uri: &http::Uri) -> bool {
-        self.entry.is_kept()
-            && uri.authority() == self.authority.as_ref()
-            && uri.scheme() == self.scheme.as_ref()
+        // NOTE: `http` compares an authority or a scheme whatever its case,
+        // byte by byte; the spelling of the last call is the common case, so
+        // it is compared as it is first.
+        let authority = match (uri.authority(), &self.authority) {
+            (Some(a), Some(b)) => a.as_str() == b.as_str() || a == b,
+            (a, b) => a.is_none() && b.is_none(),
+        };
+        let scheme = match (uri.scheme(), &self.scheme) {
+            (Some(a), Some(b)) => a.as_str() == b.as_str() || a == b,
+            (a, b) => a.is_none() && b.is_none(),
+        };
+        self.entry.is_kept() && authority && scheme
     }
 }
 

@@ -169,7 +169,7 @@ impl<'a> KeyRef<'a> {
                     host: h,
                     port: p,
                 },
-            ) => port == p && scheme.eq_ignore_ascii_case(s) && host.eq_ignore_ascii_case(h),
+            ) => port == p && same_text(scheme, s) && same_text(host, h),
             (KeyRef::Custom(a), KeyRef::Custom(b)) => a == b,
             _ => false,
         }
@@ -211,6 +211,14 @@ fn default_port(scheme: &str) -> u16 {
     } else {
         0
     }
+}
+
+/// Whether two schemes or hosts are the same, whatever their case.
+///
+/// NOTE: one spelling is the common case (a client calls a host as it
+/// always writes it), so bytes equal as they are are checked first.
+fn same_text(a: &str, b: &str) -> bool {
+    a == b || a.eq_ignore_ascii_case(b)
 }
 
 #[cfg(test)]

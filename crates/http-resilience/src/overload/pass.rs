@@ -42,8 +42,9 @@ enum Step {
         end: Option<WaitEnd>,
         sleep: Option<Pin<Box<Sleep>>>,
     },
-    /// Holding a slot since `at`, given with `in_flight` calls in flight.
-    Admitted { at: Instant, in_flight: u32 },
+    /// Holding a slot since `at` (nanoseconds on the slots' clock), given
+    /// with `in_flight` calls in flight.
+    Admitted { at: u64, in_flight: u32 },
 }
 
 /// When a wait for a slot ends, and how.
@@ -106,16 +107,23 @@ impl OverloadPass {
     ) -> Poll<Result<(), BoxError>> {
         debug_assert!(matches!(self.step, Step::Idle), "a slot asked for twice");
         let now = Instant::now();
-        let end = self.wait_end(now, deadline);
-        let room = end.map(|end| end.at.saturating_duration_since(now));
-        match self.slots.enter(
+        let at = self.shared.nanos(now);
+        // NOTE: when the wait would end is worked out only for a call that
+        // finds no free slot.
+        let mut end = None;
+        let room = || {
+            end = self.wait_end(now, deadline);
+            end.map(|end| end.at.saturating_duration_since(now))
+        };
+        let entry = self.slots.enter(
             self.shared.settings.max_queued,
             &self.shared.listener,
-            self.shared.nanos(now),
+            at,
             room,
-        ) {
+        );
+        match entry {
             Entry::Admitted(in_flight) => {
-                self.step = Step::Admitted { at: now, in_flight };
+                self.step = Step::Admitted { at, in_flight };
                 Poll::Ready(Ok(()))
             }
             Entry::Queued(waiter) => {
@@ -163,15 +171,11 @@ impl OverloadPass {
     /// the pass may ask for a slot again, for the next attempt.
     pub(crate) fn settle<T, E: AsError>(&mut self, outcome: &Result<http::Response<T>, E>) {
         if let Step::Admitted { at, in_flight } = self.step {
-            let now = Instant::now();
-            let signal = signal_of(outcome, now.saturating_duration_since(at));
+            let now = self.shared.nanos(Instant::now());
+            let signal = signal_of(outcome, Duration::from_nanos(now.saturating_sub(at)));
             self.step = Step::Idle;
-            self.slots.leave(
-                &self.shared.listener,
-                signal,
-                in_flight,
-                self.shared.nanos(now),
-            );
+            self.slots
+                .leave(&self.shared.listener, signal, in_flight, now);
         }
     }
 
@@ -221,11 +225,9 @@ impl OverloadPass {
     fn admitted(&mut self) {
         // NOTE: the slot was counted in flight when it was handed over; the
         // count the call is admitted with is read when it settles.
-        let (_, in_flight, _, _) = self.slots.read(self.shared.nanos(Instant::now()));
-        self.step = Step::Admitted {
-            at: Instant::now(),
-            in_flight,
-        };
+        let at = self.shared.nanos(Instant::now());
+        let (_, in_flight, _, _) = self.slots.read(at);
+        self.step = Step::Admitted { at, in_flight };
     }
 
     /// Leaves the queue at the end of the wait, with the error the call

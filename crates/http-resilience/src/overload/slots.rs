@@ -104,14 +104,14 @@ impl Slots {
 
     /// Asks for a slot at `now`: one at once while the limit allows and no
     /// call waits before it, else a place in the queue unless it is full or
-    /// the wait it would likely take does not fit in `room` (the time it may
-    /// wait, if bounded).
+    /// the wait it would likely take does not fit in what `room` gives (the
+    /// time it may wait, if bounded; asked only of a call that would queue).
     pub(crate) fn enter(
         &self,
         max_queued: u32,
         listeners: &OverloadListeners,
         now: u64,
-        room: Option<Duration>,
+        room: impl FnOnce() -> Option<Duration>,
     ) -> Entry {
         self.last_used.store(now, Ordering::Relaxed);
         let mut state = self.lock();
@@ -132,7 +132,7 @@ impl Slots {
             Entry::Admitted(state.in_flight)
         } else if state.queue.len() >= max_queued as usize {
             Entry::Rejected(Rejection::QueueFull { limit })
-        } else if !state.wait_fits(room, limit) {
+        } else if !state.wait_fits(room(), limit) {
             Entry::Rejected(Rejection::WaitTooLong)
         } else {
             let waiter = Arc::new(Waiter::default());
