@@ -201,7 +201,23 @@ async fn measure() -> Vec<Row> {
     retry_row!("ours", ours(flaky()));
     retry_row!("ours, combined", ours_fused(flaky()));
 
+    // The happy path again, with a subscriber that records every span at
+    // `DEBUG` (tracing-subscriber's registry), set for this thread only so
+    // that the rows above run with none.
+    let _spans = record_every_span();
+    ok_row!("ours, spans recorded", ours(ok_service()));
+    ok_row!("ours, combined, spans recorded", ours_fused(ok_service()));
+
     rows
+}
+
+/// Sets, for this thread, a subscriber that wants every span and event at
+/// `DEBUG` and keeps each span's data (tracing-subscriber's registry).
+fn record_every_span() -> tracing::subscriber::DefaultGuard {
+    use tracing_subscriber::layer::SubscriberExt as _;
+    let subscriber =
+        tracing_subscriber::registry().with(tracing_subscriber::filter::LevelFilter::DEBUG);
+    tracing::subscriber::set_default(subscriber)
 }
 
 /// Response future sizes around hyper-util's legacy client, the inner service

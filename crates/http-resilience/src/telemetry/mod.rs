@@ -397,24 +397,22 @@ pub(crate) fn error_type(verdict: Verdict, status: Option<&StatusCode>) -> Optio
 ///
 /// NOTE: read from the authority's bytes in one pass from the end, rather
 /// than through `Uri::host` and `Uri::port_u16`, which each search the
-/// authority again; it is read for every span.
+/// authority again; it is read for every span. A port is the digits after
+/// the last `:` (a bracketed IPv6 host ends in `]`, never in a digit after a
+/// `:`); the host is what lies between it and the last `@`, whose user or
+/// password is never read.
 fn server(uri: &http::Uri) -> (&str, u16) {
     let Some(authority) = uri.authority() else {
         return ("", server_port(uri.scheme_str(), None));
     };
     let text = authority.as_str();
-    // NOTE: what follows the last `@` is the host and port; a user or
-    // password before it is never read.
-    let start = text.bytes().rposition(|b| b == b'@').map_or(0, |at| at + 1);
-    let hostport = &text[start..];
-    let colon = hostport.bytes().rposition(|b| b == b':');
-    let bracket = hostport.bytes().rposition(|b| b == b']');
-    let (host, explicit) = match colon {
-        Some(at) if bracket.is_none_or(|end| at > end) => {
-            (&hostport[..at], hostport[at + 1..].parse().ok())
-        }
-        _ => (hostport, None),
+    let digits = text.bytes().rev().take_while(u8::is_ascii_digit).count();
+    let (end, explicit) = match text.len().checked_sub(digits + 1) {
+        Some(colon) if text.as_bytes()[colon] == b':' => (colon, text[colon + 1..].parse().ok()),
+        _ => (text.len(), None),
     };
+    let host = &text[..end];
+    let host = host.rfind('@').map_or(host, |at| &host[at + 1..]);
     (host, server_port(uri.scheme_str(), explicit))
 }
 
@@ -495,6 +493,10 @@ mod tests {
         assert_eq!(server(&v6), ("[::1]", 9000));
         let v6_default: http::Uri = "https://[::1]/".parse().unwrap();
         assert_eq!(server(&v6_default), ("[::1]", 443));
+        let digits_in_password: http::Uri = "http://u:123@api.test/".parse().unwrap();
+        assert_eq!(server(&digits_in_password), ("api.test", 80));
+        let v6_bare: http::Uri = "http://[::1]/".parse().unwrap();
+        assert_eq!(server(&v6_bare), ("[::1]", 80));
         assert_eq!(
             url_full(&"/only/a/path".parse().unwrap(), false),
             "/only/a/path"
