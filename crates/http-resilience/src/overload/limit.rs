@@ -290,7 +290,7 @@ impl Adaptive {
     pub(crate) fn on_success(&mut self, latency: Duration, in_flight: u32, now: u64) {
         // NOTE: a zero latency (a clock that did not move) reads as one
         // nanosecond, so that the ratio stays finite.
-        let sample = (latency.as_nanos() as f64).max(1.0);
+        let sample = nanos_f64(latency).max(1.0);
         let unloaded = self.unloaded(sample, now);
         if f64::from(in_flight) < self.limit / 2.0 {
             return;
@@ -304,6 +304,14 @@ impl Adaptive {
     pub(crate) fn on_overload(&mut self) {
         self.clamp(self.limit * self.settings.backoff_ratio);
     }
+}
+
+/// `duration` in nanoseconds, as a float: exact below 2^53 ns (104 days).
+///
+/// NOTE: `as_nanos() as f64` converts a 128-bit integer, which takes a
+/// call into the compiler's runtime on every outcome a limit learns from.
+pub(crate) fn nanos_f64(duration: Duration) -> f64 {
+    duration.as_secs() as f64 * 1e9 + f64::from(duration.subsec_nanos())
 }
 
 #[cfg(test)]

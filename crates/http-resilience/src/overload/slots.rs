@@ -265,13 +265,13 @@ impl State {
         }
         let ahead = self.queue.len() as f64 + 1.0;
         let likely = ahead * self.latency / f64::from(limit.max(1));
-        likely <= room.as_nanos() as f64
+        likely <= super::limit::nanos_f64(room)
     }
 
     fn learn(&mut self, signal: Signal, in_flight: u32, now: u64) {
         match signal {
             Signal::Accepted(latency) => {
-                let sample = latency.as_nanos() as f64;
+                let sample = super::limit::nanos_f64(latency);
                 self.latency = if self.latency == 0.0 {
                     sample
                 } else {
