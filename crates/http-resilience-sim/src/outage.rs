@@ -245,7 +245,7 @@ const TITLE: &str =
     "Retry amplification: three layers, each making 4 attempts, during an outage of the deepest";
 
 const SOURCE: &str = "\"a single user action may create 64 attempts (4^3) on the database\" when three \
-    layers each issue 3 retries (Google SRE book, \"Addressing Cascading Failures\"; retries multiply \
+    layers each make 3 retries (Google SRE book, \"Addressing Cascading Failures\"; retries multiply \
     across layers: M. Brooker, \"Timeouts, retries, and backoff with jitter\", Amazon Builders' \
     Library); with a token bucket refilled by 10 % of a token per success, retries fall to about \
     \"0.1 retries\" once failures pass 10 %: at most 1.1x (M. Brooker, \"Fixing retries with token \
