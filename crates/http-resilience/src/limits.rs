@@ -116,6 +116,35 @@ pub(crate) enum Scheduled {
     Cut(Instant),
 }
 
+/// The growth of a backoff: `initial × multiplier^(attempts − 1)`, capped
+/// at `max`, for any multiplier and however large the result. The retryers
+/// and the circuit breaker's break grow by it.
+pub(crate) fn grown(initial: Duration, multiplier: f64, attempts: u32, max: Duration) -> Duration {
+    let exponent = i32::try_from(attempts.saturating_sub(1)).unwrap_or(i32::MAX);
+    // NOTE: `u128 as f64` rounds to the nearest float; it cannot fail.
+    let nanos = (initial.as_nanos() as f64 * multiplier.powi(exponent)).round();
+    // NOTE: an overflow to infinity (or NaN) compares as not less.
+    if nanos.partial_cmp(&(max.as_nanos() as f64)) != Some(std::cmp::Ordering::Less) {
+        return max;
+    }
+    // NOTE: below 2^64 ns (some 584 years) the cast is exact; beyond, a
+    // `u64` cannot hold the nanoseconds, so the delay goes through seconds.
+    if nanos < u64::MAX as f64 {
+        Duration::from_nanos(nanos as u64)
+    } else {
+        Duration::try_from_secs_f64(nanos / 1e9).map_or(max, |delay| delay.min(max))
+    }
+}
+
+/// The jitter of a backoff: `duration × factor`, never above `max` and never
+/// panicking, however large `duration` is (`max` for a product no
+/// `Duration` holds).
+pub(crate) fn scale(duration: Duration, factor: f64, max: Duration) -> Duration {
+    Duration::try_from_secs_f64(duration.as_secs_f64() * factor)
+        .unwrap_or(max)
+        .min(max)
+}
+
 /// A delay the server asked for, capped at `max`.
 pub(crate) fn capped(asked: Duration, max: Duration) -> Duration {
     asked.min(max)

@@ -11,6 +11,7 @@ use super::{
     CircuitState,
 };
 use crate::key::{Clock, UpstreamKey};
+use crate::limits;
 use crate::policy::{Seeds, Verdict};
 use std::{
     sync::{
@@ -448,14 +449,13 @@ impl Circuit {
 fn break_duration(ctx: Ctx<'_>, trips: u32, server: Option<Duration>) -> Duration {
     let settings = ctx.settings;
     let max = settings.break_max;
-    let exponent = i32::try_from(trips.saturating_sub(1)).unwrap_or(i32::MAX);
-    let mut secs = settings.break_base.as_secs_f64() * settings.multiplier.powi(exponent);
+    let mut grown = limits::grown(settings.break_base, settings.multiplier, trips, max);
     if settings.jitter > 0.0 {
-        secs *= 1.0 + settings.jitter * ctx.seeds.next_rng().next_unit();
+        let factor = 1.0 + settings.jitter * ctx.seeds.next_rng().next_unit();
+        grown = limits::scale(grown, factor, max);
     }
-    let grown = Duration::try_from_secs_f64(secs.min(max.as_secs_f64())).unwrap_or(max);
     match server {
-        Some(asked) => grown.max(asked.min(max)),
+        Some(asked) => grown.max(limits::capped(asked, max)),
         None => grown,
     }
 }

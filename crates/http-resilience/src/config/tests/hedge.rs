@@ -102,11 +102,11 @@ fn a_hedge_takes_the_retrys_decoder_budget_header_and_margin() {
 
 #[test]
 fn the_docs_table_of_hedge_defaults_is_the_code() {
-    let doc = include_str!("../mod.rs");
+    let doc = include_str!("../format.md");
     let default_of = |field: &str| {
         let row = doc
             .lines()
-            .find(|line| line.starts_with(&format!("//! | `hedge.{field}` |")))
+            .find(|line| line.starts_with(&format!("| `hedge.{field}` |")))
             .unwrap_or_else(|| panic!("no row for hedge.{field}"));
         let (_, default) = row
             .rsplit_once("default ")

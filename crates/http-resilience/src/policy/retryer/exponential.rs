@@ -4,7 +4,10 @@ use super::{
     rng::{Seeds, SplitMix64},
     Retryer,
 };
-use crate::InvalidSetting;
+use crate::{
+    limits::{capped, grown, scale},
+    InvalidSetting,
+};
 use std::time::Duration;
 
 /// How a delay is spread at random, so that many clients retrying at once
@@ -188,25 +191,6 @@ impl ExponentialBackoff {
     }
 }
 
-/// `initial × multiplier^(attempts − 1)`, capped at `max`, for any
-/// multiplier and however large the result.
-pub(super) fn grown(initial: Duration, multiplier: f64, attempts: u32, max: Duration) -> Duration {
-    let exponent = i32::try_from(attempts.saturating_sub(1)).unwrap_or(i32::MAX);
-    // NOTE: `u128 as f64` rounds to the nearest float; it cannot fail.
-    let nanos = (initial.as_nanos() as f64 * multiplier.powi(exponent)).round();
-    // NOTE: an overflow to infinity (or NaN) compares as not less.
-    if nanos.partial_cmp(&(max.as_nanos() as f64)) != Some(std::cmp::Ordering::Less) {
-        return max;
-    }
-    // NOTE: below 2^64 ns (some 584 years) the cast is exact; beyond, a
-    // `u64` cannot hold the nanoseconds, so the delay goes through seconds.
-    if nanos < u64::MAX as f64 {
-        Duration::from_nanos(nanos as u64)
-    } else {
-        Duration::try_from_secs_f64(nanos / 1e9).map_or(max, |delay| delay.min(max))
-    }
-}
-
 impl Default for ExponentialBackoff {
     /// OpenFeign's documented numbers: 100 ms, × 1.5, at most 1 s, 5 attempts.
     fn default() -> Self {
@@ -220,21 +204,24 @@ impl Retryer for ExponentialBackoff {
             return None;
         }
         if let Some(asked) = server_delay {
-            let delay = asked.min(self.max_delay);
+            let delay = capped(asked, self.max_delay);
             self.previous = delay.max(self.initial);
             return Some(delay);
         }
         let base = self.base(attempts);
         let delay = match self.jitter {
             Jitter::None => base,
-            Jitter::Full => scale(base, self.rng.next_unit()),
-            Jitter::Equal => (base / 2).saturating_add(scale(base / 2, self.rng.next_unit())),
+            Jitter::Full => scale(base, self.rng.next_unit(), base),
+            Jitter::Equal => {
+                let half = base / 2;
+                half.saturating_add(scale(half, self.rng.next_unit(), half))
+            }
             Jitter::Decorrelated => {
                 let previous = self.previous.max(Duration::from_millis(1));
                 let high = previous.saturating_mul(3).min(self.max_delay);
                 let span = high.saturating_sub(self.initial);
                 self.initial
-                    .saturating_add(scale(span, self.rng.next_unit()))
+                    .saturating_add(scale(span, self.rng.next_unit(), span))
                     .min(self.max_delay)
             }
         };
@@ -259,12 +246,4 @@ impl Retryer for ExponentialBackoff {
         self.max_attempts = max;
         Ok(self)
     }
-}
-
-/// `duration × u` for `u` in `[0, 1]`, never above `duration` and never
-/// panicking, however large `duration` is.
-pub(super) fn scale(duration: Duration, u: f64) -> Duration {
-    Duration::try_from_secs_f64(duration.as_secs_f64() * u)
-        .unwrap_or(duration)
-        .min(duration)
 }

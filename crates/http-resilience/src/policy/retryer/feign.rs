@@ -1,7 +1,7 @@
 //! OpenFeign's `Retryer.Default`.
 
 use super::Retryer;
-use crate::InvalidSetting;
+use crate::{limits::capped, InvalidSetting};
 use std::time::Duration;
 
 /// OpenFeign's `Retryer.Default`, to the millisecond.
@@ -98,7 +98,7 @@ impl Retryer for FeignRetryer {
         }
         self.attempt += 1;
         Some(match server_delay {
-            Some(asked) => asked.min(self.max_period),
+            Some(asked) => capped(asked, self.max_period),
             None => self.next_max_interval(),
         })
     }

@@ -1,7 +1,7 @@
 //! The same wait before every retry.
 
 use super::Retryer;
-use crate::InvalidSetting;
+use crate::{limits::capped, InvalidSetting};
 use std::time::Duration;
 
 /// A fixed wait between attempts, and a fixed number of retries.
@@ -80,7 +80,7 @@ impl Retryer for FixedDelay {
         if attempts > self.retries {
             return None;
         }
-        Some(server_delay.map_or(self.delay, |asked| asked.min(self.max_delay)))
+        Some(server_delay.map_or(self.delay, |asked| capped(asked, self.max_delay)))
     }
 
     fn max_attempts(&self) -> Option<u32> {

@@ -1,11 +1,13 @@
 //! gRPC's retry schedule (proposal A6).
 
 use super::{
-    exponential::{grown, scale},
     rng::{Seeds, SplitMix64},
     Retryer,
 };
-use crate::InvalidSetting;
+use crate::{
+    limits::{capped, grown, scale},
+    InvalidSetting,
+};
 use std::time::Duration;
 
 /// The schedule of gRPC's retry policy (proposal A6): `maxAttempts`,
@@ -230,14 +232,15 @@ impl Retryer for GrpcBackoff {
         }
         if let Some(asked) = server_delay {
             self.restart_after = attempts;
-            return Some(self.max_pushback.map_or(asked, |max| asked.min(max)));
+            return Some(self.max_pushback.map_or(asked, |max| capped(asked, max)));
         }
         let n = attempts.saturating_sub(self.restart_after).max(1);
         let base = grown(self.initial, self.multiplier, n, self.max_backoff);
         // NOTE: base × (0.8 + 0.4u), in parts that cannot overflow.
         let fifth = base / 5;
         let low = base.saturating_sub(fifth);
-        Some(low.saturating_add(scale(fifth.saturating_mul(2), self.rng.next_unit())))
+        let span = fifth.saturating_mul(2);
+        Some(low.saturating_add(scale(span, self.rng.next_unit(), span)))
     }
 
     fn for_request(&self) -> Self {
