@@ -8,15 +8,20 @@ use super::{
 use bytes::Bytes;
 use http::Request;
 use http_body_util::Full;
+use http_resilience::retry::{RetryPolicy, StatusRetryLayer};
 use http_resilience::{
+    policy::{FixedDelay, RetryBudget, TransientDecoder},
     presets,
-    rate_limit::{Limited, RateLimitLayer, RateLimitPolicy, RateLimited, ServerSignals},
+    rate_limit::{
+        Limited, RateLimitLayer, RateLimitMode, RateLimitPolicy, RateLimited, ServerSignals,
+    },
     reqwest_client::ResilientClient,
-    transport, AttemptTimeoutLayer, BoxError, DeadlineLayer, FailureKind,
+    transport, AttemptTimeoutLayer, BoxError, DeadlineLayer, FailureKind, ResiliencePolicy,
+    RetryReport, Stop,
 };
 use std::time::Duration;
 use tokio::time::Instant;
-use tower::{Service, ServiceBuilder, ServiceExt};
+use tower::{util::BoxCloneService, Layer, Service, ServiceBuilder, ServiceExt};
 
 fn per_second(calls: u32, burst: u32) -> RateLimitPolicy {
     RateLimitPolicy::new(calls, Duration::from_secs(1))
@@ -139,7 +144,7 @@ async fn reqwest_reports_a_call_the_limit_turned_away() {
     let upstream = Upstream::start().await;
     let limit = RateLimitPolicy::new(1, Duration::from_secs(60))
         .unwrap()
-        .with_mode(http_resilience::rate_limit::RateLimitMode::TurnAway);
+        .with_mode(RateLimitMode::TurnAway);
     let client = ResilientClient::new(
         reqwest::Client::builder().build().unwrap(),
         presets::reactor().with_guard(limit).layer(),
@@ -151,4 +156,69 @@ async fn reqwest_reports_a_call_the_limit_turned_away() {
     assert!(FailureKind::RateLimited.is_turned_away());
     assert_eq!(err.attempts(), 1, "not retried");
     assert_eq!(upstream.arrivals().len(), 1);
+}
+
+/// The two forms, each with a retry policy that spends `budget` and the
+/// rate limit turning calls away at once, over a hyper-util client.
+fn turning_away(
+    combined: bool,
+    budget: &std::sync::Arc<RetryBudget>,
+) -> BoxCloneService<Request<Full<Bytes>>, http::StatusCode, BoxError> {
+    // One call per minute: the first goes, the next are over the limit.
+    let limit = RateLimitPolicy::new(1, Duration::from_secs(60))
+        .unwrap()
+        .with_mode(RateLimitMode::TurnAway);
+    let retry = RetryPolicy::new(
+        TransientDecoder::new(),
+        FixedDelay::new(Duration::from_millis(10), 3),
+    )
+    .map_options(|o| o.with_budget(std::sync::Arc::clone(budget)));
+    let (deadline, attempt) = (Duration::from_secs(10), Duration::from_secs(2));
+    let client = transport::Builder::new()
+        .build_http::<Full<Bytes>>()
+        .expect("a client");
+    if combined {
+        let policy = ResiliencePolicy::new(deadline, attempt, retry)
+            .unwrap()
+            .with_guard(limit);
+        let svc = policy.layer().layer(client);
+        return BoxCloneService::new(svc.map_response(|r| r.status()));
+    }
+    let svc = ServiceBuilder::new()
+        .layer(DeadlineLayer::new(deadline))
+        .layer(StatusRetryLayer::new(retry))
+        .layer(RateLimitLayer::new(limit))
+        .layer(AttemptTimeoutLayer::new(attempt))
+        .service(client);
+    BoxCloneService::new(svc.map_response(|r| r.status()))
+}
+
+#[tokio::test]
+async fn a_call_the_limit_turned_away_is_not_sent_not_retried_and_costs_no_retry_budget() {
+    for combined in [false, true] {
+        let upstream = Upstream::start().await;
+        let budget = std::sync::Arc::new(RetryBudget::new(10, 0.1).unwrap());
+        let svc = turning_away(combined, &budget);
+        let first = guarded(svc.clone().oneshot(get(upstream.uri("/"))))
+            .await
+            .unwrap();
+        assert_eq!(first, 200);
+        let full = budget.tokens_milli();
+        for _ in 0..20 {
+            let report = RetryReport::new();
+            let mut request = get(upstream.uri("/"));
+            request.extensions_mut().insert(report.clone());
+            let err = guarded(svc.clone().oneshot(request)).await.unwrap_err();
+            assert_eq!(FailureKind::of(&*err), FailureKind::RateLimited, "{err}");
+            assert!(err.downcast_ref::<RateLimited>().is_some(), "{err}");
+            let summary = report.summary().unwrap();
+            assert_eq!(
+                (summary.get(), summary.stop()),
+                (1, Stop::Failed),
+                "not retried; combined: {combined}"
+            );
+        }
+        assert_eq!(upstream.arrivals().len(), 1, "combined: {combined}");
+        assert_eq!(budget.tokens_milli(), full, "combined: {combined}");
+    }
 }
