@@ -56,25 +56,25 @@ where
     pub(super) fn start(
         request: http::Request<B>,
         now: Instant,
-        mut call: Call<S, B, D, R, G>,
+        call: Call<S, B, D, R, G>,
         span: CallSpan,
     ) -> Self
     where
         B: TryCloneBody,
     {
-        let state = {
+        // NOTE: the call goes into the future first and the first attempt is
+        // admitted in place, so that neither is built aside and copied in.
+        let mut future = Self::expired(call);
+        {
             let _entered = span.enter();
-            call.admit(request, now)
-        };
-        Self {
-            state,
-            sleep: None,
-            call,
-            span: span.keep(),
+            future.state = future.call.admit(request, now);
         }
+        future.span = span.keep();
+        future
     }
 
     /// The future of a call that sent nothing: its deadline had passed.
+    #[inline(always)]
     pub(super) fn expired(call: Call<S, B, D, R, G>) -> Self {
         Self {
             state: State::Expired,
