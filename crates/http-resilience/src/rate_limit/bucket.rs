@@ -2,10 +2,12 @@
 //! and the calls waiting, in atomics (no lock on the way of a call).
 
 use super::{
-    gcra::{Gcra, Pace},
+    common::Core,
+    error::Limited,
+    events::RateLimitEvent,
+    gcra::{Gcra, Pace, Taken},
     learn::{Heard, Spread},
-    policy::Shared,
-    RateLimitEvent, RateLimitState,
+    settings::{RateLimitMode, RateLimitState},
 };
 use crate::key::{nanos, Keyed, UpstreamKey};
 use std::{
@@ -37,15 +39,29 @@ pub(crate) struct Bucket {
     pub(super) waiting: AtomicU32,
     /// The fleet's leases for this key, if the limit is the fleet's.
     #[cfg(feature = "redis")]
-    pub(super) leases: Option<super::fleet::Leases>,
+    pub(super) leases: Option<super::fleet::lease::Leases>,
+}
+
+/// What the bucket (or the fleet's lease) gave a call asking for a slot.
+pub(crate) enum Granted {
+    /// Its slot, now.
+    Now,
+    /// Its slot, at this instant: the call waits for it; the GCRA's slot to
+    /// give back if it is dropped first.
+    At(u64, Option<(Taken, u64)>),
+    /// No slot yet: the call waits for a lease until this instant.
+    #[cfg_attr(not(feature = "redis"), allow(dead_code))]
+    Lease(u64),
+    /// Turned away: a slot frees at this instant.
+    Refused(u64, Limited),
 }
 
 // ===== impl Bucket =====
 
 impl Bucket {
-    /// The bucket of a key first seen at `now`.
-    pub(crate) fn new(shared: &Shared, key: UpstreamKey, now: u64) -> Self {
-        let _ = shared;
+    /// The bucket of a key first seen at `now` (with no leases of the
+    /// fleet's quota: the policy gives them).
+    pub(crate) fn new(key: UpstreamKey, now: u64) -> Self {
         Self {
             key,
             last_used: AtomicU64::new(now),
@@ -56,7 +72,7 @@ impl Bucket {
             paced_until: AtomicU64::new(0),
             waiting: AtomicU32::new(0),
             #[cfg(feature = "redis")]
-            leases: shared.fleet.as_ref().map(super::fleet::Fleet::leases),
+            leases: None,
         }
     }
 
@@ -69,7 +85,7 @@ impl Bucket {
     /// The pace at `now`: the policy's, or the server's while it holds and
     /// is slower.
     #[inline]
-    pub(super) fn pace(&self, shared: &Shared, now: u64) -> Pace {
+    pub(super) fn pace(&self, shared: &Core, now: u64) -> Pace {
         if self.paced_until.load(Ordering::Acquire) <= now {
             return shared.pace;
         }
@@ -86,9 +102,35 @@ impl Bucket {
         self.paused_until.load(Ordering::Acquire)
     }
 
+    /// A slot for a call asking at `now` at `pace`, no later than `latest`,
+    /// from the key's own GCRA.
+    #[inline]
+    pub(super) fn grant(&self, core: &Core, now: u64, latest: u64, pace: Pace) -> Granted {
+        let floor = self.floor();
+        match self.gcra.take(now, pace, floor, latest) {
+            Ok(taken) if taken.at <= now => Granted::Now,
+            Ok(taken) => Granted::At(taken.at, Some((taken, pace.interval))),
+            Err(at) => Granted::Refused(at, self.why(core, at, floor)),
+        }
+    }
+
+    /// Why a call whose slot would be at `at` is turned away, the pause
+    /// ending at `floor`.
+    pub(super) fn why(&self, core: &Core, at: u64, floor: u64) -> Limited {
+        if at <= floor {
+            Limited::Paused
+        } else if core.settings.mode == RateLimitMode::TurnAway {
+            Limited::OverLimit
+        } else {
+            Limited::WaitTooLong
+        }
+    }
+
     /// Applies what a response said, at `now`: the pause (never shortened
-    /// by a shorter one) and the pace.
-    pub(super) fn learn(&self, shared: &Shared, heard: Heard, now: u64) {
+    /// by a shorter one) and the pace. Returns a pause that lasts longer
+    /// than the one held before, for the fleet to share.
+    pub(super) fn learn(&self, shared: &Core, heard: Heard, now: u64) -> Option<Duration> {
+        let mut longer = None;
         if let Some((pause, source)) = heard.pause {
             let until = now.saturating_add(nanos(pause));
             let before = self.paused_until.fetch_max(until, Ordering::AcqRel);
@@ -98,19 +140,17 @@ impl Bucket {
                     pause,
                     source,
                 });
-                #[cfg(feature = "redis")]
-                if let Some(fleet) = &shared.fleet {
-                    fleet.share_pause(&self.key, pause);
-                }
+                longer = Some(pause);
             }
         }
         if let Some(spread) = heard.pace {
             self.pace_by(shared, spread, now);
         }
+        longer
     }
 
     /// Paces the key by `spread`, from `now`.
-    fn pace_by(&self, shared: &Shared, spread: Spread, now: u64) {
+    fn pace_by(&self, shared: &Core, spread: Spread, now: u64) {
         let interval = nanos(spread.interval);
         let before = self.paced_at.swap(interval, Ordering::Relaxed);
         let until = now.saturating_add(nanos(spread.lasts));
@@ -126,7 +166,7 @@ impl Bucket {
     }
 
     /// The state at `now`.
-    pub(super) fn read(&self, shared: &Shared, now: Instant) -> RateLimitState {
+    pub(super) fn read(&self, shared: &Core, now: Instant) -> RateLimitState {
         let at = shared.nanos(now);
         let pace = self.pace(shared, at);
         let floor = self.floor();

@@ -1,6 +1,6 @@
 //! The rate limit's events (see [`RateLimitEvent`]).
 
-use super::{error::Limited, learn::Signal, policy::Shared, RateLimitPolicy, RateLimitState};
+use super::{error::Limited, learn::Signal, settings::RateLimitState};
 use crate::{
     key::UpstreamKey,
     telemetry::{listeners::Listeners, Listener},
@@ -121,19 +121,25 @@ pub(crate) type RateLimitListeners =
 /// A policy's buckets, held weakly.
 #[derive(Clone)]
 #[cfg_attr(not(feature = "otel"), allow(dead_code))]
-pub(crate) struct KeptBuckets(Weak<Shared>);
+pub(crate) struct KeptBuckets(Weak<dyn BucketStates>);
+
+/// What reads the state of a policy's buckets: the state it shares.
+pub(crate) trait BucketStates: Send + Sync {
+    /// The state of every key kept, now.
+    fn states(&self) -> Vec<(UpstreamKey, RateLimitState)>;
+}
 
 impl KeptBuckets {
-    /// The buckets of the policy of `shared`.
-    pub(crate) fn of(shared: &Arc<Shared>) -> Self {
-        Self(Arc::downgrade(shared))
+    /// The buckets whose states `shared` reads.
+    pub(crate) fn of<S: BucketStates + 'static>(shared: &Arc<S>) -> Self {
+        let weak: Weak<S> = Arc::downgrade(shared);
+        Self(weak)
     }
 
     /// The state of every key kept, or `None` once nothing keeps them.
     #[cfg_attr(not(feature = "otel"), allow(dead_code))]
     pub(crate) fn states(&self) -> Option<Vec<(UpstreamKey, RateLimitState)>> {
-        let shared = self.0.upgrade()?;
-        Some(RateLimitPolicy { shared }.states())
+        Some(self.0.upgrade()?.states())
     }
 }
 

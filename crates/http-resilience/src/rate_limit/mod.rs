@@ -112,6 +112,7 @@
 
 mod admit;
 mod bucket;
+mod common;
 pub mod error;
 mod events;
 #[cfg(feature = "redis")]
@@ -120,6 +121,7 @@ mod gcra;
 mod learn;
 mod pass;
 mod policy;
+mod settings;
 
 #[cfg(feature = "otel")]
 pub(crate) use self::events::{KeptBuckets, Observer};
@@ -130,7 +132,8 @@ pub use self::{
     error::{Limited, RateLimited},
     events::RateLimitEvent,
     learn::{ServerSignals, Signal},
-    policy::{RateLimitMode, RateLimitPolicy, RateLimitSettings, RateLimitState},
+    policy::RateLimitPolicy,
+    settings::{RateLimitMode, RateLimitSettings, RateLimitState},
 };
 
 /// The rate limit as a layer of its own: a [`GuardLayer`] of a

@@ -5,12 +5,13 @@
 //! drive this one type.
 
 use super::{
-    bucket::Bucket,
+    bucket::{Bucket, Granted},
     error::{Limited, RateLimited},
+    events::RateLimitEvent,
     gcra::Taken,
     learn,
-    policy::Shared,
-    RateLimitEvent, RateLimitMode, RateLimitPolicy,
+    policy::{RateLimitPolicy, Shared},
+    settings::RateLimitMode,
 };
 use crate::{
     key::{self, nanos, AtHand, Keyed},
@@ -55,20 +56,6 @@ enum Wait {
     Lease,
 }
 
-/// What the bucket (or the fleet's lease) gave a call asking for a slot.
-pub(crate) enum Granted {
-    /// Its slot, now.
-    Now,
-    /// Its slot, at this instant: the call waits for it; the GCRA's slot to
-    /// give back if it is dropped first.
-    At(u64, Option<(Taken, u64)>),
-    /// No slot yet: the call waits for a lease until this instant.
-    #[cfg_attr(not(feature = "redis"), allow(dead_code))]
-    Lease(u64),
-    /// Turned away: a slot frees at this instant.
-    Refused(u64, Limited),
-}
-
 impl std::fmt::Debug for RateLimitPass {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let step = match self.step {
@@ -99,7 +86,7 @@ impl RateLimitPass {
             key_fn: shared.key_fn.as_deref(),
             room: shared.room(),
             now: || shared.nanos(Instant::now()),
-            make: |key, now| Bucket::new(shared, key, now),
+            make: |key, now| shared.bucket(key, now),
         };
         Self {
             bucket: key::entry_for(lookup, at_hand, request),
@@ -135,32 +122,10 @@ impl RateLimitPass {
     fn grant(&self, now: u64, latest: u64) -> Granted {
         #[cfg(feature = "redis")]
         if let (Some(fleet), Some(leases)) = (&self.shared.fleet, &self.bucket.leases) {
-            return fleet.grant(self, leases, now, latest);
+            return fleet.grant((&self.shared, &self.bucket), leases, now, latest);
         }
-        self.grant_local(now, latest, self.bucket.pace(&self.shared, now))
-    }
-
-    /// The key's own GCRA at `pace`.
-    #[inline]
-    pub(super) fn grant_local(&self, now: u64, latest: u64, pace: super::gcra::Pace) -> Granted {
-        let floor = self.bucket.floor();
-        match self.bucket.gcra.take(now, pace, floor, latest) {
-            Ok(taken) if taken.at <= now => Granted::Now,
-            Ok(taken) => Granted::At(taken.at, Some((taken, pace.interval))),
-            Err(at) => Granted::Refused(at, self.why(at, floor)),
-        }
-    }
-
-    /// Why a call whose slot would be at `at` is turned away, the pause
-    /// ending at `floor`.
-    pub(super) fn why(&self, at: u64, floor: u64) -> Limited {
-        if at <= floor {
-            Limited::Paused
-        } else if self.shared.settings.mode == RateLimitMode::TurnAway {
-            Limited::OverLimit
-        } else {
-            Limited::WaitTooLong
-        }
+        let pace = self.bucket.pace(&self.shared, now);
+        self.bucket.grant(&self.shared, now, latest, pace)
     }
 
     /// The latest slot a call asking at `now` may take: `now` when it is
@@ -293,7 +258,13 @@ impl RateLimitPass {
         );
         if heard != learn::Heard::default() {
             let now = self.shared.nanos(Instant::now());
-            self.bucket.learn(&self.shared, heard, now);
+            let longer = self.bucket.learn(&self.shared, heard, now);
+            #[cfg(feature = "redis")]
+            if let (Some(fleet), Some(pause)) = (&self.shared.fleet, longer) {
+                fleet.share_pause(Keyed::key(&*self.bucket), pause);
+            }
+            #[cfg(not(feature = "redis"))]
+            let _ = longer;
         }
     }
 

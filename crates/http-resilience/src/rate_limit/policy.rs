@@ -4,70 +4,24 @@
 
 use super::{
     bucket::Bucket,
-    events::{emit, KeptBuckets, RateLimitEvent, RateLimitListeners},
-    gcra::Pace,
+    common::Core,
+    events::{BucketStates, KeptBuckets, RateLimitEvent, RateLimitListeners},
     learn::ServerSignals,
+    settings::{RateLimitMode, RateLimitSettings, RateLimitState, Settings},
 };
 use crate::{
-    key::{nanos, Clock, KeyFn, Registry, Room, UpstreamKey},
+    key::{Keyed, Registry, UpstreamKey},
     telemetry::Listener,
     InvalidSetting,
 };
-use std::{fmt, sync::Arc, time::Duration};
+use std::{fmt, ops::Deref, sync::Arc, time::Duration};
 use tokio::time::Instant;
 
-/// What a call over the limit does.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-#[non_exhaustive]
-pub enum RateLimitMode {
-    /// It waits for its slot, when the wait (plus the least useful attempt)
-    /// fits before its deadline and within the longest wait; otherwise it is
-    /// turned away at once.
-    #[default]
-    Wait,
-    /// It is turned away at once.
-    TurnAway,
-}
-
-/// The rate limit's settings, as [`RateLimitPolicy::settings`] reads them.
-#[derive(Debug, Clone, Copy, PartialEq)]
-#[non_exhaustive]
-pub struct RateLimitSettings {
-    /// The calls allowed per [`per`](Self::per), per key.
-    pub calls: u32,
-    /// The period of [`calls`](Self::calls).
-    pub per: Duration,
-    /// The calls that may go at once after a quiet spell.
-    pub burst: u32,
-    /// What a call over the limit does.
-    pub mode: RateLimitMode,
-    /// The longest a call waits for its slot, if bounded otherwise than by
-    /// its deadline.
-    pub max_wait: Option<Duration>,
-    /// The least time a call needs after its wait to be useful: a wait that
-    /// would leave less before the call's deadline is not made.
-    pub min_attempt: Duration,
-    /// The server signals the limit learns from.
-    pub signals: ServerSignals,
-    /// The longest pause or pace a server's signal sets.
-    pub max_pause: Duration,
-    /// The keys kept at most.
-    pub max_keys: usize,
-    /// How long a key with no call counts as idle, the first evicted when
-    /// room is made.
-    pub idle_key_timeout: Duration,
-}
-
-pub(crate) type Settings = RateLimitSettings;
-
-/// What every clone of a policy shares.
+/// What every clone of a policy shares: the core every part reads, the
+/// buckets kept per key, and the fleet's quota when the limit is the
+/// fleet's.
 pub(crate) struct Shared {
-    pub(crate) settings: Settings,
-    /// The policy's pace, in nanoseconds.
-    pub(crate) pace: Pace,
-    pub(crate) key_fn: Option<Arc<KeyFn>>,
-    listener: RateLimitListeners,
-    clock: Clock,
+    pub(crate) core: Core,
     pub(crate) registry: Registry<Bucket>,
     /// The fleet's quota in Redis, if the limit is the fleet's.
     #[cfg(feature = "redis")]
@@ -116,26 +70,6 @@ pub(crate) struct Shared {
 #[derive(Clone)]
 pub struct RateLimitPolicy {
     pub(crate) shared: Arc<Shared>,
-}
-
-/// What a key's bucket is now, as [`RateLimitPolicy::state`] reads it.
-#[derive(Debug, Clone, Copy, PartialEq)]
-#[non_exhaustive]
-pub struct RateLimitState {
-    /// How long a call asking now would wait for its slot (zero when one is
-    /// free).
-    pub delay: Duration,
-    /// How long the pause the server asked for still lasts, if any.
-    pub paused_for: Option<Duration>,
-    /// The time between calls the server's quota sets, while it holds.
-    pub paced_at: Option<Duration>,
-    /// The calls waiting for their slot.
-    pub waiting: u32,
-    /// The fleet's tokens this process holds for the key (feature `redis`).
-    pub leased: u32,
-    /// Whether the key's calls fall back on the local share (or fail
-    /// closed) because Redis could not be reached (feature `redis`).
-    pub fleet_fallback: bool,
 }
 
 // ===== impl RateLimitPolicy =====
@@ -201,7 +135,7 @@ impl RateLimitPolicy {
         let mut shared = Shared::new(settings, s.key_fn.clone(), s.listener.carried(None));
         #[cfg(feature = "redis")]
         {
-            shared.fleet = s.fleet.as_ref().map(|fleet| fleet.remade(&shared));
+            shared.fleet = s.fleet.as_ref().map(|fleet| fleet.remade(&shared.core));
         }
         #[cfg(not(feature = "redis"))]
         let _ = &mut shared;
@@ -316,7 +250,7 @@ impl RateLimitPolicy {
         F: Fn(&http::Uri, &http::HeaderMap) -> UpstreamKey + Send + Sync + 'static,
     {
         let mut next = self.remade(self.shared.settings);
-        next.key_fn = Some(Arc::new(key));
+        next.core.key_fn = Some(Arc::new(key));
         Self::from_shared(next)
     }
 
@@ -325,7 +259,7 @@ impl RateLimitPolicy {
     #[must_use]
     pub fn with_listener(self, listener: impl for<'a> Listener<RateLimitEvent<'a>>) -> Self {
         let mut next = self.remade(self.shared.settings);
-        next.listener = self.shared.listener.carried(Some(Arc::new(listener)));
+        next.core.listener = self.shared.listener.carried(Some(Arc::new(listener)));
         Self::from_shared(next)
     }
 
@@ -339,7 +273,7 @@ impl RateLimitPolicy {
     #[must_use]
     pub fn with_fleet(self, fleet: super::fleet::FleetQuota) -> Self {
         let mut next = self.remade(self.shared.settings);
-        next.fleet = Some(super::fleet::Fleet::new(fleet, &next));
+        next.fleet = Some(super::fleet::Fleet::new(fleet, &next.core));
         Self::from_shared(next)
     }
 
@@ -366,15 +300,7 @@ impl RateLimitPolicy {
 
     /// The state of every key kept, for a health endpoint or a gauge.
     pub fn states(&self) -> Vec<(UpstreamKey, RateLimitState)> {
-        let shared = &*self.shared;
-        let now = Instant::now();
-        let all = shared.registry.all();
-        all.iter()
-            .map(|bucket| {
-                let key = crate::key::Keyed::key(&**bucket).clone();
-                (key, bucket.read(shared, now))
-            })
-            .collect()
+        self.shared.states()
     }
 }
 
@@ -396,54 +322,58 @@ impl fmt::Debug for RateLimitPolicy {
 // ===== impl Shared =====
 
 impl Shared {
-    fn new(settings: Settings, key_fn: Option<Arc<KeyFn>>, listener: RateLimitListeners) -> Self {
+    fn new(
+        settings: Settings,
+        key_fn: Option<Arc<crate::key::KeyFn>>,
+        listener: RateLimitListeners,
+    ) -> Self {
         Self {
-            pace: pace_of(&settings),
-            settings,
-            key_fn,
-            listener,
-            clock: Clock::start(),
+            core: Core::new(settings, key_fn, listener),
             registry: Registry::default(),
             #[cfg(feature = "redis")]
             fleet: None,
         }
     }
 
-    /// `now` in nanoseconds on the buckets' clock.
-    #[inline]
-    pub(crate) fn nanos(&self, now: Instant) -> u64 {
-        self.clock.nanos(now)
-    }
-
-    /// The instant of `nanos` on the buckets' clock.
-    pub(crate) fn instant(&self, nanos: u64) -> Instant {
-        let base = self.clock.base();
-        base.checked_add(Duration::from_nanos(nanos))
-            .unwrap_or(base + Duration::from_secs(86_400 * 365 * 30))
-    }
-
-    /// The room the settings give the keys.
-    pub(crate) fn room(&self) -> Room {
-        Room {
-            max_keys: self.settings.max_keys,
-            idle: nanos(self.settings.idle_key_timeout),
+    /// The bucket of a key first seen at `now`, with the fleet's leases
+    /// when the limit is the fleet's.
+    pub(crate) fn bucket(&self, key: UpstreamKey, now: u64) -> Bucket {
+        #[allow(unused_mut)]
+        let mut bucket = Bucket::new(key, now);
+        #[cfg(feature = "redis")]
+        {
+            bucket.leases = self.fleet.as_ref().map(super::fleet::Fleet::leases);
         }
-    }
-
-    /// Logs `event` and tells the listeners.
-    pub(crate) fn tell(&self, event: &RateLimitEvent<'_>) {
-        emit(&self.listener, event);
-    }
-
-    /// Whether anyone hears the events beyond the log.
-    pub(crate) fn is_heard(&self) -> bool {
-        self.listener.any()
+        bucket
     }
 }
 
-/// The pace of `settings`: the interval between calls, at least 1 ns, and
-/// the burst's tolerance.
-pub(crate) fn pace_of(settings: &Settings) -> Pace {
-    let interval = (nanos(settings.per) / u64::from(settings.calls)).max(1);
-    Pace::with_burst(interval, settings.burst)
+impl Deref for Shared {
+    type Target = Core;
+
+    #[inline]
+    fn deref(&self) -> &Core {
+        &self.core
+    }
+}
+
+impl BucketStates for Shared {
+    fn states(&self) -> Vec<(UpstreamKey, RateLimitState)> {
+        let now = Instant::now();
+        let all = self.registry.all();
+        all.iter()
+            .map(|bucket| (Keyed::key(&**bucket).clone(), bucket.read(self, now)))
+            .collect()
+    }
+}
+
+#[cfg(feature = "redis")]
+impl super::fleet::Home for Shared {
+    fn fleet(&self) -> Option<&super::fleet::Fleet> {
+        self.fleet.as_ref()
+    }
+
+    fn core(&self) -> &Core {
+        &self.core
+    }
 }

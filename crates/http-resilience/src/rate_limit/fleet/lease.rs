@@ -20,7 +20,7 @@ const DEMAND_SMOOTHING: f64 = 0.3;
 
 /// The leases of one key.
 #[derive(Debug, Default)]
-pub struct Leases {
+pub(crate) struct Leases {
     state: Mutex<State>,
 }
 

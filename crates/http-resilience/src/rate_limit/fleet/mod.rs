@@ -74,21 +74,18 @@
 //!
 //! [`RateLimitPolicy::with_fleet`]: super::RateLimitPolicy::with_fleet
 
-mod lease;
+pub(super) mod lease;
 mod link;
 
-pub use self::lease::Leases;
-
 use self::{
-    lease::State,
+    lease::{Leases, State},
     link::{Ask, Link, Reply},
 };
 use super::{
-    bucket::Bucket,
+    bucket::{Bucket, Granted},
+    common::Core,
     error::Limited,
     gcra::Pace,
-    pass::{Granted, RateLimitPass},
-    policy::Shared,
     RateLimitEvent,
 };
 use crate::{
@@ -279,9 +276,9 @@ impl fmt::Debug for FleetQuota {
 // ===== impl Fleet =====
 
 impl Fleet {
-    /// The fleet of the policy of `shared`.
-    pub(crate) fn new(quota: FleetQuota, shared: &Shared) -> Self {
-        let settings = &shared.settings;
+    /// The fleet of the policy of `core`.
+    pub(crate) fn new(quota: FleetQuota, core: &Core) -> Self {
+        let settings = &core.settings;
         let share = match quota.fallback {
             Fallback::LocalShare(share) => Some(share),
             Fallback::FailClosed => None,
@@ -289,7 +286,7 @@ impl Fleet {
         // NOTE: the share's burst is the share of the burst: the processes
         // that fall back together stay within the quota's burst too.
         let fallback = share.map(|share| {
-            let interval = (shared.pace.interval as f64 / share).min(u64::MAX as f64) as u64;
+            let interval = (core.pace.interval as f64 / share).min(u64::MAX as f64) as u64;
             let burst = (f64::from(settings.burst) * share).ceil() as u32;
             Pace::with_burst(interval, burst.max(1))
         });
@@ -298,15 +295,15 @@ impl Fleet {
             .unwrap_or_else(|| settings.calls.div_ceil(20).max(1));
         Self {
             quota,
-            pace: shared.pace,
+            pace: core.pace,
             fallback,
             max_lease,
         }
     }
 
-    /// The same quota, for the policy of `shared` remade.
-    pub(crate) fn remade(&self, shared: &Shared) -> Self {
-        Self::new(self.quota.clone(), shared)
+    /// The same quota, for the policy of `core` remade.
+    pub(crate) fn remade(&self, core: &Core) -> Self {
+        Self::new(self.quota.clone(), core)
     }
 
     pub(crate) fn quota(&self) -> &FleetQuota {
@@ -321,44 +318,44 @@ impl Fleet {
     /// What a call asking at `now`, whose slot may come no later than
     /// `latest`, gets of the fleet's quota: a leased token, a wait for a
     /// lease, or the fallback.
-    pub(crate) fn grant(
+    pub(crate) fn grant<H: Home>(
         &self,
-        pass: &RateLimitPass,
+        (home, bucket): Asker<'_, H>,
         leases: &Leases,
         now: u64,
         latest: u64,
     ) -> Granted {
-        let floor = pass.bucket.floor();
+        let floor = bucket.floor();
         let mut state = leases.lock();
         let demand = state.count(now);
         match state.take(now, latest.max(now)) {
             Some(Ok(at)) => {
                 let at = at.max(floor);
-                self.ask_ahead(pass, &mut state, demand, now);
+                self.ask_ahead((home, bucket), &mut state, demand, now);
                 return if at <= now {
                     Granted::Now
                 } else {
                     Granted::At(at, None)
                 };
             }
-            Some(Err(at)) => return Granted::Refused(at, pass.why(at, floor)),
+            Some(Err(at)) => return Granted::Refused(at, bucket.why(home.core(), at, floor)),
             None => {}
         }
         if state.blocked_until > now {
             let at = state.blocked_until;
             return match at <= latest {
                 true => Granted::Lease(at),
-                false => Granted::Refused(at, pass.why(at, floor)),
+                false => Granted::Refused(at, bucket.why(home.core(), at, floor)),
             };
         }
-        self.no_token(pass, leases, state, demand, now, latest)
+        self.no_token((home, bucket), leases, state, demand, now, latest)
     }
 
     /// A call that found no token: it waits for the lease asked for, or
     /// falls back once Redis is away or slower than the wait allowed.
-    fn no_token(
+    fn no_token<H: Home>(
         &self,
-        pass: &RateLimitPass,
+        (home, bucket): Asker<'_, H>,
         leases: &Leases,
         mut state: std::sync::MutexGuard<'_, State>,
         demand: f64,
@@ -369,32 +366,39 @@ impl Fleet {
         if !state.down {
             let asked = *state.asking.get_or_insert(now);
             if asked == now {
-                self.spawn_ask(pass, self.want(demand));
+                self.spawn_ask((home, bucket), self.want(demand));
             }
             if now < asked.saturating_add(wait) {
                 return Granted::Lease(asked + wait);
             }
             state.down = true;
             drop(state);
-            pass.shared
-                .tell(&RateLimitEvent::FleetFallback { key: key(pass) });
+            home.core().tell(&RateLimitEvent::FleetFallback {
+                key: Keyed::key(&**bucket),
+            });
         } else {
             if state.asking.is_none() && now.saturating_sub(state.failed_at) >= RETRY {
                 state.asking = Some(now);
-                self.spawn_ask(pass, self.want(demand));
+                self.spawn_ask((home, bucket), self.want(demand));
             }
             drop(state);
         }
-        self.fall_back(pass, leases, now, latest)
+        self.fall_back((home, bucket), leases, now, latest)
     }
 
     /// The fallback's answer to a call asking at `now`; a call it lets
     /// through while a lease is asked for is that lease's debt.
-    fn fall_back(&self, pass: &RateLimitPass, leases: &Leases, now: u64, latest: u64) -> Granted {
+    fn fall_back<H: Home>(
+        &self,
+        (home, bucket): Asker<'_, H>,
+        leases: &Leases,
+        now: u64,
+        latest: u64,
+    ) -> Granted {
         let Some(pace) = self.fallback else {
             return Granted::Refused(now.saturating_add(RETRY), Limited::FleetUnavailable);
         };
-        let granted = pass.grant_local(now, latest, pace);
+        let granted = bucket.grant(home.core(), now, latest, pace);
         let at = match granted {
             Granted::Now => now,
             Granted::At(at, _) => at,
@@ -410,11 +414,11 @@ impl Fleet {
     }
 
     /// Asks for the next lease when half of what is held is spent.
-    fn ask_ahead(&self, pass: &RateLimitPass, state: &mut State, demand: f64, now: u64) {
+    fn ask_ahead<H: Home>(&self, asker: Asker<'_, H>, state: &mut State, demand: f64, now: u64) {
         let want = self.want(demand);
         if state.asking.is_none() && !state.down && state.left() <= want / 2 {
             state.asking = Some(now);
-            self.spawn_ask(pass, want);
+            self.spawn_ask(asker, want);
         }
     }
 
@@ -431,14 +435,12 @@ impl Fleet {
 
     /// Asks Redis for `want` tokens in the background, on the runtime of
     /// the call; with no runtime, the ask fails at once.
-    fn spawn_ask(&self, pass: &RateLimitPass, want: u32) {
-        let shared = Arc::clone(&pass.shared);
-        let bucket = Arc::clone(&pass.bucket);
+    fn spawn_ask<H: Home>(&self, (home, bucket): Asker<'_, H>, want: u32) {
         let Ok(runtime) = tokio::runtime::Handle::try_current() else {
-            let now = shared.nanos(Instant::now());
-            return failed(&shared, &bucket, now);
+            let now = home.core().nanos(Instant::now());
+            return failed(home.core(), bucket, now);
         };
-        drop(runtime.spawn(ask(shared, bucket, want)));
+        drop(runtime.spawn(ask(Arc::clone(home), Arc::clone(bucket), want)));
     }
 
     /// Writes a pause of `pause` for `key` to Redis, in the background.
@@ -473,16 +475,25 @@ impl Fleet {
     }
 }
 
-/// The key of `pass`.
-fn key(pass: &RateLimitPass) -> &UpstreamKey {
-    Keyed::key(&*pass.bucket)
+/// What the policy a lease is asked for holds: its fleet, and the settings,
+/// clock and listeners of its buckets. A lease asked in the background
+/// keeps it alive until the answer.
+pub(crate) trait Home: Send + Sync + 'static {
+    /// The fleet, if the limit is the fleet's.
+    fn fleet(&self) -> Option<&Fleet>;
+    /// The settings, clock and listeners.
+    fn core(&self) -> &Core;
 }
 
+/// A call asking the fleet: its policy's home and its key's bucket.
+type Asker<'a, H> = (&'a Arc<H>, &'a Arc<Bucket>);
+
 /// One lease asked of Redis for `bucket`'s key, and what its answer does.
-async fn ask(shared: Arc<Shared>, bucket: Arc<Bucket>, want: u32) {
-    let (Some(fleet), Some(_)) = (&shared.fleet, &bucket.leases) else {
+async fn ask<H: Home>(home: Arc<H>, bucket: Arc<Bucket>, want: u32) {
+    let (Some(fleet), Some(_)) = (home.fleet(), &bucket.leases) else {
         return;
     };
+    let shared = home.core();
     let name = fleet.name(Keyed::key(&*bucket));
     let sent = shared.nanos(Instant::now());
     let asked = tokio::time::timeout(
@@ -492,19 +503,24 @@ async fn ask(shared: Arc<Shared>, bucket: Arc<Bucket>, want: u32) {
     let reply = asked.await;
     let received = shared.nanos(Instant::now());
     match reply {
-        Ok(Ok(reply)) => arrived(&shared, &bucket, reply, (sent, received)),
+        Ok(Ok(reply)) => arrived((shared, fleet), &bucket, reply, (sent, received)),
         Ok(Err(err)) => {
             tracing::debug!(%name, %err, "rate limit: no lease from Redis");
-            failed(&shared, &bucket, received);
+            failed(shared, &bucket, received);
         }
-        Err(_) => failed(&shared, &bucket, received),
+        Err(_) => failed(shared, &bucket, received),
     }
 }
 
 /// Keeps the lease Redis gave, wakes the calls waiting for it, and pauses
 /// the key while the fleet's pause holds.
-fn arrived(shared: &Shared, bucket: &Bucket, reply: Reply, (sent, received): (u64, u64)) {
-    let (Some(fleet), Some(leases)) = (&shared.fleet, &bucket.leases) else {
+fn arrived(
+    (shared, fleet): (&Core, &Fleet),
+    bucket: &Bucket,
+    reply: Reply,
+    (sent, received): (u64, u64),
+) {
+    let Some(leases) = &bucket.leases else {
         return;
     };
     let (was_down, arrived) = {
@@ -531,7 +547,7 @@ fn arrived(shared: &Shared, bucket: &Bucket, reply: Reply, (sent, received): (u6
 
 /// Redis was asked in vain at `now`: the key falls back, and the calls
 /// waiting for the lease go on.
-fn failed(shared: &Shared, bucket: &Bucket, now: u64) {
+fn failed(shared: &Core, bucket: &Bucket, now: u64) {
     let Some(leases) = &bucket.leases else {
         return;
     };
