@@ -549,6 +549,7 @@ fn min_attempt_turns_deadline_awareness_on_and_off() {
 
 mod limits;
 mod loopback;
+mod order;
 mod ranges;
 
 #[test]
