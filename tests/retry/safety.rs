@@ -9,7 +9,7 @@ use crate::support;
 
 use http::{Method, Request, StatusCode};
 use http_body_util::{BodyExt, Full};
-use http_resilience::policy::{CallEvent, RetryEvent};
+use http_resilience::policy::{CallEvent, Or, RetryEvent};
 use http_resilience::{
     attempt_timeout::AttemptTimeoutLayer,
     body::ReplayBody,
@@ -25,10 +25,9 @@ use tower::{Service, ServiceBuilder, ServiceExt};
 
 /// The transient statuses and connect failures, and Apache's retryable
 /// failures (resets, closes): two retries, no wait.
-fn policy() -> RetryPolicy<http_resilience::policy::Or<TransientDecoder, ApacheDecoder>, FixedDelay>
-{
+fn policy() -> RetryPolicy<Or<TransientDecoder, ApacheDecoder>, FixedDelay> {
     RetryPolicy::new(
-        TransientDecoder::new().or(ApacheDecoder::new()),
+        Or::new(TransientDecoder::new(), ApacheDecoder::new()),
         FixedDelay::new(Duration::ZERO, 2),
     )
 }
@@ -280,7 +279,7 @@ async fn dropping_the_call_during_a_wait_sends_nothing_more() {
     let waiting = Arc::new(tokio::sync::Notify::new());
     let heard = waiting.clone();
     let slow = RetryPolicy::new(
-        TransientDecoder::new().or(ApacheDecoder::new()),
+        Or::new(TransientDecoder::new(), ApacheDecoder::new()),
         FixedDelay::new(Duration::from_secs(5), 2),
     )
     .map_options(|o| {

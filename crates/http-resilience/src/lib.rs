@@ -222,9 +222,6 @@
     allow(dead_code, unused_imports, unreachable_pub)
 )]
 
-#[macro_use]
-mod macros;
-
 pub mod attempt_timeout;
 pub mod body;
 #[cfg(feature = "breaker")]

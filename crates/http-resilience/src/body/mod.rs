@@ -148,7 +148,20 @@ impl<B> SendOnce<B> {
         Self { inner }
     }
 
-    define_inner_service_accessors!(B, "body");
+    /// Returns a reference to the inner body.
+    pub fn get_ref(&self) -> &B {
+        &self.inner
+    }
+
+    /// Returns a mutable reference to the inner body.
+    pub fn get_mut(&mut self) -> &mut B {
+        &mut self.inner
+    }
+
+    /// Consumes `self`, returning the inner body.
+    pub fn into_inner(self) -> B {
+        self.inner
+    }
 }
 
 // NOTE: `SendOnce` is deliberately not `Clone`, which is what lets this impl

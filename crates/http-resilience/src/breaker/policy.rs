@@ -7,7 +7,7 @@ use super::{
     rules::{judge, Judged, Ramp, Settings},
     BreakerEvent, CircuitState,
 };
-use crate::key::{Clock, UpstreamKey};
+use crate::key::{Clock, Room, UpstreamKey};
 use crate::policy::{AnyDecoder, Decoder, TransientDecoder};
 use crate::{policy::Seeds, telemetry::Listener, InvalidSetting};
 use std::{fmt, sync::Arc, time::Duration};
@@ -433,14 +433,7 @@ impl<D: Clone> BreakerPolicy<D> {
                 s.max_keys = max;
                 s.idle = idle;
             },
-            |_| {
-                at_least_one("max_keys", max as u64)?;
-                if idle.is_zero() {
-                    let err = InvalidSetting::new("idle_key_timeout", "must be above zero");
-                    return Err(err.with_value("0s"));
-                }
-                Ok(())
-            },
+            |_| Room::check(max, idle),
         )
     }
 

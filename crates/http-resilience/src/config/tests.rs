@@ -749,7 +749,7 @@ fn invalid_breaker_settings_name_their_path() {
         ),
         (
             "[clients.x.breaker]\nidle_key_timeout = \"0s\"",
-            "clients.x.breaker.idle_key_timeout must be above zero",
+            "clients.x.breaker.idle_key_timeout must be greater than zero",
         ),
         (
             "[clients.x.breaker]\nramp_duration = \"10s\"\nramp_steps = 0",

@@ -75,7 +75,20 @@ impl<B> DeadlineBody<B> {
         }
     }
 
-    define_inner_service_accessors!(B, "body");
+    /// Returns a reference to the inner body.
+    pub fn get_ref(&self) -> &B {
+        &self.inner
+    }
+
+    /// Returns a mutable reference to the inner body.
+    pub fn get_mut(&mut self) -> &mut B {
+        &mut self.inner
+    }
+
+    /// Consumes `self`, returning the inner body.
+    pub fn into_inner(self) -> B {
+        self.inner
+    }
 }
 
 impl<B> Body for DeadlineBody<B>

@@ -182,7 +182,8 @@ impl FaultPolicy {
     }
 
     /// The switch, to turn injection on and off at run time.
-    pub const fn switch(&self) -> &FaultSwitch {
+    #[cfg(test)]
+    pub(crate) const fn switch(&self) -> &FaultSwitch {
         &self.switch
     }
 
@@ -214,13 +215,7 @@ impl FaultPolicy {
     /// [`InvalidSetting`] when `max` (field `max_keys`) or `idle` (field
     /// `idle_key_timeout`) is zero.
     pub fn max_keys(self, max: usize, idle: Duration) -> Result<Self, InvalidSetting> {
-        if max == 0 {
-            return Err(InvalidSetting::new("max_keys", "must be at least 1").with_value("0"));
-        }
-        if idle.is_zero() {
-            let err = InvalidSetting::new("idle_key_timeout", "must be greater than zero");
-            return Err(err.with_value("0s"));
-        }
+        Room::check(max, idle)?;
         let room = Room {
             max_keys: max,
             idle: nanos(idle),
@@ -229,7 +224,8 @@ impl FaultPolicy {
     }
 
     /// The fault.
-    pub fn fault(&self) -> &Fault {
+    #[cfg(test)]
+    pub(crate) fn fault(&self) -> &Fault {
         &self.shared.fault
     }
 

@@ -249,7 +249,20 @@ impl<S: fmt::Debug, D: fmt::Debug> fmt::Debug for Hedge<S, D> {
 }
 
 impl<S, D> Hedge<S, D> {
-    define_inner_service_accessors!();
+    /// Returns a reference to the inner service.
+    pub fn get_ref(&self) -> &S {
+        &self.inner
+    }
+
+    /// Returns a mutable reference to the inner service.
+    pub fn get_mut(&mut self) -> &mut S {
+        &mut self.inner
+    }
+
+    /// Consumes `self`, returning the inner service.
+    pub fn into_inner(self) -> S {
+        self.inner
+    }
 }
 
 impl<S, B, D, T> Service<http::Request<B>> for Hedge<S, D>

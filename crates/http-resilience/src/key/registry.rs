@@ -3,6 +3,7 @@
 //! authority it called last.
 
 use super::{map::Map, KeyRef, UpstreamKey};
+use crate::setting::InvalidSetting;
 use std::{
     collections::hash_map::RandomState,
     fmt,
@@ -11,6 +12,7 @@ use std::{
         atomic::{AtomicBool, Ordering},
         Arc, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard,
     },
+    time::Duration,
 };
 
 /// The function that keys a request, given by the user.
@@ -55,6 +57,21 @@ pub(crate) struct Room {
     pub(crate) max_keys: usize,
     /// In nanoseconds, on the owner's clock.
     pub(crate) idle: u64,
+}
+
+impl Room {
+    /// Checks a policy's `max_keys(max, idle)`: at least one key, and an
+    /// idle time above zero. One rule and one message for every guard.
+    pub(crate) fn check(max: usize, idle: Duration) -> Result<(), InvalidSetting> {
+        if max == 0 {
+            return Err(InvalidSetting::new("max_keys", "must be at least 1").with_value("0"));
+        }
+        if idle.is_zero() {
+            let err = InvalidSetting::new("idle_key_timeout", "must be greater than zero");
+            return Err(err.with_value("0s"));
+        }
+        Ok(())
+    }
 }
 
 /// The entries of one policy, by key, at most [`Room::max_keys`] of them.

@@ -210,13 +210,7 @@ impl OverloadPolicy {
     /// [`InvalidSetting`] when `max` (field `max_keys`) or `idle` (field
     /// `idle_key_timeout`) is zero.
     pub fn max_keys(self, max: usize, idle: Duration) -> Result<Self, InvalidSetting> {
-        if max == 0 {
-            return Err(InvalidSetting::new("max_keys", "must be at least 1").with_value("0"));
-        }
-        if idle.is_zero() {
-            let err = InvalidSetting::new("idle_key_timeout", "must be greater than zero");
-            return Err(err.with_value("0s"));
-        }
+        Room::check(max, idle)?;
         Ok(self.with(|s| {
             s.max_keys = max;
             s.idle_key_timeout = idle;

@@ -167,7 +167,20 @@ impl<S> Resume<S> {
         Self { inner, policy }
     }
 
-    define_inner_service_accessors!();
+    /// Returns a reference to the inner service.
+    pub fn get_ref(&self) -> &S {
+        &self.inner
+    }
+
+    /// Returns a mutable reference to the inner service.
+    pub fn get_mut(&mut self) -> &mut S {
+        &mut self.inner
+    }
+
+    /// Consumes `self`, returning the inner service.
+    pub fn into_inner(self) -> S {
+        self.inner
+    }
 }
 
 impl<S, B, T> Service<http::Request<B>> for Resume<S>

@@ -47,12 +47,12 @@ impl ResumePolicy {
     }
 
     /// The most resumes of one body.
-    pub const fn max_resumes(&self) -> u32 {
+    pub(crate) const fn max_resumes(&self) -> u32 {
         self.max_resumes
     }
 
     /// The least time a resume needs left before the deadline.
-    pub const fn min_remaining(&self) -> Duration {
+    pub(crate) const fn min_remaining(&self) -> Duration {
         self.min_remaining
     }
 }

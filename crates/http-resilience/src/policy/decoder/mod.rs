@@ -128,28 +128,12 @@ pub(super) fn server_delay<B>(response: &http::Response<B>) -> Option<std::time:
     }
 }
 
-/// Adds `or` to the ready-made decoders.
-macro_rules! decoder_or {
-    ($($ty:ident $(<$($param:ident),*>)?),* $(,)?) => {
-        $(
-            impl $(<$($param),*>)? $ty $(<$($param),*>)? {
-                /// A decoder that retries when either `self` or `other` does;
-                /// see [`Or`].
-                pub fn or<Next>(self, other: Next) -> Or<Self, Next> {
-                    Or::new(self, other)
-                }
-            }
-        )*
-    };
-}
-
-decoder_or!(StatusDecoder, FeignDecoder, TransientDecoder, ApacheDecoder, RetryOnHeader, OutcomeDecoder<F>, Or<A, O>);
-
 /// A decoder that retries when either of two does.
 ///
 /// `first` is asked first; when it does not ask for a retry, `second` is
-/// asked; when neither does, a failure from either stands over an accept. The ready-made decoders
-/// have an `or` method that builds one; closures use [`Or::new`].
+/// asked; when neither does, a failure from either stands over an accept.
+/// [`Or::new`] builds one from any two decoders, closures included; nest it
+/// for more.
 ///
 /// # Example
 ///
@@ -157,7 +141,7 @@ decoder_or!(StatusDecoder, FeignDecoder, TransientDecoder, ApacheDecoder, RetryO
 /// use http::Response;
 /// use http_resilience::policy::{Decoder, Or, RetryOnHeader, StatusDecoder, Verdict};
 ///
-/// let decoder = StatusDecoder::new([503])?.or(RetryOnHeader::new("x-should-retry", "true")?);
+/// let decoder = Or::new(StatusDecoder::new([503])?, RetryOnHeader::new("x-should-retry", "true")?);
 /// let asked = Response::builder().status(500).header("x-should-retry", "true").body(())?;
 /// assert!(Decoder::<(), ()>::decode(&decoder, &Ok(asked)).is_retry());
 ///

@@ -249,10 +249,10 @@ fn header_decoder_matches_ignoring_case() {
 
 #[test]
 fn or_takes_the_first_retry() {
-    let decoder =
-        StatusDecoder::new([503])
-            .unwrap()
-            .or(RetryOnHeader::new("x-should-retry", "true").unwrap());
+    let decoder = Or::new(
+        StatusDecoder::new([503]).unwrap(),
+        RetryOnHeader::new("x-should-retry", "true").unwrap(),
+    );
     assert_eq!(decoder.decode(&response(503)), Verdict::retry(status(503)));
     assert_eq!(
         decoder.decode(&with_header(500, "x-should-retry", "true")),
@@ -262,7 +262,7 @@ fn or_takes_the_first_retry() {
     assert_eq!(decoder.decode(&response(500)), Verdict::fail(status(500)));
     assert_eq!(decoder.decode(&response(200)), Verdict::Accept);
     // A failure from the second stands over the first's accept.
-    let apache_first = ApacheDecoder::new().or(TransientDecoder::new());
+    let apache_first = Or::new(ApacheDecoder::new(), TransientDecoder::new());
     assert_eq!(
         apache_first.decode(&response(501)),
         Verdict::fail(status(501))
