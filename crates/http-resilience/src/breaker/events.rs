@@ -2,15 +2,11 @@
 
 use super::CircuitState;
 use crate::{
-    key::UpstreamKey,
+    key::{Kept, UpstreamKey},
     policy::Verdict,
     telemetry::{listeners::Listeners, Listener},
 };
-use std::{
-    fmt,
-    sync::{Arc, Weak},
-    time::Duration,
-};
+use std::{fmt, time::Duration};
 use tokio::time::Instant;
 
 /// Why a circuit opened.
@@ -162,7 +158,7 @@ pub(crate) type BreakerListener = dyn for<'a> Listener<BreakerEvent<'a>>;
 pub(crate) trait Observer: for<'a> Listener<BreakerEvent<'a>> {
     /// Reads the states of `circuits` from now on, for as long as they are
     /// kept.
-    fn observe(&self, circuits: Circuits);
+    fn observe(&self, circuits: Kept<CircuitState>);
 }
 
 /// The listeners of a policy's circuits.
@@ -172,37 +168,6 @@ pub(crate) type BreakerListeners = Listeners<BreakerListener, dyn Observer>;
 /// listens.
 pub(crate) fn heard(listeners: &BreakerListeners) -> Option<&BreakerListener> {
     listeners.any().then_some(listeners as &BreakerListener)
-}
-
-/// A policy's circuits, held weakly: their states are read while any clone
-/// of the policy (or a layer or service made from it) keeps them.
-#[derive(Clone)]
-#[cfg_attr(not(feature = "otel"), allow(dead_code))]
-pub(crate) struct Circuits {
-    registry: Weak<dyn CircuitStates>,
-    base: Instant,
-}
-
-/// What reads the states of a policy's circuits: their registry.
-pub(crate) trait CircuitStates: Send + Sync {
-    /// The state of every circuit kept, on a clock that counts from `base`.
-    fn states(&self, base: Instant) -> Vec<(UpstreamKey, CircuitState)>;
-}
-
-impl Circuits {
-    /// The circuits of `registry`, whose clock counts from `base`.
-    pub(crate) fn of(registry: &Arc<dyn CircuitStates>, base: Instant) -> Self {
-        Self {
-            registry: Arc::downgrade(registry),
-            base,
-        }
-    }
-
-    /// The state of every circuit kept, or `None` once nothing keeps them.
-    #[cfg_attr(not(feature = "otel"), allow(dead_code))]
-    pub(crate) fn states(&self) -> Option<Vec<(UpstreamKey, CircuitState)>> {
-        Some(self.registry.upgrade()?.states(self.base))
-    }
 }
 
 /// Logs `event` and tells `listener`, if any.

@@ -176,7 +176,7 @@ pub use self::{
 };
 
 #[cfg(feature = "otel")]
-pub(crate) use self::events::{Circuits, Observer};
+pub(crate) use self::events::Observer;
 
 use crate::guard::GuardLayer;
 use tokio::time::Instant;

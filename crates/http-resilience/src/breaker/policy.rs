@@ -2,12 +2,12 @@
 
 use super::{
     circuit::Ctx,
-    events::{heard, BreakerListeners, CircuitStates, Circuits},
+    events::{heard, BreakerListeners},
     registry::Registry,
     rules::{judge, Judged, Ramp, Settings},
     BreakerEvent, CircuitState,
 };
-use crate::key::{Clock, Room, UpstreamKey};
+use crate::key::{Clock, Kept, Room, UpstreamKey};
 use crate::policy::{AnyDecoder, Decoder, TransientDecoder};
 use crate::{policy::Seeds, telemetry::Listener, InvalidSetting};
 use std::{fmt, sync::Arc, time::Duration};
@@ -160,10 +160,7 @@ impl<D> BreakerPolicy<D> {
     /// was made from, reads its new circuits too.
     fn from_shared(shared: Shared<D>) -> Self {
         if let Some(observer) = shared.listener.observer() {
-            observer.observe(Circuits::of(
-                &(Arc::clone(&shared.registry) as Arc<dyn CircuitStates>),
-                shared.clock.base(),
-            ));
+            observer.observe(circuits(&shared));
         }
         Self {
             shared: Arc::new(shared),
@@ -179,10 +176,7 @@ impl<D> BreakerPolicy<D> {
         if !shared.listener.attach(Arc::clone(&observer)) {
             return false;
         }
-        observer.observe(Circuits::of(
-            &(Arc::clone(&shared.registry) as Arc<dyn CircuitStates>),
-            shared.clock.base(),
-        ));
+        observer.observe(circuits(shared));
         true
     }
 
@@ -547,4 +541,10 @@ fn at_least_one(field: &str, value: u64) -> Result<(), InvalidSetting> {
     } else {
         Ok(())
     }
+}
+
+/// The circuits of `shared`, read on its clock, for an observer.
+fn circuits<D>(shared: &Shared<D>) -> Kept<CircuitState> {
+    let base = shared.clock.base();
+    Kept::of(&shared.registry, move |registry| registry.states(base))
 }

@@ -3,7 +3,6 @@
 
 use super::{
     circuit::{nanos, Circuit, Ctx},
-    events::CircuitStates,
     CircuitState,
 };
 #[cfg(test)]
@@ -43,8 +42,9 @@ impl key::Registry<Circuit> {
     }
 }
 
-impl CircuitStates for Registry {
-    fn states(&self, base: Instant) -> Vec<(UpstreamKey, CircuitState)> {
+impl key::Registry<Circuit> {
+    /// The state of every circuit kept, on a clock that counts from `base`.
+    pub(crate) fn states(&self, base: Instant) -> Vec<(UpstreamKey, CircuitState)> {
         self.all()
             .iter()
             .map(|circuit| (circuit.key().clone(), circuit.state(base)))

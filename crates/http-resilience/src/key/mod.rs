@@ -24,6 +24,7 @@
 //! ```
 
 mod clock;
+mod kept;
 mod map;
 mod registry;
 mod upstream;
@@ -32,6 +33,7 @@ pub use self::upstream::UpstreamKey;
 
 pub(crate) use self::{
     clock::{nanos, Clock},
+    kept::Kept,
     registry::{entry_for, AtHand, KeyFn, Keyed, Lookup, Registry, Room},
     upstream::KeyRef,
 };

@@ -6,7 +6,7 @@
 
 use super::{attributes as attr, Metrics};
 use crate::breaker::{self, BreakerPolicy, CircuitState};
-use crate::key::UpstreamKey;
+use crate::key::{Kept, UpstreamKey};
 use crate::overload::{self, OverloadPolicy, OverloadState};
 use crate::policy::RetryBudget;
 use crate::rate_limit::{self, RateLimitState};
@@ -342,19 +342,19 @@ where
 // ===== the guards' observer =====
 
 impl breaker::Observer for Metrics {
-    fn observe(&self, circuits: breaker::Circuits) {
+    fn observe(&self, circuits: Kept<CircuitState>) {
         self.read_circuits(move || circuits.states());
     }
 }
 
 impl overload::Observer for Metrics {
-    fn observe(&self, slots: overload::KeptSlots) {
+    fn observe(&self, slots: Kept<OverloadState>) {
         self.read_slots(move || slots.states());
     }
 }
 
 impl rate_limit::Observer for Metrics {
-    fn observe(&self, buckets: rate_limit::KeptBuckets) {
+    fn observe(&self, buckets: Kept<RateLimitState>) {
         self.read_buckets(move || buckets.states());
     }
 }

@@ -2,13 +2,10 @@
 
 use super::{error::Rejection, settings::OverloadState};
 use crate::{
-    key::UpstreamKey,
+    key::{Kept, UpstreamKey},
     telemetry::{listeners::Listeners, Listener},
 };
-use std::{
-    fmt,
-    sync::{Arc, Weak},
-};
+use std::fmt;
 
 /// Something overload control did; a [`Listener`] given with
 /// [`OverloadPolicy::with_listener`](super::OverloadPolicy::with_listener)
@@ -55,38 +52,13 @@ impl fmt::Display for OverloadEvent<'_> {
 /// of those of every policy made from that one.
 pub(crate) trait Observer: for<'a> Listener<OverloadEvent<'a>> {
     /// Reads the state of `slots` from now on, for as long as they are kept.
-    fn observe(&self, slots: KeptSlots);
+    fn observe(&self, slots: Kept<OverloadState>);
 }
 
 /// The listeners of a policy's slots: the one given, as it is given, and the
 /// observer.
 pub(crate) type OverloadListeners =
     Listeners<dyn for<'a> Listener<OverloadEvent<'a>>, dyn Observer>;
-
-/// A policy's slots, held weakly: their state is read while any clone of
-/// the policy (or a layer or service made from it) keeps them.
-#[derive(Clone)]
-#[cfg_attr(not(feature = "otel"), allow(dead_code))]
-pub(crate) struct KeptSlots(Weak<dyn SlotStates>);
-
-/// What reads the state of a policy's slots: what its clones share.
-pub(crate) trait SlotStates: Send + Sync {
-    /// The state of every key kept.
-    fn states(&self) -> Vec<(UpstreamKey, OverloadState)>;
-}
-
-impl KeptSlots {
-    /// The slots that `shared` reads.
-    pub(crate) fn of(shared: &Arc<dyn SlotStates>) -> Self {
-        Self(Arc::downgrade(shared))
-    }
-
-    /// The state of every key kept, or `None` once nothing keeps them.
-    #[cfg_attr(not(feature = "otel"), allow(dead_code))]
-    pub(crate) fn states(&self) -> Option<Vec<(UpstreamKey, OverloadState)>> {
-        Some(self.0.upgrade()?.states())
-    }
-}
 
 /// Logs `event` (at debug level: a loaded client turns many calls away) and
 /// tells `listener`, if any.

@@ -121,7 +121,7 @@ mod slots;
 mod throttle;
 
 #[cfg(feature = "otel")]
-pub(crate) use self::events::{KeptSlots, Observer};
+pub(crate) use self::events::Observer;
 
 use crate::guard::GuardLayer;
 

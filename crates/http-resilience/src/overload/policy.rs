@@ -2,7 +2,7 @@
 //! per key, shared by every clone.
 
 use super::{
-    events::{KeptSlots, OverloadEvent, OverloadListeners, SlotStates},
+    events::{OverloadEvent, OverloadListeners},
     limit::{AdaptiveLimit, Limit},
     settings::{OverloadSettings, OverloadState, Settings},
     slots::Slots,
@@ -10,7 +10,7 @@ use super::{
 };
 use crate::{
     key::UpstreamKey,
-    key::{nanos, Clock, KeyFn, Registry, Room},
+    key::{nanos, Clock, Kept, KeyFn, Registry, Room},
     policy::Seeds,
     telemetry::Listener,
     InvalidSetting,
@@ -112,7 +112,7 @@ impl OverloadPolicy {
     fn from_shared(shared: Shared) -> Self {
         let shared = Arc::new(shared);
         if let Some(observer) = shared.listener.observer() {
-            observer.observe(KeptSlots::of(&(Arc::clone(&shared) as Arc<dyn SlotStates>)));
+            observer.observe(Kept::of(&shared, Shared::states));
         }
         Self { shared }
     }
@@ -125,9 +125,7 @@ impl OverloadPolicy {
         if !self.shared.listener.attach(Arc::clone(&observer)) {
             return false;
         }
-        observer.observe(KeptSlots::of(
-            &(Arc::clone(&self.shared) as Arc<dyn SlotStates>),
-        ));
+        observer.observe(Kept::of(&self.shared, Shared::states));
         true
     }
 
@@ -327,7 +325,8 @@ impl Shared {
     }
 }
 
-impl SlotStates for Shared {
+impl Shared {
+    /// The state of every key kept.
     fn states(&self) -> Vec<(UpstreamKey, OverloadState)> {
         let all = self.registry.all();
         all.iter()

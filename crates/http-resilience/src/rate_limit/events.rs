@@ -2,14 +2,10 @@
 
 use super::{error::Limited, learn::Signal, settings::RateLimitState};
 use crate::{
-    key::UpstreamKey,
+    key::{Kept, UpstreamKey},
     telemetry::{listeners::Listeners, Listener},
 };
-use std::{
-    fmt,
-    sync::{Arc, Weak},
-    time::Duration,
-};
+use std::{fmt, time::Duration};
 
 /// Something the rate limit did; a [`Listener`] given with
 /// [`RateLimitPolicy::with_listener`](super::RateLimitPolicy::with_listener)
@@ -111,37 +107,12 @@ impl fmt::Display for RateLimitEvent<'_> {
 pub(crate) trait Observer: for<'a> Listener<RateLimitEvent<'a>> {
     /// Reads the state of `buckets` from now on, for as long as they are
     /// kept.
-    fn observe(&self, buckets: KeptBuckets);
+    fn observe(&self, buckets: Kept<RateLimitState>);
 }
 
 /// The listeners of a policy's buckets: the one given, and the observer.
 pub(crate) type RateLimitListeners =
     Listeners<dyn for<'a> Listener<RateLimitEvent<'a>>, dyn Observer>;
-
-/// A policy's buckets, held weakly.
-#[derive(Clone)]
-#[cfg_attr(not(feature = "otel"), allow(dead_code))]
-pub(crate) struct KeptBuckets(Weak<dyn BucketStates>);
-
-/// What reads the state of a policy's buckets: the state it shares.
-pub(crate) trait BucketStates: Send + Sync {
-    /// The state of every key kept, now.
-    fn states(&self) -> Vec<(UpstreamKey, RateLimitState)>;
-}
-
-impl KeptBuckets {
-    /// The buckets whose states `shared` reads.
-    pub(crate) fn of<S: BucketStates + 'static>(shared: &Arc<S>) -> Self {
-        let weak: Weak<S> = Arc::downgrade(shared);
-        Self(weak)
-    }
-
-    /// The state of every key kept, or `None` once nothing keeps them.
-    #[cfg_attr(not(feature = "otel"), allow(dead_code))]
-    pub(crate) fn states(&self) -> Option<Vec<(UpstreamKey, RateLimitState)>> {
-        Some(self.0.upgrade()?.states())
-    }
-}
 
 /// Logs `event` and tells the listeners, if any.
 pub(crate) fn emit(listeners: &RateLimitListeners, event: &RateLimitEvent<'_>) {

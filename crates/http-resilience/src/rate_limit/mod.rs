@@ -124,7 +124,7 @@ mod policy;
 mod settings;
 
 #[cfg(feature = "otel")]
-pub(crate) use self::events::{KeptBuckets, Observer};
+pub(crate) use self::events::Observer;
 
 use crate::guard::GuardLayer;
 

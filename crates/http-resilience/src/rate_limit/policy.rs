@@ -5,12 +5,12 @@
 use super::{
     bucket::Bucket,
     common::Core,
-    events::{BucketStates, KeptBuckets, RateLimitEvent, RateLimitListeners},
+    events::{RateLimitEvent, RateLimitListeners},
     learn::ServerSignals,
     settings::{RateLimitMode, RateLimitSettings, RateLimitState, Settings},
 };
 use crate::{
-    key::{Keyed, Registry, Room, UpstreamKey},
+    key::{Kept, Keyed, Registry, Room, UpstreamKey},
     telemetry::Listener,
     InvalidSetting,
 };
@@ -113,7 +113,7 @@ impl RateLimitPolicy {
     fn from_shared(shared: Shared) -> Self {
         let shared = Arc::new(shared);
         if let Some(observer) = shared.listener.observer() {
-            observer.observe(KeptBuckets::of(&shared));
+            observer.observe(Kept::of(&shared, Shared::states));
         }
         Self { shared }
     }
@@ -125,7 +125,7 @@ impl RateLimitPolicy {
         if !self.shared.listener.attach(Arc::clone(&observer)) {
             return false;
         }
-        observer.observe(KeptBuckets::of(&self.shared));
+        observer.observe(Kept::of(&self.shared, Shared::states));
         true
     }
 
@@ -351,7 +351,8 @@ impl Deref for Shared {
     }
 }
 
-impl BucketStates for Shared {
+impl Shared {
+    /// The state of every key kept, now.
     fn states(&self) -> Vec<(UpstreamKey, RateLimitState)> {
         let now = Instant::now();
         let all = self.registry.all();
