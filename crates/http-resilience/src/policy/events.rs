@@ -228,15 +228,23 @@ impl fmt::Display for RetryEvent {
                 failure,
                 duration,
                 ..
-            } => {
-                write!(f, "call ended after {:?}: ", to_the_millisecond(duration))?;
-                match (status, failure) {
-                    (Some(status), _) => write!(f, "{status}"),
-                    (None, Some(failure)) => write!(f, "{failure}"),
-                    (None, None) => f.write_str("no output"),
-                }
-            }
+            } => write_call_end(f, status, failure, duration),
         }
+    }
+}
+
+/// How a call ended: its status, else its failure, after `duration`.
+fn write_call_end(
+    f: &mut fmt::Formatter<'_>,
+    status: Option<http::StatusCode>,
+    failure: Option<FailureKind>,
+    duration: Duration,
+) -> fmt::Result {
+    write!(f, "call ended after {:?}: ", to_the_millisecond(duration))?;
+    match (status, failure) {
+        (Some(status), _) => write!(f, "{status}"),
+        (None, Some(failure)) => write!(f, "{failure}"),
+        (None, None) => f.write_str("no output"),
     }
 }
 

@@ -66,6 +66,27 @@ pin_project! {
     }
 }
 
+impl<F, O> State<F, O> {
+    /// The state that follows an attempt with `outcome`, as `decision`
+    /// says: a wait, or the next attempt at once; or the outcome back, to be
+    /// returned.
+    fn after(decision: Decision, outcome: O) -> Result<Self, O> {
+        Ok(match decision {
+            // NOTE: the discarded response (and its unread body) is dropped
+            // here, before the next attempt.
+            Decision::Retry(wait) if wait.is_zero() => State::Readying,
+            Decision::Retry(wait) => State::Backoff {
+                sleep: Box::pin(tokio::time::sleep(wait)),
+            },
+            Decision::Cut(until) => State::Cut {
+                sleep: Box::pin(tokio::time::sleep_until(until)),
+                outcome: Some(Box::new(outcome)),
+            },
+            Decision::Return => return Err(outcome),
+        })
+    }
+}
+
 // ===== impl ResponseFuture =====
 
 impl<S, B, D, R> ResponseFuture<S, B, D, R>
@@ -107,21 +128,13 @@ where
                     let span = this.retry.attempt_span();
                     let mut outcome = ready!(telemetry::poll_in(span, future, cx));
                     let deadline = this.retry.request_deadline();
-                    match this.retry.decide(&mut outcome, deadline) {
-                        Decision::Return => {
+                    let decision = this.retry.decide(&mut outcome, deadline);
+                    match State::after(decision, outcome) {
+                        Ok(next) => this.state.set(next),
+                        Err(outcome) => {
                             this.state.set(State::Done);
                             return Poll::Ready(outcome);
                         }
-                        // NOTE: the discarded response (and its unread body)
-                        // is dropped here, before the next attempt.
-                        Decision::Retry(wait) if wait.is_zero() => this.state.set(State::Readying),
-                        Decision::Retry(wait) => this.state.set(State::Backoff {
-                            sleep: Box::pin(tokio::time::sleep(wait)),
-                        }),
-                        Decision::Cut(until) => this.state.set(State::Cut {
-                            sleep: Box::pin(tokio::time::sleep_until(until)),
-                            outcome: Some(Box::new(outcome)),
-                        }),
                     }
                 }
                 StateProj::Backoff { sleep } => {

@@ -181,24 +181,8 @@ impl State {
         if reply.count == 0 {
             self.blocked_until = base.max(m.saturating_sub(tau));
         } else {
-            // NOTE: the calls the fallback let through while Redis was slow
-            // spent the time this lease's first tokens stand for: they are
-            // not spent twice.
-            let mut lease = Lease {
-                base,
-                first: m.saturating_sub(tau),
-                interval,
-                count: reply.count,
-                next: debt.min(reply.count),
-                expires: 0,
-            };
-            // NOTE: nor do the tokens whose slots come before the fallback's
-            // last one: the calls waiting for the fallback's slots stand for
-            // them (pushed later instead, they would go all at once).
-            while lease.has_tokens() && lease.slot(lease.next) < fallback {
-                lease.next += 1;
-            }
-            lease.expires = lease.slot(reply.count - 1).saturating_add(LEASE_LIFE);
+            let lease = Lease::granted(base, m.saturating_sub(tau), interval, reply.count);
+            let lease = lease.spent_before(debt, fallback);
             if lease.has_tokens() {
                 self.held.push_back(lease);
             }
@@ -231,6 +215,36 @@ pub(super) struct Arrived {
 // ===== impl Lease =====
 
 impl Lease {
+    /// The `count` tokens Redis granted, the first at `first`, one every
+    /// `interval` after it, on a bucket whose base is `base`.
+    fn granted(base: u64, first: u64, interval: u64, count: u32) -> Self {
+        let mut lease = Self {
+            base,
+            first,
+            interval,
+            count,
+            next: 0,
+            expires: 0,
+        };
+        lease.expires = lease.slot(count - 1).saturating_add(LEASE_LIFE);
+        lease
+    }
+
+    /// The same lease with its first `debt` tokens spent, and those whose
+    /// slots come before `fallback`.
+    fn spent_before(mut self, debt: u32, fallback: u64) -> Self {
+        // NOTE: the calls the fallback let through while Redis was slow
+        // spent the time this lease's first tokens stand for: they are not
+        // spent twice. Nor are the tokens whose slots come before the
+        // fallback's last one: the calls waiting for the fallback's slots
+        // stand for them (pushed later instead, they would go all at once).
+        self.next = debt.min(self.count);
+        while self.has_tokens() && self.slot(self.next) < fallback {
+            self.next += 1;
+        }
+        self
+    }
+
     /// The slot of token `j`.
     fn slot(&self, j: u32) -> u64 {
         let offset = u64::from(j).saturating_mul(self.interval);
