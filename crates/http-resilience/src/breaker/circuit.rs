@@ -5,7 +5,7 @@ mod ramp;
 use self::ramp::{Admission, Ramping};
 use super::{
     error::CircuitOpen,
-    events::{emit, BreakerEvent, BreakerListener, TripReason},
+    events::{emit, heard, BreakerEvent, BreakerListener, BreakerListeners, TripReason},
     rules::{judge_timed, Judged, Ramp, Settings},
     window::{Window, BUCKETS},
     CircuitState,
@@ -42,13 +42,13 @@ const fn next(word: u64, phase: u64) -> u64 {
 }
 
 /// What the circuits of one policy read: its settings, clock base, jitter
-/// and listener.
+/// and listeners.
 #[derive(Clone, Copy)]
 pub(crate) struct Ctx<'a> {
     settings: &'a Settings,
     clock: Clock,
     seeds: &'a Seeds,
-    listener: Option<&'a BreakerListener>,
+    listeners: &'a BreakerListeners,
 }
 
 impl<'a> Ctx<'a> {
@@ -56,14 +56,22 @@ impl<'a> Ctx<'a> {
         settings: &'a Settings,
         clock: Clock,
         seeds: &'a Seeds,
-        listener: Option<&'a BreakerListener>,
+        listeners: &'a BreakerListeners,
     ) -> Self {
         Self {
             settings,
             clock,
             seeds,
-            listener,
+            listeners,
         }
+    }
+
+    /// The listener to tell of an event, if anyone listens.
+    ///
+    /// NOTE: asked only when there is an event to tell, so that a call that
+    /// changes nothing never asks.
+    fn listener(&self) -> Option<&'a BreakerListener> {
+        heard(self.listeners)
     }
 
     /// `now` in nanoseconds since the base.
@@ -210,7 +218,7 @@ impl Circuit {
         self.last_used.store(now, Ordering::Relaxed);
         let (admitted, change) = self.admit_locked(ctx, now);
         if let Some(change) = change {
-            emit(ctx.listener, &change);
+            emit(ctx.listener(), &change);
         }
         match admitted {
             Ok(word) => {
@@ -262,7 +270,7 @@ impl Circuit {
     fn reject(&self, ctx: Ctx<'_>, retry_at: u64) -> CircuitOpen {
         let until = ctx.clock.base() + Duration::from_nanos(retry_at);
         emit(
-            ctx.listener,
+            ctx.listener(),
             &BreakerEvent::Rejected {
                 key: &self.key,
                 retry_at: until,
@@ -336,7 +344,7 @@ impl Circuit {
             (trips, duration)
         };
         emit(
-            ctx.listener,
+            ctx.listener(),
             &BreakerEvent::Opened {
                 key: &self.key,
                 why,
@@ -377,7 +385,7 @@ impl Circuit {
                 }
             }
         };
-        emit(ctx.listener, &change);
+        emit(ctx.listener(), &change);
     }
 
     /// Starts the ramp at `now` (since the base), from state `word`; the

@@ -2,7 +2,7 @@
 
 use super::{
     circuit::Ctx,
-    events::{heard, BreakerListeners},
+    events::BreakerListeners,
     registry::Registry,
     rules::{judge, Judged, Ramp, Settings},
     BreakerEvent, CircuitState,
@@ -522,7 +522,7 @@ impl<D> Shared<D> {
             &self.settings,
             self.clock,
             &self.seeds,
-            heard(&self.listener),
+            &self.listener,
         )
     }
 

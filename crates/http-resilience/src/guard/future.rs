@@ -21,7 +21,6 @@ pin_project! {
         #[pin]
         state: State<S, B>,
         pass: G::Pass,
-        deadline: Option<RequestDeadline>,
     }
 }
 
@@ -31,8 +30,13 @@ pin_project! {
     where
         S: Service<http::Request<B>>,
     {
-        // Waiting for the guard, with the service made ready and the request.
-        Waiting { parked: Option<Box<(S, http::Request<B>)>> },
+        // Waiting for the guard, with the service made ready, the request and
+        // its deadline (read only while waiting: kept here, so that a call
+        // sent at once carries none).
+        Waiting {
+            parked: Option<Box<(S, http::Request<B>)>>,
+            deadline: Option<RequestDeadline>,
+        },
         // Sent.
         Called { #[pin] future: S::Future },
         // Kept from the upstream: turned away, or answered by the guard.
@@ -49,7 +53,6 @@ where
         Self {
             state: State::Called { future },
             pass,
-            deadline: None,
         }
     }
 
@@ -57,7 +60,6 @@ where
         Self {
             state: State::Refused { error: Some(error) },
             pass,
-            deadline: None,
         }
     }
 
@@ -69,9 +71,8 @@ where
     ) -> Self {
         let parked = Some(Box::new((service, request)));
         Self {
-            state: State::Waiting { parked },
+            state: State::Waiting { parked, deadline },
             pass,
-            deadline,
         }
     }
 }
@@ -88,8 +89,8 @@ where
         let mut this = self.project();
         loop {
             match this.state.as_mut().project() {
-                StateProj::Waiting { parked } => {
-                    if let Err(kept) = ready!(G::poll_admit(this.pass, *this.deadline, cx)) {
+                StateProj::Waiting { parked, deadline } => {
+                    if let Err(kept) = ready!(G::poll_admit(this.pass, *deadline, cx)) {
                         return Poll::Ready(kept_outcome::<G, T>(this.pass, kept));
                     }
                     let (mut service, request) = *parked.take().expect("polled after completion");
@@ -97,9 +98,13 @@ where
                     this.state.set(State::Called { future });
                 }
                 StateProj::Called { future } => {
-                    let outcome = ready!(future.poll(cx)).map_err(Into::into);
-                    G::settle(this.pass, &outcome);
-                    return Poll::Ready(outcome);
+                    // NOTE: the outcome is heard where it lies, in what the
+                    // poll returns, rather than moved out and back.
+                    let polled = future.poll(cx).map_err(Into::into);
+                    if let Poll::Ready(outcome) = &polled {
+                        G::settle(this.pass, outcome);
+                    }
+                    return polled;
                 }
                 StateProj::Refused { error } => {
                     let kept = ready!(coop::poll_turned_away(error, cx));
