@@ -200,8 +200,11 @@ where
         if self.stamp_budget(&mut request, now).is_err() {
             return State::Expired;
         }
-        let span = self.retry.attempt_span();
-        let future = telemetry::send_in(span, || self.service.call(request));
+        // NOTE: the request goes straight into the inner service's call,
+        // not into a closure first, which would move it once more.
+        let entered = self.retry.attempt_span().map(tracing::Span::enter);
+        let future = self.service.call(request);
+        drop(entered);
         State::Called {
             future,
             at: now,

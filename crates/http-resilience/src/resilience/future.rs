@@ -6,7 +6,6 @@ use crate::{
     coop,
     guard::{Guard, Settle},
     policy::{Decoder, Retryer},
-    telemetry::CallSpan,
     timer::poll_timer,
     BoxError,
 };
@@ -17,7 +16,7 @@ use std::{
     pin::Pin,
     task::{ready, Context, Poll},
 };
-use tokio::time::{Instant, Sleep};
+use tokio::time::Sleep;
 use tower_service::Service;
 
 pub(crate) use super::call::Limits;
@@ -36,12 +35,15 @@ pin_project! {
         S: Service<http::Request<B>>,
         G: Guard,
     {
+        // NOTE: the fields are the parent's to fill: `Resilience::call`
+        // assembles the future once its first attempt is admitted, each part
+        // moved in once.
         #[pin]
-        state: State<S::Future, B>,
+        pub(super) state: State<S::Future, B>,
         #[pin]
-        sleep: Option<Sleep>,
-        call: Call<S, B, D, R, G>,
-        span: Option<Box<tracing::Span>>,
+        pub(super) sleep: Option<Sleep>,
+        pub(super) call: Call<S, B, D, R, G>,
+        pub(super) span: Option<Box<tracing::Span>>,
     }
 }
 
@@ -50,29 +52,6 @@ where
     S: Service<http::Request<B>>,
     G: Guard,
 {
-    /// The future of a call whose first attempt is `request`, at `now`:
-    /// sent by the path every later attempt takes, within the call's span.
-    #[inline(always)]
-    pub(super) fn start(
-        request: http::Request<B>,
-        now: Instant,
-        call: Call<S, B, D, R, G>,
-        span: CallSpan,
-    ) -> Self
-    where
-        B: TryCloneBody,
-    {
-        // NOTE: the call goes into the future first and the first attempt is
-        // admitted in place, so that neither is built aside and copied in.
-        let mut future = Self::expired(call);
-        {
-            let _entered = span.enter();
-            future.state = future.call.admit(request, now);
-        }
-        future.span = span.keep();
-        future
-    }
-
     /// The future of a call that sent nothing: its deadline had passed.
     #[inline(always)]
     pub(super) fn expired(call: Call<S, B, D, R, G>) -> Self {

@@ -225,7 +225,20 @@ where
         }
         let span = CallSpan::new(Form::Retry, self.policy.parts().options.telemetry, &request);
         let retry = RetryState::begin(policy, &mut request, false, &span);
-        let call = Call::new(service, retry, deadline, self.limits.clone(), pass);
-        ResponseFuture::start(request, now, call, span)
+        let mut call = Call::new(service, retry, deadline, self.limits.clone(), pass);
+        // NOTE: the first attempt is admitted by the path of every later one,
+        // and the future is assembled from its parts afterwards, so that
+        // none is built inside it and then copied out with it.
+        let state = {
+            let _entered = span.enter();
+            call.admit(request, now)
+        };
+        let span = span.keep();
+        ResponseFuture {
+            state,
+            sleep: None,
+            call,
+            span,
+        }
     }
 }
