@@ -518,12 +518,7 @@ impl<D: fmt::Debug> fmt::Debug for BreakerPolicy<D> {
 impl<D> Shared<D> {
     /// What the circuits of this policy read.
     pub(crate) fn ctx(&self) -> Ctx<'_> {
-        Ctx::new(
-            &self.settings,
-            self.clock,
-            &self.seeds,
-            &self.listener,
-        )
+        Ctx::new(&self.settings, self.clock, &self.seeds, &self.listener)
     }
 
     /// What the circuit makes of `outcome`.

@@ -293,7 +293,9 @@ where
         // NOTE: every copy after the first takes a token, as a retry does.
         self.policy.parts().spend();
         let span = self.session.take_attempt_span();
-        let future = telemetry::send_in(span.as_deref(), || hedging.service.call(request));
+        let entered = telemetry::enter(span.as_deref());
+        let future = hedging.service.call(request);
+        drop(entered);
         self.inflight.push(Inflight {
             future: Box::pin(future),
             number,

@@ -291,8 +291,9 @@ where
         };
         let first_span = session.take_attempt_span();
         let first = {
-            let _entered = span.enter();
-            telemetry::send_in(first_span.as_deref(), || self.inner.call(request))
+            let _call = span.enter();
+            let _attempt = telemetry::enter(first_span.as_deref());
+            self.inner.call(request)
         };
         let span = span.keep();
         let policy = Arc::clone(&self.policy);

@@ -200,9 +200,7 @@ where
         if self.stamp_budget(&mut request, now).is_err() {
             return State::Expired;
         }
-        // NOTE: the request goes straight into the inner service's call,
-        // not into a closure first, which would move it once more.
-        let entered = self.retry.attempt_span().map(tracing::Span::enter);
+        let entered = telemetry::enter(self.retry.attempt_span());
         let future = self.service.call(request);
         drop(entered);
         State::Called {

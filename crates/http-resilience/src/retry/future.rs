@@ -155,8 +155,9 @@ where
                         return Poll::Ready(this.retry.not_ready(error));
                     }
                     let request = this.retry.next_request();
-                    let span = this.retry.attempt_span();
-                    let future = telemetry::send_in(span, || this.service.call(request));
+                    let entered = telemetry::enter(this.retry.attempt_span());
+                    let future = this.service.call(request);
+                    drop(entered);
                     this.state.set(State::Called { future });
                 }
                 StateProj::Done => panic!("ResponseFuture polled after completion"),

@@ -266,8 +266,9 @@ where
         // Cloning into the future, rather than swapping the two, spares two
         // moves of the service, which can be large (a pooled client).
         let future = {
-            let _entered = span.enter();
-            telemetry::send_in(retry.attempt_span(), || self.inner.call(request))
+            let _call = span.enter();
+            let _attempt = telemetry::enter(retry.attempt_span());
+            self.inner.call(request)
         };
         let span = span.keep();
         ResponseFuture::new(future, self.inner.clone(), retry, span)

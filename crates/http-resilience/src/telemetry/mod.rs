@@ -326,12 +326,14 @@ pub(crate) fn poll_in<F: std::future::Future>(
     future.poll(cx)
 }
 
-/// Runs `send` (an attempt's call of the inner service) inside the
-/// attempt's `span`, if it has one.
+/// Enters an attempt's `span`, if it has one, for the inner service's call
+/// made while the guard lives.
+///
+/// NOTE: a guard rather than a closure around the call, so that the request
+/// goes straight into the call and is not moved into a closure first.
 #[inline(always)]
-pub(crate) fn send_in<T>(span: Option<&Span>, send: impl FnOnce() -> T) -> T {
-    let _entered = span.map(Span::enter);
-    send()
+pub(crate) fn enter(span: Option<&Span>) -> Option<tracing::span::Entered<'_>> {
+    span.map(Span::enter)
 }
 
 /// `value` as a span's integer field: an `i64`, OpenTelemetry's one integer
