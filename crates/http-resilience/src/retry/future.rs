@@ -6,13 +6,14 @@ use super::{
 };
 use crate::telemetry;
 use pin_project_lite::pin_project;
+use std::time::Duration;
 use std::{
     fmt,
     future::Future,
     pin::Pin,
     task::{ready, Context, Poll},
 };
-use tokio::time::Sleep;
+use tokio::time::{Instant, Sleep};
 use tower_service::Service;
 
 pin_project! {
@@ -67,23 +68,24 @@ pin_project! {
 }
 
 impl<F, O> State<F, O> {
-    /// The state that follows an attempt with `outcome`, as `decision`
-    /// says: a wait, or the next attempt at once; or the outcome back, to be
-    /// returned.
-    fn after(decision: Decision, outcome: O) -> Result<Self, O> {
-        Ok(match decision {
-            // NOTE: the discarded response (and its unread body) is dropped
-            // here, before the next attempt.
-            Decision::Retry(wait) if wait.is_zero() => State::Readying,
-            Decision::Retry(wait) => State::Backoff {
+    /// The wait before the next attempt: none at all when `wait` is zero.
+    fn before_retry(wait: Duration) -> Self {
+        if wait.is_zero() {
+            State::Readying
+        } else {
+            State::Backoff {
                 sleep: Box::pin(tokio::time::sleep(wait)),
-            },
-            Decision::Cut(until) => State::Cut {
-                sleep: Box::pin(tokio::time::sleep_until(until)),
-                outcome: Some(Box::new(outcome)),
-            },
-            Decision::Return => return Err(outcome),
-        })
+            }
+        }
+    }
+
+    /// A wait that the deadline, at `until`, cuts short, with `outcome`
+    /// kept for then.
+    fn cut(until: Instant, outcome: O) -> Self {
+        State::Cut {
+            sleep: Box::pin(tokio::time::sleep_until(until)),
+            outcome: Some(Box::new(outcome)),
+        }
     }
 }
 
@@ -128,13 +130,15 @@ where
                     let span = this.retry.attempt_span();
                     let mut outcome = ready!(telemetry::poll_in(span, future, cx));
                     let deadline = this.retry.request_deadline();
-                    let decision = this.retry.decide(&mut outcome, deadline);
-                    match State::after(decision, outcome) {
-                        Ok(next) => this.state.set(next),
-                        Err(outcome) => {
+                    match this.retry.decide(&mut outcome, deadline) {
+                        Decision::Return => {
                             this.state.set(State::Done);
                             return Poll::Ready(outcome);
                         }
+                        // NOTE: the discarded response (and its unread body)
+                        // is dropped here, before the next attempt.
+                        Decision::Retry(wait) => this.state.set(State::before_retry(wait)),
+                        Decision::Cut(until) => this.state.set(State::cut(until, outcome)),
                     }
                 }
                 StateProj::Backoff { sleep } => {
