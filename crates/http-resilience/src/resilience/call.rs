@@ -177,31 +177,52 @@ where
 {
     /// Passes `request`, the next attempt (the first included), through the
     /// guard at `now`: the state it is sent in, waits in, or was turned
-    /// away in.
+    /// away in. `ready` is the service made ready for the call's first
+    /// attempt, which sends it; a later attempt goes on the call's own
+    /// service, made ready before it.
     ///
     /// NOTE: the attempt is numbered before it asks, so that one turned away
     /// counts as an attempt, as under a guard's layer between the three
     /// layers' retry and attempt timeout.
     #[inline(always)]
-    pub(super) fn admit(&mut self, request: http::Request<B>, now: Instant) -> State<S::Future, B> {
+    pub(super) fn admit(
+        &mut self,
+        request: http::Request<B>,
+        now: Instant,
+        ready: Option<&mut S>,
+    ) -> State<S::Future, B> {
         match G::admit(&mut self.pass, Some(self.deadline)) {
-            Poll::Ready(Ok(())) => self.send(request, now),
+            Poll::Ready(Ok(())) => self.send(request, now, ready),
             Poll::Ready(Err(error)) => State::Refused { error: Some(error) },
-            Poll::Pending => State::Queued {
-                request: Some(Box::new(request)),
-            },
+            Poll::Pending => {
+                // NOTE: an attempt that waits is sent by the call's own
+                // service: the ready one goes with the call, and the clone
+                // stays, to be made ready for the next call.
+                if let Some(ready) = ready {
+                    std::mem::swap(&mut self.service, ready);
+                }
+                State::Queued {
+                    request: Some(Box::new(request)),
+                }
+            }
         }
     }
 
     /// Sends `request`, which the guard let through, at `now`, with its
-    /// budget written.
+    /// budget written, on `ready` if given, else on the call's own service.
     #[inline(always)]
-    fn send(&mut self, mut request: http::Request<B>, now: Instant) -> State<S::Future, B> {
+    fn send(
+        &mut self,
+        mut request: http::Request<B>,
+        now: Instant,
+        ready: Option<&mut S>,
+    ) -> State<S::Future, B> {
         if self.stamp_budget(&mut request, now).is_err() {
             return State::Expired;
         }
+        let service = ready.unwrap_or(&mut self.service);
         let entered = telemetry::enter(self.retry.attempt_span());
-        let future = self.service.call(request);
+        let future = service.call(request);
         drop(entered);
         State::Called {
             future,
@@ -303,7 +324,7 @@ where
             return Poll::Ready(Step::End(Err(self.exceeded())));
         }
         let request = self.retry.next_request();
-        state.set(self.admit(request, now));
+        state.set(self.admit(request, now, None));
         Poll::Ready(Step::Again)
     }
 
@@ -349,7 +370,7 @@ where
         request: http::Request<B>,
         mut state: Pin<&mut State<S::Future, B>>,
     ) -> Step<T> {
-        state.set(self.send(request, Instant::now()));
+        state.set(self.send(request, Instant::now(), None));
         Step::Again
     }
 

@@ -212,11 +212,13 @@ where
         let now = Instant::now();
         let deadline = limits::call_deadline(now, self.deadline, RequestDeadline::of(&request));
         let pass = self.guard.pass_for(&mut self.local, &request);
-        // NOTE: the service made ready for this call goes with it and sends
-        // its first attempt; the clone left here is made ready for the next
-        // call, as tower's rule for a cloned service says.
-        let clone = self.inner.clone();
-        let service = std::mem::replace(&mut self.inner, clone);
+        // NOTE: the service made ready for this call sends its first attempt
+        // (or goes with the call, when the guard makes that attempt wait);
+        // the clone sends the later ones, made ready before each, as tower's
+        // rule for a cloned service says. Sending on the ready one, rather
+        // than swapping the two, spares two moves of the service, which can
+        // be large (a pooled client).
+        let service = self.inner.clone();
         let policy = Arc::clone(&self.policy);
         if deadline.has_passed_at(now) {
             let retry = RetryState::unsent(policy, &request);
@@ -231,7 +233,7 @@ where
         // none is built inside it and then copied out with it.
         let state = {
             let _entered = span.enter();
-            call.admit(request, now)
+            call.admit(request, now, Some(&mut self.inner))
         };
         let span = span.keep();
         ResponseFuture {
