@@ -304,7 +304,7 @@ impl FaultKind {
     }
 
     /// The kind of failure a fault of this kind stands for, when it is one.
-    pub(crate) const fn reads_as(&self) -> Option<FailureKind> {
+    pub const fn reads_as(&self) -> Option<FailureKind> {
         match self {
             FaultKind::Latency | FaultKind::Answered => None,
             FaultKind::CutBody => Some(FailureKind::ConnectionClosed),

@@ -182,8 +182,7 @@ impl FaultPolicy {
     }
 
     /// The switch, to turn injection on and off at run time.
-    #[cfg(test)]
-    pub(crate) const fn switch(&self) -> &FaultSwitch {
+    pub const fn switch(&self) -> &FaultSwitch {
         &self.switch
     }
 
@@ -224,8 +223,7 @@ impl FaultPolicy {
     }
 
     /// The fault.
-    #[cfg(test)]
-    pub(crate) fn fault(&self) -> &Fault {
+    pub fn fault(&self) -> &Fault {
         &self.shared.fault
     }
 

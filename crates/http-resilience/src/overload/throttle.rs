@@ -90,7 +90,7 @@ impl Throttle {
     }
 
     /// The multiplier `K`.
-    pub(crate) const fn k(&self) -> f64 {
+    pub const fn k(&self) -> f64 {
         self.k
     }
 

@@ -125,7 +125,7 @@ impl RetryBudget {
     }
 
     /// Records an outcome the decoder wanted to retry: one token less.
-    pub(crate) fn record_retryable_failure(&self) {
+    pub fn record_retryable_failure(&self) {
         let _ = self
             .tokens
             .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |t| {
@@ -135,7 +135,7 @@ impl RetryBudget {
 
     /// Records an accepted outcome: `token_ratio` tokens more, up to the
     /// maximum.
-    pub(crate) fn record_success(&self) {
+    pub fn record_success(&self) {
         let _ = self
             .tokens
             .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |t| {

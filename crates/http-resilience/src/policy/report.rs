@@ -147,14 +147,14 @@ impl Attempts {
 
     /// The same count with the verdict on the last attempt.
     #[must_use]
-    pub(crate) const fn with_verdict(mut self, verdict: Verdict) -> Self {
+    pub const fn with_verdict(mut self, verdict: Verdict) -> Self {
         self.verdict = verdict;
         self
     }
 
     /// The same count with the reason no further attempt was made.
     #[must_use]
-    pub(crate) const fn with_stop(mut self, stop: Stop) -> Self {
+    pub const fn with_stop(mut self, stop: Stop) -> Self {
         self.stop = stop;
         self
     }

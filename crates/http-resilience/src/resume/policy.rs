@@ -47,12 +47,12 @@ impl ResumePolicy {
     }
 
     /// The most resumes of one body.
-    pub(crate) const fn max_resumes(&self) -> u32 {
+    pub const fn max_resumes(&self) -> u32 {
         self.max_resumes
     }
 
     /// The least time a resume needs left before the deadline.
-    pub(crate) const fn min_remaining(&self) -> Duration {
+    pub const fn min_remaining(&self) -> Duration {
         self.min_remaining
     }
 }

@@ -117,7 +117,7 @@ impl StatusDecoder {
     }
 
     /// Whether `status` is retried.
-    pub(crate) fn contains(&self, status: StatusCode) -> bool {
+    pub fn contains(&self, status: StatusCode) -> bool {
         match slot(status.as_u16()) {
             Some((word, bit)) => self.bits[word] & bit != 0,
             None => false,

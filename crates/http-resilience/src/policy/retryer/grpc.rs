@@ -211,7 +211,7 @@ impl GrpcBackoff {
     }
 
     /// The cap on a server's pushback, if any.
-    pub(crate) const fn max_pushback(&self) -> Option<Duration> {
+    pub const fn max_pushback(&self) -> Option<Duration> {
         self.max_pushback
     }
 

@@ -247,20 +247,17 @@ impl FleetQuota {
     }
 
     /// The prefix of the quota's keys.
-    #[cfg(test)]
-    pub(crate) fn prefix(&self) -> &str {
+    pub fn prefix(&self) -> &str {
         &self.prefix
     }
 
     /// The longest wait for a lease.
-    #[cfg(test)]
-    pub(crate) const fn lease_wait(&self) -> Duration {
+    pub const fn lease_wait(&self) -> Duration {
         self.lease_wait
     }
 
     /// The fallback.
-    #[cfg(test)]
-    pub(crate) const fn fallback(&self) -> Fallback {
+    pub const fn fallback(&self) -> Fallback {
         self.fallback
     }
 }
