@@ -8,7 +8,7 @@ use super::{
     registry, BreakerPolicy,
 };
 use crate::{
-    guard::sealed,
+    guard::{sealed, Ask},
     key::{self, AtHand},
     policy::Decoder,
     BoxError, RequestDeadline,
@@ -75,7 +75,7 @@ impl<D> sealed::Sealed for BreakerPolicy<D> {
     }
 
     #[inline]
-    fn admit(pass: &mut Self::Pass, _: Option<RequestDeadline>) -> Poll<Result<(), BoxError>> {
+    fn admit(pass: &mut Self::Pass, _: &mut Ask) -> Poll<Result<(), BoxError>> {
         Poll::Ready(enter(pass).map_err(Into::into))
     }
 
@@ -87,7 +87,7 @@ impl<D> sealed::Sealed for BreakerPolicy<D> {
     ) -> Poll<Result<(), BoxError>> {
         // NOTE: a circuit never makes an attempt wait; asked again, it
         // answers as it would have.
-        Self::admit(pass, deadline)
+        Self::admit(pass, &mut Ask::new(deadline, None))
     }
 
     #[inline]

@@ -2,7 +2,7 @@
 
 use crate::{
     breaker::BreakerPolicy,
-    guard::{sealed, Settle},
+    guard::{sealed, Ask, Settle},
     overload::OverloadPolicy,
     policy::AnyDecoder,
     rate_limit::RateLimitPolicy,
@@ -60,11 +60,8 @@ impl sealed::Sealed for ClientGuards {
         (rate_limit, (overload, breaker, false), false)
     }
 
-    fn admit(
-        pass: &mut Self::Pass,
-        deadline: Option<RequestDeadline>,
-    ) -> Poll<Result<(), BoxError>> {
-        Pair::admit(pass, deadline)
+    fn admit(pass: &mut Self::Pass, ask: &mut Ask) -> Poll<Result<(), BoxError>> {
+        Pair::admit(pass, ask)
     }
 
     fn poll_admit(

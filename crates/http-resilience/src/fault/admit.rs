@@ -2,7 +2,12 @@
 //! the fault, when it is picked, makes it wait, answers it, or fails it.
 
 use super::{pass::FaultPass, policy::Entry, FaultPolicy};
-use crate::{body::AnswerBody, guard::sealed, key::AtHand, BoxError, RequestDeadline};
+use crate::{
+    body::AnswerBody,
+    guard::{sealed, Ask},
+    key::AtHand,
+    BoxError, RequestDeadline,
+};
 use std::task::{Context, Poll};
 
 /// Every attempt of a call is counted under the call's key (its first
@@ -19,11 +24,8 @@ impl sealed::Sealed for FaultPolicy {
     }
 
     #[inline(always)]
-    fn admit(
-        pass: &mut Self::Pass,
-        deadline: Option<RequestDeadline>,
-    ) -> Poll<Result<(), BoxError>> {
-        pass.admit(deadline)
+    fn admit(pass: &mut Self::Pass, ask: &mut Ask) -> Poll<Result<(), BoxError>> {
+        pass.admit(ask)
     }
 
     fn poll_admit(

@@ -12,6 +12,7 @@ use super::{
 use crate::{
     body::AnswerBody,
     deadline::error::DeadlineExceeded,
+    guard::Ask,
     key::{self, AtHand},
     BoxError, RequestDeadline,
 };
@@ -116,13 +117,10 @@ impl FaultPass {
     /// `deadline`: `Ready(Ok)` to send it untouched, `Pending` for the
     /// fault's wait, `Ready(Err)` when the fault keeps it from the upstream.
     #[inline(always)]
-    pub(super) fn admit(
-        &mut self,
-        deadline: Option<RequestDeadline>,
-    ) -> Poll<Result<(), BoxError>> {
+    pub(super) fn admit(&mut self, ask: &mut Ask) -> Poll<Result<(), BoxError>> {
         match &mut self.0 {
             None => Poll::Ready(Ok(())),
-            Some(on) => on.admit(deadline),
+            Some(on) => on.admit(ask),
         }
     }
 
@@ -137,7 +135,7 @@ impl FaultPass {
             return Poll::Ready(Ok(()));
         };
         if let Step::Idle = on.step {
-            if let Poll::Ready(admitted) = on.admit(deadline) {
+            if let Poll::Ready(admitted) = on.admit(&mut Ask::new(deadline, None)) {
                 return Poll::Ready(admitted);
             }
         }
@@ -180,7 +178,7 @@ impl FaultPass {
 impl On {
     /// Counts the attempt, draws for it, and starts the fault when it is
     /// picked.
-    fn admit(&mut self, deadline: Option<RequestDeadline>) -> Poll<Result<(), BoxError>> {
+    fn admit(&mut self, ask: &mut Ask) -> Poll<Result<(), BoxError>> {
         debug_assert!(matches!(self.step, Step::Idle), "an attempt counted twice");
         let shared = &*self.shared;
         // NOTE: the switch is read again for every attempt, so that turning
@@ -188,7 +186,7 @@ impl On {
         if !shared.switch.is_on() {
             return Poll::Ready(Ok(()));
         }
-        let now = Instant::now();
+        let now = ask.now();
         let n = self.entry.count(shared.nanos(now));
         let (pick, wait) = draws(self.entry.seed, n);
         if !shared.trigger.fires(n, pick) {
@@ -202,7 +200,7 @@ impl On {
         let Some(latency) = fault.delay() else {
             return self.act(act);
         };
-        self.wait(now, latency.at(wait), deadline, act)
+        self.wait(now, latency.at(wait), ask.deadline(), act)
     }
 
     /// Starts the wait of `latency` from `now`, cut at the call's

@@ -1,7 +1,7 @@
 //! The guards that are made of others: none at all, one chosen at run time,
 //! and two in a row.
 
-use super::{sealed, Guard, Settle};
+use super::{sealed, Ask, Guard, Settle};
 use crate::{BoxError, RequestDeadline};
 use std::task::{ready, Context, Poll};
 
@@ -16,7 +16,7 @@ impl sealed::Sealed for () {
     fn pass_for<B>(&self, (): &mut (), _: &http::Request<B>) {}
 
     #[inline(always)]
-    fn admit((): &mut (), _: Option<RequestDeadline>) -> Poll<Result<(), BoxError>> {
+    fn admit((): &mut (), _: &mut Ask) -> Poll<Result<(), BoxError>> {
         Poll::Ready(Ok(()))
     }
 
@@ -50,12 +50,9 @@ impl<G: Guard> sealed::Sealed for Option<G> {
         self.as_ref().map(|guard| guard.pass_for(local, request))
     }
 
-    fn admit(
-        pass: &mut Self::Pass,
-        deadline: Option<RequestDeadline>,
-    ) -> Poll<Result<(), BoxError>> {
+    fn admit(pass: &mut Self::Pass, ask: &mut Ask) -> Poll<Result<(), BoxError>> {
         pass.as_mut()
-            .map_or(Poll::Ready(Ok(())), |pass| G::admit(pass, deadline))
+            .map_or(Poll::Ready(Ok(())), |pass| G::admit(pass, ask))
     }
 
     fn poll_admit(
@@ -114,13 +111,10 @@ impl<A: Guard, B: Guard> sealed::Sealed for (A, B) {
     }
 
     #[inline]
-    fn admit(
-        pass: &mut Self::Pass,
-        deadline: Option<RequestDeadline>,
-    ) -> Poll<Result<(), BoxError>> {
-        ready!(A::admit(&mut pass.0, deadline))?;
+    fn admit(pass: &mut Self::Pass, ask: &mut Ask) -> Poll<Result<(), BoxError>> {
+        ready!(A::admit(&mut pass.0, ask))?;
         pass.2 = true;
-        let inner = B::admit(&mut pass.1, deadline);
+        let inner = B::admit(&mut pass.1, ask);
         admit_inner::<A, B>(pass, inner)
     }
 
@@ -132,7 +126,9 @@ impl<A: Guard, B: Guard> sealed::Sealed for (A, B) {
         if !pass.2 {
             ready!(A::poll_admit(&mut pass.0, deadline, cx))?;
             pass.2 = true;
-            let inner = B::admit(&mut pass.1, deadline);
+            // NOTE: `A` let the attempt through after a wait: `B` is asked
+            // at the instant it reads now.
+            let inner = B::admit(&mut pass.1, &mut Ask::new(deadline, None));
             return admit_inner::<A, B>(pass, inner);
         }
         let inner = B::poll_admit(&mut pass.1, deadline, cx);

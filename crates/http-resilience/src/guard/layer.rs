@@ -1,6 +1,6 @@
 //! A guard as a layer of its own: the three layers' form, and hedging's.
 
-use super::{future::ResponseFuture, Guard, Settle};
+use super::{future::ResponseFuture, Ask, Guard, Settle};
 use crate::{BoxError, RequestDeadline};
 use std::{
     fmt,
@@ -120,7 +120,7 @@ where
     fn call(&mut self, request: http::Request<B>) -> Self::Future {
         let mut pass = self.guard.pass_for(&mut self.local, &request);
         let deadline = RequestDeadline::of(&request);
-        match G::admit(&mut pass, deadline) {
+        match G::admit(&mut pass, &mut Ask::new(deadline, None)) {
             Poll::Ready(Ok(())) => ResponseFuture::called(self.inner.call(request), pass),
             Poll::Ready(Err(error)) => ResponseFuture::refused(error, pass),
             Poll::Pending => {

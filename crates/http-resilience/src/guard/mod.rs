@@ -60,6 +60,42 @@ mod layer;
 
 pub use self::layer::{GuardLayer, Guarded};
 
+/// What an attempt asks the guards with: its call's deadline, and the
+/// instant it asks at, read at most once for every guard of a stack.
+///
+/// NOTE: the combined service has the instant at hand already (it reads the
+/// clock to send the attempt); a guard's layer leaves it unread, and the
+/// first guard that needs it reads the clock, so that a guard that never
+/// does (a closed circuit) costs no read.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Ask {
+    deadline: Option<crate::RequestDeadline>,
+    now: Option<tokio::time::Instant>,
+}
+
+impl Ask {
+    /// An attempt under `deadline`, asking at `now` when it is known.
+    #[inline(always)]
+    pub(crate) const fn new(
+        deadline: Option<crate::RequestDeadline>,
+        now: Option<tokio::time::Instant>,
+    ) -> Self {
+        Self { deadline, now }
+    }
+
+    /// The call's deadline, if it has one.
+    #[inline(always)]
+    pub(crate) const fn deadline(&self) -> Option<crate::RequestDeadline> {
+        self.deadline
+    }
+
+    /// The instant the attempt asks at: the clock is read the first time.
+    #[inline(always)]
+    pub(crate) fn now(&mut self) -> tokio::time::Instant {
+        *self.now.get_or_insert_with(tokio::time::Instant::now)
+    }
+}
+
 pub(crate) mod sealed {
     use crate::{BoxError, RequestDeadline};
     use std::task::{Context, Poll};
@@ -80,13 +116,10 @@ pub(crate) mod sealed {
         fn pass_for<B>(&self, local: &mut Self::Local, request: &http::Request<B>) -> Self::Pass;
 
         /// Asks to let the call's next attempt through, under the call's
-        /// `deadline`: `Ready(Ok)` to send it now, `Ready(Err)` when it is
-        /// turned away, `Pending` when it must wait (then
-        /// [`poll_admit`](Self::poll_admit) until it may go).
-        fn admit(
-            pass: &mut Self::Pass,
-            deadline: Option<RequestDeadline>,
-        ) -> Poll<Result<(), BoxError>>;
+        /// deadline, at the instant `ask` gives: `Ready(Ok)` to send it now,
+        /// `Ready(Err)` when it is turned away, `Pending` when it must wait
+        /// (then [`poll_admit`](Self::poll_admit) until it may go).
+        fn admit(pass: &mut Self::Pass, ask: &mut super::Ask) -> Poll<Result<(), BoxError>>;
 
         /// Waits to let the attempt through, after [`admit`](Self::admit)
         /// said `Pending`; a wait the guard bounds (a queue's longest wait,

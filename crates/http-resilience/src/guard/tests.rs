@@ -2,7 +2,7 @@
 //! interface: it counts what the engine asks of it, and can hold attempts
 //! back or turn them away.
 
-use super::{sealed, GuardLayer};
+use super::{sealed, Ask, GuardLayer};
 use crate::{
     hedge::{HedgeDelay, HedgeLayer, HedgePolicy},
     policy::{FixedDelay, StatusDecoder, TransientDecoder},
@@ -111,7 +111,7 @@ impl sealed::Sealed for Counting {
         }
     }
 
-    fn admit(pass: &mut Pass, _: Option<RequestDeadline>) -> Poll<Result<(), BoxError>> {
+    fn admit(pass: &mut Pass, _: &mut Ask) -> Poll<Result<(), BoxError>> {
         pass.try_admit()
     }
 
@@ -379,7 +379,7 @@ impl sealed::Sealed for Answering {
         }
     }
 
-    fn admit(pass: &mut AnswerPass, _: Option<RequestDeadline>) -> Poll<Result<(), BoxError>> {
+    fn admit(pass: &mut AnswerPass, _: &mut Ask) -> Poll<Result<(), BoxError>> {
         let take = |left: u32| left.checked_sub(1);
         pass.answering = pass
             .left
@@ -397,7 +397,7 @@ impl sealed::Sealed for Answering {
         deadline: Option<RequestDeadline>,
         _: &mut Context<'_>,
     ) -> Poll<Result<(), BoxError>> {
-        Self::admit(pass, deadline)
+        Self::admit(pass, &mut Ask::new(deadline, None))
     }
 
     fn release(pass: &mut AnswerPass) {

@@ -2,7 +2,11 @@
 //! key for a place, and gives it back with its outcome.
 
 use super::{pass::OverloadPass, slots::Slots, OverloadPolicy};
-use crate::{guard::sealed, key::AtHand, BoxError, RequestDeadline};
+use crate::{
+    guard::{sealed, Ask},
+    key::AtHand,
+    BoxError, RequestDeadline,
+};
 use std::task::{Context, Poll};
 
 /// Every attempt of a call asks the slots of the call's key (its first
@@ -17,11 +21,8 @@ impl sealed::Sealed for OverloadPolicy {
         OverloadPass::new(self, local, request)
     }
 
-    fn admit(
-        pass: &mut Self::Pass,
-        deadline: Option<RequestDeadline>,
-    ) -> Poll<Result<(), BoxError>> {
-        pass.try_admit(deadline)
+    fn admit(pass: &mut Self::Pass, ask: &mut Ask) -> Poll<Result<(), BoxError>> {
+        pass.try_admit(ask)
     }
 
     fn poll_admit(

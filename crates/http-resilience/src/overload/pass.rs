@@ -13,6 +13,7 @@ use super::{
 use crate::{
     deadline::error::DeadlineExceeded,
     errors::AsError,
+    guard::Ask,
     key::{self, AtHand, Keyed},
     policy::grpc_status_of,
     BoxError, FailureKind, RequestDeadline,
@@ -98,15 +99,12 @@ impl OverloadPass {
         }
     }
 
-    /// Asks for a slot for the next attempt, under the call's `deadline`:
-    /// `Ready(Ok)` with one, `Pending` with a place in the queue,
-    /// `Ready(Err)` turned away.
-    pub(crate) fn try_admit(
-        &mut self,
-        deadline: Option<RequestDeadline>,
-    ) -> Poll<Result<(), BoxError>> {
+    /// Asks for a slot for the next attempt, under the call's deadline, at
+    /// the instant `ask` gives: `Ready(Ok)` with one, `Pending` with a place
+    /// in the queue, `Ready(Err)` turned away.
+    pub(crate) fn try_admit(&mut self, ask: &mut Ask) -> Poll<Result<(), BoxError>> {
         debug_assert!(matches!(self.step, Step::Idle), "a slot asked for twice");
-        let now = Instant::now();
+        let (deadline, now) = (ask.deadline(), ask.now());
         let at = self.shared.nanos(now);
         // NOTE: when the wait would end is worked out only for a call that
         // finds no free slot.
@@ -146,7 +144,7 @@ impl OverloadPass {
         cx: &mut Context<'_>,
     ) -> Poll<Result<(), BoxError>> {
         if let Step::Idle = self.step {
-            if let Poll::Ready(asked) = self.try_admit(deadline) {
+            if let Poll::Ready(asked) = self.try_admit(&mut Ask::new(deadline, None)) {
                 return Poll::Ready(asked);
             }
         }

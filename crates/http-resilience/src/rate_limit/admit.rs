@@ -2,7 +2,11 @@
 //! key for a slot, and its outcome tells what the server said.
 
 use super::{bucket::Bucket, pass::RateLimitPass, RateLimitPolicy};
-use crate::{guard::sealed, key::AtHand, BoxError, RequestDeadline};
+use crate::{
+    guard::{sealed, Ask},
+    key::AtHand,
+    BoxError, RequestDeadline,
+};
 use std::task::{Context, Poll};
 
 /// Every attempt of a call asks the bucket of the call's key (its first
@@ -20,11 +24,8 @@ impl sealed::Sealed for RateLimitPolicy {
     }
 
     #[inline]
-    fn admit(
-        pass: &mut Self::Pass,
-        deadline: Option<RequestDeadline>,
-    ) -> Poll<Result<(), BoxError>> {
-        pass.try_admit(deadline)
+    fn admit(pass: &mut Self::Pass, ask: &mut Ask) -> Poll<Result<(), BoxError>> {
+        pass.try_admit(ask)
     }
 
     fn poll_admit(

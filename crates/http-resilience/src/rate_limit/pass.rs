@@ -14,6 +14,7 @@ use super::{
     settings::RateLimitMode,
 };
 use crate::{
+    guard::Ask,
     key::{self, nanos, AtHand, Keyed},
     BoxError, RequestDeadline,
 };
@@ -99,12 +100,10 @@ impl RateLimitPass {
     /// `Ready(Ok)` when it is now, `Pending` when the call must wait for it,
     /// `Ready(Err)` turned away.
     #[inline]
-    pub(crate) fn try_admit(
-        &mut self,
-        deadline: Option<RequestDeadline>,
-    ) -> Poll<Result<(), BoxError>> {
+    pub(crate) fn try_admit(&mut self, ask: &mut Ask) -> Poll<Result<(), BoxError>> {
         debug_assert!(matches!(self.step, Step::Idle), "a slot asked for twice");
-        let now = self.shared.nanos(Instant::now());
+        let deadline = ask.deadline();
+        let now = self.shared.nanos(ask.now());
         self.bucket.touch(now);
         let latest = self.latest(now, deadline);
         match self.grant(now, latest) {
@@ -170,7 +169,7 @@ impl RateLimitPass {
     ) -> Poll<Result<(), BoxError>> {
         loop {
             if let Step::Idle = self.step {
-                if let Poll::Ready(asked) = self.try_admit(deadline) {
+                if let Poll::Ready(asked) = self.try_admit(&mut Ask::new(deadline, None)) {
                     return Poll::Ready(asked);
                 }
             }

@@ -4,7 +4,7 @@
 use crate::{
     body::TryCloneBody,
     deadline::{body::DeadlineBody, error::DeadlineExceeded},
-    guard::{Guard, Settle},
+    guard::{Ask, Guard, Settle},
     limits::{self, Expiry},
     policy::{Decoder, Retryer},
     propagate::{send_budget, time_left, TimeoutFormat},
@@ -191,7 +191,10 @@ where
         now: Instant,
         ready: Option<&mut S>,
     ) -> State<S::Future, B> {
-        match G::admit(&mut self.pass, Some(self.deadline)) {
+        match G::admit(
+            &mut self.pass,
+            &mut Ask::new(Some(self.deadline), Some(now)),
+        ) {
             Poll::Ready(Ok(())) => self.send(request, now, ready),
             Poll::Ready(Err(error)) => State::Refused { error: Some(error) },
             Poll::Pending => {
