@@ -3,7 +3,7 @@
 //! inside, the deadline outside, the breaker judging every copy):
 //!
 //! ```text
-//! DeadlineLayer -> HedgeLayer -> CircuitBreakerLayer -> AttemptTimeoutLayer -> client
+//! DeadlineLayer -> HedgeLayer -> GuardLayer<BreakerPolicy> -> AttemptTimeoutLayer -> client
 //! ```
 //!
 //! A copy that loses the race is dropped, and a dropped call counts for
@@ -16,7 +16,8 @@ use super::{assert_open, breaker, client, get, guarded, key, uri, SHORT_BREAK};
 use http::StatusCode;
 use http_resilience::{
     attempt_timeout::AttemptTimeoutLayer,
-    breaker::{BreakerPolicy, CircuitBreakerLayer, CircuitState},
+    breaker::{BreakerPolicy, CircuitState},
+    guard::GuardLayer,
     hedge::{HedgeDelay, HedgeLayer, HedgePolicy},
     policy::TransientDecoder,
     Attempts, DeadlineLayer, FailureKind,
@@ -34,7 +35,7 @@ fn hedged(breaker: &BreakerPolicy<TransientDecoder>, delay: Duration) -> super::
         ServiceBuilder::new()
             .layer(DeadlineLayer::new(Duration::from_secs(10)))
             .layer(HedgeLayer::new(policy))
-            .layer(CircuitBreakerLayer::new(breaker.clone()))
+            .layer(GuardLayer::new(breaker.clone()))
             .layer(AttemptTimeoutLayer::new(Duration::from_secs(5)))
             .service(client()),
     )

@@ -23,8 +23,9 @@ use http::{Request, Response, StatusCode};
 use http_body_util::Full;
 use http_resilience::{
     attempt_timeout::AttemptTimeoutLayer,
-    breaker::{error::CircuitOpen, BreakerPolicy, CircuitBreakerLayer, CircuitState},
+    breaker::{error::CircuitOpen, BreakerPolicy, CircuitState},
     deadline::DeadlineLayer,
+    guard::GuardLayer,
     key::UpstreamKey,
     policy::{FixedDelay, TransientDecoder},
     retry::{RetryPolicy, StatusRetryLayer},
@@ -85,7 +86,7 @@ type Svc = BoxCloneService<Request<Full<Bytes>>, Response<Body>, BoxError>;
 enum Form {
     /// `ResiliencePolicy::with_guard(breaker).layer()`.
     Combined,
-    /// `DeadlineLayer -> StatusRetryLayer -> CircuitBreakerLayer ->
+    /// `DeadlineLayer -> StatusRetryLayer -> GuardLayer<BreakerPolicy> ->
     /// AttemptTimeoutLayer -> client`.
     Layers,
 }
@@ -124,7 +125,7 @@ fn stack_with(
             ServiceBuilder::new()
                 .layer(DeadlineLayer::new(deadline))
                 .layer(StatusRetryLayer::new(retry))
-                .layer(CircuitBreakerLayer::new(breaker.clone()))
+                .layer(GuardLayer::new(breaker.clone()))
                 .layer(AttemptTimeoutLayer::new(attempt))
                 .service(client()),
         ),

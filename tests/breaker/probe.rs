@@ -7,8 +7,9 @@
 use http::{Request, Response, StatusCode};
 use http_resilience::{
     attempt_timeout::AttemptTimeoutLayer,
-    breaker::{error::CircuitOpen, BreakerPolicy, CircuitBreakerLayer, WaitForProbe},
+    breaker::{error::CircuitOpen, BreakerPolicy, WaitForProbe},
     deadline::DeadlineLayer,
+    guard::GuardLayer,
     policy::{FixedDelay, RetryBudget, TransientDecoder},
     retry::{RetryPolicy, StatusRetryLayer},
     BoxError, FailureKind, ResiliencePolicy, RetryReport, Stop,
@@ -70,7 +71,7 @@ fn stack(combined: bool, deadline: Duration, budget: Arc<RetryBudget>, inner: Sv
         );
     }
     let attempts = AttemptTimeoutLayer::new(attempt).layer(inner);
-    let broken = CircuitBreakerLayer::new(breaker).layer(attempts);
+    let broken = GuardLayer::new(breaker).layer(attempts);
     let retried = StatusRetryLayer::new(retry).layer(broken);
     BoxCloneService::new(
         DeadlineLayer::new(deadline)

@@ -7,9 +7,10 @@ use crate::support::{get, guarded, text};
 use bytes::Bytes;
 use http_body_util::Full;
 use http_resilience::{
-    breaker::{error::CircuitOpen, CircuitBreakerLayer, CircuitState},
+    breaker::{error::CircuitOpen, CircuitState},
     config::ClientsConfig,
     errors,
+    guard::GuardLayer,
     hedge::HedgeLayer,
     key::UpstreamKey,
     overload::{Overloaded, Rejection},
@@ -60,7 +61,7 @@ async fn a_client_that_hedges_in_the_file_takes_the_copy_that_answers() {
                 .breaker
                 .as_ref()
                 .cloned()
-                .map(CircuitBreakerLayer::new),
+                .map(GuardLayer::new),
         )
         .layer(AttemptTimeoutLayer::new(policy.attempt_timeout()))
         .service(client());

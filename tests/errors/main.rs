@@ -13,9 +13,10 @@ mod support;
 
 use http::{Request, Response, StatusCode};
 use http_resilience::{
-    breaker::{error::CircuitOpen, BreakerPolicy, CircuitBreakerLayer},
+    breaker::{error::CircuitOpen, BreakerPolicy},
     errors,
-    overload::{error::Overloaded, OverloadLayer, OverloadPolicy, Rejection},
+    guard::GuardLayer,
+    overload::{error::Overloaded, OverloadPolicy, Rejection},
     policy::{FixedDelay, TransientDecoder},
     reqwest_client::ReqwestService,
     retry::RetryPolicy,
@@ -59,7 +60,7 @@ async fn the_error_of_an_open_circuit_is_circuit_open() {
     let svc = ServiceBuilder::new()
         .layer(DeadlineLayer::new(TOTAL))
         .layer(retry())
-        .layer(CircuitBreakerLayer::new(breaker))
+        .layer(GuardLayer::new(breaker))
         .service_fn(move |_: Request<String>| {
             counted.fetch_add(1, Ordering::SeqCst);
             // A stand-in for the network: an upstream that is down.
@@ -91,7 +92,7 @@ async fn the_error_of_a_full_bulkhead_is_overloaded() {
     let counted = sent.clone();
     let svc = ServiceBuilder::new()
         .layer(DeadlineLayer::new(TOTAL))
-        .layer(OverloadLayer::new(OverloadPolicy::bulkhead(1).unwrap()))
+        .layer(GuardLayer::new(OverloadPolicy::bulkhead(1).unwrap()))
         .service_fn(move |_: Request<String>| {
             counted.fetch_add(1, Ordering::SeqCst);
             async {

@@ -16,7 +16,8 @@ use http_resilience::{
     attempt_timeout::AttemptTimeoutLayer,
     deadline::DeadlineLayer,
     errors,
-    fault::{Fault, FaultKind, FaultLayer, FaultPolicy, FaultSwitch, InjectedFault, Latency},
+    fault::{Fault, FaultKind, FaultPolicy, FaultSwitch, InjectedFault, Latency},
+    guard::GuardLayer,
     hedge::{HedgeDelay, HedgeLayer, HedgePolicy},
     policy::{FixedDelay, TransientDecoder},
     retry::{RetryPolicy, StatusRetryLayer},
@@ -133,7 +134,7 @@ fn stack(form: Form, faults: &FaultPolicy) -> Svc {
         TransientDecoder::new(),
         FixedDelay::new(Duration::from_millis(10), 2),
     );
-    let faults = FaultLayer::new(faults.clone());
+    let faults = GuardLayer::new(faults.clone());
     let combined = ResiliencePolicy::new(DEADLINE, ATTEMPT, retry.clone()).unwrap();
     match form {
         Form::ThreeLayers => ServiceBuilder::new()

@@ -20,8 +20,9 @@
 
 use super::{check, guarded};
 use http_resilience::{
-    breaker::{error::CircuitOpen, BreakerPolicy, CircuitBreakerLayer, CircuitState},
+    breaker::{error::CircuitOpen, BreakerPolicy, CircuitState},
     grpc::GrpcLayer,
+    guard::GuardLayer,
     key::UpstreamKey,
     policy::{GrpcBackoff, GrpcDecoder},
     presets, BoxError, ResiliencePolicy,
@@ -161,7 +162,7 @@ pub(super) type Transport =
 pub(super) fn breaker_over(channel: Channel, breaker: &BreakerPolicy<GrpcDecoder>) -> Transport {
     BoxCloneService::new(
         ServiceBuilder::new()
-            .layer(CircuitBreakerLayer::new(breaker.clone()))
+            .layer(GuardLayer::new(breaker.clone()))
             .map_err(BoxError::from)
             .service(channel),
     )
@@ -277,7 +278,7 @@ async fn resource_exhausted_counts_as_a_failure_only_when_the_decoder_lists_it()
 /// retry and the attempt limit, where an attempt that times out counts).
 #[tokio::test]
 async fn a_retried_call_trips_the_circuit_and_its_next_attempt_fails_fast() {
-    for form in ["GrpcLayer over CircuitBreakerLayer", "with_breaker"] {
+    for form in ["GrpcLayer over a breaker's GuardLayer", "with_breaker"] {
         let (upstream, channel, addr) = serve_health(Code::Unavailable).await;
         let breaker = breaker(&[Code::Unavailable], 3);
         let respond = |response: http::Response<_>| response.map(tonic::body::Body::new);

@@ -15,10 +15,11 @@ use super::{
     check, guarded, quick, serve, Script, Step,
 };
 use http_resilience::{
-    breaker::{error::CircuitOpen, BreakerPolicy, CircuitBreakerLayer, CircuitState},
+    breaker::{error::CircuitOpen, BreakerPolicy, CircuitState},
     grpc::{GrpcHedgeLayer, GrpcLayer, InvalidEndpoint, ServiceConfigLayer},
+    guard::GuardLayer,
     hedge::{HedgeDelay, HedgePolicy},
-    overload::{error::Overloaded, OverloadLayer, OverloadPolicy},
+    overload::{error::Overloaded, OverloadPolicy},
     policy::GrpcDecoder,
     BoxError,
 };
@@ -64,8 +65,8 @@ fn stack(
     let guarded = || {
         BoxCloneService::new(
             ServiceBuilder::new()
-                .layer(OverloadLayer::new(overload.clone()))
-                .layer(CircuitBreakerLayer::new(breaker.clone()))
+                .layer(GuardLayer::new(overload.clone()))
+                .layer(GuardLayer::new(breaker.clone()))
                 .map_err(BoxError::from)
                 .service(channel.clone()),
         )

@@ -17,12 +17,13 @@ use http::{Request, Response, StatusCode};
 use http_body_util::Full;
 use http_resilience::{
     attempt_timeout::AttemptTimeoutLayer,
-    breaker::{error::CircuitOpen, BreakerPolicy, CircuitBreakerLayer, CircuitState},
+    breaker::{error::CircuitOpen, BreakerPolicy, CircuitState},
     deadline::DeadlineLayer,
+    guard::GuardLayer,
     key::UpstreamKey,
     overload::{
         error::{Overloaded, Rejection},
-        OverloadLayer, OverloadPolicy,
+        OverloadPolicy,
     },
     policy::{FixedDelay, TransientDecoder},
     retry::{RetryPolicy, StatusRetryLayer},
@@ -153,14 +154,14 @@ fn stack(form: Form, guard: Guard<'_>, upstream: &Upstream) -> Svc {
         }
         (Form::Layers, Guard::Breaker(breaker)) => BoxCloneService::new(
             layers()
-                .layer(CircuitBreakerLayer::new(breaker.clone()))
+                .layer(GuardLayer::new(breaker.clone()))
                 .layer(attempt)
                 .service(inner)
                 .map_response(status),
         ),
         (Form::Layers, Guard::Overload(overload)) => BoxCloneService::new(
             layers()
-                .layer(OverloadLayer::new(overload.clone()))
+                .layer(GuardLayer::new(overload.clone()))
                 .layer(attempt)
                 .service(inner)
                 .map_response(status),

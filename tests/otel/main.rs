@@ -9,7 +9,8 @@ mod wiring;
 
 use http::{Request, Response};
 use http_resilience::{
-    breaker::{BreakerPolicy, CircuitBreakerLayer},
+    breaker::BreakerPolicy,
+    guard::GuardLayer,
     hedge::{HedgeDelay, HedgeLayer, HedgePolicy},
     otel::Metrics,
     policy::{FixedDelay, RetryBudget, StatusDecoder, TransientDecoder},
@@ -376,7 +377,7 @@ async fn a_breaker_trip_counts_its_transitions_and_rejections_and_its_gauge_read
     let status = Arc::new(AtomicUsize::new(503));
     let answer = Arc::clone(&status);
     let svc = ServiceBuilder::new()
-        .layer(CircuitBreakerLayer::new(breaker))
+        .layer(GuardLayer::new(breaker))
         .service_fn(move |_: Request<String>| {
             let status = answer.load(Ordering::Relaxed) as u16;
             async move {
@@ -528,7 +529,7 @@ async fn futures_poll_once<F: Future>(future: std::pin::Pin<&mut F>) -> Option<F
 
 #[tokio::test(flavor = "current_thread", start_paused = true)]
 async fn overload_control_counts_its_rejections_and_its_gauges_read_the_slots() {
-    use http_resilience::overload::{OverloadLayer, OverloadPolicy};
+    use http_resilience::overload::OverloadPolicy;
     let _one = crate::ONE_AT_A_TIME.lock().await;
     let (reader, metrics) = Reader::new();
     let overload = OverloadPolicy::bulkhead(1)
@@ -536,7 +537,7 @@ async fn overload_control_counts_its_rejections_and_its_gauges_read_the_slots() 
         .with_listener(metrics.clone());
     let slots = metrics.observe_overload(&overload);
     let svc = ServiceBuilder::new()
-        .layer(OverloadLayer::new(overload))
+        .layer(GuardLayer::new(overload))
         .service(silent());
     // One call holds the only slot; two more are turned away.
     let mut held = Box::pin(svc.clone().oneshot(get()));

@@ -8,7 +8,8 @@ use bytes::Bytes;
 use http::{Request, Response, StatusCode};
 use http_body_util::Full;
 use http_resilience::{
-    breaker::{BreakerEvent, BreakerPolicy, CircuitBreakerLayer},
+    breaker::{BreakerEvent, BreakerPolicy},
+    guard::GuardLayer,
     policy::{CallEvent, FixedDelay, RetryBudget, RetryEvent, StatusDecoder},
     retry::{RetryPolicy, StatusRetryLayer},
     transport, AttemptTimeoutLayer, BoxError, DeadlineLayer, FailureKind, ResiliencePolicy,
@@ -261,9 +262,7 @@ async fn the_three_layers_need_the_call_layer_and_each_part_wired_once() {
         .layer(StatusRetryLayer::new(
             retry(&retries).with_metrics(&metrics),
         ))
-        .layer(CircuitBreakerLayer::new(
-            breaker(&events).with_metrics(&metrics),
-        ))
+        .layer(GuardLayer::new(breaker(&events).with_metrics(&metrics)))
         .layer(AttemptTimeoutLayer::new(Duration::from_secs(2)))
         .service(client(false));
     three_calls(&server, &svc).await;

@@ -13,9 +13,10 @@ use http_body_util::{combinators::UnsyncBoxBody, BodyExt, Full};
 use http_resilience::{
     attempt_timeout::AttemptTimeoutLayer,
     deadline::DeadlineLayer,
+    guard::GuardLayer,
     hedge::{HedgeDelay, HedgeLayer, HedgePolicy},
     key::UpstreamKey,
-    overload::{AdaptiveLimit, OverloadLayer, OverloadPolicy, OverloadState},
+    overload::{AdaptiveLimit, OverloadPolicy, OverloadState},
     policy::{ExponentialBackoff, TransientDecoder},
     retry::{RetryPolicy, StatusRetryLayer},
     transport, Attempts, BoxError, FailureKind, ResiliencePolicy,
@@ -152,7 +153,7 @@ fn stack(form: Form, overload: &OverloadPolicy) -> Svc {
             ServiceBuilder::new()
                 .layer(DeadlineLayer::new(deadline))
                 .layer(StatusRetryLayer::new(retry))
-                .layer(OverloadLayer::new(overload.clone()))
+                .layer(GuardLayer::new(overload.clone()))
                 .layer(AttemptTimeoutLayer::new(attempt))
                 .service(client())
                 .map_response(boxed),
@@ -270,7 +271,7 @@ fn hedged(
     ServiceBuilder::new()
         .layer(DeadlineLayer::new(Duration::from_secs(20)))
         .layer(HedgeLayer::new(hedge))
-        .layer(OverloadLayer::new(overload.clone()))
+        .layer(GuardLayer::new(overload.clone()))
         .layer(AttemptTimeoutLayer::new(Duration::from_secs(10)))
         .service(client())
 }

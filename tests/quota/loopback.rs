@@ -10,11 +10,10 @@ use http::Request;
 use http_body_util::Full;
 use http_resilience::retry::{RetryPolicy, StatusRetryLayer};
 use http_resilience::{
+    guard::GuardLayer,
     policy::{FixedDelay, RetryBudget, TransientDecoder},
     presets,
-    rate_limit::{
-        Limited, RateLimitLayer, RateLimitMode, RateLimitPolicy, RateLimited, ServerSignals,
-    },
+    rate_limit::{Limited, RateLimitMode, RateLimitPolicy, RateLimited, ServerSignals},
     reqwest_client::ResilientClient,
     transport, AttemptTimeoutLayer, BoxError, DeadlineLayer, FailureKind, ResiliencePolicy,
     RetryReport, Stop,
@@ -48,7 +47,7 @@ fn stack(
         .expect("a client");
     ServiceBuilder::new()
         .layer(DeadlineLayer::new(deadline))
-        .layer(RateLimitLayer::new(limit))
+        .layer(GuardLayer::new(limit))
         .layer(AttemptTimeoutLayer::new(Duration::from_secs(5)))
         .service(client)
 }
@@ -187,7 +186,7 @@ fn turning_away(
     let svc = ServiceBuilder::new()
         .layer(DeadlineLayer::new(deadline))
         .layer(StatusRetryLayer::new(retry))
-        .layer(RateLimitLayer::new(limit))
+        .layer(GuardLayer::new(limit))
         .layer(AttemptTimeoutLayer::new(attempt))
         .service(client);
     BoxCloneService::new(svc.map_response(|r| r.status()))

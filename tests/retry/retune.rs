@@ -1,6 +1,6 @@
 //! A preset retuned in one line keeps every other setting: the backoff
-//! replaced (`with_retryer`), the attempts bounded (`with_max_attempts`), the
-//! decoder replaced (`with_decoder`), on tokio's paused clock, through the
+//! replaced and the decoder replaced (through `map_retry`), the attempts
+//! bounded (`with_max_attempts`), on tokio's paused clock, through the
 //! combined service a preset makes.
 
 use http::{Request, Response, StatusCode};
@@ -35,7 +35,8 @@ fn upstream(
 #[tokio::test(flavor = "current_thread", start_paused = true)]
 async fn a_preset_with_another_backoff_waits_as_that_backoff_says() {
     let calls = Arc::new(AtomicUsize::new(0));
-    let policy = presets::standard().with_retryer(FixedDelay::new(Duration::from_millis(10), 2));
+    let policy = presets::standard()
+        .map_retry(|retry| retry.with_retryer(FixedDelay::new(Duration::from_millis(10), 2)));
     assert!(
         policy.retry().options().deadline_margin().is_some(),
         "deadline-aware stays"
@@ -73,7 +74,8 @@ async fn a_preset_with_fewer_attempts_stops_there() {
 #[tokio::test(flavor = "current_thread", start_paused = true)]
 async fn a_preset_with_another_decoder_retries_what_that_decoder_says() {
     let calls = Arc::new(AtomicUsize::new(0));
-    let policy = presets::reactor().with_decoder(StatusDecoder::new([500]).unwrap());
+    let policy = presets::reactor()
+        .map_retry(|retry| retry.with_decoder(StatusDecoder::new([500]).unwrap()));
     let svc = policy
         .layer()
         .layer(upstream(&[500, 200], Arc::clone(&calls)));

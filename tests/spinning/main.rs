@@ -21,11 +21,12 @@ use http::{Request, Response, StatusCode};
 use http_body_util::Full;
 use http_resilience::{
     attempt_timeout::AttemptTimeoutLayer,
-    breaker::{BreakerPolicy, CircuitBreakerLayer, CircuitState},
+    breaker::{BreakerPolicy, CircuitState},
     deadline::DeadlineLayer,
+    guard::GuardLayer,
     hedge::{HedgeDelay, HedgeLayer, HedgePolicy},
     key::UpstreamKey,
-    overload::{OverloadLayer, OverloadPolicy},
+    overload::OverloadPolicy,
     policy::{FixedDelay, TransientDecoder},
     retry::{RetryPolicy, StatusRetryLayer},
     transport, BoxError, FailureKind, ResiliencePolicy,
@@ -111,7 +112,7 @@ enum Form {
     /// `DeadlineLayer -> StatusRetryLayer -> (the guard's layer) ->
     /// AttemptTimeoutLayer -> client`.
     Layers,
-    /// `DeadlineLayer -> HedgeLayer -> CircuitBreakerLayer ->
+    /// `DeadlineLayer -> HedgeLayer -> GuardLayer<BreakerPolicy> ->
     /// AttemptTimeoutLayer -> client`.
     Hedged,
     /// `ResiliencePolicy::with_guard` with a breaker or overload control, then `layer()`.
@@ -135,7 +136,7 @@ fn retry() -> RetryPolicy<TransientDecoder, FixedDelay> {
 /// `form` around `breaker`, over a new client made on the caller's runtime.
 fn with_breaker(form: Form, breaker: &BreakerPolicy<TransientDecoder>) -> Svc {
     let status = |response: Response<_>| response.status();
-    let breaker_layer = CircuitBreakerLayer::new(breaker.clone());
+    let breaker_layer = GuardLayer::new(breaker.clone());
     let attempt = AttemptTimeoutLayer::new(ATTEMPT);
     match form {
         Form::Layers => BoxCloneService::new(
@@ -177,7 +178,7 @@ fn with_overload(form: Form, overload: &OverloadPolicy) -> Svc {
             ServiceBuilder::new()
                 .layer(DeadlineLayer::new(DEADLINE))
                 .layer(StatusRetryLayer::new(retry()))
-                .layer(OverloadLayer::new(overload.clone()))
+                .layer(GuardLayer::new(overload.clone()))
                 .layer(AttemptTimeoutLayer::new(ATTEMPT))
                 .service(client())
                 .map_response(status),

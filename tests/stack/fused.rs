@@ -17,11 +17,11 @@
 //! - the listener's events and the caller's `RetryReport`.
 //!
 //! Some cases put a circuit breaker in both (`ResiliencePolicy::with_guard(breaker)`
-//! against a `CircuitBreakerLayer` between the retry and the attempt timeout)
+//! against a `GuardLayer<BreakerPolicy>` between the retry and the attempt timeout)
 //! and make several calls in a row, a gap apart, so that circuits trip, turn
 //! attempts away and recover between and within calls; the breaker's events
 //! are observed too. Some put overload control in both
-//! (`ResiliencePolicy::with_guard(overload)` against an `OverloadLayer` between the
+//! (`ResiliencePolicy::with_guard(overload)` against an `GuardLayer<OverloadPolicy>` between the
 //! retry and the breaker): a bulkhead of one or two slots with a short queue,
 //! throttling in some, and the calls then overlap (each starts a gap after
 //! the one before, without waiting for it), so that attempts wait for slots,
@@ -33,9 +33,10 @@ use http::{Request, Response};
 use http_body_util::BodyExt;
 use http_resilience::{
     attempt_timeout::AttemptTimeoutLayer,
-    breaker::{BreakerEvent, BreakerPolicy, CircuitBreakerLayer},
+    breaker::{BreakerEvent, BreakerPolicy},
     deadline::DeadlineLayer,
-    overload::{OverloadEvent, OverloadLayer, OverloadPolicy, Throttle},
+    guard::GuardLayer,
+    overload::{OverloadEvent, OverloadPolicy, Throttle},
     policy::{AnyDecoder, CallEvent, FeignDecoder, FixedDelay, RetryEvent, TransientDecoder},
     propagate::{PropagateDeadlineLayer, TimeoutFormat, EXPECTED_RQ_TIMEOUT_MS},
     retry::{RetryPolicy, StatusRetryLayer},
@@ -275,10 +276,10 @@ async fn observe(case: Case, fused: bool) -> Observed {
             attempt = boxed(propagate.layer(attempt));
         }
         if let Some(breaker) = breaker {
-            attempt = boxed(CircuitBreakerLayer::new(breaker).layer(attempt));
+            attempt = boxed(GuardLayer::new(breaker).layer(attempt));
         }
         if let Some(o) = case.overload {
-            attempt = boxed(OverloadLayer::new(overload(o, Arc::clone(&events))).layer(attempt));
+            attempt = boxed(GuardLayer::new(overload(o, Arc::clone(&events))).layer(attempt));
         }
         let retried = StatusRetryLayer::new(policy).layer(attempt);
         boxed(DeadlineLayer::new(case.deadline).layer(boxed(retried)))

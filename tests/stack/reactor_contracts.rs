@@ -139,7 +139,7 @@ async fn read_timeout_is_distinct_from_the_attempt_timeout_and_not_retried() {
         .await
         .unwrap_err();
     assert_eq!(FailureKind::of(&*err), FailureKind::ReadTimeout, "{err}");
-    assert!(!errors::is_caused_by::<AttemptTimedOut>(&*err));
+    assert!(errors::find::<AttemptTimedOut>(&*err).is_none());
     let timed_out = errors::find::<ReadTimedOut>(&*err).unwrap();
     assert_eq!(timed_out.phase(), Phase::Head);
     assert_eq!(timed_out.duration(), Duration::from_millis(250));

@@ -10,6 +10,7 @@ use crate::{
 };
 use http::StatusCode;
 use http_resilience::{
+    guard::GuardLayer,
     policy::{FixedDelay, TransientDecoder},
     retry::RetryPolicy,
     FailureKind, StatusRetryLayer,
@@ -314,10 +315,7 @@ async fn retries_and_the_end_are_events_inside_the_call_span() {
 #[tokio::test(flavor = "current_thread", start_paused = true)]
 async fn a_call_overload_control_turns_away_records_it_on_the_call_span() {
     use http::{Request, Response};
-    use http_resilience::{
-        overload::{OverloadLayer, OverloadPolicy},
-        DeadlineLayer, ResiliencePolicy,
-    };
+    use http_resilience::{overload::OverloadPolicy, DeadlineLayer, ResiliencePolicy};
     use tower::{ServiceBuilder, ServiceExt};
 
     let mut runs = Vec::new();
@@ -326,7 +324,7 @@ async fn a_call_overload_control_turns_away_records_it_on_the_call_span() {
         // The only slot of the authority is held by a call of another stack
         // sharing the policy, which makes no spans.
         let holder =
-            OverloadLayer::new(overload.clone()).layer(tower::service_fn(|_: Request<String>| {
+            GuardLayer::new(overload.clone()).layer(tower::service_fn(|_: Request<String>| {
                 std::future::pending::<Result<Response<String>, http_resilience::BoxError>>()
             }));
         let held = tokio::spawn(
@@ -347,7 +345,7 @@ async fn a_call_overload_control_turns_away_records_it_on_the_call_span() {
                 ServiceBuilder::new()
                     .layer(DeadlineLayer::new(DEADLINE))
                     .layer(StatusRetryLayer::new(policy))
-                    .layer(OverloadLayer::new(overload))
+                    .layer(GuardLayer::new(overload))
                     .service(upstream.clone()),
             ),
             Form::Combined => crate::harness::Svc::new(

@@ -9,7 +9,8 @@ use crate::{
 };
 use http::{Request, Response};
 use http_resilience::{
-    overload::{OverloadLayer, OverloadPolicy, Throttle},
+    guard::GuardLayer,
+    overload::{OverloadPolicy, Throttle},
     AttemptTimeoutLayer, BoxError, DeadlineLayer,
 };
 use std::time::Duration;
@@ -52,7 +53,7 @@ pub struct Throttled {
 /// queue of 5, beyond which it answers 503 at once; its capacity is the
 /// servers over the mean latency, about 48.5 requests a second. The callers
 /// offer twice that, steadily, for 240 s. Each call is one attempt through
-/// [`DeadlineLayer`] → [`OverloadLayer`] → [`AttemptTimeoutLayer`], the
+/// [`DeadlineLayer`] → [`GuardLayer<OverloadPolicy>`] → [`AttemptTimeoutLayer`], the
 /// overload policy throttling alone ([`OverloadPolicy::throttling`]) with
 /// the book's window of two minutes; no retries, so the throttle's requests
 /// are the callers' calls.
@@ -90,7 +91,7 @@ impl Throttling {
                 });
                 ServiceBuilder::new()
                     .layer(DeadlineLayer::new(Duration::from_secs(5)))
-                    .option_layer(policy.map(OverloadLayer::new))
+                    .option_layer(policy.map(GuardLayer::new))
                     .layer(AttemptTimeoutLayer::new(Duration::from_secs(2)))
                     .service(upstream)
             }

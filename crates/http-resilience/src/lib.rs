@@ -27,19 +27,19 @@
 //!   an attempt, and [`key`]: the upstream key every guard keeps its state
 //!   under;
 //! - [`breaker`] (feature `breaker`): a circuit per authority that fails
-//!   calls fast while an upstream is down ([`breaker::CircuitBreakerLayer`]),
+//!   calls fast while an upstream is down ([`breaker::BreakerPolicy`] in a [`GuardLayer`](guard::GuardLayer)),
 //!   placed between the retry and the attempt timeout;
 //! - [`hedge`] (feature `hedge`): another copy of a slow request, the first good answer
 //!   winning ([`hedge::HedgeLayer`]);
 //! - [`fault`] (feature `fault`): fault injection as a guard, latency,
 //!   statuses, transport failures and bodies cut short, at a rate or on a
-//!   schedule, seeded, switched at run time ([`fault::FaultLayer`]);
+//!   schedule, seeded, switched at run time ([`fault::FaultPolicy`]);
 //! - [`fallback`] (feature `fallback`): a response built from the failure
 //!   for the failures one names and the requests that opt in
 //!   ([`fallback::FallbackLayer`]), outside the whole stack;
 //! - [`overload`] (feature `overload`): overload control per authority, a bulkhead, an adaptive
 //!   concurrency limit and client-side throttling
-//!   ([`overload::OverloadLayer`]), placed between the retry and the
+//!   ([`overload::OverloadPolicy`]), placed between the retry and the
 //!   breaker;
 //! - [`read_timeout`] (feature `read-timeout`): the longest wait between
 //!   reads, at the transport;

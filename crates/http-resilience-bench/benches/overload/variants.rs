@@ -16,7 +16,8 @@ use crate::{
 use http::{Request, Response};
 use http_resilience::{
     attempt_timeout::AttemptTimeout,
-    overload::{AdaptiveLimit, OverloadLayer, OverloadPolicy, Throttle},
+    guard::GuardLayer,
+    overload::{AdaptiveLimit, OverloadPolicy, Throttle},
     policy::{ExponentialBackoff, Jitter, RetryBudget, TransientDecoder},
     retry::RetryPolicy,
     AttemptTimeoutLayer, BoxError, DeadlineLayer, StatusRetryLayer,
@@ -63,15 +64,15 @@ pub(crate) fn all() -> Vec<Variant> {
             build: tower_resilience_aimd,
         },
         Variant {
-            name: "`OverloadLayer`, bulkhead",
+            name: "`GuardLayer<OverloadPolicy>`, bulkhead",
             build: bulkhead,
         },
         Variant {
-            name: "`OverloadLayer`, adaptive",
+            name: "`GuardLayer<OverloadPolicy>`, adaptive",
             build: adaptive,
         },
         Variant {
-            name: "`OverloadLayer`, adaptive + throttle",
+            name: "`GuardLayer<OverloadPolicy>`, adaptive + throttle",
             build: adaptive_throttled,
         },
     ]
@@ -162,14 +163,14 @@ fn bulkhead(upstream: Upstream) -> Stack {
     let policy = OverloadPolicy::bulkhead(slots)
         .expect("a valid bulkhead")
         .with_queue(slots);
-    around(OverloadLayer::new(policy), upstream)
+    around(GuardLayer::new(policy), upstream)
 }
 
 /// This library's adaptive limit with its defaults (from 20, within
 /// `[1, 1000]`), no queue.
 fn adaptive(upstream: Upstream) -> Stack {
     let policy = OverloadPolicy::adaptive(AdaptiveLimit::default()).with_seed(SEED);
-    around(OverloadLayer::new(policy), upstream)
+    around(GuardLayer::new(policy), upstream)
 }
 
 /// The adaptive limit with client-side throttling, both with their
@@ -178,5 +179,5 @@ fn adaptive_throttled(upstream: Upstream) -> Stack {
     let policy = OverloadPolicy::adaptive(AdaptiveLimit::default())
         .with_throttle(Throttle::default())
         .with_seed(SEED);
-    around(OverloadLayer::new(policy), upstream)
+    around(GuardLayer::new(policy), upstream)
 }

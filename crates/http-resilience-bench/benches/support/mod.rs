@@ -18,11 +18,11 @@ use http::{Request, Response, StatusCode};
 use http_body_util::Full;
 use http_resilience::{
     attempt_timeout::AttemptTimeoutLayer,
-    breaker::{BreakerPolicy, CircuitBreakerLayer},
+    breaker::BreakerPolicy,
     deadline::{body::DeadlineBody, DeadlineLayer},
     fault::{Fault, FaultPolicy, FaultSwitch},
     guard::{GuardLayer, Settle},
-    overload::{OverloadLayer, OverloadPolicy},
+    overload::OverloadPolicy,
     policy::{FixedDelay, StatusDecoder},
     retry::{RetryPolicy, StatusRetryLayer},
     RequestDeadline, ResiliencePolicy,
@@ -210,7 +210,7 @@ pub(crate) fn with_overload<S, T>(
 where
     S: Service<Req, Response = Response<T>, Error = Infallible> + Clone,
 {
-    tower::Layer::layer(&OverloadLayer::new(policy), inner)
+    tower::Layer::layer(&GuardLayer::new(policy), inner)
 }
 
 /// Fault injection that would answer half the attempts with a 503, its
@@ -273,7 +273,7 @@ pub(crate) fn with_breaker<S, T>(
 where
     S: Service<Req, Response = Response<T>, Error = Infallible> + Clone,
 {
-    tower::Layer::layer(&CircuitBreakerLayer::new(BreakerPolicy::default()), inner)
+    tower::Layer::layer(&GuardLayer::new(BreakerPolicy::default()), inner)
 }
 
 /// `inner` behind tower-resilience's circuit breaker, set like ours where

@@ -5,7 +5,9 @@
 
 use governor::{Quota, RateLimiter};
 use http::Request;
-use http_resilience::rate_limit::{RateLimitLayer, RateLimitPolicy};
+
+use http_resilience::guard::GuardLayer;
+use http_resilience::rate_limit::RateLimitPolicy;
 use std::{
     fmt,
     num::NonZeroU32,
@@ -17,12 +19,12 @@ use tower::{Layer, Service};
 
 /// `inner` behind our rate limit, far above the calls made: a slot taken
 /// per call with one compare-and-swap.
-pub(crate) fn with_rate_limit<S>(inner: S) -> <RateLimitLayer as Layer<S>>::Service {
+pub(crate) fn with_rate_limit<S>(inner: S) -> <GuardLayer<RateLimitPolicy> as Layer<S>>::Service {
     let limit = RateLimitPolicy::new(u32::MAX, Duration::from_secs(1))
         .expect("a rate")
         .with_burst(1_000_000)
         .expect("a burst");
-    RateLimitLayer::new(limit).layer(inner)
+    GuardLayer::new(limit).layer(inner)
 }
 
 /// `inner` behind tower's `RateLimit`, as many calls a second as it counts.

@@ -27,8 +27,10 @@ impl AttemptTimeoutLayer {
         }
     }
 
-    /// Lets the last attempt run until the deadline; see
-    /// [`AttemptTimeout::final_attempt_uses_deadline`].
+    /// Lets the last attempt a retry layer can make (marked with
+    /// [`FinalAttempt`](crate::extensions::FinalAttempt)) run until the
+    /// request's deadline instead of its own limit; see the
+    /// [module docs](super). Without a deadline the limit still applies.
     #[must_use]
     pub const fn final_attempt_uses_deadline(mut self) -> Self {
         self.final_uses_deadline = true;

@@ -63,7 +63,7 @@
 //! running. Whatever deadline it reads, the attempt ends by it.
 //!
 //! By default every attempt keeps its own limit, the last one included.
-//! [`final_attempt_uses_deadline`](AttemptTimeout::final_attempt_uses_deadline)
+//! [`final_attempt_uses_deadline`](AttemptTimeoutLayer::final_attempt_uses_deadline)
 //! (or the layer's method of the same name) lets the last attempt a retry
 //! layer can make, marked with [`FinalAttempt`], run
 //! until the deadline instead, as linkerd does: with no retry left, cutting it
@@ -119,12 +119,10 @@ impl<S> AttemptTimeout<S> {
         }
     }
 
-    /// Lets the last attempt a retry layer can make (marked with
-    /// [`FinalAttempt`]) run until the request's
-    /// deadline instead of its own limit; see the module docs. Without a
-    /// deadline the limit still applies.
-    #[must_use]
-    pub const fn final_attempt_uses_deadline(mut self) -> Self {
+    /// Lets the last attempt a retry layer can make run until the request's
+    /// deadline instead of its own limit (set through
+    /// [`AttemptTimeoutLayer::final_attempt_uses_deadline`]).
+    pub(crate) const fn final_attempt_uses_deadline(mut self) -> Self {
         self.final_uses_deadline = true;
         self
     }

@@ -17,7 +17,7 @@ use tokio::time::Instant;
 /// Its message, `circuit open`, is the same whatever the key, so that the
 /// failure groups as one in logs; the key is [`key`](Self::key).
 ///
-/// Its [`CircuitBreakerLayer`](super::CircuitBreakerLayer) and the combined service return it, boxed.
+/// Its [`GuardLayer<BreakerPolicy>`](crate::guard::GuardLayer) and the combined service return it, boxed.
 /// [`FailureKind::of`] reads it as [`FailureKind::CircuitOpen`], wherever it
 /// is in the chain (its constructor makes the type known to it, so every
 /// value is); the ready-made decoders never retry it (the

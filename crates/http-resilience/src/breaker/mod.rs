@@ -4,7 +4,7 @@
 //!
 //! A [`BreakerPolicy`] keeps one circuit per key (by default the request's
 //! authority: scheme, host and port) in a bounded map shared by every clone
-//! of its [`CircuitBreakerLayer`] and [`BreakerPolicy`]. Each outcome is
+//! of its [`GuardLayer<BreakerPolicy>`](crate::guard::GuardLayer) and [`BreakerPolicy`]. Each outcome is
 //! judged by the policy's [`Decoder`](crate::policy::Decoder) (see
 //! [`BreakerPolicy`] for what counts as a failure). A closed circuit trips
 //! on failures in a row or on a failure ratio over a sliding window; while
@@ -20,7 +20,7 @@
 //! ```
 //! use http::{Request, Response, StatusCode};
 //! use http_resilience::{
-//!     breaker::{error::CircuitOpen, BreakerPolicy, CircuitBreakerLayer, CircuitState}, key::{UpstreamKey},
+//!     breaker::{error::CircuitOpen, BreakerPolicy, CircuitState}, guard::GuardLayer, key::UpstreamKey,
 //!     policy::TransientDecoder,
 //!     FailureKind,
 //! };
@@ -31,7 +31,7 @@
 //! # async fn main() -> Result<(), http_resilience::BoxError> {
 //! let policy = BreakerPolicy::new(TransientDecoder::new()).consecutive_failures(2)?;
 //! let svc = ServiceBuilder::new()
-//!     .layer(CircuitBreakerLayer::new(policy.clone()))
+//!     .layer(GuardLayer::new(policy.clone()))
 //!     .service_fn(|_: Request<()>| async {
 //!         // A stand-in for the network: always unavailable.
 //!         Ok::<_, Infallible>(Response::builder().status(503).body(()).unwrap())
@@ -58,7 +58,7 @@
 //! The breaker goes between the retry and the attempt timeout:
 //!
 //! ```text
-//! DeadlineLayer  ->  StatusRetryLayer  ->  CircuitBreakerLayer  ->  AttemptTimeoutLayer  ->  client
+//! DeadlineLayer  ->  StatusRetryLayer  ->  GuardLayer<BreakerPolicy>  ->  AttemptTimeoutLayer  ->  client
 //! ```
 //!
 //! - **inside the retry**, every attempt is one call of the breaker: each
@@ -139,7 +139,7 @@
 //! carries one, with .NET's settings; the configuration file has a `breaker`
 //! section.
 //!
-//! Hedging takes it below: `HedgeLayer -> CircuitBreakerLayer -> client`.
+//! Hedging takes it below: `HedgeLayer -> GuardLayer<BreakerPolicy> -> client`.
 //! Every copy passes the circuit; the copies that lose the race are dropped
 //! and count for nothing, so hedging never trips a circuit by itself; a copy
 //! the circuit turns away is not sent.
@@ -178,13 +178,7 @@ pub use self::{
 #[cfg(feature = "otel")]
 pub(crate) use self::events::Observer;
 
-use crate::guard::GuardLayer;
 use tokio::time::Instant;
-
-/// A circuit breaker as a layer of its own: a [`GuardLayer`] of a
-/// [`BreakerPolicy`], whose circuits every clone of the layer (and of the
-/// policy) shares. See the [module docs](self) for an example.
-pub type CircuitBreakerLayer<D> = GuardLayer<BreakerPolicy<D>>;
 
 /// The state of one circuit, as [`BreakerPolicy::state`] reads it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

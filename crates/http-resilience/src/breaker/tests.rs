@@ -1,11 +1,12 @@
 //! The breaker's state machine, on tokio's paused clock.
 
 use super::{
-    error::CircuitOpen, rules::judge, rules::Judged, BreakerEvent, BreakerPolicy,
-    CircuitBreakerLayer, CircuitState, TripReason,
+    error::CircuitOpen, rules::judge, rules::Judged, BreakerEvent, BreakerPolicy, CircuitState,
+    TripReason,
 };
 use crate::key::{KeyRef, UpstreamKey};
 use crate::{
+    guard::GuardLayer,
     policy::{FixedDelay, Reason, RetryBudget, TransientDecoder, Verdict},
     retry::{RetryPolicy, StatusRetryLayer},
     BoxError, FailureKind, RetryReport, Stop,
@@ -804,7 +805,7 @@ async fn inside_a_retry_an_open_circuit_ends_the_call_and_costs_no_token() {
     let budget = Arc::new(RetryBudget::new(10, 0.1).unwrap());
     let retry = RetryPolicy::new(TransientDecoder::new(), FixedDelay::new(SECOND, 3))
         .map_options(|o| o.with_budget(budget.clone()));
-    let breaker = CircuitBreakerLayer::new(policy().consecutive_failures(1).unwrap());
+    let breaker = GuardLayer::new(policy().consecutive_failures(1).unwrap());
     let svc = StatusRetryLayer::new(retry).layer(breaker.layer(upstream.service()));
     let report = RetryReport::new();
     let mut req = request(A);
@@ -988,5 +989,5 @@ fn breaker_around<S, D>(
     inner: S,
     policy: BreakerPolicy<D>,
 ) -> crate::guard::Guarded<S, BreakerPolicy<D>> {
-    tower_layer::Layer::layer(&CircuitBreakerLayer::new(policy), inner)
+    tower_layer::Layer::layer(&GuardLayer::new(policy), inner)
 }

@@ -9,7 +9,7 @@
 //! use std::time::Duration;
 //!
 //! let err: BoxError = std::io::Error::other(DeadlineExceeded::new(Duration::from_secs(8))).into();
-//! assert!(errors::is_caused_by::<DeadlineExceeded>(&*err));
+//! assert!(errors::find::<DeadlineExceeded>(&*err).is_some());
 //! assert_eq!(errors::chain(&*err).count(), 2);
 //!
 //! // For a log line: the kind of failure, then every cause.
@@ -139,11 +139,6 @@ pub fn chain<'a>(
 /// ```
 pub fn find<'a, E: Error + 'static>(error: &'a (dyn Error + 'static)) -> Option<&'a E> {
     chain(error).find_map(|err| err.downcast_ref::<E>())
-}
-
-/// Whether an error of type `E` is in the chain of `error`.
-pub fn is_caused_by<E: Error + 'static>(error: &(dyn Error + 'static)) -> bool {
-    find::<E>(error).is_some()
 }
 
 /// Displays `error` for a log: its [`FailureKind`], then every message of its

@@ -4,7 +4,7 @@
 /// make (its retryer allows no more), in that attempt's request extensions.
 ///
 /// [`AttemptTimeout`](crate::attempt_timeout::AttemptTimeout) with
-/// [`final_attempt_uses_deadline`](crate::attempt_timeout::AttemptTimeout::final_attempt_uses_deadline)
+/// [`final_attempt_uses_deadline`](crate::AttemptTimeoutLayer::final_attempt_uses_deadline)
 /// lets such an attempt run until the deadline instead of its own limit: with
 /// no retry left, cutting it short only turns a slow success into a failure
 /// (linkerd drops its per-try timeout on the final attempt for this reason).

@@ -37,22 +37,22 @@
 //! judged as the upstream's would be: retried, counted by a circuit breaker
 //! before it, returned as the last outcome.
 //!
-//! - **Standing for the upstream**, every attempt: a [`FaultLayer`] right
+//! - **Standing for the upstream**, every attempt: a [`GuardLayer<FaultPolicy>`](crate::guard::GuardLayer) right
 //!   above the client, below the three layers, the combined service or a
 //!   hedge. There the attempt's limit and the deadline cut an injected
 //!   wait as they would a slow upstream:
 //!
 //!   ```text
-//!   DeadlineLayer -> StatusRetryLayer -> AttemptTimeoutLayer -> FaultLayer -> client
-//!   ResiliencePolicy::layer()                                -> FaultLayer -> client
-//!   DeadlineLayer -> HedgeLayer       -> AttemptTimeoutLayer -> FaultLayer -> client
+//!   DeadlineLayer -> StatusRetryLayer -> AttemptTimeoutLayer -> GuardLayer<FaultPolicy> -> client
+//!   ResiliencePolicy::layer()                                -> GuardLayer<FaultPolicy> -> client
+//!   DeadlineLayer -> HedgeLayer       -> AttemptTimeoutLayer -> GuardLayer<FaultPolicy> -> client
 //!   ```
 //!
 //!   [`ResiliencePolicy::with_guard`](crate::ResiliencePolicy::with_guard)
 //!   takes it too, among the guards between the retry and the attempt's
 //!   limit: a wait is then made before the attempt, as a queue's, and not
 //!   taken from its limit.
-//! - **Standing for a dependency of one's own service**: a [`FaultLayer`]
+//! - **Standing for a dependency of one's own service**: a [`GuardLayer<FaultPolicy>`](crate::guard::GuardLayer)
 //!   outermost, around the whole client stack, where a call fails, waits or
 //!   is answered as the stack would answer it.
 //!
@@ -74,7 +74,8 @@
 //! ```
 //! use http::{Request, Response, StatusCode};
 //! use http_resilience::{
-//!     fault::{Fault, FaultKind, FaultLayer, FaultPolicy},
+//!     fault::{Fault, FaultKind, FaultPolicy},
+//!     guard::GuardLayer,
 //!     policy::{FixedDelay, StatusDecoder},
 //!     retry::RetryPolicy,
 //!     Attempts, ResiliencePolicy,
@@ -88,7 +89,7 @@
 //! let retry = RetryPolicy::new(StatusDecoder::new([503])?, FixedDelay::new(Duration::from_millis(10), 2));
 //! let svc = ServiceBuilder::new()
 //!     .layer(ResiliencePolicy::new(Duration::from_secs(8), Duration::from_secs(1), retry)?.layer())
-//!     .layer(FaultLayer::new(faults.clone()))
+//!     .layer(GuardLayer::new(faults.clone()))
 //!     .service_fn(|_: Request<String>| async {
 //!         // A stand-in for the network.
 //!         Ok::<_, Infallible>(Response::new(String::from("ok")))
@@ -112,8 +113,6 @@ mod policy;
 mod switch;
 mod trigger;
 
-use crate::guard::GuardLayer;
-
 pub use self::{
     error::InjectedFault,
     inject::{Fault, FaultKind},
@@ -121,11 +120,6 @@ pub use self::{
     policy::{FaultPolicy, FaultState},
     switch::FaultSwitch,
 };
-
-/// Fault injection as a layer of its own: a [`GuardLayer`] of a
-/// [`FaultPolicy`], whose state every clone of the layer (and of the
-/// policy) shares. See the [module docs](self) for where it goes.
-pub type FaultLayer = GuardLayer<FaultPolicy>;
 
 #[cfg(test)]
 mod tests;

@@ -237,7 +237,7 @@ use crate::{
     attempt_timeout::error::AttemptTimedOut,
     body::{ReplayBody, DEFAULT_REPLAY_CAP},
     deadline::{body::DeadlineBody, error::DeadlineExceeded},
-    errors::is_caused_by,
+    errors::find,
     guard::Guard,
     propagate::{InheritDeadline, InheritDeadlineLayer, TimeoutFormat, GRPC_TIMEOUT},
     BoxError, Resilience, ResilienceLayer, ResiliencePolicy,
@@ -467,7 +467,8 @@ pub(crate) fn into_status(err: BoxError) -> BoxError {
     if err.is::<tonic::Status>() {
         return err;
     }
-    let overrun = is_caused_by::<DeadlineExceeded>(&*err) || is_caused_by::<AttemptTimedOut>(&*err);
+    let overrun =
+        find::<DeadlineExceeded>(&*err).is_some() || find::<AttemptTimedOut>(&*err).is_some();
     let mut status = if overrun {
         tonic::Status::deadline_exceeded(err.to_string())
     } else if let Some(key) = rate_limited_by(&*err) {

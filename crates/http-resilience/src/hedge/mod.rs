@@ -73,7 +73,7 @@
 //! the same rules for what may be repeated. The order:
 //!
 //! ```text
-//! DeadlineLayer -> HedgeLayer -> [CircuitBreakerLayer] -> [PropagateDeadlineLayer] -> [AttemptTimeoutLayer] -> client
+//! DeadlineLayer -> HedgeLayer -> [GuardLayer<BreakerPolicy>] -> [PropagateDeadlineLayer] -> [AttemptTimeoutLayer] -> client
 //! ```
 //!
 //! - the deadline **outside** covers every copy and ends them all;
@@ -85,14 +85,14 @@
 //! - a [`StatusRetryLayer`] outside the hedge retries a whole hedged round;
 //!   inside, it retries each copy on its own. Either works; most calls want
 //!   one of the two;
-//! - a [`CircuitBreakerLayer`] **inside** sees every copy: a copy the circuit
+//! - a [`GuardLayer<BreakerPolicy>`](crate::guard::GuardLayer) **inside** sees every copy: a copy the circuit
 //!   turns away is not sent (its error is a failed copy, as above), and the
 //!   copies that lose the race are dropped and count for nothing, so hedging
 //!   alone never trips a circuit. Clones of one
 //!   [`BreakerPolicy`](crate::breaker::BreakerPolicy) share its circuits with
 //!   the other stacks of a client.
 //!
-//! [`CircuitBreakerLayer`]: crate::breaker::CircuitBreakerLayer
+//! [`GuardLayer<BreakerPolicy>`]: crate::guard::GuardLayer
 //! [`Attempts`]: crate::Attempts
 //! [`Attempts::winner`]: crate::Attempts::winner
 //! [`RetryEvent::Hedge`]: crate::policy::RetryEvent::Hedge

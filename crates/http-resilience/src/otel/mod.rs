@@ -33,7 +33,7 @@
 //! calls is a layer of its own, outermost:
 //!
 //! ```text
-//! metrics.layer() -> DeadlineLayer -> StatusRetryLayer -> [CircuitBreakerLayer] -> [OverloadLayer] -> AttemptTimeoutLayer -> client
+//! metrics.layer() -> DeadlineLayer -> StatusRetryLayer -> [GuardLayer<BreakerPolicy>] -> [GuardLayer<OverloadPolicy>] -> AttemptTimeoutLayer -> client
 //!                                     retry.with_metrics(&metrics)
 //!                                                         breaker.with_metrics(&metrics)
 //!                                                                                  overload.with_metrics(&metrics)

@@ -18,7 +18,7 @@ use std::{error::Error, fmt, sync::Once};
 /// logs; the key is [`key`](Self::key), the limit and the probability are
 /// in the [`reason`](Self::reason).
 ///
-/// Its [`OverloadLayer`](super::OverloadLayer) and the combined service return it, boxed.
+/// Its [`GuardLayer<OverloadPolicy>`](crate::guard::GuardLayer) and the combined service return it, boxed.
 /// [`FailureKind::of`] reads it as [`FailureKind::Overloaded`], wherever it
 /// is in the chain (its constructor makes the type known to it, so every
 /// value is); the ready-made decoders never retry it, and it

@@ -40,8 +40,8 @@
 //! timeout:
 //!
 //! ```text
-//! DeadlineLayer -> StatusRetryLayer -> OverloadLayer -> [CircuitBreakerLayer] -> AttemptTimeoutLayer -> client
-//! DeadlineLayer -> HedgeLayer       -> OverloadLayer -> [CircuitBreakerLayer] -> AttemptTimeoutLayer -> client
+//! DeadlineLayer -> StatusRetryLayer -> GuardLayer<OverloadPolicy> -> [GuardLayer<BreakerPolicy>] -> AttemptTimeoutLayer -> client
+//! DeadlineLayer -> HedgeLayer       -> GuardLayer<OverloadPolicy> -> [GuardLayer<BreakerPolicy>] -> AttemptTimeoutLayer -> client
 //! ```
 //!
 //! - every attempt takes a slot, and holds it until its response head (or
@@ -84,7 +84,8 @@
 //! ```
 //! use http::{Request, Response};
 //! use http_resilience::{
-//!     overload::{OverloadLayer, OverloadPolicy, Rejection},
+//!     guard::GuardLayer,
+//!     overload::{OverloadPolicy, Rejection},
 //!     DeadlineLayer, FailureKind, StatusRetryLayer,
 //! };
 //! use std::{convert::Infallible, time::Duration};
@@ -95,7 +96,7 @@
 //! let bulkhead = OverloadPolicy::bulkhead(1).unwrap().with_queue(1);
 //! let svc = ServiceBuilder::new()
 //!     .layer(DeadlineLayer::new(Duration::from_secs(2)))
-//!     .layer(OverloadLayer::new(bulkhead.clone()))
+//!     .layer(GuardLayer::new(bulkhead.clone()))
 //!     .service_fn(|_: Request<String>| async {
 //!         // A stand-in for the network: a slow upstream.
 //!         tokio::time::sleep(Duration::from_millis(100)).await;
@@ -123,8 +124,6 @@ mod throttle;
 #[cfg(feature = "otel")]
 pub(crate) use self::events::Observer;
 
-use crate::guard::GuardLayer;
-
 pub use self::{
     error::{Overloaded, Rejection},
     events::OverloadEvent,
@@ -133,11 +132,6 @@ pub use self::{
     settings::{OverloadSettings, OverloadState},
     throttle::Throttle,
 };
-
-/// Overload control as a layer of its own: a [`GuardLayer`] of an
-/// [`OverloadPolicy`], whose state every clone of the layer (and of the
-/// policy) shares. See the [module docs](self) for its place and an example.
-pub type OverloadLayer = GuardLayer<OverloadPolicy>;
 
 #[cfg(test)]
 mod tests;

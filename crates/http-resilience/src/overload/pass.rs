@@ -1,7 +1,7 @@
 //! A call's way through overload control: a slot at once, a wait in the
 //! queue within its deadline, or a rejection; and the slot given back with
 //! what the call's outcome says of the upstream's load. Both stack forms
-//! (its [`OverloadLayer`](super::OverloadLayer) and the combined service)
+//! (its [`GuardLayer<OverloadPolicy>`](crate::guard::GuardLayer) and the combined service)
 //! drive this one type.
 
 use super::{

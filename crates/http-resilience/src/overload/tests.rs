@@ -3,7 +3,7 @@
 //! three-layer form's service.
 
 use super::*;
-use crate::{guard::Guarded, key::UpstreamKey, FailureKind, RequestDeadline};
+use crate::{guard::GuardLayer, guard::Guarded, key::UpstreamKey, FailureKind, RequestDeadline};
 use http::{Request, Response};
 use std::{
     collections::VecDeque,
@@ -111,7 +111,7 @@ async fn settle() {
 async fn a_bulkhead_admits_its_limit_queues_in_order_and_turns_away_the_rest() {
     let upstream = Upstream::answering([(100 * MS, 200), (100 * MS, 200), (10 * MS, 200)]);
     let policy = OverloadPolicy::bulkhead(2).unwrap().with_queue(1);
-    let svc = OverloadLayer::new(policy.clone()).layer(upstream.clone());
+    let svc = GuardLayer::new(policy.clone()).layer(upstream.clone());
     let start = Instant::now();
     let first = spawn(&svc, request(A, None));
     let second = spawn(&svc, request(A, None));
@@ -147,7 +147,7 @@ async fn a_bulkhead_admits_its_limit_queues_in_order_and_turns_away_the_rest() {
 async fn a_queued_call_ends_at_its_deadline_with_the_deadline_error() {
     let upstream = Upstream::answering([(time::Duration::from_secs(5), 200)]);
     let policy = OverloadPolicy::bulkhead(1).unwrap().with_queue(8);
-    let svc = OverloadLayer::new(policy.clone()).layer(upstream.clone());
+    let svc = GuardLayer::new(policy.clone()).layer(upstream.clone());
     let _busy = spawn(&svc, request(A, None));
     settle().await;
     let start = Instant::now();
@@ -183,7 +183,7 @@ async fn a_wait_ends_before_the_deadline_by_the_least_useful_attempt_or_the_long
         ),
     ] {
         let upstream = Upstream::answering([(time::Duration::from_secs(5), 200)]);
-        let svc = OverloadLayer::new(policy).layer(upstream);
+        let svc = GuardLayer::new(policy).layer(upstream);
         let busy = spawn(&svc, request(A, None));
         settle().await;
         let start = Instant::now();
@@ -199,7 +199,7 @@ async fn a_call_that_cannot_get_a_slot_in_time_gives_up_at_once() {
     // Calls take 100 ms, one at a time.
     let upstream = Upstream::answering((0..10).map(|_| (100 * MS, 200)));
     let policy = OverloadPolicy::bulkhead(1).unwrap().with_queue(8);
-    let svc = OverloadLayer::new(policy.clone()).layer(upstream);
+    let svc = GuardLayer::new(policy.clone()).layer(upstream);
     svc.clone().oneshot(request(A, None)).await.unwrap();
     let _busy = spawn(&svc, request(A, None));
     let _waiting = spawn(&svc, request(A, None));
@@ -222,7 +222,7 @@ async fn a_call_that_cannot_get_a_slot_in_time_gives_up_at_once() {
 async fn dropped_calls_give_their_slot_and_their_place_back() {
     let upstream = Upstream::answering([(time::Duration::from_secs(60), 200)]);
     let policy = OverloadPolicy::bulkhead(1).unwrap().with_queue(1);
-    let svc = OverloadLayer::new(policy.clone()).layer(upstream.clone());
+    let svc = GuardLayer::new(policy.clone()).layer(upstream.clone());
     let busy = spawn(&svc, request(A, None));
     let queued = spawn(&svc, request(A, None));
     settle().await;
@@ -249,7 +249,7 @@ async fn dropped_calls_give_their_slot_and_their_place_back() {
 async fn keys_have_slots_of_their_own() {
     let upstream = Upstream::answering([(time::Duration::from_secs(60), 200)]);
     let policy = OverloadPolicy::bulkhead(1).unwrap();
-    let svc = OverloadLayer::new(policy.clone()).layer(upstream);
+    let svc = GuardLayer::new(policy.clone()).layer(upstream);
     let _busy = spawn(&svc, request(A, None));
     settle().await;
     let b = "http://b.test/";
@@ -270,7 +270,7 @@ async fn throttling_turns_away_the_share_the_sre_formula_gives() {
     let calls = 1000;
     let upstream = Upstream::answering((0..calls).map(|_| (MS, 503)));
     let policy = OverloadPolicy::throttling(Throttle::default()).with_seed(7);
-    let svc = OverloadLayer::new(policy.clone()).layer(upstream.clone());
+    let svc = GuardLayer::new(policy.clone()).layer(upstream.clone());
     let mut throttled = 0;
     for _ in 0..calls {
         match svc.clone().oneshot(request(A, None)).await {
@@ -295,7 +295,7 @@ async fn throttling_leaves_a_healthy_upstream_alone_and_recovers() {
         .with_window(Duration::from_secs(10))
         .unwrap();
     let policy = OverloadPolicy::throttling(throttle).with_seed(1);
-    let svc = OverloadLayer::new(policy.clone()).layer(upstream.clone());
+    let svc = GuardLayer::new(policy.clone()).layer(upstream.clone());
     for _ in 0..50 {
         let _ = svc.clone().oneshot(request(A, None)).await;
     }
@@ -323,7 +323,7 @@ async fn an_adaptive_limit_shrinks_on_overload_signals_and_says_so() {
         },
     );
     let upstream = Upstream::answering((0..10).map(|_| (10 * MS, 503)));
-    let svc = OverloadLayer::new(policy.clone()).layer(upstream);
+    let svc = GuardLayer::new(policy.clone()).layer(upstream);
     for _ in 0..10 {
         let _ = svc.clone().oneshot(request(A, None)).await;
     }
@@ -342,7 +342,7 @@ async fn an_attempt_timeout_below_counts_as_an_overload_signal_and_a_deadline_as
     let upstream =
         Upstream::answering([(Duration::from_secs(5), 200), (Duration::from_secs(5), 200)]);
     let svc = tower::ServiceBuilder::new()
-        .layer(OverloadLayer::new(policy.clone()))
+        .layer(GuardLayer::new(policy.clone()))
         .layer(AttemptTimeoutLayer::new(100 * MS))
         .service(upstream);
     let err = svc.clone().oneshot(request(A, None)).await.unwrap_err();
@@ -522,7 +522,7 @@ mod edges {
     async fn three_layer_queued_call_is_sent_on_the_ready_service() {
         let (mock, mut handle) = tower_test::mock::pair::<Req, Resp>();
         let overload = OverloadPolicy::bulkhead(1).unwrap().with_queue(1);
-        let svc = OverloadLayer::new(overload.clone()).layer(mock);
+        let svc = GuardLayer::new(overload.clone()).layer(mock);
         let first = tokio::spawn(svc.clone().oneshot(request(A, Some(SEC))));
         let second = tokio::spawn(svc.clone().oneshot(request(A, Some(SEC))));
         settle().await;
@@ -608,7 +608,7 @@ mod edges {
         if form == FORMS[0] {
             Stack::new(
                 DeadlineLayer::new(SEC)
-                    .layer(OverloadLayer::new(overload.clone()).layer(upstream.clone())),
+                    .layer(GuardLayer::new(overload.clone()).layer(upstream.clone())),
             )
         } else {
             Stack::new(
@@ -739,7 +739,7 @@ mod edges {
             .unwrap()
             .with_queue(1)
             .with_min_attempt(500 * MS);
-        let svc = OverloadLayer::new(overload.clone()).layer(upstream.clone());
+        let svc = GuardLayer::new(overload.clone()).layer(upstream.clone());
         let busy = spawn(&svc, request(A, Some(100 * MS)));
         settle().await;
         assert_eq!(
@@ -768,7 +768,7 @@ mod edges {
             .unwrap()
             .max_keys(2, SEC)
             .unwrap();
-        let svc = OverloadLayer::new(overload.clone()).layer(upstream.clone());
+        let svc = GuardLayer::new(overload.clone()).layer(upstream.clone());
         let _a1 = spawn(&svc, request(A, None));
         settle().await;
         time::sleep(2 * SEC).await;

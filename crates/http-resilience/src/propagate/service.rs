@@ -47,19 +47,17 @@ impl<S> PropagateDeadline<S> {
         }
     }
 
-    /// On the final attempt (marked [`FinalAttempt`](crate::extensions::FinalAttempt)) of
-    /// a request with a deadline, the attempt limit does not cap the budget
-    /// sent: the setting to pair with
-    /// [`AttemptTimeout::final_attempt_uses_deadline`](crate::attempt_timeout::AttemptTimeout::final_attempt_uses_deadline).
-    #[must_use]
-    pub const fn final_attempt_uses_deadline(mut self) -> Self {
+    /// On the final attempt of a request with a deadline, the attempt limit
+    /// does not cap the budget sent (set through
+    /// [`PropagateDeadlineLayer::final_attempt_uses_deadline`](super::PropagateDeadlineLayer::final_attempt_uses_deadline)).
+    pub(crate) const fn final_attempt_uses_deadline(mut self) -> Self {
         self.final_uses_deadline = true;
         self
     }
 
-    /// The same service, with the budget also capped by `limit`.
-    #[must_use]
-    pub const fn with_attempt_limit(mut self, limit: Duration) -> Self {
+    /// The same service, with the budget also capped by `limit` (set through
+    /// [`PropagateDeadlineLayer::with_attempt_limit`](super::PropagateDeadlineLayer::with_attempt_limit)).
+    pub(crate) const fn with_attempt_limit(mut self, limit: Duration) -> Self {
         self.attempt_limit = Some(limit);
         self
     }

@@ -19,7 +19,7 @@ use tokio::time::Instant;
 /// instant a call to the key could go again is [`free_at`](Self::free_at)
 /// ([`retry_after`](Self::retry_after) from when the call was turned away).
 ///
-/// Its [`RateLimitLayer`](super::RateLimitLayer) and the combined service
+/// Its [`GuardLayer<RateLimitPolicy>`](crate::guard::GuardLayer) and the combined service
 /// return it, boxed. [`FailureKind::of`] reads it as
 /// [`FailureKind::RateLimited`], wherever it is in the chain (its
 /// constructor makes the type known to it); the ready-made decoders never

@@ -43,8 +43,8 @@
 //! the retry or the hedge, and **before** overload control and the breaker:
 //!
 //! ```text
-//! DeadlineLayer -> StatusRetryLayer -> RateLimitLayer -> [OverloadLayer] -> [CircuitBreakerLayer] -> AttemptTimeoutLayer -> client
-//! DeadlineLayer -> HedgeLayer       -> RateLimitLayer -> [OverloadLayer] -> ...
+//! DeadlineLayer -> StatusRetryLayer -> GuardLayer<RateLimitPolicy> -> [GuardLayer<OverloadPolicy>] -> [GuardLayer<BreakerPolicy>] -> AttemptTimeoutLayer -> client
+//! DeadlineLayer -> HedgeLayer       -> GuardLayer<RateLimitPolicy> -> [GuardLayer<OverloadPolicy>] -> ...
 //! ```
 //!
 //! - every attempt takes a slot: a retry, a hedged copy, as the upstream
@@ -79,7 +79,8 @@
 //! ```
 //! use http::{Request, Response};
 //! use http_resilience::{
-//!     rate_limit::{RateLimitLayer, RateLimitPolicy},
+//!     guard::GuardLayer,
+//!     rate_limit::RateLimitPolicy,
 //!     DeadlineLayer,
 //! };
 //! use std::{convert::Infallible, sync::{Arc, Mutex}, time::Duration};
@@ -94,7 +95,7 @@
 //! let limit = RateLimitPolicy::new(10, Duration::from_secs(1))?.with_burst(2)?;
 //! let svc = ServiceBuilder::new()
 //!     .layer(DeadlineLayer::new(Duration::from_secs(2)))
-//!     .layer(RateLimitLayer::new(limit))
+//!     .layer(GuardLayer::new(limit))
 //!     .service_fn(move |_: Request<String>| {
 //!         // A stand-in for the network: it notes when each call is sent.
 //!         record.lock().unwrap().push((Instant::now() - start).as_millis());
@@ -126,8 +127,6 @@ mod settings;
 #[cfg(feature = "otel")]
 pub(crate) use self::events::Observer;
 
-use crate::guard::GuardLayer;
-
 pub use self::{
     error::{Limited, RateLimited},
     events::RateLimitEvent,
@@ -135,11 +134,6 @@ pub use self::{
     policy::RateLimitPolicy,
     settings::{RateLimitMode, RateLimitSettings, RateLimitState},
 };
-
-/// The rate limit as a layer of its own: a [`GuardLayer`] of a
-/// [`RateLimitPolicy`], whose buckets every clone of the layer (and of the
-/// policy) shares. See the [module docs](self) for its place and an example.
-pub type RateLimitLayer = GuardLayer<RateLimitPolicy>;
 
 #[cfg(test)]
 mod tests;

@@ -1,7 +1,7 @@
 //! A call's way through the rate limit: its slot at once, a wait for it
 //! within the deadline, or a refusal; and what its response says of the
 //! server's limits, learned. Both stack forms (the
-//! [`RateLimitLayer`](super::RateLimitLayer) and the combined service)
+//! [`GuardLayer<RateLimitPolicy>`](crate::guard::GuardLayer) and the combined service)
 //! drive this one type.
 
 use super::{

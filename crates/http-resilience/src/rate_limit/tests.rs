@@ -3,6 +3,7 @@
 
 use super::*;
 use crate::{
+    guard::GuardLayer,
     policy::{FixedDelay, StatusDecoder},
     retry::RetryPolicy,
     BoxError, DeadlineLayer, FailureKind, RequestDeadline, ResiliencePolicy, StatusRetryLayer,
@@ -57,7 +58,7 @@ fn layered(
     let seen = Seen::default();
     let svc = ServiceBuilder::new()
         .layer(DeadlineLayer::new(deadline))
-        .layer(RateLimitLayer::new(limit))
+        .layer(GuardLayer::new(limit))
         .service(upstream(&seen, Instant::now(), answer));
     (BoxCloneService::new(svc), seen)
 }
@@ -153,7 +154,7 @@ async fn turned_away_at_once_with_the_instant_a_slot_frees() {
 #[tokio::test(flavor = "current_thread", start_paused = true)]
 async fn the_longest_wait_bounds_a_wait_without_deadline() {
     let limit = per_second(1, 1).with_max_wait(ms(500)).unwrap();
-    let svc = RateLimitLayer::new(limit).layer(upstream(&Seen::default(), Instant::now(), ok));
+    let svc = GuardLayer::new(limit).layer(upstream(&Seen::default(), Instant::now(), ok));
     svc.clone().oneshot(get("http://a.test/")).await.unwrap();
     let err = svc
         .clone()
@@ -334,7 +335,7 @@ async fn a_retry_takes_a_slot_in_both_forms() {
     let layered = ServiceBuilder::new()
         .layer(DeadlineLayer::new(Duration::from_secs(10)))
         .layer(StatusRetryLayer::new(retry()))
-        .layer(RateLimitLayer::new(per_second(1, 1)))
+        .layer(GuardLayer::new(per_second(1, 1)))
         .service(upstream.clone());
     assert_eq!(
         layered
@@ -389,7 +390,7 @@ async fn a_key_of_ones_own_shares_one_bucket_across_authorities() {
 #[tokio::test(flavor = "current_thread", start_paused = true)]
 async fn a_request_deadline_of_its_own_bounds_the_wait() {
     let svc =
-        RateLimitLayer::new(per_second(1, 1)).layer(upstream(&Seen::default(), Instant::now(), ok));
+        GuardLayer::new(per_second(1, 1)).layer(upstream(&Seen::default(), Instant::now(), ok));
     svc.clone().oneshot(get("http://a.test/")).await.unwrap();
     let mut request = get("http://a.test/");
     request
@@ -427,7 +428,7 @@ async fn a_hedged_copy_takes_a_slot() {
     let svc = ServiceBuilder::new()
         .layer(DeadlineLayer::new(Duration::from_secs(10)))
         .layer(HedgeLayer::new(hedge))
-        .layer(RateLimitLayer::new(per_second(10, 1)))
+        .layer(GuardLayer::new(per_second(10, 1)))
         .service(slow);
     svc.oneshot(get("http://a.test/")).await.unwrap();
     // The copy, due at 50 ms, waits for its slot at 100 ms.

@@ -286,7 +286,7 @@ mod tests {
         assert!(err.reqwest().is_none());
         assert!(err.kind() == FailureKind::Deadline && err.is_timeout() && !err.is_connect());
         assert_eq!(FailureKind::of(&err), FailureKind::Deadline);
-        assert!(errors::is_caused_by::<DeadlineExceeded>(&err));
+        assert!(errors::find::<DeadlineExceeded>(&err).is_some());
         assert_eq!(err.url(), Some(&url()));
         assert_eq!(err.status(), None);
         assert_eq!(err.summary(), None);

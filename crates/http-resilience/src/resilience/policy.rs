@@ -266,34 +266,6 @@ impl<D, R, G> ResiliencePolicy<D, R, G> {
         }
     }
 
-    /// The same policy judging with `decoder`, every other part kept.
-    pub fn with_decoder<D2>(self, decoder: D2) -> ResiliencePolicy<D2, R, G> {
-        self.map_retry(|retry| retry.with_decoder(decoder))
-    }
-
-    /// The same policy waiting as `retryer` says, every other part kept: the
-    /// one line that retunes a preset's backoff.
-    ///
-    /// # Example
-    ///
-    /// ```
-    /// use http_resilience::{policy::ExponentialBackoff, presets};
-    /// use std::time::Duration;
-    ///
-    /// let quick = presets::standard().with_retryer(ExponentialBackoff::new(
-    ///     Duration::from_millis(100),
-    ///     2.0,
-    ///     Duration::from_secs(2),
-    ///     3,
-    /// )?);
-    /// assert_eq!(quick.retry().retryer().max_attempts(), 3);
-    /// assert!(quick.retry().options().deadline_margin().is_some(), "the preset's other settings stay");
-    /// # Ok::<(), http_resilience::BoxError>(())
-    /// ```
-    pub fn with_retryer<R2>(self, retryer: R2) -> ResiliencePolicy<D, R2, G> {
-        self.map_retry(|retry| retry.with_retryer(retryer))
-    }
-
     /// The same policy allowing at most `max` attempts in all (the first
     /// included), every other setting kept
     /// ([`RetryPolicy::with_max_attempts`]).
