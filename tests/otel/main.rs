@@ -372,8 +372,7 @@ async fn a_breaker_trip_counts_its_transitions_and_rejections_and_its_gauge_read
         .break_duration(Duration::from_secs(1), Duration::from_secs(1))
         .unwrap()
         .with_seed(7)
-        .with_listener(metrics.clone());
-    let _state = metrics.observe_breaker(&breaker);
+        .with_metrics(&metrics);
     let status = Arc::new(AtomicUsize::new(503));
     let answer = Arc::clone(&status);
     let svc = ServiceBuilder::new()
@@ -448,12 +447,18 @@ async fn a_breaker_trip_counts_its_transitions_and_rejections_and_its_gauge_read
 }
 
 #[tokio::test(flavor = "current_thread", start_paused = true)]
-async fn a_budget_gauge_reads_the_tokens_while_it_is_kept() {
+async fn a_budget_gauge_reads_the_tokens_while_its_policy_lives() {
     let _one = crate::ONE_AT_A_TIME.lock().await;
     let (reader, metrics) = Reader::new();
+    let metrics = metrics.with_budget_name("api");
     let budget = Arc::new(RetryBudget::new(10, 0.1).unwrap());
-    let tokens = metrics.observe_budget("api", Arc::clone(&budget));
-    let policy = retry(&metrics).map_options(|o| o.with_budget(budget));
+    let policy = RetryPolicy::new(
+        StatusDecoder::new([503]).unwrap(),
+        FixedDelay::new(MS(10), 2),
+    )
+    .map_options(|o| o.with_budget(budget))
+    .with_metrics(&metrics);
+    let kept = policy.clone();
     let svc = three_layers(
         &metrics,
         policy,
@@ -469,7 +474,7 @@ async fn a_budget_gauge_reads_the_tokens_while_it_is_kept() {
     assert_eq!(gauge.len(), 1, "{gauge:?}");
     assert_eq!((&gauge[0].attributes, gauge[0].value), (&name, 8.1));
 
-    drop(tokens);
+    drop(kept);
     let points = reader.collect();
     assert!(of(&points, "http_resilience.budget.tokens").is_empty());
 }
@@ -532,10 +537,7 @@ async fn overload_control_counts_its_rejections_and_its_gauges_read_the_slots() 
     use http_resilience::overload::OverloadPolicy;
     let _one = crate::ONE_AT_A_TIME.lock().await;
     let (reader, metrics) = Reader::new();
-    let overload = OverloadPolicy::bulkhead(1)
-        .unwrap()
-        .with_listener(metrics.clone());
-    let slots = metrics.observe_overload(&overload);
+    let overload = OverloadPolicy::bulkhead(1).unwrap().with_metrics(&metrics);
     let svc = ServiceBuilder::new()
         .layer(GuardLayer::new(overload))
         .service(silent());
@@ -572,7 +574,7 @@ async fn overload_control_counts_its_rejections_and_its_gauges_read_the_slots() 
     }
 
     drop(held);
-    drop(slots);
+    drop(svc);
     let points = reader.collect();
     assert!(of(&points, "http_resilience.overload.in_flight").is_empty());
 }

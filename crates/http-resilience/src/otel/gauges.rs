@@ -1,13 +1,13 @@
 //! The gauges, read when the meter collects: a breaker's circuits, overload
 //! control's slots and a budget's tokens. Each gauge is made once per
 //! [`Metrics`], when it is first asked for, and reads every source given to
-//! it since: one kept by an [`Observation`], or one attached to a guard's
-//! state, read for as long as the state lives.
+//! it since: a budget kept by an [`Observation`], or a guard's state it is
+//! attached to, read for as long as the state lives.
 
 use super::{attributes as attr, Metrics};
-use crate::breaker::{self, BreakerPolicy, CircuitState};
+use crate::breaker::{self, CircuitState};
 use crate::key::{Kept, UpstreamKey};
-use crate::overload::{self, OverloadPolicy, OverloadState};
+use crate::overload::{self, OverloadState};
 use crate::policy::RetryBudget;
 use crate::rate_limit::{self, RateLimitState};
 use opentelemetry::{
@@ -152,20 +152,10 @@ impl Gauge<f64> {
     }
 }
 
-/// A gauge's readings, kept while this handle is: once it is dropped, the
-/// gauge reports nothing more of what it observed, and lets it go.
-///
-/// OpenTelemetry's SDK keeps a gauge's callback until its meter provider
-/// shuts down, and has no way to take one back: each gauge of a [`Metrics`]
-/// is registered once and reads what is observed through it, holding what
-/// this handle keeps weakly. Keep it as long as the thing it observes:
-/// beside the client, in the application's state. (A guard wired with
-/// `with_metrics` needs no handle: its gauge reads it for as long as it
-/// lives.)
-///
-/// See the [module docs](super) for an example.
+/// A source of a gauge, read while this handle is kept: the budget of a
+/// policy wired with `with_metrics`, kept by the policy's listener.
 #[must_use = "the gauge reads nothing once its `Observation` is dropped"]
-pub struct Observation {
+pub(crate) struct Observation {
     _kept: Box<dyn Any + Send + Sync>,
 }
 
@@ -191,30 +181,10 @@ fn kept<K: Send + Sync + 'static>(kept: K) -> (Observation, Weak<K>) {
 // ===== impl Metrics =====
 
 impl Metrics {
-    /// Observes the circuits of `policy`: the gauge
-    /// `http_resilience.breaker.state`, one reading per circuit kept, with
-    /// its `http_resilience.breaker.key`: 0 closed, 1 open, 2 half-open,
-    /// 3 ramping up. An open circuit reads 1 until a call after its break
-    /// makes it half-open, as [`BreakerPolicy::states`] tells it.
-    ///
-    /// The readings come from the circuits `policy` shares with its clones:
-    /// observe the policy as it is handed to the stack, after
-    /// [`with_listener`](BreakerPolicy::with_listener) and every other
-    /// setter, each of which makes circuits of its own.
-    /// [`BreakerPolicy::with_metrics`] needs no such care, nor a handle.
-    pub fn observe_breaker<D>(&self, policy: &BreakerPolicy<D>) -> Observation
-    where
-        D: Send + Sync + 'static,
-    {
-        let (observation, policy) = kept(policy.clone());
-        self.read_circuits(move || Some(policy.upgrade()?.states()));
-        observation
-    }
-
     /// Observes `budget`: the gauge `http_resilience.budget.tokens`, the
     /// tokens left (in tokens, to the thousandth), with
     /// `http_resilience.budget.name` = `name`.
-    pub fn observe_budget(
+    pub(crate) fn observe_budget(
         &self,
         name: impl Into<Cow<'static, str>>,
         budget: Arc<RetryBudget>,
@@ -233,20 +203,6 @@ impl Metrics {
         gauges
             .budget_tokens
             .add_f64(&self.instruments.meter, source);
-        observation
-    }
-
-    /// Observes the slots of `policy`, one reading per key kept, with its
-    /// `http_resilience.overload.key`: the gauges
-    /// `http_resilience.overload.limit` (none for a policy without a
-    /// limit), `.in_flight`, `.queued` and `.rejection_probability`.
-    ///
-    /// As for [`observe_breaker`](Self::observe_breaker): observe the
-    /// policy as it is handed to the stack, after every setter, or wire it
-    /// with [`OverloadPolicy::with_metrics`].
-    pub fn observe_overload(&self, policy: &OverloadPolicy) -> Observation {
-        let (observation, policy) = kept(policy.clone());
-        self.read_slots(move || Some(policy.upgrade()?.states()));
         observation
     }
 

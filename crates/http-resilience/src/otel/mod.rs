@@ -55,11 +55,10 @@
 //!   The combined service wired with `with_metrics` needs none: with one it
 //!   counts every call twice.
 //!
-//! Giving the metrics to `with_listener` (rather than `with_metrics`) still
-//! works as before: the listener records what the retry sees, the breaker's
-//! or overload control's events, and no whole call (the layer does), and the
-//! gauges are observed by hand ([`Metrics::observe_breaker`],
-//! [`Metrics::observe_overload`], [`Metrics::observe_budget`]).
+//! The metrics are a listener too: given to `with_listener` (rather than
+//! `with_metrics`) they record the events the policy tells (what the retry
+//! sees, the breaker's or overload control's events), no whole call (the
+//! layer does) and no gauge: `with_metrics` is the one way to the gauges.
 //!
 //! # Instruments
 //!
@@ -148,12 +147,6 @@
 //! policy lives; then the gauge forgets it. (OpenTelemetry's SDK keeps a
 //! callback until its provider shuts down and cannot take one back: the
 //! gauges hold what they read weakly.)
-//!
-//! [`observe_breaker`](Metrics::observe_breaker),
-//! [`observe_overload`](Metrics::observe_overload) and
-//! [`observe_budget`](Metrics::observe_budget) observe by hand instead, for
-//! as long as the [`Observation`] they return is kept, and nothing once it
-//! is dropped.
 //!
 //! # Cardinality
 //!
@@ -313,7 +306,7 @@ mod instruments;
 mod layer;
 pub(crate) mod wiring;
 
-pub use self::{gauges::Observation, layer::CallMetricsLayer, wiring::Observed};
+pub use self::{layer::CallMetricsLayer, wiring::Observed};
 
 use self::{future::ResponseFuture, instruments::Instruments};
 use crate::{

@@ -1,7 +1,7 @@
 //! `with_metrics`: one call that gives a policy the metrics, its guards and
 //! its budget included.
 
-use super::{Metrics, Observation};
+use super::{gauges::Observation, Metrics};
 use crate::{
     breaker::BreakerPolicy,
     overload::OverloadPolicy,
