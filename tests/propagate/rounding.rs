@@ -79,7 +79,7 @@ fn combined(header: &HeaderName, format: TimeoutFormat, upstream: Upstream) -> C
         .propagating(header.clone(), format)
         .layer()
         .layer(upstream)
-        .map_response(|response| response.map(|body| body.into_inner()));
+        .map_response(|response| response.map(|body| body.get_ref().clone()));
     BoxCloneService::new(svc)
 }
 

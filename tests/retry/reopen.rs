@@ -24,6 +24,7 @@ use http_resilience::{
 };
 use http_resilience_mock::{body::ScriptedBody, MockResponse, MockServer};
 use std::{
+    error::Error as _,
     future::{ready, Ready},
     io,
     sync::{
@@ -184,7 +185,11 @@ async fn a_factory_that_fails_to_reopen_ends_the_call_with_its_error_not_retried
         .unwrap_err();
     assert_eq!(FailureKind::of(&*err), FailureKind::RequestBody, "{err}");
     let failed = errors::find::<ReopenFailed>(&*err).expect("the typed error");
-    let source = failed.get_ref().downcast_ref::<io::Error>().unwrap();
+    let source = failed
+        .source()
+        .unwrap()
+        .downcast_ref::<io::Error>()
+        .unwrap();
     assert_eq!(source.kind(), io::ErrorKind::ConnectionRefused);
     let summary = report.summary().unwrap();
     assert_eq!((summary.get(), summary.stop()), (2, Stop::Failed));

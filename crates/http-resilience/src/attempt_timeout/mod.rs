@@ -132,12 +132,11 @@ impl<S> AttemptTimeout<S> {
         &self.inner
     }
 
-    /// Returns a mutable reference to the inner service.
-    pub fn get_mut(&mut self) -> &mut S {
-        &mut self.inner
-    }
-
     /// Consumes `self`, returning the inner service.
+    ///
+    /// There is no `get_mut`: the wrapper may have polled the inner service
+    /// ready, and reaching in mutably behind it would break that readiness;
+    /// take the service back with this instead.
     pub fn into_inner(self) -> S {
         self.inner
     }

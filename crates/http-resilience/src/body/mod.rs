@@ -147,21 +147,6 @@ impl<B> SendOnce<B> {
     pub const fn new(inner: B) -> Self {
         Self { inner }
     }
-
-    /// Returns a reference to the inner body.
-    pub fn get_ref(&self) -> &B {
-        &self.inner
-    }
-
-    /// Returns a mutable reference to the inner body.
-    pub fn get_mut(&mut self) -> &mut B {
-        &mut self.inner
-    }
-
-    /// Consumes `self`, returning the inner body.
-    pub fn into_inner(self) -> B {
-        self.inner
-    }
 }
 
 // NOTE: `SendOnce` is deliberately not `Clone`, which is what lets this impl

@@ -76,18 +76,13 @@ impl<B> DeadlineBody<B> {
     }
 
     /// Returns a reference to the inner body.
+    ///
+    /// With the deadline outermost, this is how a caller reaches what the
+    /// body below tells of itself, such as `ResumeBody::is_resumable` (feature
+    /// `resume`). The body is read through this wrapper alone, so that no
+    /// frame escapes the deadline: there is no `get_mut` or `into_inner`.
     pub fn get_ref(&self) -> &B {
         &self.inner
-    }
-
-    /// Returns a mutable reference to the inner body.
-    pub fn get_mut(&mut self) -> &mut B {
-        &mut self.inner
-    }
-
-    /// Consumes `self`, returning the inner body.
-    pub fn into_inner(self) -> B {
-        self.inner
     }
 }
 

@@ -139,7 +139,7 @@
 //!                 outbound.extensions_mut().insert(deadline);
 //!             }
 //!             let response = client.oneshot(outbound).await?;
-//!             Ok::<_, BoxError>(response.into_body().into_inner())
+//!             Ok::<_, BoxError>(response.body().get_ref().clone())
 //!         }
 //!     });
 //!

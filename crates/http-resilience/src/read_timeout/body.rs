@@ -61,21 +61,6 @@ impl<B> ReadTimeoutBody<B> {
             timed_out: false,
         }
     }
-
-    /// Returns a reference to the inner body.
-    pub fn get_ref(&self) -> &B {
-        &self.inner
-    }
-
-    /// Returns a mutable reference to the inner body.
-    pub fn get_mut(&mut self) -> &mut B {
-        &mut self.inner
-    }
-
-    /// Consumes `self`, returning the inner body.
-    pub fn into_inner(self) -> B {
-        self.inner
-    }
 }
 
 impl<B> Body for ReadTimeoutBody<B>

@@ -23,7 +23,7 @@ use std::{error::Error as StdError, fmt, sync::Once};
 /// attempt timeout ([`AttemptTimedOut`](crate::attempt_timeout::error::AttemptTimedOut)),
 /// the read timeout ([`ReadTimedOut`](crate::read_timeout::error::ReadTimedOut)),
 /// an open circuit ([`CircuitOpen`](crate::breaker::error::CircuitOpen)), a
-/// request body that could not be sent again, ... [`get_ref`](Self::get_ref)
+/// request body that could not be sent again, ... [`source`](StdError::source)
 /// lends it and [`kind`](Self::kind) names it.
 ///
 /// The helpers answer as reqwest's own do, for both: [`is_timeout`](Self::is_timeout)
@@ -126,25 +126,18 @@ impl Error {
         }
     }
 
-    /// The failure itself: the `reqwest::Error`, or the layers' error.
-    pub fn get_ref(&self) -> &(dyn StdError + Send + Sync + 'static) {
+    /// The failure itself: the `reqwest::Error`, or the layers' error; the
+    /// error's [`source`](StdError::source).
+    fn failure(&self) -> &(dyn StdError + 'static) {
         match &self.inner.source {
             Source::Reqwest(err) => err,
             Source::Layers(err) => &**err,
         }
     }
 
-    /// The failure itself, boxed: the `reqwest::Error`, or the layers' error.
-    pub fn into_inner(self) -> BoxError {
-        match self.inner.source {
-            Source::Reqwest(err) => Box::new(err),
-            Source::Layers(err) => err,
-        }
-    }
-
     /// What kind of failure this is ([`FailureKind::of`]).
     pub fn kind(&self) -> FailureKind {
-        FailureKind::of(self.get_ref())
+        FailureKind::of(self.failure())
     }
 
     /// Whether a timeout ended the call: reqwest's (`reqwest::Error::is_timeout`),
@@ -225,7 +218,7 @@ impl fmt::Display for Error {
 
 impl StdError for Error {
     fn source(&self) -> Option<&(dyn StdError + 'static)> {
-        Some(self.get_ref())
+        Some(self.failure())
     }
 }
 

@@ -89,11 +89,6 @@ impl ReopenFailed {
             source: source.into(),
         }
     }
-
-    /// The factory's error.
-    pub fn get_ref(&self) -> &(dyn Error + Send + Sync + 'static) {
-        &*self.source
-    }
 }
 
 impl fmt::Display for ReopenFailed {
@@ -124,7 +119,7 @@ impl Error for ReopenFailed {
 /// use std::error::Error;
 ///
 /// let err = ReopenFailed::new(FactoryPanicked::new("no such bucket"));
-/// let panicked = err.get_ref().downcast_ref::<FactoryPanicked>().unwrap();
+/// let panicked = err.source().unwrap().downcast_ref::<FactoryPanicked>().unwrap();
 /// assert_eq!(panicked.to_string(), "the body factory panicked");
 /// assert_eq!(panicked.message(), Some("no such bucket"));
 /// assert_eq!(panicked.source().unwrap().to_string(), "no such bucket");
