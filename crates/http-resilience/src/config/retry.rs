@@ -60,8 +60,9 @@ impl RetrySection {
         Ok(())
     }
 
-    /// `base` with the backoff and its settings over it.
-    fn apply_backoff(&self, mut base: Fields, path: &str) -> Result<Fields, InvalidSetting> {
+    /// `base` with the kind of backoff written here, if one is: another kind
+    /// starts from that kind's defaults.
+    fn apply_backoff_kind(&self, mut base: Fields, path: &str) -> Result<Fields, InvalidSetting> {
         if let Some(backoff) = &self.backoff {
             let backoff = backoff.get("backoff", path)?;
             if backoff != base.backoff {
@@ -73,6 +74,12 @@ impl RetrySection {
                 base.max_pushback = None;
             }
         }
+        Ok(base)
+    }
+
+    /// `base` with the backoff and its settings over it.
+    fn apply_backoff(&self, base: Fields, path: &str) -> Result<Fields, InvalidSetting> {
+        let mut base = self.apply_backoff_kind(base, path)?;
         let backoffs = |field: &str, base: &Fields, wanted: &[BackoffKind]| {
             let names: Vec<_> = wanted.iter().map(|kind| kind.name()).collect();
             let applies = wanted.contains(&base.backoff);
