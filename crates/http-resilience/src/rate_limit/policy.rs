@@ -308,7 +308,10 @@ impl fmt::Debug for RateLimitPolicy {
             .field("listener", &shared.listener.given().is_some())
             .field("keys", &shared.registry.len());
         #[cfg(feature = "redis")]
-        debug.field("fleet", &shared.fleet.is_some());
+        debug.field(
+            "fleet",
+            &shared.fleet.as_ref().map(super::fleet::Fleet::quota),
+        );
         debug.finish()
     }
 }

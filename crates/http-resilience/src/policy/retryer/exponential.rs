@@ -8,7 +8,7 @@ use crate::{
     limits::{capped, grown, scale},
     InvalidSetting,
 };
-use std::time::Duration;
+use std::{fmt, time::Duration};
 
 /// How a delay is spread at random, so that many clients retrying at once
 /// do not come back in step.
@@ -58,7 +58,7 @@ pub enum Jitter {
 /// let waits: Vec<_> = (1..=5).map(|n| retryer.next_delay(n, None)).collect();
 /// assert_eq!(waits, [Some(ms(100)), Some(ms(150)), Some(ms(225)), Some(Duration::from_micros(337_500)), None]);
 /// ```
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct ExponentialBackoff {
     initial: Duration,
     multiplier: f64,
@@ -188,6 +188,19 @@ impl ExponentialBackoff {
     /// multiplier^(attempts − 1)`, capped.
     fn base(&self, attempts: u32) -> Duration {
         grown(self.initial, self.multiplier, attempts, self.max_delay)
+    }
+}
+
+/// Shows the settings; the random state of a request's jitter is left out.
+impl fmt::Debug for ExponentialBackoff {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ExponentialBackoff")
+            .field("initial", &self.initial)
+            .field("multiplier", &self.multiplier)
+            .field("max_delay", &self.max_delay)
+            .field("max_attempts", &self.max_attempts)
+            .field("jitter", &self.jitter)
+            .finish_non_exhaustive()
     }
 }
 
