@@ -163,9 +163,10 @@ struct Heard {
 pub async fn run(plan: &Plan) -> Counts {
     let heard = Arc::new(Heard::default());
     let start = start_instant(plan);
-    let limit = policy(plan, Arc::clone(&heard), start);
-    let fleet = limit.fleet().expect("a fleet quota");
-    fleet.connect().await.expect("Redis is up at the start");
+    let quota = quota(plan);
+    let limit = policy(plan, quota.clone(), Arc::clone(&heard), start);
+    // NOTE: a clone of the quota shares its link to Redis with the policy's.
+    quota.connect().await.expect("Redis is up at the start");
     tokio::time::sleep(plan.until_start()).await;
     let client = Client::builder(TokioExecutor::new()).build_http::<Full<Bytes>>();
     let svc = presets::reactor().with_guard(limit).layer().layer(client);
@@ -210,15 +211,19 @@ async fn refused(counts: &mut Counts, err: &BoxError) {
     tokio::time::sleep(Duration::from_millis(1)).await;
 }
 
-/// The fleet's quota as `plan` says, its events counted in `heard`.
-fn policy(plan: &Plan, heard: Arc<Heard>, start: Instant) -> RateLimitPolicy {
-    let fleet = FleetQuota::new(&plan.redis)
+/// The fleet's quota as `plan` says.
+fn quota(plan: &Plan) -> FleetQuota {
+    FleetQuota::new(&plan.redis)
         .unwrap()
         .with_prefix(&plan.prefix)
         .with_lease_wait(Duration::from_millis(plan.lease_wait_ms))
         .unwrap()
         .with_fallback(Fallback::LocalShare(plan.share))
-        .unwrap();
+        .unwrap()
+}
+
+/// The rate limit of `fleet` as `plan` says, its events counted in `heard`.
+fn policy(plan: &Plan, fleet: FleetQuota, heard: Arc<Heard>, start: Instant) -> RateLimitPolicy {
     let mode = match plan.turn_away {
         true => RateLimitMode::TurnAway,
         false => RateLimitMode::Wait,

@@ -181,7 +181,7 @@ impl<D> BreakerPolicy<D> {
     }
 
     /// The decoder.
-    pub fn decoder(&self) -> &D {
+    pub(crate) fn decoder(&self) -> &D {
         &self.shared.decoder
     }
 

@@ -125,6 +125,8 @@ mod settings;
 
 #[cfg(feature = "otel")]
 pub(crate) use self::events::Observer;
+#[cfg(test)]
+pub(crate) use self::settings::RateLimitSettings;
 
 use crate::guard::GuardLayer;
 
@@ -133,7 +135,7 @@ pub use self::{
     events::RateLimitEvent,
     learn::{ServerSignals, Signal},
     policy::RateLimitPolicy,
-    settings::{RateLimitMode, RateLimitSettings, RateLimitState},
+    settings::{RateLimitMode, RateLimitState},
 };
 
 /// The rate limit as a layer of its own: a [`GuardLayer`] of a

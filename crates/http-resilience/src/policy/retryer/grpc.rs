@@ -191,27 +191,27 @@ impl GrpcBackoff {
     }
 
     /// The attempts a call can make: `max_attempts`, at most the cap.
-    pub fn max_attempts(&self) -> u32 {
+    pub(crate) fn max_attempts(&self) -> u32 {
         self.max_attempts.min(self.cap)
     }
 
     /// The first wait, before jitter (`initialBackoff`).
-    pub const fn initial(&self) -> Duration {
+    pub(crate) const fn initial(&self) -> Duration {
         self.initial
     }
 
     /// The longest wait, before jitter (`maxBackoff`).
-    pub const fn max_backoff(&self) -> Duration {
+    pub(crate) const fn max_backoff(&self) -> Duration {
         self.max_backoff
     }
 
     /// The growth of each wait over the one before (`backoffMultiplier`).
-    pub const fn multiplier(&self) -> f64 {
+    pub(crate) const fn multiplier(&self) -> f64 {
         self.multiplier
     }
 
     /// The cap on a server's pushback, if any.
-    pub const fn max_pushback(&self) -> Option<Duration> {
+    pub(crate) const fn max_pushback(&self) -> Option<Duration> {
         self.max_pushback
     }
 
