@@ -302,7 +302,9 @@ async fn an_open_circuit_costs_no_retry_budget_in_both_forms() {
         assert_eq!(FailureKind::of(&*err), FailureKind::ConnectRefused, "{err}");
         let tripped = budget.tokens_milli();
         assert!(tripped < full, "{form:?}: {tripped} of {full}");
-        assert!(budget.can_retry(), "{form:?}: room for retries left");
+        // NOTE: the budget allows a retry while more than half the bucket,
+        // full at first, is left.
+        assert!(tripped > full / 2, "{form:?}: room for retries left");
 
         // Turned away: never sent, no token taken, none put back.
         for _ in 0..50 {

@@ -3,7 +3,7 @@
 
 use crate::support;
 use http::Request;
-use http_resilience::{config::ClientsConfig, policy::Retryer};
+use http_resilience::config::ClientsConfig;
 use std::{
     convert::Infallible,
     sync::{
@@ -205,7 +205,7 @@ async fn settings_at_the_ends_of_their_ranges_work() {
     )
     .unwrap();
     let policy = config.policy("anyone").unwrap();
-    assert_eq!(policy.retry().retryer().max_attempts(), Some(100));
+    assert_eq!(support::shown(policy.retry(), "max_attempts"), "100");
     let calls = Arc::new(AtomicU32::new(0));
     let counter = Arc::clone(&calls);
     let svc = ServiceBuilder::new()

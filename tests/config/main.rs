@@ -9,7 +9,7 @@ use http::{Request, Response, StatusCode};
 use http_resilience::{
     breaker::CircuitState,
     config::ClientsConfig,
-    policy::{AnyDecoder, AnyRetryer, ExponentialBackoff, FixedDelay, Jitter},
+    policy::{AnyRetryer, FixedDelay},
     Attempts, FailureKind,
 };
 use std::{
@@ -20,7 +20,7 @@ use std::{
     },
     time::Duration,
 };
-use support::guarded;
+use support::{guarded, shown};
 use tokio::time::Instant;
 use tower::{ServiceBuilder, ServiceExt};
 
@@ -70,25 +70,31 @@ fn error(clients: &str) -> String {
     }
 }
 
-fn fixed(policy: &Policy) -> FixedDelay {
-    match policy.retry().retryer() {
-        AnyRetryer::Fixed(fixed) => *fixed,
-        other => panic!("not a fixed delay: {other:?}"),
-    }
+/// The retryer of `policy` as its `Debug` shows it (the one public view of
+/// a built policy).
+fn retryer(policy: &Policy) -> String {
+    shown(policy.retry(), "retryer")
 }
 
-fn exponential(policy: &Policy) -> &ExponentialBackoff {
-    match policy.retry().retryer() {
-        AnyRetryer::Exponential(exponential) => exponential,
-        other => panic!("not an exponential backoff: {other:?}"),
-    }
+/// The `Debug` of the run-time choice of `fixed`: what [`retryer`] shows
+/// for a policy that waits as `fixed` does.
+fn fixed(fixed: FixedDelay) -> String {
+    format!("{:?}", AnyRetryer::Fixed(fixed))
 }
 
-fn statuses(policy: &Policy) -> Vec<u16> {
-    match policy.retry().decoder() {
-        AnyDecoder::Statuses(decoder) => decoder.statuses().map(|s| s.as_u16()).collect(),
-        other => panic!("not a status decoder: {other:?}"),
-    }
+/// The setting `field` of the exponential backoff of `policy`.
+fn exponential(policy: &Policy, field: &str) -> String {
+    let retryer = retryer(policy);
+    assert!(
+        retryer.starts_with("Exponential("),
+        "not an exponential backoff: {retryer}"
+    );
+    shown(policy.retry(), field)
+}
+
+/// The decoder of `policy` as its `Debug` shows it.
+fn decoder(policy: &Policy) -> String {
+    shown(policy.retry(), "decoder")
 }
 
 // ----- resolution -----
@@ -98,11 +104,10 @@ fn client_inherits_default_fields() {
     let config = load("[clients.weather]\nattempt_timeout = \"2s\"");
     let policy = config.policy("weather").unwrap();
     assert_eq!(policy.deadline(), secs(8));
-    assert_eq!(statuses(&policy), [503]);
-    let retryer = fixed(&policy);
+    assert_eq!(decoder(&policy), "Statuses({503})");
     assert_eq!(
-        (retryer.delay(), retryer.retries(), retryer.max_delay()),
-        (ms(10), 2, secs(1))
+        retryer(&policy),
+        fixed(FixedDelay::new(ms(10), 2).with_max_delay(secs(1)))
     );
 }
 
@@ -116,10 +121,11 @@ fn client_field_overrides_default() {
 fn nested_retry_field_overrides_only_itself() {
     let config = load("[clients.weather.retry]\nmax_attempts = 5");
     let policy = config.policy("weather").unwrap();
-    let retryer = fixed(&policy);
-    assert_eq!(retryer.retries(), 4);
-    assert_eq!(retryer.delay(), ms(10));
-    assert_eq!(statuses(&policy), [503]);
+    assert_eq!(
+        retryer(&policy),
+        fixed(FixedDelay::new(ms(10), 4).with_max_delay(secs(1)))
+    );
+    assert_eq!(decoder(&policy), "Statuses({503})");
 }
 
 #[test]
@@ -135,11 +141,14 @@ fn preset_replaces_default() {
     // The preset's deadline, not the default's 8 s; the client's own timeout.
     assert_eq!(policy.deadline(), secs(10));
     assert_eq!(policy.attempt_timeout(), secs(2));
-    assert!(matches!(policy.retry().decoder(), AnyDecoder::Transient(_)));
-    let backoff = exponential(&policy);
+    assert!(decoder(&policy).starts_with("Transient("));
     assert_eq!(
-        (backoff.initial(), backoff.max_attempts(), backoff.jitter()),
-        (ms(500), 2, Jitter::Full)
+        (
+            exponential(&policy, "initial"),
+            exponential(&policy, "max_attempts"),
+            exponential(&policy, "jitter"),
+        ),
+        ("500ms".into(), "2".into(), "Full".into())
     );
 }
 
@@ -156,8 +165,8 @@ fn default_applies_over_its_own_preset() {
     let policy = config.policy("anything").unwrap();
     assert_eq!(policy.deadline(), secs(5));
     assert_eq!(policy.attempt_timeout(), secs(3));
-    assert_eq!(statuses(&policy), [503]);
-    assert_eq!(fixed(&policy).retries(), 2);
+    assert_eq!(decoder(&policy), "Statuses({503})");
+    assert_eq!(retryer(&policy), fixed(FixedDelay::new(ms(10), 2)));
 }
 
 #[test]
@@ -166,10 +175,13 @@ fn default_without_preset_applies_over_standard() {
     let policy = config.policy("anything").unwrap();
     assert_eq!(policy.deadline(), secs(30));
     assert_eq!(policy.attempt_timeout(), secs(1));
-    let backoff = exponential(&policy);
     assert_eq!(
-        (backoff.initial(), backoff.multiplier(), backoff.jitter()),
-        (secs(2), 2.0, Jitter::Decorrelated)
+        (
+            exponential(&policy, "initial"),
+            exponential(&policy, "multiplier"),
+            exponential(&policy, "jitter"),
+        ),
+        ("2s".into(), "2.0".into(), "Decorrelated".into())
     );
 }
 
@@ -181,8 +193,8 @@ fn unlisted_name_gets_the_default() {
         (policy.deadline(), policy.attempt_timeout()),
         (secs(8), secs(3))
     );
-    assert_eq!(statuses(&policy), [503]);
-    assert_eq!(fixed(&policy).retries(), 2);
+    assert_eq!(decoder(&policy), "Statuses({503})");
+    assert_eq!(retryer(&policy), fixed(FixedDelay::new(ms(10), 2)));
 }
 
 #[test]
@@ -214,19 +226,26 @@ fn changing_the_kind_drops_the_settings_that_belong_to_it() {
     )
     .unwrap();
     let policy = config.policy("payments").unwrap();
-    assert!(matches!(policy.retry().decoder(), AnyDecoder::Transient(_)));
-    let retryer = fixed(&policy);
-    assert_eq!((retryer.delay(), retryer.retries()), (ms(200), 3));
+    assert!(decoder(&policy).starts_with("Transient("));
+    assert_eq!(
+        retryer(&policy),
+        fixed(FixedDelay::new(ms(200), 3).with_max_delay(secs(2)))
+    );
 }
 
 #[test]
 fn exponential_settings_take_their_defaults_after_a_change_of_backoff() {
     let config = load("[clients.search.retry]\nbackoff = \"exponential\"");
     let policy = config.policy("search").unwrap();
-    let backoff = exponential(&policy);
-    assert_eq!(backoff.multiplier(), 1.5);
-    assert_eq!(backoff.jitter(), Jitter::None);
-    assert_eq!((backoff.initial(), backoff.max_delay()), (ms(10), secs(1)));
+    assert_eq!(exponential(&policy, "multiplier"), "1.5");
+    assert_eq!(exponential(&policy, "jitter"), "None");
+    assert_eq!(
+        (
+            exponential(&policy, "initial"),
+            exponential(&policy, "max_delay"),
+        ),
+        ("10ms".into(), "1s".into())
+    );
 }
 
 // ----- validation -----
@@ -341,11 +360,14 @@ fn rejects_zero_durations() {
     );
     // A fixed delay of zero retries at once, as the apache preset does.
     let config = load("[clients.x.retry]\ndelay = \"0ms\"\n[clients.apache]\npreset = \"apache\"");
-    assert_eq!(fixed(&config.policy("x").unwrap()).delay(), Duration::ZERO);
-    assert_eq!(
-        fixed(&config.policy("apache").unwrap()).delay(),
-        Duration::ZERO
-    );
+    let delay = |name: &str| {
+        let policy = config.policy(name).unwrap();
+        let retryer = retryer(&policy);
+        assert!(retryer.starts_with("Fixed("), "{name}: {retryer}");
+        shown(policy.retry(), "delay")
+    };
+    assert_eq!(delay("x"), format!("{:?}", Duration::ZERO));
+    assert_eq!(delay("apache"), format!("{:?}", Duration::ZERO));
 }
 
 #[test]
@@ -526,18 +548,11 @@ fn min_attempt_turns_deadline_awareness_on_and_off() {
         "#,
     )
     .unwrap();
-    let margin = |name: &str| {
-        config
-            .policy(name)
-            .unwrap()
-            .retry()
-            .options()
-            .deadline_margin()
-    };
+    let margin = |name: &str| shown(config.policy(name).unwrap().retry(), "deadline_margin");
     let ms = std::time::Duration::from_millis;
-    assert_eq!(margin("other"), Some(ms(500)));
-    assert_eq!(margin("relaxed"), None);
-    assert_eq!(margin("strict"), Some(ms(1000)));
+    assert_eq!(margin("other"), format!("{:?}", Some(ms(500))));
+    assert_eq!(margin("relaxed"), "None");
+    assert_eq!(margin("strict"), format!("{:?}", Some(ms(1000))));
     let err =
         ClientsConfig::from_toml_str("[default.retry]\nmin_attempt = \"soon\"\n").unwrap_err();
     assert!(
@@ -723,9 +738,17 @@ async fn the_default_breaker_is_inherited_and_enabled_false_turns_it_off() {
         "#,
     );
     let policy = config.policy("guarded").unwrap();
-    let settings = policy.guard().breaker.as_ref().unwrap().settings();
-    assert_eq!(settings.consecutive_failures, 4, "from [default]");
-    assert_eq!(settings.break_duration, secs(5), "from the standard preset");
+    let breaker = policy.guard().breaker.as_ref().unwrap();
+    assert_eq!(
+        shown(breaker, "consecutive_failures"),
+        "4",
+        "from [default]"
+    );
+    assert_eq!(
+        shown(breaker, "break_duration"),
+        "5s",
+        "from the standard preset"
+    );
     assert!(config
         .policy("unguarded")
         .unwrap()

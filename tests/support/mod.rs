@@ -138,3 +138,38 @@ pub fn on_paused_clock<F: Future>(future: F) -> F::Output {
         .expect("a current-thread runtime")
         .block_on(future)
 }
+
+/// The value of `field` in `value`'s `Debug` output, the one public view of
+/// a built policy's settings: the text after the first ` field: ` (or
+/// `{ field: `), up to the `,` or closing bracket that ends it, so that
+/// `shown(&retry, "retries")` reads `2` out of
+/// `RetryPolicy { .., retryer: FixedDelay { delay: 10ms, retries: 2, .. }, .. }`.
+///
+/// # Panics
+///
+/// When the output shows no such field.
+pub fn shown(value: &impl std::fmt::Debug, field: &str) -> String {
+    let text = format!("{value:?}");
+    let key = format!(" {field}: ");
+    let start = text
+        .find(&key)
+        .unwrap_or_else(|| panic!("no `{field}` in {text}"))
+        + key.len();
+    let mut depth = 0_i32;
+    let end = text[start..]
+        .char_indices()
+        .find(|&(_, c)| match c {
+            '(' | '[' | '{' => {
+                depth += 1;
+                false
+            }
+            ')' | ']' | '}' if depth > 0 => {
+                depth -= 1;
+                false
+            }
+            ')' | ']' | '}' | ',' => depth == 0,
+            _ => false,
+        })
+        .map_or(text.len(), |(at, _)| start + at);
+    text[start..end].to_owned()
+}

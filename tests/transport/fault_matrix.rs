@@ -565,10 +565,13 @@ fn stack(preset: Preset, http2: bool) -> Stack {
     match preset {
         Preset::Reactor => {
             let retry = presets::reactor().retry().clone();
-            assert_eq!(retry.retryer().retries() + 1, REACTOR_ATTEMPTS);
             assert_eq!(
-                retry.options().deadline_margin(),
-                None,
+                support::shown(&retry, "retries"),
+                (REACTOR_ATTEMPTS - 1).to_string()
+            );
+            assert_eq!(
+                support::shown(&retry, "deadline_margin"),
+                "None",
                 "not deadline-aware"
             );
             let resilience = ResiliencePolicy::new(DEADLINE, ATTEMPT, retry).expect("valid limits");
@@ -576,19 +579,25 @@ fn stack(preset: Preset, http2: bool) -> Stack {
         }
         Preset::Standard => {
             let retry = presets::standard().retry().clone();
-            assert_eq!(retry.retryer().max_attempts(), STANDARD_ATTEMPTS);
-            assert_eq!(retry.retryer().jitter(), Jitter::Decorrelated);
             assert_eq!(
-                retry.options().deadline_margin(),
-                Some(presets::MIN_USEFUL_ATTEMPT),
+                support::shown(&retry, "max_attempts"),
+                STANDARD_ATTEMPTS.to_string()
+            );
+            assert_eq!(
+                support::shown(&retry, "jitter"),
+                format!("{:?}", Jitter::Decorrelated)
+            );
+            assert_eq!(
+                support::shown(&retry, "deadline_margin"),
+                format!("{:?}", Some(presets::MIN_USEFUL_ATTEMPT)),
                 "deadline-aware"
             );
             let retry = retry.map(
                 |decoder| decoder,
-                |preset| {
-                    ExponentialBackoff::new(ms(10), 2.0, DEADLINE, preset.max_attempts())
+                |_| {
+                    ExponentialBackoff::new(ms(10), 2.0, DEADLINE, STANDARD_ATTEMPTS)
                         .expect("valid backoff")
-                        .with_jitter(preset.jitter())
+                        .with_jitter(Jitter::Decorrelated)
                         .with_seed(1)
                 },
             );

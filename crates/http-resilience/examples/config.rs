@@ -6,10 +6,7 @@
 //! cargo run -p http-resilience --example config
 //! ```
 
-use http_resilience::{
-    config::{ClientPolicy, ClientsConfig},
-    policy::{AnyDecoder, AnyRetryer, Retryer},
-};
+use http_resilience::config::{ClientPolicy, ClientsConfig};
 use std::time::Duration;
 
 fn main() {
@@ -47,69 +44,20 @@ fn main() {
     }
 }
 
-/// One client's policy, readably.
+/// One client's policy: its limits, then its retry policy and its breaker
+/// as their `Debug` shows them (the one public view of a built policy's
+/// settings).
 fn print_policy(name: &str, policy: &ClientPolicy) {
     println!(
         "{name}\n  {} per attempt, {} in all",
         human(policy.attempt_timeout()),
         human(policy.deadline())
     );
-    let decoder = match policy.retry().decoder() {
-        AnyDecoder::Statuses(statuses) => format!("the statuses {statuses:?}"),
-        AnyDecoder::Feign(_) => "OpenFeign's default (error statuses with Retry-After)".into(),
-        AnyDecoder::Transient(_) => "the transient outcomes (408, 429, 5xx, connect)".into(),
-        other => format!("{other:?}"),
-    };
-    println!("  retries {decoder}");
-    let backoff = match policy.retry().retryer() {
-        AnyRetryer::Fixed(fixed) => format!(
-            "fixed {}, at most {} attempts",
-            human(fixed.delay()),
-            fixed.retries() + 1
-        ),
-        AnyRetryer::Exponential(exp) => format!(
-            "exponential from {}, x {}, up to {}, {} jitter, at most {} attempts",
-            human(exp.initial()),
-            exp.multiplier(),
-            human(exp.max_delay()),
-            format!("{:?}", exp.jitter()).to_lowercase(),
-            exp.max_attempts()
-        ),
-        AnyRetryer::Feign(_) => "OpenFeign's Retryer.Default arithmetic".into(),
-        other => format!("{other:?}"),
-    };
-    println!("  backoff {backoff}");
+    println!("  retry   {:?}", policy.retry());
     match policy.guard().breaker.as_ref() {
-        Some(breaker) => {
-            let s = breaker.settings();
-            println!(
-                "  breaker opens after {} failures in a row, or {} % of at least {} calls over {}, for {} (at most {})",
-                s.consecutive_failures,
-                s.failure_ratio * 100.0,
-                s.minimum_throughput,
-                human(s.sampling_window),
-                human(s.break_duration),
-                human(s.max_break_duration)
-            );
-            if let Some((duration, steps)) = s.ramp {
-                println!("  then ramps up over {} in {steps} steps", human(duration));
-            }
-            if let Some(threshold) = s.slow_call_threshold {
-                println!(
-                    "  a success slower than {} counts as a failure",
-                    human(threshold)
-                );
-            }
-        }
-        None => println!("  no breaker"),
+        Some(breaker) => println!("  breaker {breaker:?}\n"),
+        None => println!("  no breaker\n"),
     }
-    // One draw of the waits, as a request would see them with no Retry-After.
-    let mut retryer = policy.retry().retryer().for_request();
-    let waits: Vec<String> = (1..)
-        .map_while(|attempt| retryer.next_delay(attempt, None))
-        .map(human)
-        .collect();
-    println!("  waits   {}\n", waits.join(", "));
 }
 
 /// A duration as a file would write it, to the millisecond: `1s 500ms`,

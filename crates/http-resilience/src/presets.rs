@@ -197,7 +197,7 @@ pub fn apache() -> ResiliencePolicy<ApacheDecoder, FixedDelay> {
 ///     .map_retry(|retry| {
 ///         retry.map(|decoder| decoder, |backoff| backoff.with_max_pushback(Duration::from_secs(10)))
 ///     });
-/// assert_eq!(long_lived.retry().retryer().max_pushback(), Some(Duration::from_secs(10)));
+/// assert!(format!("{long_lived:?}").contains("max_pushback: Some(10s)"));
 /// # Ok::<(), http_resilience::BoxError>(())
 /// ```
 ///

@@ -172,8 +172,9 @@ pub use self::{
     events::{BreakerEvent, TripReason},
     policy::BreakerPolicy,
     probe::WaitForProbe,
-    settings::BreakerSettings,
 };
+
+pub(crate) use self::settings::BreakerSettings;
 
 #[cfg(feature = "otel")]
 pub(crate) use self::events::Observer;

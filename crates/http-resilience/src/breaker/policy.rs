@@ -181,7 +181,7 @@ impl<D> BreakerPolicy<D> {
     }
 
     /// The decoder.
-    pub fn decoder(&self) -> &D {
+    pub(crate) fn decoder(&self) -> &D {
         &self.shared.decoder
     }
 
@@ -507,7 +507,7 @@ impl<D: fmt::Debug> fmt::Debug for BreakerPolicy<D> {
         let shared = &*self.shared;
         f.debug_struct("BreakerPolicy")
             .field("decoder", &shared.decoder)
-            .field("settings", &shared.settings)
+            .field("settings", &self.settings())
             .field("custom_key", &shared.key_fn.is_some())
             .field("listener", &shared.listener.given().is_some())
             .field("keys", &shared.registry.len())

@@ -4,7 +4,7 @@ use super::BreakerPolicy;
 use std::time::Duration;
 
 /// The settings of a [`BreakerPolicy`], as its setters left them: what
-/// [`BreakerPolicy::settings`] reads.
+/// [`BreakerPolicy::settings`] reads, and the policy's `Debug` shows.
 ///
 /// Each field is named as the setting is in the errors of the setters
 /// ([`InvalidSetting::field`](crate::InvalidSetting::field)) and in the
@@ -12,75 +12,46 @@ use std::time::Duration;
 /// `serde`), but for [`ramp`](Self::ramp), whose two values are
 /// `ramp_duration` and `ramp_steps` there. It is a read-out: a policy is
 /// made with its setters, which check every value.
-///
-/// # Example
-///
-/// ```
-/// use http_resilience::breaker::BreakerPolicy;
-/// use std::time::Duration;
-///
-/// let policy = BreakerPolicy::default()
-///     .consecutive_failures(3)?
-///     .break_duration(Duration::from_secs(2), Duration::from_secs(30))?;
-/// let settings = policy.settings();
-/// assert_eq!(settings.consecutive_failures, 3);
-/// assert_eq!(settings.break_duration, Duration::from_secs(2));
-/// assert_eq!(settings.max_break_duration, Duration::from_secs(30));
-/// // The others keep their defaults.
-/// assert_eq!(settings.failure_ratio, 0.1);
-/// assert_eq!(settings.max_keys, 1024);
-/// assert_eq!(settings.ramp, None);
-/// assert_eq!(settings.slow_call_threshold, None);
-///
-/// let ramped = policy
-///     .ramp(Duration::from_secs(20), 4)?
-///     .slow_calls(Duration::from_secs(2))?
-///     .settings();
-/// assert_eq!(ramped.ramp, Some((Duration::from_secs(20), 4)));
-/// assert_eq!(ramped.slow_call_threshold, Some(Duration::from_secs(2)));
-/// # Ok::<(), http_resilience::BoxError>(())
-/// ```
 #[derive(Debug, Clone, Copy, PartialEq)]
-#[non_exhaustive]
-pub struct BreakerSettings {
+pub(crate) struct BreakerSettings {
     /// Failures in a row that trip a closed circuit
     /// ([`consecutive_failures`](BreakerPolicy::consecutive_failures)).
-    pub consecutive_failures: u32,
+    pub(crate) consecutive_failures: u32,
     /// The share of failed calls over the window that trips a closed circuit
     /// ([`failure_ratio`](BreakerPolicy::failure_ratio)).
-    pub failure_ratio: f64,
+    pub(crate) failure_ratio: f64,
     /// The sliding window the failure ratio is taken over.
-    pub sampling_window: Duration,
+    pub(crate) sampling_window: Duration,
     /// The fewest calls ended in the window for the ratio to trip.
-    pub minimum_throughput: u32,
+    pub(crate) minimum_throughput: u32,
     /// The break of a first trip
     /// ([`break_duration`](BreakerPolicy::break_duration)).
-    pub break_duration: Duration,
+    pub(crate) break_duration: Duration,
     /// The cap of a break, grown or asked for by the upstream.
-    pub max_break_duration: Duration,
+    pub(crate) max_break_duration: Duration,
     /// The growth of the break on each trip that follows before the circuit
     /// closes ([`break_growth`](BreakerPolicy::break_growth)).
-    pub break_multiplier: f64,
+    pub(crate) break_multiplier: f64,
     /// The largest share of the break added at random.
-    pub break_jitter: f64,
+    pub(crate) break_jitter: f64,
     /// Probes let through at once while half-open
     /// ([`half_open`](BreakerPolicy::half_open)).
-    pub half_open_probes: u32,
+    pub(crate) half_open_probes: u32,
     /// Successful probes that close the circuit.
-    pub half_open_successes: u32,
+    pub(crate) half_open_successes: u32,
     /// The ramp after the probes, as its duration and its number of steps
     /// ([`ramp`](BreakerPolicy::ramp)); `None` when off, the default: the
     /// probes close the circuit.
-    pub ramp: Option<(Duration, u32)>,
+    pub(crate) ramp: Option<(Duration, u32)>,
     /// A success that took at least this long counts as a failure
     /// ([`slow_calls`](BreakerPolicy::slow_calls)); `None` when off, the
     /// default.
-    pub slow_call_threshold: Option<Duration>,
+    pub(crate) slow_call_threshold: Option<Duration>,
     /// Circuits kept at most ([`max_keys`](BreakerPolicy::max_keys)).
-    pub max_keys: usize,
+    pub(crate) max_keys: usize,
     /// How long a circuit with no outcome is kept before it is the first
     /// evicted among those a new key examines for room.
-    pub idle_key_timeout: Duration,
+    pub(crate) idle_key_timeout: Duration,
 }
 
 // ===== impl BreakerPolicy =====
@@ -89,7 +60,7 @@ impl<D> BreakerPolicy<D> {
     /// The settings, as the setters left them.
     ///
     /// See [`BreakerSettings`] for an example.
-    pub fn settings(&self) -> BreakerSettings {
+    pub(crate) fn settings(&self) -> BreakerSettings {
         let s = &self.shared.settings;
         BreakerSettings {
             consecutive_failures: s.consecutive,

@@ -85,7 +85,9 @@
 //!
 //! # #[tokio::main(flavor = "current_thread", start_paused = true)]
 //! # async fn main() -> Result<(), http_resilience::BoxError> {
-//! let faults = FaultPolicy::on_attempts([1], Fault::status(StatusCode::SERVICE_UNAVAILABLE))?;
+//! let switch = http_resilience::fault::FaultSwitch::new(true);
+//! let faults = FaultPolicy::on_attempts([1], Fault::status(StatusCode::SERVICE_UNAVAILABLE))?
+//!     .with_switch(switch.clone());
 //! let retry = RetryPolicy::new(StatusDecoder::new([503])?, FixedDelay::new(Duration::from_millis(10), 2));
 //! let svc = ServiceBuilder::new()
 //!     .layer(ResiliencePolicy::new(Duration::from_secs(8), Duration::from_secs(1), retry)?.layer())
@@ -99,7 +101,7 @@
 //! assert_eq!(faults.states()[0].1.injected, 1);
 //!
 //! // Off at run time: nothing is injected.
-//! faults.switch().turn_off();
+//! switch.turn_off();
 //! # Ok(())
 //! # }
 //! ```

@@ -182,7 +182,8 @@ impl FaultPolicy {
     }
 
     /// The switch, to turn injection on and off at run time.
-    pub const fn switch(&self) -> &FaultSwitch {
+    #[cfg(test)]
+    pub(crate) const fn switch(&self) -> &FaultSwitch {
         &self.switch
     }
 
@@ -223,7 +224,8 @@ impl FaultPolicy {
     }
 
     /// The fault.
-    pub fn fault(&self) -> &Fault {
+    #[cfg(test)]
+    pub(crate) fn fault(&self) -> &Fault {
         &self.shared.fault
     }
 

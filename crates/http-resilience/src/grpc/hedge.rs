@@ -143,11 +143,6 @@ impl<D> GrpcHedgeLayer<D> {
         self.endpoint = Some(Endpoint::of(endpoint)?);
         Ok(self)
     }
-
-    /// The deadline of every call: `Duration::MAX` unless set.
-    pub const fn deadline(&self) -> Duration {
-        self.deadline
-    }
 }
 
 impl<D> Clone for GrpcHedgeLayer<D> {

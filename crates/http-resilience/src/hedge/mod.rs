@@ -29,7 +29,7 @@
 //!
 //! # Limits
 //!
-//! - at most [`max_attempts`](HedgePolicy::max_attempts) copies in all, and
+//! - at most `max_attempts` copies in all ([`HedgePolicy::new`]), and
 //!   at most [`with_max_in_flight`](HedgePolicy::with_max_in_flight) at once;
 //! - a [`RetryBudget`] shared with the retries: a copy is sent only while the
 //!   budget allows a retry, and takes a token;

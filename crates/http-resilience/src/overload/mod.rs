@@ -123,13 +123,15 @@ mod throttle;
 
 #[cfg(feature = "otel")]
 pub(crate) use self::events::Observer;
+#[cfg(test)]
+pub(crate) use self::{limit::Limit, settings::OverloadSettings};
 
 pub use self::{
     error::{Overloaded, Rejection},
     events::OverloadEvent,
-    limit::{AdaptiveLimit, Limit},
+    limit::AdaptiveLimit,
     policy::OverloadPolicy,
-    settings::{OverloadSettings, OverloadState},
+    settings::OverloadState,
     throttle::Throttle,
 };
 

@@ -5,27 +5,26 @@ use std::time::Duration;
 
 /// Overload control's settings, as [`OverloadPolicy::settings`](super::OverloadPolicy::settings) reads them.
 #[derive(Debug, Clone, Copy, PartialEq)]
-#[non_exhaustive]
-pub struct OverloadSettings {
+pub(crate) struct OverloadSettings {
     /// The limit of calls in flight per key.
-    pub limit: Limit,
+    pub(crate) limit: Limit,
     /// The calls that may wait for a slot per key; 0 turns a call away at
     /// once when every slot is in use.
-    pub max_queued: u32,
+    pub(crate) max_queued: u32,
     /// The longest a call waits for a slot, if bounded otherwise than by its
     /// deadline.
-    pub max_wait: Option<Duration>,
+    pub(crate) max_wait: Option<Duration>,
     /// The least time a call needs after a wait for a slot to be useful: a
     /// wait that would leave less before the call's deadline is not made.
-    pub min_attempt: Duration,
+    pub(crate) min_attempt: Duration,
     /// Client-side throttling, if on.
-    pub throttle: Option<Throttle>,
+    pub(crate) throttle: Option<Throttle>,
     /// The keys kept at most.
-    pub max_keys: usize,
+    pub(crate) max_keys: usize,
     /// How long a key with no call counts as idle, the first evicted among
     /// those a new key examines for room
     /// ([`max_keys`](super::OverloadPolicy::max_keys)).
-    pub idle_key_timeout: Duration,
+    pub(crate) idle_key_timeout: Duration,
 }
 
 pub(crate) type Settings = OverloadSettings;

@@ -40,18 +40,34 @@ const SCALE: u64 = 1000;
 /// # Example
 ///
 /// ```
-/// use http_resilience::policy::RetryBudget;
+/// use http::{Request, Response};
+/// use http_resilience::{
+///     policy::{FixedDelay, RetryBudget, StatusDecoder},
+///     retry::RetryPolicy,
+///     Attempts, StatusRetryLayer, Stop,
+/// };
+/// use std::{convert::Infallible, sync::Arc, time::Duration};
+/// use tower::{ServiceBuilder, ServiceExt};
 ///
-/// let budget = RetryBudget::new(10, 0.1).unwrap();
-/// assert!(budget.can_retry());
-/// for _ in 0..5 {
-///     budget.record_retryable_failure();
-/// }
-/// assert!(!budget.can_retry(), "half the bucket is gone");
-/// for _ in 0..10 {
-///     budget.record_success();
-/// }
-/// assert!(budget.can_retry(), "ten successes put one token back");
+/// # #[tokio::main(flavor = "current_thread", start_paused = true)]
+/// # async fn main() -> Result<(), http_resilience::BoxError> {
+/// let budget = Arc::new(RetryBudget::new(10, 0.1)?);
+/// let retry = RetryPolicy::new(StatusDecoder::new([503])?, FixedDelay::new(Duration::ZERO, 9))
+///     .map_options(|options| options.with_budget(Arc::clone(&budget)));
+/// let svc = ServiceBuilder::new()
+///     .layer(StatusRetryLayer::new(retry))
+///     .service_fn(|_: Request<String>| async {
+///         // An upstream that is down.
+///         Ok::<_, Infallible>(Response::builder().status(503).body(String::new()).unwrap())
+///     });
+/// let response = svc.oneshot(Request::new(String::new())).await?;
+/// // Each 503 took a token; once half the bucket was gone, no more retries,
+/// // though the retryer allowed ten attempts.
+/// let attempts = response.extensions().get::<Attempts>().expect("retried");
+/// assert_eq!((attempts.get(), attempts.stop()), (5, Stop::BudgetExhausted));
+/// assert_eq!(budget.tokens_milli(), 5_000);
+/// # Ok(())
+/// # }
 /// ```
 ///
 /// # Clone
@@ -120,12 +136,12 @@ impl RetryBudget {
     }
 
     /// Whether a retry may be made now: more than half the bucket is left.
-    pub fn can_retry(&self) -> bool {
+    pub(crate) fn can_retry(&self) -> bool {
         self.tokens.load(Ordering::Relaxed) > self.max / 2
     }
 
     /// Records an outcome the decoder wanted to retry: one token less.
-    pub fn record_retryable_failure(&self) {
+    pub(crate) fn record_retryable_failure(&self) {
         let _ = self
             .tokens
             .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |t| {
@@ -135,7 +151,7 @@ impl RetryBudget {
 
     /// Records an accepted outcome: `token_ratio` tokens more, up to the
     /// maximum.
-    pub fn record_success(&self) {
+    pub(crate) fn record_success(&self) {
         let _ = self
             .tokens
             .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |t| {

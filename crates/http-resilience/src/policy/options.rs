@@ -10,9 +10,9 @@ use std::{fmt, sync::Arc, time::Duration};
 /// after the first (a retry, or a hedged copy): deadline-aware scheduling,
 /// the shared budget, the listener, the attempt header, and the spans.
 ///
-/// A policy reads its options with `options()` and changes them with
-/// `map_options`, which starts from the options it has: a preset keeps what
-/// it set unless the closure changes it. Every option is off by default.
+/// A policy changes its options with `map_options`, which starts from the
+/// options it has: a preset keeps what it set unless the closure changes
+/// it. Every option is off by default; the policy's `Debug` shows them.
 ///
 /// # Example
 ///
@@ -32,8 +32,9 @@ use std::{fmt, sync::Arc, time::Duration};
 ///             .with_attempt_header(http::HeaderName::from_static("x-attempt"))
 ///             .with_listener(|heard: &CallEvent<'_>| println!("{}", heard.event))
 ///     });
-/// assert_eq!(policy.options().deadline_margin(), Some(Duration::from_millis(50)));
-/// assert_eq!(policy.options().attempt_header().map(|name| name.as_str()), Some("x-attempt"));
+/// let shown = format!("{policy:?}");
+/// assert!(shown.contains("deadline_margin: Some(50ms)"), "{shown}");
+/// assert!(shown.contains(r#"attempt_header: Some(AttemptHeader { name: "x-attempt""#), "{shown}");
 /// # Ok::<(), http_resilience::BoxError>(())
 /// ```
 #[derive(Clone)]
@@ -153,12 +154,13 @@ impl CallOptions {
 
     /// The least time a useful attempt needs, when deadline-aware
     /// scheduling is on.
-    pub const fn deadline_margin(&self) -> Option<Duration> {
+    pub(crate) const fn deadline_margin(&self) -> Option<Duration> {
         self.deadline_margin
     }
 
     /// The name of the attempt header, if any.
-    pub fn attempt_header(&self) -> Option<&HeaderName> {
+    #[cfg(test)]
+    pub(crate) fn attempt_header(&self) -> Option<&HeaderName> {
         self.attempt_header.as_ref().map(AttemptHeader::name)
     }
 }

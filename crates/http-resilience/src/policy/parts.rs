@@ -127,6 +127,7 @@ impl AttemptHeader {
     }
 
     /// The header's name.
+    #[cfg(test)]
     pub(crate) const fn name(&self) -> &HeaderName {
         &self.name
     }

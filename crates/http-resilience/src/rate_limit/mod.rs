@@ -126,13 +126,15 @@ mod settings;
 
 #[cfg(feature = "otel")]
 pub(crate) use self::events::Observer;
+#[cfg(test)]
+pub(crate) use self::settings::RateLimitSettings;
 
 pub use self::{
     error::{Limited, RateLimited},
     events::RateLimitEvent,
     learn::{ServerSignals, Signal},
     policy::RateLimitPolicy,
-    settings::{RateLimitMode, RateLimitSettings, RateLimitState},
+    settings::{RateLimitMode, RateLimitState},
 };
 
 #[cfg(test)]

@@ -21,31 +21,30 @@ pub enum RateLimitMode {
 /// The rate limit's settings, as
 /// [`RateLimitPolicy::settings`](super::RateLimitPolicy::settings) reads them.
 #[derive(Debug, Clone, Copy, PartialEq)]
-#[non_exhaustive]
-pub struct RateLimitSettings {
+pub(crate) struct RateLimitSettings {
     /// The calls allowed per [`per`](Self::per), per key.
-    pub calls: u32,
+    pub(crate) calls: u32,
     /// The period of [`calls`](Self::calls).
-    pub per: Duration,
+    pub(crate) per: Duration,
     /// The calls that may go at once after a quiet spell.
-    pub burst: u32,
+    pub(crate) burst: u32,
     /// What a call over the limit does.
-    pub mode: RateLimitMode,
+    pub(crate) mode: RateLimitMode,
     /// The longest a call waits for its slot, if bounded otherwise than by
     /// its deadline.
-    pub max_wait: Option<Duration>,
+    pub(crate) max_wait: Option<Duration>,
     /// The least time a call needs after its wait to be useful: a wait that
     /// would leave less before the call's deadline is not made.
-    pub min_attempt: Duration,
+    pub(crate) min_attempt: Duration,
     /// The server signals the limit learns from.
-    pub signals: ServerSignals,
+    pub(crate) signals: ServerSignals,
     /// The longest pause or pace a server's signal sets.
-    pub max_pause: Duration,
+    pub(crate) max_pause: Duration,
     /// The keys kept at most.
-    pub max_keys: usize,
+    pub(crate) max_keys: usize,
     /// How long a key with no call counts as idle, the first evicted when
     /// room is made.
-    pub idle_key_timeout: Duration,
+    pub(crate) idle_key_timeout: Duration,
 }
 
 pub(crate) type Settings = RateLimitSettings;

@@ -143,7 +143,7 @@ impl<D, R, G> ResiliencePolicy<D, R, G> {
     /// let bulkhead = OverloadPolicy::bulkhead(32)?.with_queue(32);
     /// // The bulkhead first: a call waits for a slot, then passes the circuit.
     /// let policy = presets::standard().with_guard((bulkhead, breaker.clone()));
-    /// assert_eq!(policy.guard().1.settings(), breaker.settings());
+    /// assert_eq!(format!("{:?}", policy.guard().1), format!("{breaker:?}"));
     /// # Ok::<(), http_resilience::InvalidSetting>(())
     /// ```
     pub fn with_guard<G2: Guard>(self, guard: G2) -> ResiliencePolicy<D, R, G2> {
@@ -250,7 +250,7 @@ impl<D, R, G> ResiliencePolicy<D, R, G> {
     ///
     /// let policy = presets::standard()
     ///     .map_retry(|retry| retry.map_options(|options| options.with_listener(|heard: &CallEvent<'_>| println!("{}", heard.event))));
-    /// assert!(policy.retry().options().deadline_margin().is_some(), "the preset's settings stay");
+    /// assert!(format!("{policy:?}").contains("deadline_margin: Some("), "the preset's settings stay");
     /// ```
     pub fn map_retry<D2, R2>(
         self,
@@ -280,7 +280,7 @@ impl<D, R, G> ResiliencePolicy<D, R, G> {
     /// use http_resilience::presets;
     ///
     /// let two = presets::standard().with_max_attempts(2)?;
-    /// assert_eq!(two.retry().retryer().max_attempts(), 2);
+    /// assert!(format!("{two:?}").contains("max_attempts: 2"));
     /// assert_eq!(presets::grpc().with_max_attempts(1).unwrap_err().field(), "max_attempts");
     /// # Ok::<(), http_resilience::BoxError>(())
     /// ```

@@ -12,9 +12,8 @@ use std::time::Duration;
 /// use std::time::Duration;
 ///
 /// let policy = ResumePolicy::new(2).with_min_remaining(Duration::from_millis(500));
-/// assert_eq!(policy.max_resumes(), 2);
-/// assert_eq!(policy.min_remaining(), Duration::from_millis(500));
-/// assert_eq!(ResumePolicy::default().max_resumes(), 3);
+/// assert_eq!(format!("{policy:?}"), "ResumePolicy { max_resumes: 2, min_remaining: 500ms }");
+/// assert_eq!(ResumePolicy::default(), ResumePolicy::new(3));
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ResumePolicy {
@@ -47,12 +46,12 @@ impl ResumePolicy {
     }
 
     /// The most resumes of one body.
-    pub const fn max_resumes(&self) -> u32 {
+    pub(crate) const fn max_resumes(&self) -> u32 {
         self.max_resumes
     }
 
     /// The least time a resume needs left before the deadline.
-    pub const fn min_remaining(&self) -> Duration {
+    pub(crate) const fn min_remaining(&self) -> Duration {
         self.min_remaining
     }
 }

@@ -23,7 +23,7 @@ use std::fmt;
 ///     StatusDecoder::new([503])?,
 ///     FixedDelay::new(Duration::from_millis(10), 2),
 /// );
-/// assert_eq!(policy.retryer().retries(), 2);
+/// assert!(format!("{policy:?}").contains("retries: 2"));
 /// # Ok::<(), http_resilience::BoxError>(())
 /// ```
 #[derive(Clone)]
@@ -62,7 +62,7 @@ impl<D, R> RetryPolicy<D, R> {
     /// The options this policy sets as a hedging (or retry) policy would:
     /// deadline-aware scheduling, the budget, the listener, the attempt
     /// header and the spans.
-    pub const fn options(&self) -> &CallOptions {
+    pub(crate) const fn options(&self) -> &CallOptions {
         &self.parts.options
     }
 
@@ -74,7 +74,7 @@ impl<D, R> RetryPolicy<D, R> {
     }
 
     /// The decoder.
-    pub const fn decoder(&self) -> &D {
+    pub(crate) const fn decoder(&self) -> &D {
         &self.parts.decoder
     }
 
@@ -140,7 +140,7 @@ impl<D, R> RetryPolicy<D, R> {
     }
 
     /// The retryer prototype.
-    pub const fn retryer(&self) -> &R {
+    pub(crate) const fn retryer(&self) -> &R {
         &self.retryer
     }
 
@@ -169,7 +169,7 @@ impl<D, R> RetryPolicy<D, R> {
     ///
     /// let policy = RetryPolicy::new(TransientDecoder::new(), FixedDelay::never())
     ///     .with_decoder(StatusDecoder::new([503])?);
-    /// assert_eq!(policy.decoder().statuses().count(), 1);
+    /// assert!(format!("{policy:?}").contains("decoder: {503}"));
     /// # Ok::<(), http_resilience::BoxError>(())
     /// ```
     pub fn with_decoder<D2>(self, decoder: D2) -> RetryPolicy<D2, R> {
@@ -199,8 +199,7 @@ impl<D, R> RetryPolicy<D, R> {
     ///
     /// let policy = RetryPolicy::new(StatusDecoder::new([503])?, FixedDelay::new(Duration::from_millis(10), 2))
     ///     .with_max_attempts(5)?;
-    /// assert_eq!(policy.retryer().max_attempts(), Some(5));
-    /// assert_eq!(policy.retryer().delay(), Duration::from_millis(10), "the delay stays");
+    /// assert!(format!("{policy:?}").contains("FixedDelay { delay: 10ms, retries: 4,"), "the delay stays");
     /// assert!(policy.with_max_attempts(0).is_err());
     /// # Ok::<(), http_resilience::BoxError>(())
     /// ```

@@ -194,8 +194,9 @@ use std::{collections::HashMap, fmt, sync::Arc, time::Duration};
 /// let MethodPolicy::Retry(retry) = config.method_config("pkg.Svc", "M").unwrap().policy() else {
 ///     unreachable!()
 /// };
-/// assert_eq!(retry.retryer().max_attempts(), 5, "A6's cap");
-/// assert_eq!(retry.decoder().retryable_codes().collect::<Vec<_>>(), [8, 14]);
+/// let shown = format!("{retry:?}");
+/// assert!(shown.contains("max_attempts: 5,"), "A6's cap: {shown}");
+/// assert!(shown.contains(r#"retryable_codes: ["RESOURCE_EXHAUSTED", "UNAVAILABLE"]"#), "{shown}");
 /// # Ok::<(), http_resilience::grpc::InvalidServiceConfig>(())
 /// ```
 #[derive(Clone)]

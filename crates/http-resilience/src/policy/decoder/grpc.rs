@@ -156,7 +156,7 @@ impl GrpcDecoder {
     }
 
     /// The codes retried, by number, lowest first.
-    pub fn retryable_codes(&self) -> impl Iterator<Item = i32> + '_ {
+    pub(crate) fn retryable_codes(&self) -> impl Iterator<Item = i32> + '_ {
         (1..=16).filter(|&code| self.is_retryable(code))
     }
 

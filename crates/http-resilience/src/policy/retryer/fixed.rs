@@ -10,8 +10,9 @@ use std::time::Duration;
 /// most two retries (three attempts), 10 ms apart.
 ///
 /// A delay the server asks for replaces the fixed delay, capped at
-/// [`max_delay`](Self::max_delay) (by default the larger of one second and the
-/// fixed delay; one second is OpenFeign's default maximum period).
+/// [`with_max_delay`](Self::with_max_delay) (by default the larger of one
+/// second and the fixed delay; one second is OpenFeign's default maximum
+/// period).
 ///
 /// # Example
 ///
@@ -60,17 +61,17 @@ impl FixedDelay {
     }
 
     /// The wait before each retry.
-    pub const fn delay(&self) -> Duration {
+    pub(crate) const fn delay(&self) -> Duration {
         self.delay
     }
 
     /// The number of retries after the first attempt.
-    pub const fn retries(&self) -> u32 {
+    pub(crate) const fn retries(&self) -> u32 {
         self.retries
     }
 
     /// The cap on a delay the server asks for.
-    pub const fn max_delay(&self) -> Duration {
+    pub(crate) const fn max_delay(&self) -> Duration {
         self.max_delay
     }
 }

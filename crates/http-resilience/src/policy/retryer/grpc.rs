@@ -8,7 +8,7 @@ use crate::{
     limits::{capped, grown, scale},
     InvalidSetting,
 };
-use std::time::Duration;
+use std::{fmt, time::Duration};
 
 /// The schedule of gRPC's retry policy (proposal A6): `maxAttempts`,
 /// `initialBackoff`, `maxBackoff` and `backoffMultiplier`, with gRPC's jitter
@@ -76,7 +76,7 @@ use std::time::Duration;
 /// assert_eq!(capped.next_delay(1, Some(Duration::from_secs(60))), Some(Duration::from_secs(2)));
 /// # Ok::<(), http_resilience::BoxError>(())
 /// ```
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct GrpcBackoff {
     max_attempts: u32,
     cap: u32,
@@ -191,27 +191,27 @@ impl GrpcBackoff {
     }
 
     /// The attempts a call can make: `max_attempts`, at most the cap.
-    pub fn max_attempts(&self) -> u32 {
+    pub(crate) fn max_attempts(&self) -> u32 {
         self.max_attempts.min(self.cap)
     }
 
     /// The first wait, before jitter (`initialBackoff`).
-    pub const fn initial(&self) -> Duration {
+    pub(crate) const fn initial(&self) -> Duration {
         self.initial
     }
 
     /// The longest wait, before jitter (`maxBackoff`).
-    pub const fn max_backoff(&self) -> Duration {
+    pub(crate) const fn max_backoff(&self) -> Duration {
         self.max_backoff
     }
 
     /// The growth of each wait over the one before (`backoffMultiplier`).
-    pub const fn multiplier(&self) -> f64 {
+    pub(crate) const fn multiplier(&self) -> f64 {
         self.multiplier
     }
 
     /// The cap on a server's pushback, if any.
-    pub const fn max_pushback(&self) -> Option<Duration> {
+    pub(crate) const fn max_pushback(&self) -> Option<Duration> {
         self.max_pushback
     }
 
@@ -222,6 +222,21 @@ impl GrpcBackoff {
     pub(crate) fn shortest_first_wait(&self) -> Duration {
         let base = grown(self.initial, self.multiplier, 1, self.max_backoff);
         base.saturating_sub(base / 5)
+    }
+}
+
+/// Shows the settings; the random state of a request's jitter and where its
+/// backoff starts again are left out.
+impl fmt::Debug for GrpcBackoff {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("GrpcBackoff")
+            .field("max_attempts", &self.max_attempts)
+            .field("attempt_cap", &self.cap)
+            .field("initial", &self.initial)
+            .field("max_backoff", &self.max_backoff)
+            .field("multiplier", &self.multiplier)
+            .field("max_pushback", &self.max_pushback)
+            .finish_non_exhaustive()
     }
 }
 

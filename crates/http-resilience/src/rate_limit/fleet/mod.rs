@@ -247,17 +247,20 @@ impl FleetQuota {
     }
 
     /// The prefix of the quota's keys.
-    pub fn prefix(&self) -> &str {
+    #[cfg(test)]
+    pub(crate) fn prefix(&self) -> &str {
         &self.prefix
     }
 
     /// The longest wait for a lease.
-    pub const fn lease_wait(&self) -> Duration {
+    #[cfg(test)]
+    pub(crate) const fn lease_wait(&self) -> Duration {
         self.lease_wait
     }
 
     /// The fallback.
-    pub const fn fallback(&self) -> Fallback {
+    #[cfg(test)]
+    pub(crate) const fn fallback(&self) -> Fallback {
         self.fallback
     }
 }
