@@ -192,7 +192,7 @@ async fn a_status_or_a_failure_before_sending_is_answered_in_the_upstreams_place
     let (upstream, addr) = Upstream::start().await;
     for form in FORMS {
         for fault in faults.clone() {
-            let kind = fault.kind();
+            let kind = format!("{fault:?}");
             let served = upstream.served();
             let policy = FaultPolicy::on_attempts([1], fault).unwrap();
             let response = call(&stack(form, &policy), addr).await.unwrap();

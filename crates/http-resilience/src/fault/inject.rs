@@ -191,7 +191,7 @@ impl Fault {
     }
 
     /// The kind of fault.
-    pub fn kind(&self) -> FaultKind {
+    pub(crate) fn kind(&self) -> FaultKind {
         match &self.act {
             Act::Pass => FaultKind::Latency,
             Act::Respond(_) => FaultKind::Answered,
@@ -201,7 +201,7 @@ impl Fault {
     }
 
     /// The wait before the fault, if any.
-    pub const fn delay(&self) -> Option<Latency> {
+    pub(crate) const fn delay(&self) -> Option<Latency> {
         self.delay
     }
 

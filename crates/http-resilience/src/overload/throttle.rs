@@ -31,7 +31,7 @@ use std::time::Duration;
 /// use std::time::Duration;
 ///
 /// let throttle = Throttle::new(1.5)?.with_window(Duration::from_secs(60))?;
-/// assert_eq!(throttle.k(), 1.5);
+/// assert_eq!(format!("{throttle:?}"), "Throttle { k: 1.5, window: 60s }");
 /// # Ok::<(), http_resilience::InvalidSetting>(())
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -90,7 +90,7 @@ impl Throttle {
     }
 
     /// The multiplier `K`.
-    pub const fn k(&self) -> f64 {
+    pub(crate) const fn k(&self) -> f64 {
         self.k
     }
 
