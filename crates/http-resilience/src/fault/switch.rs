@@ -53,7 +53,7 @@ impl FaultSwitch {
     }
 
     /// Turns injection on or off, for every clone.
-    pub fn set(&self, on: bool) {
+    fn set(&self, on: bool) {
         // NOTE: the flag guards no other data: a relaxed store is seen by
         // the next attempts on every thread soon after, which is all a
         // switch promises.

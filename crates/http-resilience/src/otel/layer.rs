@@ -15,8 +15,8 @@ pub struct CallMetricsLayer {
 // ===== impl CallMetricsLayer =====
 
 impl CallMetricsLayer {
-    /// The layer recording to `metrics`.
-    pub const fn new(metrics: Metrics) -> Self {
+    /// The layer recording to `metrics` (made by [`Metrics::layer`]).
+    pub(crate) const fn new(metrics: Metrics) -> Self {
         Self { metrics }
     }
 }
