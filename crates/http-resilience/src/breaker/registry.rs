@@ -2,7 +2,7 @@
 //! [`Circuit`]s, made and read on the breaker's clock.
 
 use super::{
-    circuit::{nanos, Circuit, Ctx},
+    circuit::{Circuit, Ctx},
     CircuitState,
 };
 #[cfg(test)]
@@ -57,6 +57,6 @@ pub(crate) fn room(ctx: Ctx<'_>) -> Room {
     let settings = ctx.settings();
     Room {
         max_keys: settings.max_keys,
-        idle: nanos(settings.idle),
+        idle: settings.idle,
     }
 }

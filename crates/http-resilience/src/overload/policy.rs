@@ -10,7 +10,7 @@ use super::{
 };
 use crate::{
     key::UpstreamKey,
-    key::{nanos, Clock, Kept, KeyFn, Registry, Room},
+    key::{Clock, Kept, KeyFn, Registry, Room},
     policy::Seeds,
     telemetry::Listener,
     InvalidSetting,
@@ -305,7 +305,7 @@ impl Shared {
     pub(crate) fn room(&self) -> Room {
         Room {
             max_keys: self.settings.max_keys,
-            idle: nanos(self.settings.idle_key_timeout),
+            idle: self.settings.idle_key_timeout,
         }
     }
 
