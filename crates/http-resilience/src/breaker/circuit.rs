@@ -42,45 +42,33 @@ const fn next(word: u64, phase: u64) -> u64 {
 }
 
 /// What the circuits of one policy read: its settings, clock base, jitter
-/// and listeners.
-#[derive(Clone, Copy)]
-pub(crate) struct Ctx<'a> {
-    settings: &'a Settings,
-    clock: Clock,
-    seeds: &'a Seeds,
-    listeners: &'a BreakerListeners,
+/// and listeners, which every clone of the policy shares.
+pub(crate) struct Rules {
+    pub(crate) settings: Settings,
+    /// The instant the circuits count their time from.
+    pub(crate) clock: Clock,
+    pub(crate) seeds: Seeds,
+    pub(crate) listeners: BreakerListeners,
 }
 
-impl<'a> Ctx<'a> {
-    pub(crate) const fn new(
-        settings: &'a Settings,
-        clock: Clock,
-        seeds: &'a Seeds,
-        listeners: &'a BreakerListeners,
-    ) -> Self {
-        Self {
-            settings,
-            clock,
-            seeds,
-            listeners,
-        }
-    }
+/// The rules a circuit is read and changed by.
+///
+/// NOTE: one pointer to what the policy keeps, so that handing it to a
+/// circuit builds nothing on a call's path.
+pub(crate) type Ctx<'a> = &'a Rules;
 
+impl Rules {
     /// The listener to tell of an event, if anyone listens.
     ///
     /// NOTE: asked only when there is an event to tell, so that a call that
     /// changes nothing never asks.
-    fn listener(&self) -> Option<&'a BreakerListener> {
-        heard(self.listeners)
+    fn listener(&self) -> Option<&BreakerListener> {
+        heard(&self.listeners)
     }
 
     /// `now` in nanoseconds since the base.
     pub(crate) fn nanos(&self, now: Instant) -> u64 {
         self.clock.nanos(now)
-    }
-
-    pub(crate) fn settings(&self) -> &Settings {
-        self.settings
     }
 }
 

@@ -44,12 +44,13 @@ pub(crate) fn circuit_for<D, B>(
     at_hand: &mut AtHand<Circuit>,
     request: &http::Request<B>,
 ) -> Arc<Circuit> {
-    let ctx = shared.ctx();
+    // NOTE: built of what the policy holds, with no `Ctx`, so that a call
+    // whose circuit is at hand builds nothing.
     let lookup = key::Lookup {
         registry: &shared.registry,
         key_fn: shared.key_fn.as_deref(),
-        room: registry::room(ctx),
-        now: || ctx.nanos(Instant::now()),
+        room: registry::room(&shared.rules.settings),
+        now: || shared.rules.nanos(Instant::now()),
         make: Circuit::new,
     };
     key::entry_for(lookup, at_hand, request)

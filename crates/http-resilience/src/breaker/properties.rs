@@ -89,7 +89,7 @@ impl Run {
                 let shared = &*self.policy.shared;
                 ticket.settle(&circuit, shared.ctx(), judged);
                 if ramping {
-                    let state = Some(circuit.state(shared.clock.base()));
+                    let state = Some(circuit.state(shared.rules.clock.base()));
                     match judged {
                         Judged::Failure(_) => assert!(
                             matches!(state, Some(CircuitState::Open { .. })),
@@ -103,7 +103,7 @@ impl Run {
             Op::Drop(i) if !self.held.is_empty() => {
                 let (circuit, ticket) = self.held.swap_remove(i % self.held.len());
                 let n = number(&circuit);
-                let base = self.policy.shared.clock.base();
+                let base = self.policy.shared.rules.clock.base();
                 let before = circuit.state(base);
                 ticket.release(&circuit);
                 if let CircuitState::Ramp { .. } = before {
