@@ -44,11 +44,15 @@ const fn next(word: u64, phase: u64) -> u64 {
 /// What the circuits of one policy read: its settings, clock base, jitter
 /// and listeners, which every clone of the policy shares.
 pub(crate) struct Rules {
-    pub(crate) settings: Settings,
+    /// NOTE: kept as made, for `bucket` is worked out from it.
+    settings: Settings,
     /// The instant the circuits count their time from.
     pub(crate) clock: Clock,
     pub(crate) seeds: Seeds,
     pub(crate) listeners: BreakerListeners,
+    /// The length of one of the window's buckets, in nanoseconds (at least
+    /// one).
+    bucket: u64,
 }
 
 /// The rules a circuit is read and changed by.
@@ -58,6 +62,21 @@ pub(crate) struct Rules {
 pub(crate) type Ctx<'a> = &'a Rules;
 
 impl Rules {
+    /// The rules of `settings`, on a clock that starts now.
+    pub(crate) fn new(settings: Settings, seeds: Seeds, listeners: BreakerListeners) -> Self {
+        Self {
+            settings,
+            clock: Clock::start(),
+            seeds,
+            listeners,
+            bucket: (nanos(settings.window) / BUCKETS).max(1),
+        }
+    }
+
+    pub(crate) const fn settings(&self) -> &Settings {
+        &self.settings
+    }
+
     /// The listener to tell of an event, if anyone listens.
     ///
     /// NOTE: asked only when there is an event to tell, so that a call that
@@ -280,7 +299,7 @@ impl Circuit {
         }
         let at = ctx.nanos(now);
         self.last_used.store(at, Ordering::Relaxed);
-        let bucket = (nanos(ctx.settings.window) / BUCKETS).max(1);
+        let bucket = ctx.bucket;
         let verdict = match judged {
             Judged::Failure(verdict) => verdict,
             _ => {

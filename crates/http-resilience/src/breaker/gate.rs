@@ -49,7 +49,7 @@ pub(crate) fn circuit_for<D, B>(
     let lookup = key::Lookup {
         registry: &shared.registry,
         key_fn: shared.key_fn.as_deref(),
-        room: registry::room(&shared.rules.settings),
+        room: registry::room(shared.rules.settings()),
         now: || shared.rules.nanos(Instant::now()),
         make: Circuit::new,
     };

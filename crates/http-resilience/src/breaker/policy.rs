@@ -7,7 +7,7 @@ use super::{
     rules::{judge, Judged, Ramp, Settings},
     BreakerEvent, CircuitState,
 };
-use crate::key::{Clock, Kept, Room, UpstreamKey};
+use crate::key::{Kept, Room, UpstreamKey};
 use crate::policy::{AnyDecoder, Decoder, TransientDecoder};
 use crate::{policy::Seeds, telemetry::Listener, InvalidSetting};
 use std::{fmt, sync::Arc, time::Duration};
@@ -143,12 +143,7 @@ impl<D> BreakerPolicy<D> {
         seeds: Seeds,
     ) -> Self {
         Self::from_shared(Shared {
-            rules: Rules {
-                settings,
-                clock: Clock::start(),
-                seeds,
-                listeners: listener,
-            },
+            rules: Rules::new(settings, seeds, listener),
             decoder,
             key_fn,
             registry: Arc::default(),
@@ -207,7 +202,7 @@ impl<D: Clone> BreakerPolicy<D> {
         change: impl FnOnce(&mut Settings),
         check: impl FnOnce(&Settings) -> Result<(), InvalidSetting>,
     ) -> Result<Self, InvalidSetting> {
-        let mut settings = self.shared.rules.settings;
+        let mut settings = *self.shared.rules.settings();
         change(&mut settings);
         check(&settings)?;
         Ok(self.rebuilt(settings))
@@ -221,12 +216,11 @@ impl<D: Clone> BreakerPolicy<D> {
     fn fresh(&self, settings: Settings) -> Shared<D> {
         let shared = &*self.shared;
         Shared {
-            rules: Rules {
+            rules: Rules::new(
                 settings,
-                clock: Clock::start(),
-                seeds: shared.rules.seeds.clone(),
-                listeners: shared.rules.listeners.carried(None),
-            },
+                shared.rules.seeds.clone(),
+                shared.rules.listeners.carried(None),
+            ),
             decoder: shared.decoder.clone(),
             key_fn: shared.key_fn.clone(),
             registry: Arc::default(),
@@ -442,7 +436,7 @@ impl<D: Clone> BreakerPolicy<D> {
     where
         F: Fn(&http::Uri, &http::HeaderMap) -> UpstreamKey + Send + Sync + 'static,
     {
-        let mut next = self.fresh(self.shared.rules.settings);
+        let mut next = self.fresh(*self.shared.rules.settings());
         next.key_fn = Some(Arc::new(key));
         Self::from_shared(next)
     }
@@ -451,7 +445,7 @@ impl<D: Clone> BreakerPolicy<D> {
     /// closure `|event: &BreakerEvent<'_>| ...` is one.
     #[must_use]
     pub fn with_listener(self, listener: impl for<'a> Listener<BreakerEvent<'a>>) -> Self {
-        let mut next = self.fresh(self.shared.rules.settings);
+        let mut next = self.fresh(*self.shared.rules.settings());
         next.rules.listeners = (self.shared.rules.listeners).carried(Some(Arc::new(listener)));
         Self::from_shared(next)
     }
@@ -461,7 +455,7 @@ impl<D: Clone> BreakerPolicy<D> {
         let shared = &*self.shared;
         BreakerPolicy::from_parts(
             decoder,
-            shared.rules.settings,
+            *shared.rules.settings(),
             shared.key_fn.clone(),
             shared.rules.listeners.carried(None),
             shared.rules.seeds.clone(),
@@ -482,7 +476,7 @@ impl<D: Clone> BreakerPolicy<D> {
     /// to run, for tests.
     #[must_use]
     pub fn with_seed(self, seed: u64) -> Self {
-        let mut next = self.fresh(self.shared.rules.settings);
+        let mut next = self.fresh(*self.shared.rules.settings());
         next.rules.seeds = Seeds::fixed(seed);
         Self::from_shared(next)
     }
@@ -508,7 +502,7 @@ impl<D: fmt::Debug> fmt::Debug for BreakerPolicy<D> {
         let shared = &*self.shared;
         f.debug_struct("BreakerPolicy")
             .field("decoder", &shared.decoder)
-            .field("settings", &shared.rules.settings)
+            .field("settings", shared.rules.settings())
             .field("custom_key", &shared.key_fn.is_some())
             .field("listener", &shared.rules.listeners.given().is_some())
             .field("keys", &shared.registry.len())

@@ -37,7 +37,7 @@ impl key::Registry<Circuit> {
     /// The circuit of `key`, made (and room made for it) if none is kept.
     #[cfg(test)]
     pub(crate) fn get_or_insert(&self, key: KeyRef<'_>, ctx: Ctx<'_>) -> std::sync::Arc<Circuit> {
-        let room = room(&ctx.settings);
+        let room = room(ctx.settings());
         self.get_or_make(key, || ctx.nanos(Instant::now()), room, Circuit::new)
     }
 }

@@ -90,7 +90,7 @@ impl<D> BreakerPolicy<D> {
     ///
     /// See [`BreakerSettings`] for an example.
     pub fn settings(&self) -> BreakerSettings {
-        let s = &self.shared.rules.settings;
+        let s = self.shared.rules.settings();
         BreakerSettings {
             consecutive_failures: s.consecutive,
             failure_ratio: s.ratio,
