@@ -75,7 +75,10 @@ impl<D> sealed::Sealed for BreakerPolicy<D> {
         }
     }
 
-    #[inline]
+    /// NOTE: always inlined: a closed circuit's admission is a load, a
+    /// test and a store, which a call out (its frame, the ticket moved
+    /// through the stack, the answer written back) would cost more than.
+    #[inline(always)]
     fn admit(pass: &mut Self::Pass, _: &mut Ask) -> Poll<Result<(), BoxError>> {
         Poll::Ready(enter(pass).map_err(Into::into))
     }
