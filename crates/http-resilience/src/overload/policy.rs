@@ -297,6 +297,7 @@ impl Shared {
     }
 
     /// `now` in nanoseconds on the slots' clock.
+    #[inline]
     pub(crate) fn nanos(&self, now: Instant) -> u64 {
         self.clock.nanos(now)
     }
