@@ -73,6 +73,7 @@ impl Rules {
         }
     }
 
+    /// The settings, as the policy was made with them.
     pub(crate) const fn settings(&self) -> &Settings {
         &self.settings
     }
