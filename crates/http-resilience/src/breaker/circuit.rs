@@ -16,7 +16,7 @@ use crate::policy::{Seeds, Verdict};
 use std::{
     sync::{
         atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering},
-        Arc, Mutex, MutexGuard, PoisonError,
+        Mutex, MutexGuard, PoisonError,
     },
     time::Duration,
 };
@@ -42,45 +42,53 @@ const fn next(word: u64, phase: u64) -> u64 {
 }
 
 /// What the circuits of one policy read: its settings, clock base, jitter
-/// and listeners.
-#[derive(Clone, Copy)]
-pub(crate) struct Ctx<'a> {
-    settings: &'a Settings,
-    clock: Clock,
-    seeds: &'a Seeds,
-    listeners: &'a BreakerListeners,
+/// and listeners, which every clone of the policy shares.
+pub(crate) struct Rules {
+    /// NOTE: kept as made, for `bucket` is worked out from it.
+    settings: Settings,
+    /// The instant the circuits count their time from.
+    pub(crate) clock: Clock,
+    pub(crate) seeds: Seeds,
+    pub(crate) listeners: BreakerListeners,
+    /// The length of one of the window's buckets, in nanoseconds (at least
+    /// one).
+    bucket: u64,
 }
 
-impl<'a> Ctx<'a> {
-    pub(crate) const fn new(
-        settings: &'a Settings,
-        clock: Clock,
-        seeds: &'a Seeds,
-        listeners: &'a BreakerListeners,
-    ) -> Self {
+/// The rules a circuit is read and changed by.
+///
+/// NOTE: one pointer to what the policy keeps, so that handing it to a
+/// circuit builds nothing on a call's path.
+pub(crate) type Ctx<'a> = &'a Rules;
+
+impl Rules {
+    /// The rules of `settings`, on a clock that starts now.
+    pub(crate) fn new(settings: Settings, seeds: Seeds, listeners: BreakerListeners) -> Self {
         Self {
             settings,
-            clock,
+            clock: Clock::start(),
             seeds,
             listeners,
+            bucket: (nanos(settings.window) / BUCKETS).max(1),
         }
+    }
+
+    /// The settings, as the policy was made with them.
+    pub(crate) const fn settings(&self) -> &Settings {
+        &self.settings
     }
 
     /// The listener to tell of an event, if anyone listens.
     ///
     /// NOTE: asked only when there is an event to tell, so that a call that
     /// changes nothing never asks.
-    fn listener(&self) -> Option<&'a BreakerListener> {
-        heard(self.listeners)
+    fn listener(&self) -> Option<&BreakerListener> {
+        heard(&self.listeners)
     }
 
     /// `now` in nanoseconds since the base.
     pub(crate) fn nanos(&self, now: Instant) -> u64 {
         self.clock.nanos(now)
-    }
-
-    pub(crate) fn settings(&self) -> &Settings {
-        self.settings
     }
 }
 
@@ -120,14 +128,17 @@ struct Recovery {
 }
 
 /// A call's place in a circuit: admitted while closed, as a probe, or
-/// during the ramp. Its outcome goes back through [`Ticket::settle`];
-/// dropped unsettled, a probe gives its place back and nothing is counted.
+/// during the ramp. It ends in one of two ways, each given the circuit it
+/// was admitted by: its outcome goes back through [`Ticket::settle`], or,
+/// with none to count, [`Ticket::release`] gives a probe's place back.
+///
+/// NOTE: the ticket does not hold its circuit, whose holder (a call's pass)
+/// already does; that holder releases a ticket it drops unsettled.
+#[must_use = "a ticket ends in `settle` or `release`, or a probe's place is lost"]
 pub(crate) struct Ticket {
-    circuit: Arc<Circuit>,
     word: u64,
     /// The admission, kept only when slow calls count.
     started: Option<Instant>,
-    settled: bool,
 }
 
 // ===== impl Circuit =====
@@ -198,13 +209,13 @@ impl Circuit {
     /// Admits a call, or turns it away while open (or half-open with every
     /// probe out, or ramping up beyond the share).
     #[inline]
-    pub(crate) fn admit(self: &Arc<Self>, ctx: Ctx<'_>) -> Result<Ticket, CircuitOpen> {
+    pub(crate) fn admit(&self, ctx: Ctx<'_>) -> Result<Ticket, CircuitOpen> {
         let word = self.state.load(Ordering::Acquire);
         if phase(word) == CLOSED {
             // NOTE: the clock is read for the call's start only when slow
             // calls count.
             let started = ctx.settings.slow.map(|_| Instant::now());
-            return Ok(Ticket::new(Arc::clone(self), word, started));
+            return Ok(Ticket { word, started });
         }
         self.admit_slow(ctx)
     }
@@ -212,7 +223,7 @@ impl Circuit {
     /// [`admit`](Self::admit) for a circuit that was not closed: the end of
     /// a break makes it half-open, the end of a ramp closes it, a probe's
     /// place or a share of the ramp is taken, or the call is turned away.
-    fn admit_slow(self: &Arc<Self>, ctx: Ctx<'_>) -> Result<Ticket, CircuitOpen> {
+    fn admit_slow(&self, ctx: Ctx<'_>) -> Result<Ticket, CircuitOpen> {
         let clock = Instant::now();
         let now = ctx.nanos(clock);
         self.last_used.store(now, Ordering::Relaxed);
@@ -223,7 +234,7 @@ impl Circuit {
         match admitted {
             Ok(word) => {
                 let started = ctx.settings.slow.map(|_| clock);
-                Ok(Ticket::new(Arc::clone(self), word, started))
+                Ok(Ticket { word, started })
             }
             Err(retry_at) => Err(self.reject(ctx, retry_at)),
         }
@@ -289,7 +300,7 @@ impl Circuit {
         }
         let at = ctx.nanos(now);
         self.last_used.store(at, Ordering::Relaxed);
-        let bucket = (nanos(ctx.settings.window) / BUCKETS).max(1);
+        let bucket = ctx.bucket;
         let verdict = match judged {
             Judged::Failure(verdict) => verdict,
             _ => {
@@ -480,18 +491,9 @@ impl std::fmt::Debug for Circuit {
 // ===== impl Ticket =====
 
 impl Ticket {
-    fn new(circuit: Arc<Circuit>, word: u64, started: Option<Instant>) -> Self {
-        Self {
-            circuit,
-            word,
-            started,
-            settled: false,
-        }
-    }
-
-    /// Counts the call's outcome, judged (and timed, when slow calls count).
-    pub(crate) fn settle(mut self, ctx: Ctx<'_>, judged: Judged) {
-        self.settled = true;
+    /// Counts the call's outcome in `circuit`, the one that admitted it,
+    /// judged (and timed, when slow calls count).
+    pub(crate) fn settle(self, circuit: &Circuit, ctx: Ctx<'_>, judged: Judged) {
         let now = Instant::now();
         let judged = match (self.started, ctx.settings.slow) {
             (Some(started), Some(threshold)) => {
@@ -499,7 +501,7 @@ impl Ticket {
             }
             _ => judged,
         };
-        let (circuit, word) = (&self.circuit, self.word);
+        let word = self.word;
         match phase(word) {
             CLOSED => circuit.closed_outcome(ctx, word, judged, now),
             HALF_OPEN => circuit.probe_outcome(ctx, word, judged, now),
@@ -507,38 +509,33 @@ impl Ticket {
         }
     }
 
-    /// Whether the call went as a probe of the circuit as it is now.
-    #[cfg(test)]
-    pub(crate) fn is_current_probe(&self) -> bool {
-        phase(self.word) == HALF_OPEN && self.circuit.word() == self.word
+    /// Ends the call in `circuit`, the one that admitted it, with no outcome
+    /// to count: a call dropped before its outcome counts for nothing, but a
+    /// probe's place must come back, or the circuit would stay half-open
+    /// with no place left.
+    pub(crate) fn release(self, circuit: &Circuit) {
+        if phase(self.word) == HALF_OPEN {
+            circuit.release(self.word);
+        }
     }
 
-    /// Whether the call went during the ramp of the circuit as it is now.
+    /// Whether the call went as a probe of `circuit` (the one that admitted
+    /// it) as it is now.
     #[cfg(test)]
-    pub(crate) fn is_current_ramp(&self) -> bool {
-        phase(self.word) == RAMP && self.circuit.word() == self.word
+    pub(crate) fn is_current_probe(&self, circuit: &Circuit) -> bool {
+        phase(self.word) == HALF_OPEN && circuit.word() == self.word
+    }
+
+    /// Whether the call went during the ramp of `circuit` (the one that
+    /// admitted it) as it is now.
+    #[cfg(test)]
+    pub(crate) fn is_current_ramp(&self, circuit: &Circuit) -> bool {
+        phase(self.word) == RAMP && circuit.word() == self.word
     }
 
     /// When the call was admitted, if kept.
     #[cfg(test)]
     pub(crate) fn started(&self) -> Option<Instant> {
         self.started
-    }
-
-    /// The circuit the call went through.
-    #[cfg(test)]
-    pub(crate) fn circuit(&self) -> &Arc<Circuit> {
-        &self.circuit
-    }
-}
-
-impl Drop for Ticket {
-    fn drop(&mut self) {
-        // NOTE: a call dropped before its outcome counts for nothing, but a
-        // probe's place must come back, or the circuit would stay half-open
-        // with no place left.
-        if !self.settled && phase(self.word) == HALF_OPEN {
-            self.circuit.release(self.word);
-        }
     }
 }

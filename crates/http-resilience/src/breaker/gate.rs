@@ -44,12 +44,13 @@ pub(crate) fn circuit_for<D, B>(
     at_hand: &mut AtHand<Circuit>,
     request: &http::Request<B>,
 ) -> Arc<Circuit> {
-    let ctx = shared.ctx();
+    // NOTE: built of what the policy holds, with no `Ctx`, so that a call
+    // whose circuit is at hand builds nothing.
     let lookup = key::Lookup {
         registry: &shared.registry,
         key_fn: shared.key_fn.as_deref(),
-        room: registry::room(ctx),
-        now: || ctx.nanos(Instant::now()),
+        room: registry::room(shared.rules.settings()),
+        now: || shared.rules.nanos(Instant::now()),
         make: Circuit::new,
     };
     key::entry_for(lookup, at_hand, request)
@@ -74,7 +75,10 @@ impl<D> sealed::Sealed for BreakerPolicy<D> {
         }
     }
 
-    #[inline]
+    /// NOTE: always inlined: a closed circuit's admission is a load, a
+    /// test and a store, which a call out (its frame, the ticket moved
+    /// through the stack, the answer written back) would cost more than.
+    #[inline(always)]
     fn admit(pass: &mut Self::Pass, _: &mut Ask) -> Poll<Result<(), BoxError>> {
         Poll::Ready(enter(pass).map_err(Into::into))
     }
@@ -92,9 +96,7 @@ impl<D> sealed::Sealed for BreakerPolicy<D> {
 
     #[inline]
     fn release(pass: &mut Self::Pass) {
-        // NOTE: a ticket dropped unsettled counts for nothing (a probe's
-        // place goes back).
-        pass.ticket = None;
+        pass.release();
     }
 }
 
@@ -103,7 +105,7 @@ impl<T, D: Decoder<T, BoxError>> sealed::SealedSettle<T> for BreakerPolicy<D> {
     fn settle(pass: &mut Self::Pass, outcome: &Result<http::Response<T>, BoxError>) {
         if let Some(ticket) = pass.ticket.take() {
             let shared = &*pass.shared;
-            ticket.settle(shared.ctx(), shared.judge(outcome));
+            ticket.settle(&pass.circuit, shared.ctx(), shared.judge(outcome));
         }
     }
 }
@@ -111,6 +113,32 @@ impl<T, D: Decoder<T, BoxError>> sealed::SealedSettle<T> for BreakerPolicy<D> {
 /// Admits the call's next attempt through its circuit, or turns it away.
 #[inline]
 fn enter<D>(pass: &mut BreakerPass<D>) -> Result<(), CircuitOpen> {
-    pass.ticket = Some(pass.circuit.admit(pass.shared.ctx())?);
+    let ticket = pass.circuit.admit(pass.shared.ctx())?;
+    // NOTE: a ticket still held (none is, as the engine settles or releases
+    // every attempt before the next) would count for nothing.
+    if let Some(held) = pass.ticket.replace(ticket) {
+        held.release(&pass.circuit);
+    }
     Ok(())
+}
+
+// ===== impl BreakerPass =====
+
+impl<D> BreakerPass<D> {
+    /// Ends the attempt let through last, if it holds a ticket still, with
+    /// no outcome to count (a probe's place goes back).
+    #[inline]
+    fn release(&mut self) {
+        if let Some(ticket) = self.ticket.take() {
+            ticket.release(&self.circuit);
+        }
+    }
+}
+
+impl<D> Drop for BreakerPass<D> {
+    fn drop(&mut self) {
+        // NOTE: a call dropped before its outcome counts for nothing, but
+        // the ticket of a probe must give its place back.
+        self.release();
+    }
 }

@@ -1,13 +1,13 @@
 //! What a breaker trips on, how long it stays open, and how it recovers.
 
 use super::{
-    circuit::Ctx,
+    circuit::{Ctx, Rules},
     events::BreakerListeners,
     registry::Registry,
     rules::{judge, Judged, Ramp, Settings},
     BreakerEvent, CircuitState,
 };
-use crate::key::{Clock, Kept, Room, UpstreamKey};
+use crate::key::{Kept, Room, UpstreamKey};
 use crate::policy::{AnyDecoder, Decoder, TransientDecoder};
 use crate::{policy::Seeds, telemetry::Listener, InvalidSetting};
 use std::{fmt, sync::Arc, time::Duration};
@@ -18,13 +18,10 @@ pub(crate) use crate::key::KeyFn;
 /// What every clone of a policy (and of its layer) shares: the settings,
 /// the decoder and the circuits.
 pub(crate) struct Shared<D> {
-    pub(crate) settings: Settings,
+    /// What the circuits read: the settings, clock, jitter and listeners.
+    pub(crate) rules: Rules,
     pub(crate) decoder: D,
     pub(crate) key_fn: Option<Arc<KeyFn>>,
-    pub(crate) listener: BreakerListeners,
-    pub(crate) seeds: Seeds,
-    /// The instant the circuits count their time from.
-    pub(crate) clock: Clock,
     /// NOTE: in an `Arc` of its own, so that an observer holds the circuits
     /// weakly, whatever the decoder.
     pub(crate) registry: Arc<Registry>,
@@ -146,12 +143,9 @@ impl<D> BreakerPolicy<D> {
         seeds: Seeds,
     ) -> Self {
         Self::from_shared(Shared {
-            settings,
+            rules: Rules::new(settings, seeds, listener),
             decoder,
             key_fn,
-            listener,
-            seeds,
-            clock: Clock::start(),
             registry: Arc::default(),
         })
     }
@@ -159,7 +153,7 @@ impl<D> BreakerPolicy<D> {
     /// The policy of `shared`, whose observer, carried from the policy it
     /// was made from, reads its new circuits too.
     fn from_shared(shared: Shared<D>) -> Self {
-        if let Some(observer) = shared.listener.observer() {
+        if let Some(observer) = shared.rules.listeners.observer() {
             observer.observe(circuits(&shared));
         }
         Self {
@@ -173,7 +167,7 @@ impl<D> BreakerPolicy<D> {
     #[cfg(feature = "otel")]
     pub(crate) fn attach(&self, observer: Arc<dyn super::events::Observer>) -> bool {
         let shared = &*self.shared;
-        if !shared.listener.attach(Arc::clone(&observer)) {
+        if !shared.rules.listeners.attach(Arc::clone(&observer)) {
             return false;
         }
         observer.observe(circuits(shared));
@@ -191,12 +185,12 @@ impl<D> BreakerPolicy<D> {
         shared
             .registry
             .find(shared.registry.hash(key.as_ref()), key.as_ref())
-            .map(|circuit| circuit.state(shared.clock.base()))
+            .map(|circuit| circuit.state(shared.rules.clock.base()))
     }
 
     /// The state of every circuit kept, for a health endpoint.
     pub fn states(&self) -> Vec<(UpstreamKey, CircuitState)> {
-        self.shared.registry.states(self.shared.clock.base())
+        self.shared.registry.states(self.shared.rules.clock.base())
     }
 }
 
@@ -208,7 +202,7 @@ impl<D: Clone> BreakerPolicy<D> {
         change: impl FnOnce(&mut Settings),
         check: impl FnOnce(&Settings) -> Result<(), InvalidSetting>,
     ) -> Result<Self, InvalidSetting> {
-        let mut settings = self.shared.settings;
+        let mut settings = *self.shared.rules.settings();
         change(&mut settings);
         check(&settings)?;
         Ok(self.rebuilt(settings))
@@ -222,12 +216,13 @@ impl<D: Clone> BreakerPolicy<D> {
     fn fresh(&self, settings: Settings) -> Shared<D> {
         let shared = &*self.shared;
         Shared {
-            settings,
+            rules: Rules::new(
+                settings,
+                shared.rules.seeds.clone(),
+                shared.rules.listeners.carried(None),
+            ),
             decoder: shared.decoder.clone(),
             key_fn: shared.key_fn.clone(),
-            listener: shared.listener.carried(None),
-            seeds: shared.seeds.clone(),
-            clock: Clock::start(),
             registry: Arc::default(),
         }
     }
@@ -441,7 +436,7 @@ impl<D: Clone> BreakerPolicy<D> {
     where
         F: Fn(&http::Uri, &http::HeaderMap) -> UpstreamKey + Send + Sync + 'static,
     {
-        let mut next = self.fresh(self.shared.settings);
+        let mut next = self.fresh(*self.shared.rules.settings());
         next.key_fn = Some(Arc::new(key));
         Self::from_shared(next)
     }
@@ -450,8 +445,8 @@ impl<D: Clone> BreakerPolicy<D> {
     /// closure `|event: &BreakerEvent<'_>| ...` is one.
     #[must_use]
     pub fn with_listener(self, listener: impl for<'a> Listener<BreakerEvent<'a>>) -> Self {
-        let mut next = self.fresh(self.shared.settings);
-        next.listener = self.shared.listener.carried(Some(Arc::new(listener)));
+        let mut next = self.fresh(*self.shared.rules.settings());
+        next.rules.listeners = (self.shared.rules.listeners).carried(Some(Arc::new(listener)));
         Self::from_shared(next)
     }
 
@@ -460,10 +455,10 @@ impl<D: Clone> BreakerPolicy<D> {
         let shared = &*self.shared;
         BreakerPolicy::from_parts(
             decoder,
-            shared.settings,
+            *shared.rules.settings(),
             shared.key_fn.clone(),
-            shared.listener.carried(None),
-            shared.seeds.clone(),
+            shared.rules.listeners.carried(None),
+            shared.rules.seeds.clone(),
         )
     }
 
@@ -481,8 +476,8 @@ impl<D: Clone> BreakerPolicy<D> {
     /// to run, for tests.
     #[must_use]
     pub fn with_seed(self, seed: u64) -> Self {
-        let mut next = self.fresh(self.shared.settings);
-        next.seeds = Seeds::fixed(seed);
+        let mut next = self.fresh(*self.shared.rules.settings());
+        next.rules.seeds = Seeds::fixed(seed);
         Self::from_shared(next)
     }
 }
@@ -509,7 +504,7 @@ impl<D: fmt::Debug> fmt::Debug for BreakerPolicy<D> {
             .field("decoder", &shared.decoder)
             .field("settings", &self.settings())
             .field("custom_key", &shared.key_fn.is_some())
-            .field("listener", &shared.listener.given().is_some())
+            .field("listener", &shared.rules.listeners.given().is_some())
             .field("keys", &shared.registry.len())
             .finish()
     }
@@ -518,7 +513,7 @@ impl<D: fmt::Debug> fmt::Debug for BreakerPolicy<D> {
 impl<D> Shared<D> {
     /// What the circuits of this policy read.
     pub(crate) fn ctx(&self) -> Ctx<'_> {
-        Ctx::new(&self.settings, self.clock, &self.seeds, &self.listener)
+        &self.rules
     }
 
     /// What the circuit makes of `outcome`.
@@ -540,6 +535,6 @@ fn at_least_one(field: &str, value: u64) -> Result<(), InvalidSetting> {
 
 /// The circuits of `shared`, read on its clock, for an observer.
 fn circuits<D>(shared: &Shared<D>) -> Kept<CircuitState> {
-    let base = shared.clock.base();
+    let base = shared.rules.clock.base();
     Kept::of(&shared.registry, move |registry| registry.states(base))
 }

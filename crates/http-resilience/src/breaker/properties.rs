@@ -4,7 +4,11 @@
 //! again on a failure, keys do not touch each other, and the map keeps its
 //! bound.
 
-use super::{circuit::Ticket, rules::Judged, BreakerPolicy, CircuitState};
+use super::{
+    circuit::{Circuit, Ticket},
+    rules::Judged,
+    BreakerPolicy, CircuitState,
+};
 use crate::key::{KeyRef, UpstreamKey};
 use crate::policy::{TransientDecoder, Verdict};
 use http::StatusCode;
@@ -52,7 +56,8 @@ struct Step {
 
 struct Run {
     policy: BreakerPolicy<TransientDecoder>,
-    held: Vec<Ticket>,
+    /// The calls admitted and not ended yet, each with its circuit.
+    held: Vec<(Arc<Circuit>, Ticket)>,
     probes: u32,
     max_keys: usize,
     steps: HashMap<u8, Step>,
@@ -77,15 +82,14 @@ impl Run {
                 Some(n)
             }
             Op::Settle(i, outcome) if !self.held.is_empty() => {
-                let ticket = self.held.swap_remove(i % self.held.len());
-                let n = number(&ticket);
-                let ramping = ticket.is_current_ramp();
-                let circuit = Arc::clone(ticket.circuit());
+                let (circuit, ticket) = self.held.swap_remove(i % self.held.len());
+                let n = number(&circuit);
+                let ramping = ticket.is_current_ramp(&circuit);
                 let judged = judged(outcome);
                 let shared = &*self.policy.shared;
-                ticket.settle(shared.ctx(), judged);
+                ticket.settle(&circuit, shared.ctx(), judged);
                 if ramping {
-                    let state = Some(circuit.state(shared.clock.base()));
+                    let state = Some(circuit.state(shared.rules.clock.base()));
                     match judged {
                         Judged::Failure(_) => assert!(
                             matches!(state, Some(CircuitState::Open { .. })),
@@ -97,12 +101,11 @@ impl Run {
                 n
             }
             Op::Drop(i) if !self.held.is_empty() => {
-                let ticket = self.held.swap_remove(i % self.held.len());
-                let n = number(&ticket);
-                let circuit = Arc::clone(ticket.circuit());
-                let base = self.policy.shared.clock.base();
+                let (circuit, ticket) = self.held.swap_remove(i % self.held.len());
+                let n = number(&circuit);
+                let base = self.policy.shared.rules.clock.base();
                 let before = circuit.state(base);
-                drop(ticket);
+                ticket.release(&circuit);
                 if let CircuitState::Ramp { .. } = before {
                     assert_eq!(before, circuit.state(base), "a drop changed a ramp");
                 }
@@ -160,7 +163,7 @@ impl Run {
             _ => {}
         }
         if let Ok(ticket) = admitted {
-            self.held.push(ticket);
+            self.held.push((circuit, ticket));
         }
     }
 
@@ -169,13 +172,12 @@ impl Run {
             self.policy.states().len() <= self.max_keys,
             "over the key bound"
         );
-        for ticket in &self.held {
-            let circuit = ticket.circuit();
+        for (circuit, _) in &self.held {
             assert!(circuit.probes_in_flight() <= self.probes);
             let out = self
                 .held
                 .iter()
-                .filter(|t| Arc::ptr_eq(t.circuit(), circuit) && t.is_current_probe())
+                .filter(|(c, t)| Arc::ptr_eq(c, circuit) && t.is_current_probe(c))
                 .count();
             assert!(
                 out <= self.probes as usize,
@@ -186,9 +188,9 @@ impl Run {
     }
 }
 
-/// The number of the key `ticket` went through.
-fn number(ticket: &Ticket) -> Option<u8> {
-    let host = ticket.circuit().key().host()?;
+/// The number of the key of `circuit`.
+fn number(circuit: &Circuit) -> Option<u8> {
+    let host = circuit.key().host()?;
     host[1..2].parse().ok()
 }
 

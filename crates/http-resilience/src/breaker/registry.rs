@@ -1,10 +1,9 @@
 //! The bounded map of circuits, by key: the crate's keyed map of
 //! [`Circuit`]s, made and read on the breaker's clock.
 
-use super::{
-    circuit::{nanos, Circuit, Ctx},
-    CircuitState,
-};
+#[cfg(test)]
+use super::circuit::Ctx;
+use super::{circuit::Circuit, rules::Settings, CircuitState};
 #[cfg(test)]
 use crate::key::KeyRef;
 use crate::key::UpstreamKey;
@@ -38,7 +37,8 @@ impl key::Registry<Circuit> {
     /// The circuit of `key`, made (and room made for it) if none is kept.
     #[cfg(test)]
     pub(crate) fn get_or_insert(&self, key: KeyRef<'_>, ctx: Ctx<'_>) -> std::sync::Arc<Circuit> {
-        self.get_or_make(key, || ctx.nanos(Instant::now()), room(ctx), Circuit::new)
+        let room = room(ctx.settings());
+        self.get_or_make(key, || ctx.nanos(Instant::now()), room, Circuit::new)
     }
 }
 
@@ -52,11 +52,10 @@ impl key::Registry<Circuit> {
     }
 }
 
-/// The room the breaker's settings give its circuits.
-pub(crate) fn room(ctx: Ctx<'_>) -> Room {
-    let settings = ctx.settings();
+/// The room the breaker's `settings` give its circuits.
+pub(crate) fn room(settings: &Settings) -> Room {
     Room {
         max_keys: settings.max_keys,
-        idle: nanos(settings.idle),
+        idle: settings.idle,
     }
 }

@@ -58,10 +58,8 @@ pub(crate) struct BreakerSettings {
 
 impl<D> BreakerPolicy<D> {
     /// The settings, as the setters left them.
-    ///
-    /// See [`BreakerSettings`] for an example.
     pub(crate) fn settings(&self) -> BreakerSettings {
-        let s = &self.shared.settings;
+        let s = self.shared.rules.settings();
         BreakerSettings {
             consecutive_failures: s.consecutive,
             failure_ratio: s.ratio,

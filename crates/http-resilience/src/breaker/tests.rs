@@ -795,7 +795,7 @@ async fn a_call_start_is_kept_only_when_slow_calls_count() {
         let circuit = shared.registry.get_or_insert(KeyRef::of_uri(&uri), ctx);
         let ticket = circuit.admit(ctx).unwrap();
         assert_eq!(ticket.started().is_some(), kept);
-        ticket.settle(ctx, Judged::Success);
+        ticket.settle(&circuit, ctx, Judged::Success);
     }
 }
 

@@ -3,7 +3,7 @@
 
 use super::{trigger::Trigger, Fault, FaultSwitch};
 use crate::{
-    key::{nanos, Clock, KeyFn, Keyed, Registry, Room, UpstreamKey},
+    key::{Clock, KeyFn, Keyed, Registry, Room, UpstreamKey},
     policy::Seeds,
     InvalidSetting,
 };
@@ -136,7 +136,7 @@ impl FaultPolicy {
         let switch = FaultSwitch::new(true);
         let room = Room {
             max_keys: 1024,
-            idle: nanos(Duration::from_secs(300)),
+            idle: Duration::from_secs(300),
         };
         let shared = Shared {
             fault,
@@ -218,7 +218,7 @@ impl FaultPolicy {
         Room::check(max, idle)?;
         let room = Room {
             max_keys: max,
-            idle: nanos(idle),
+            idle,
         };
         Ok(self.remade(|s| s.room = room))
     }

@@ -24,12 +24,14 @@ impl Clock {
     }
 
     /// `now` in nanoseconds since the base (0 before it).
+    #[inline]
     pub(crate) fn nanos(&self, now: Instant) -> u64 {
         nanos(now.saturating_duration_since(self.base))
     }
 }
 
 /// `duration` in nanoseconds, at most `u64::MAX`.
+#[inline]
 pub(crate) fn nanos(duration: Duration) -> u64 {
     u64::try_from(duration.as_nanos()).unwrap_or(u64::MAX)
 }

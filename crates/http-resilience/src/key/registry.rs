@@ -55,8 +55,7 @@ pub(crate) trait Keyed: Sized {
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Room {
     pub(crate) max_keys: usize,
-    /// In nanoseconds, on the owner's clock.
-    pub(crate) idle: u64,
+    pub(crate) idle: Duration,
 }
 
 impl Room {
@@ -174,7 +173,7 @@ impl<T: Keyed> Registry<T> {
         if let Some(entry) = map.find(hash, key) {
             return Arc::clone(entry);
         }
-        map.make_room(room.max_keys, now, room.idle);
+        map.make_room(room.max_keys, now, super::nanos(room.idle));
         let entry = Arc::new(make(UpstreamKey::from_ref(key), now));
         map.insert(hash, Arc::clone(&entry));
         entry
@@ -228,17 +227,16 @@ impl<T: Keyed> Held<T> {
     /// and port again.
     #[inline]
     fn serves(&self, uri: &http::Uri) -> bool {
-        // NOTE: `http` compares an authority or a scheme whatever its case,
-        // byte by byte; the spelling of the last call is the common case, so
-        // it is compared as it is first.
+        // NOTE: `http` compares an authority whatever its case, byte by
+        // byte; the spelling of the last call is the common case, so it is
+        // compared as it is first. A scheme compares as `http` compares it:
+        // `http` and `https` as the tags they are parsed into, with no text
+        // read.
         let authority = match (uri.authority(), &self.authority) {
             (Some(a), Some(b)) => a.as_str() == b.as_str() || a == b,
             (a, b) => a.is_none() && b.is_none(),
         };
-        let scheme = match (uri.scheme(), &self.scheme) {
-            (Some(a), Some(b)) => a.as_str() == b.as_str() || a == b,
-            (a, b) => a.is_none() && b.is_none(),
-        };
+        let scheme = uri.scheme() == self.scheme.as_ref();
         self.entry.is_kept() && authority && scheme
     }
 }

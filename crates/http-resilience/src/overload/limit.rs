@@ -220,6 +220,7 @@ impl LimitState {
     }
 
     /// The calls that may be in flight now.
+    #[inline]
     pub(crate) fn get(&self) -> u32 {
         match self {
             LimitState::Unbounded => u32::MAX,
@@ -231,6 +232,7 @@ impl LimitState {
     /// Learns from a call the upstream accepted in `latency`, admitted with
     /// `in_flight` calls in flight (itself included), ended at `now`
     /// (nanoseconds on the slots' clock).
+    #[inline]
     pub(crate) fn on_success(&mut self, latency: Duration, in_flight: u32, now: u64) {
         if let LimitState::Adaptive(adaptive) = self {
             adaptive.on_success(latency, in_flight, now);

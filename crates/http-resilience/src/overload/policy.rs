@@ -10,7 +10,7 @@ use super::{
 };
 use crate::{
     key::UpstreamKey,
-    key::{nanos, Clock, Kept, KeyFn, Registry, Room},
+    key::{Clock, Kept, KeyFn, Registry, Room},
     policy::Seeds,
     telemetry::Listener,
     InvalidSetting,
@@ -297,6 +297,7 @@ impl Shared {
     }
 
     /// `now` in nanoseconds on the slots' clock.
+    #[inline]
     pub(crate) fn nanos(&self, now: Instant) -> u64 {
         self.clock.nanos(now)
     }
@@ -305,7 +306,7 @@ impl Shared {
     pub(crate) fn room(&self) -> Room {
         Room {
             max_keys: self.settings.max_keys,
-            idle: nanos(self.settings.idle_key_timeout),
+            idle: self.settings.idle_key_timeout,
         }
     }
 

@@ -46,9 +46,16 @@ pub(crate) fn grpc_code_by_name(name: &str) -> Option<i32> {
         .and_then(|i| i32::try_from(i).ok())
 }
 
+/// `grpc-status`, to look up by reference.
+///
+/// NOTE: a `static`, not the constant: a name looked up by value (or by a
+/// reference to a constant, a temporary) is copied and dropped on every
+/// lookup, a call through its bytes' vtable.
+static GRPC_STATUS_NAME: HeaderName = GRPC_STATUS;
+
 /// The gRPC code in a head's `grpc-status`, if it has a well-formed one.
 pub(crate) fn grpc_status_of(headers: &HeaderMap) -> Option<i32> {
-    parse_ascii_int(headers.get(GRPC_STATUS)?.as_bytes())
+    parse_ascii_int(headers.get(&GRPC_STATUS_NAME)?.as_bytes())
 }
 
 /// A signed 32-bit decimal: an optional `-` and one or more ASCII digits,

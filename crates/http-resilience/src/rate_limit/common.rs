@@ -6,7 +6,7 @@ use super::{
     gcra::Pace,
     settings::{pace_of, Settings},
 };
-use crate::key::{nanos, Clock, KeyFn, Room};
+use crate::key::{Clock, KeyFn, Room};
 use std::{sync::Arc, time::Duration};
 use tokio::time::Instant;
 
@@ -54,7 +54,7 @@ impl Core {
     pub(crate) fn room(&self) -> Room {
         Room {
             max_keys: self.settings.max_keys,
-            idle: nanos(self.settings.idle_key_timeout),
+            idle: self.settings.idle_key_timeout,
         }
     }
 
