@@ -64,8 +64,7 @@
 //!
 //! By default every attempt keeps its own limit, the last one included.
 //! [`final_attempt_uses_deadline`](AttemptTimeoutLayer::final_attempt_uses_deadline)
-//! (or the layer's method of the same name) lets the last attempt a retry
-//! layer can make, marked with [`FinalAttempt`], run
+//! lets the last attempt a retry layer can make, marked with [`FinalAttempt`], run
 //! until the deadline instead, as linkerd does: with no retry left, cutting it
 //! short only turns a slow success into a failure.
 //!

@@ -44,8 +44,6 @@ pub(crate) fn circuit_for<D, B>(
     at_hand: &mut AtHand<Circuit>,
     request: &http::Request<B>,
 ) -> Arc<Circuit> {
-    // NOTE: built of what the policy holds, with no `Ctx`, so that a call
-    // whose circuit is at hand builds nothing.
     let lookup = key::Lookup {
         registry: &shared.registry,
         key_fn: shared.key_fn.as_deref(),
@@ -103,9 +101,15 @@ impl<D> sealed::Sealed for BreakerPolicy<D> {
 impl<T, D: Decoder<T, BoxError>> sealed::SealedSettle<T> for BreakerPolicy<D> {
     #[inline]
     fn settle(pass: &mut Self::Pass, outcome: &Result<http::Response<T>, BoxError>) {
+        if pass.ticket.is_none() {
+            return;
+        }
+        // NOTE: judged before the ticket leaves the pass: a decoder that
+        // panics leaves it there, and the pass's drop gives a probe's place
+        // back.
+        let judged = pass.shared.judge(outcome);
         if let Some(ticket) = pass.ticket.take() {
-            let shared = &*pass.shared;
-            ticket.settle(&pass.circuit, shared.ctx(), shared.judge(outcome));
+            ticket.settle(&pass.circuit, pass.shared.ctx(), judged);
         }
     }
 }

@@ -409,6 +409,36 @@ async fn a_dropped_call_counts_for_nothing_and_a_dropped_probe_gives_its_place_b
 }
 
 #[tokio::test(flavor = "current_thread", start_paused = true)]
+async fn a_probe_whose_decoder_panics_gives_its_place_back() {
+    // A decoder of one's own that panics on 418 and retries a 503.
+    let decoder = |outcome: &Result<Response<()>, BoxError>| match outcome {
+        Ok(response) if response.status() == 418 => panic!("a decoder that panics"),
+        Ok(response) if response.status() == 503 => Verdict::retry(StatusCode::SERVICE_UNAVAILABLE),
+        _ => Verdict::Accept,
+    };
+    let upstream = Upstream::new(Mode::Status(503));
+    let policy = BreakerPolicy::new(decoder)
+        .break_growth(2.0, 0.0)
+        .unwrap()
+        .consecutive_failures(1)
+        .unwrap()
+        .half_open(1, 1)
+        .unwrap();
+    let mut svc = breaker_around(upstream.service(), policy.clone());
+    call(&mut svc, A).await.unwrap();
+    time::advance(5 * SECOND).await;
+    // The only probe's outcome makes the decoder panic.
+    upstream.set(Mode::Status(418));
+    let probe = svc.ready().await.unwrap().call(request(A));
+    let panicked = tokio::spawn(probe).await.unwrap_err();
+    assert!(panicked.is_panic());
+    // Its place came back: the next call is the probe that closes the circuit.
+    upstream.set(Mode::Status(200));
+    assert_eq!(call(&mut svc, A).await.unwrap().status(), 200);
+    assert_eq!(policy.state(&key("a.test")), Some(CircuitState::Closed));
+}
+
+#[tokio::test(flavor = "current_thread", start_paused = true)]
 async fn keys_are_isolated() {
     let upstream = Upstream::new(Mode::Status(503));
     let policy = policy().consecutive_failures(1).unwrap();

@@ -137,14 +137,24 @@ impl<D, R, G> ResiliencePolicy<D, R, G> {
     /// # Example
     ///
     /// ```
-    /// use http_resilience::{breaker::BreakerPolicy, overload::OverloadPolicy, presets};
+    /// use http_resilience::{breaker::BreakerPolicy, overload::OverloadPolicy, presets, BoxError};
+    /// use tower::{service_fn, Layer, ServiceExt};
     ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), BoxError> {
     /// let breaker = BreakerPolicy::default();
     /// let bulkhead = OverloadPolicy::bulkhead(32)?.with_queue(32);
     /// // The bulkhead first: a call waits for a slot, then passes the circuit.
     /// let policy = presets::standard().with_guard((bulkhead, breaker.clone()));
-    /// assert_eq!(format!("{:?}", policy.guard().1), format!("{breaker:?}"));
-    /// # Ok::<(), http_resilience::InvalidSetting>(())
+    /// let svc = policy.layer().layer(service_fn(|_: http::Request<String>| async {
+    ///     Ok::<_, BoxError>(http::Response::new(String::new()))
+    /// }));
+    /// let request = http::Request::get("http://api.test/").body(String::new())?;
+    /// svc.oneshot(request).await?;
+    /// // The clone kept here shares the circuits of the one in the stack.
+    /// assert_eq!(breaker.states().len(), 1);
+    /// # Ok(())
+    /// # }
     /// ```
     pub fn with_guard<G2: Guard>(self, guard: G2) -> ResiliencePolicy<D, R, G2> {
         ResiliencePolicy {
