@@ -40,7 +40,7 @@ fn upstream(
     })
 }
 
-async fn call<S>(svc: &mut S) -> (Duration, Attempts)
+async fn call<S>(svc: &mut S) -> (Duration, u32, u32)
 where
     S: Service<Request<String>, Response = Response<String>, Error = Infallible>,
 {
@@ -52,12 +52,13 @@ where
         .call(Request::new(String::new()))
         .await
         .unwrap();
-    let attempts = response
+    // A response accepted at its first attempt carries no report: one
+    // attempt, which won.
+    let winner = response
         .extensions()
         .get::<Attempts>()
-        .copied()
-        .unwrap_or(Attempts::new(1));
-    (start.elapsed(), attempts)
+        .map_or(1, Attempts::winner);
+    (start.elapsed(), Attempts::of(&response), winner)
 }
 
 #[tokio::test(start_paused = true)]
@@ -69,18 +70,18 @@ async fn a_percentile_delay_hedges_once_min_samples_are_seen_in_the_first_window
     let mut svc = HedgeLayer::new(policy).layer(upstream(|n| n == 19 || n == 21));
 
     for _ in 0..19 {
-        assert_eq!(call(&mut svc).await.1.get(), 1);
+        assert_eq!(call(&mut svc).await.1, 1);
     }
     // Only 19 latencies are known: no delay yet, so the slow call is not
     // hedged.
-    let (elapsed, attempts) = call(&mut svc).await;
-    assert_eq!((elapsed, attempts.get()), (Duration::from_secs(10), 1));
+    let (elapsed, attempts, _) = call(&mut svc).await;
+    assert_eq!((elapsed, attempts), (Duration::from_secs(10), 1));
     // The 20th latency came in with it: its copy is hedged at the 90th
     // percentile (10 ms, within a bucket's 12.5 %), still in the first window.
-    let (elapsed, attempts) = call(&mut svc).await;
-    assert_eq!(attempts.get(), 1, "a fast call is not hedged");
+    let (elapsed, attempts, _) = call(&mut svc).await;
+    assert_eq!(attempts, 1, "a fast call is not hedged");
     assert_eq!(elapsed, MS(10));
-    let (elapsed, attempts) = call(&mut svc).await;
-    assert_eq!((attempts.get(), attempts.winner()), (2, 2), "{elapsed:?}");
+    let (elapsed, attempts, winner) = call(&mut svc).await;
+    assert_eq!((attempts, winner), (2, 2), "{elapsed:?}");
     assert!(elapsed > MS(10) && elapsed <= MS(22), "{elapsed:?}");
 }

@@ -42,9 +42,4 @@ async fn attempts_print_the_winner_they_report() {
     assert_eq!(attempts.stop(), Stop::Accepted);
     let printed = format!("{attempts:?}");
     assert!(printed.contains("winner: 4"), "{printed}");
-    assert_eq!(
-        attempts,
-        Attempts::new(4).with_winner(4),
-        "the last attempt named as the winner is the same report"
-    );
 }

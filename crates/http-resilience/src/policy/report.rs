@@ -92,16 +92,32 @@ impl std::fmt::Display for Stop {
 /// # Example
 ///
 /// ```
-/// use http::StatusCode;
-/// use http_resilience::{policy::Verdict, Attempts, Stop};
+/// use http::{Request, Response, StatusCode};
+/// use http_resilience::{
+///     policy::{FixedDelay, Reason, StatusDecoder, Verdict},
+///     retry::RetryPolicy,
+///     Attempts, StatusRetryLayer, Stop,
+/// };
+/// use std::{convert::Infallible, time::Duration};
+/// use tower::{Layer, ServiceExt};
 ///
-/// let mut response = http::Response::new(());
-/// let last = Verdict::retry(StatusCode::SERVICE_UNAVAILABLE);
-/// response.extensions_mut().insert(Attempts::new(3).with_verdict(last).with_stop(Stop::Exhausted));
+/// # #[tokio::main(flavor = "current_thread", start_paused = true)]
+/// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// let overloaded = tower::service_fn(|_: Request<()>| async {
+///     let mut response = Response::new(());
+///     *response.status_mut() = StatusCode::SERVICE_UNAVAILABLE;
+///     Ok::<_, Infallible>(response)
+/// });
+/// let policy = RetryPolicy::new(StatusDecoder::new([503])?, FixedDelay::new(Duration::from_millis(10), 2));
+/// let response = StatusRetryLayer::new(policy).layer(overloaded).oneshot(Request::new(())).await?;
+///
 /// assert_eq!(Attempts::of(&response), 3);
 /// let attempts = response.extensions().get::<Attempts>().unwrap();
-/// assert!(attempts.verdict().is_retry());
+/// let last = attempts.verdict();
+/// assert!(matches!(last, Verdict::Retry { reason: Reason::Status(StatusCode::SERVICE_UNAVAILABLE), .. }));
 /// assert_eq!(attempts.stop(), Stop::Exhausted);
+/// # Ok(())
+/// # }
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Attempts {
@@ -109,7 +125,7 @@ pub struct Attempts {
     verdict: Verdict,
     stop: Stop,
     /// The attempt whose outcome this is: the last one unless
-    /// [`with_winner`](Self::with_winner) says otherwise.
+    /// `with_winner` says otherwise.
     winner: u32,
 }
 
@@ -117,7 +133,7 @@ pub struct Attempts {
 
 impl Attempts {
     /// A count of `n` attempts, the last one accepted.
-    pub const fn new(n: u32) -> Self {
+    pub(crate) const fn new(n: u32) -> Self {
         Self {
             count: n,
             verdict: Verdict::Accept,
@@ -130,7 +146,7 @@ impl Attempts {
     /// caller got: with [`hedge`](crate::hedge), the first acceptable one,
     /// which need not be the last sent.
     #[must_use]
-    pub const fn with_winner(mut self, attempt: u32) -> Self {
+    pub(crate) const fn with_winner(mut self, attempt: u32) -> Self {
         self.winner = attempt;
         self
     }
@@ -147,14 +163,14 @@ impl Attempts {
 
     /// The same count with the verdict on the last attempt.
     #[must_use]
-    pub const fn with_verdict(mut self, verdict: Verdict) -> Self {
+    pub(crate) const fn with_verdict(mut self, verdict: Verdict) -> Self {
         self.verdict = verdict;
         self
     }
 
     /// The same count with the reason no further attempt was made.
     #[must_use]
-    pub const fn with_stop(mut self, stop: Stop) -> Self {
+    pub(crate) const fn with_stop(mut self, stop: Stop) -> Self {
         self.stop = stop;
         self
     }

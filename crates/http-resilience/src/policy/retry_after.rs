@@ -37,7 +37,7 @@ use std::{
 
 /// A parsed `Retry-After` value.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum RetryAfter {
+pub(crate) enum RetryAfter {
     /// A number of seconds.
     Delay(Duration),
     /// An instant, by the server's clock.
@@ -53,7 +53,7 @@ impl RetryAfter {
     ///
     /// [`InvalidRetryAfter`] when the value is neither a number of seconds
     /// nor an HTTP-date (a negative number, a fraction, garbage).
-    pub fn parse(value: &HeaderValue) -> Result<Self, InvalidRetryAfter> {
+    pub(crate) fn parse(value: &HeaderValue) -> Result<Self, InvalidRetryAfter> {
         let text = value.to_str().map_err(|_| InvalidRetryAfter)?.trim();
         if !text.is_empty() && text.bytes().all(|b| b.is_ascii_digit()) {
             // NOTE: a value too large for u64 saturates; the retryer caps it.
@@ -67,7 +67,7 @@ impl RetryAfter {
 
     /// The wait this value asks for, measured from `now`; a date in the
     /// past asks for no wait.
-    pub fn delay_from(&self, now: SystemTime) -> Duration {
+    pub(crate) fn delay_from(&self, now: SystemTime) -> Duration {
         match self {
             RetryAfter::Delay(delay) => *delay,
             RetryAfter::Date(at) => at.duration_since(now).unwrap_or(Duration::ZERO),
