@@ -157,7 +157,10 @@ where
     #[inline]
     fn call(&mut self, request: http::Request<B>) -> Self::Future {
         let deadline = RequestDeadline::of(&request);
-        let on_final = request.extensions().get::<FinalAttempt>().is_some();
+        // NOTE: the marker is looked up only when it can change the end: a
+        // lookup in a map that holds the deadline is not free.
+        let on_final =
+            self.final_uses_deadline && request.extensions().get::<FinalAttempt>().is_some();
         let to_deadline = limits::runs_to_deadline(self.final_uses_deadline, on_final, deadline);
         let (end, expiry) =
             match limits::attempt_end(Instant::now(), self.limit, deadline, to_deadline) {
