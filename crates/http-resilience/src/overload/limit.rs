@@ -229,16 +229,6 @@ impl LimitState {
         }
     }
 
-    /// Learns from a call the upstream accepted in `latency`, admitted with
-    /// `in_flight` calls in flight (itself included), ended at `now`
-    /// (nanoseconds on the slots' clock).
-    #[inline]
-    pub(crate) fn on_success(&mut self, latency: Duration, in_flight: u32, now: u64) {
-        if let LimitState::Adaptive(adaptive) = self {
-            adaptive.on_success(latency, in_flight, now);
-        }
-    }
-
     /// Learns from an overload signal.
     pub(crate) fn on_overload(&mut self) {
         if let LimitState::Adaptive(adaptive) = self {
@@ -288,6 +278,9 @@ impl Adaptive {
         }
     }
 
+    /// Learns from a call the upstream accepted in `latency`, admitted with
+    /// `in_flight` calls in flight (itself included), ended at `now`
+    /// (nanoseconds on the slots' clock).
     pub(crate) fn on_success(&mut self, latency: Duration, in_flight: u32, now: u64) {
         // NOTE: a zero latency (a clock that did not move) reads as one
         // nanosecond, so that the ratio stays finite.

@@ -310,13 +310,15 @@ impl Shared {
         }
     }
 
-    /// The slots of a key first seen at `now`.
+    /// The slots of a key first seen at `now` (nanoseconds on the slots'
+    /// clock).
     pub(crate) fn make(&self, key: UpstreamKey, now: u64) -> Slots {
-        Slots::new(key, now, &self.settings, self.seeds.next_rng())
+        let now = self.clock.instant(now);
+        Slots::new(key, self.clock, now, &self.settings, self.seeds.next_rng())
     }
 
     fn read(&self, slots: &Slots) -> OverloadState {
-        let (limit, in_flight, queued, p) = slots.read(self.nanos(Instant::now()));
+        let (limit, in_flight, queued, p) = slots.read(Instant::now());
         OverloadState {
             limit: (limit != u32::MAX).then_some(limit),
             in_flight,

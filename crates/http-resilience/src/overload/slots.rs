@@ -8,22 +8,28 @@ use super::{
     settings::Settings,
     throttle::ThrottleState,
 };
-use crate::{key::Keyed, key::UpstreamKey, policy::SplitMix64};
+use crate::{
+    key::{Clock, Keyed, UpstreamKey},
+    policy::SplitMix64,
+};
 use std::{
     collections::VecDeque,
     sync::{
-        atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering},
+        atomic::{AtomicBool, AtomicU32, Ordering},
         Arc, Mutex, MutexGuard, PoisonError,
     },
     task::Waker,
     time::Duration,
 };
+use tokio::time::Instant;
 
 /// The slots of one key.
 #[derive(Debug)]
 pub(crate) struct Slots {
     key: UpstreamKey,
-    last_used: AtomicU64,
+    /// The policy's clock, which the limit's and the throttle's times and
+    /// the last use are read on in nanoseconds.
+    clock: Clock,
     evicted: AtomicBool,
     /// The calls in flight and queued, for eviction to read without the lock.
     busy: AtomicU32,
@@ -32,6 +38,12 @@ pub(crate) struct Slots {
 
 #[derive(Debug)]
 struct State {
+    /// When a call last asked for a slot.
+    ///
+    /// NOTE: an instant, stamped under the lock the call takes anyway, so
+    /// that asking for a slot reads the clock without turning it into
+    /// nanoseconds; eviction, rare, turns it into them.
+    last_used: Instant,
     in_flight: u32,
     limit: LimitState,
     queue: VecDeque<Arc<Waiter>>,
@@ -64,8 +76,8 @@ pub(crate) enum Entry {
 /// How a call that held a slot ended, for the limit and the throttle.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub(crate) enum Signal {
-    /// The upstream accepted it, in this time.
-    Accepted(Duration),
+    /// The upstream accepted it; it was given its slot at this instant.
+    Accepted(Instant),
     /// An overload signal: a 429, a 503, `RESOURCE_EXHAUSTED`, a timeout.
     Overload,
     /// Another failure: no accept, and nothing learnt about the load.
@@ -81,13 +93,20 @@ const LATENCY_SMOOTHING: f64 = 0.1;
 // ===== impl Slots =====
 
 impl Slots {
-    pub(crate) fn new(key: UpstreamKey, now: u64, settings: &Settings, rng: SplitMix64) -> Self {
+    pub(crate) fn new(
+        key: UpstreamKey,
+        clock: Clock,
+        now: Instant,
+        settings: &Settings,
+        rng: SplitMix64,
+    ) -> Self {
         Self {
             key,
-            last_used: AtomicU64::new(now),
+            clock,
             evicted: AtomicBool::new(false),
             busy: AtomicU32::new(0),
             state: Mutex::new(State {
+                last_used: now,
                 in_flight: 0,
                 limit: LimitState::new(settings.limit),
                 queue: VecDeque::new(),
@@ -110,12 +129,12 @@ impl Slots {
         &self,
         max_queued: u32,
         listeners: &OverloadListeners,
-        now: u64,
+        now: Instant,
         room: impl FnOnce() -> Option<Duration>,
     ) -> Entry {
-        self.last_used.store(now, Ordering::Relaxed);
         let mut state = self.lock();
-        if let Some(rejection) = state.throttled(now) {
+        state.last_used = now;
+        if let Some(rejection) = state.throttled(|| self.clock.nanos(now)) {
             drop(state);
             emit(
                 listeners,
@@ -161,12 +180,12 @@ impl Slots {
         listeners: &OverloadListeners,
         signal: Signal,
         in_flight: u32,
-        now: u64,
+        now: Instant,
     ) {
         let mut state = self.lock();
         state.in_flight = state.in_flight.saturating_sub(1);
         let before = state.limit.get();
-        state.learn(signal, in_flight, now);
+        state.learn(signal, in_flight, now, &self.clock);
         let after = state.limit.get();
         state.hand_on();
         self.busy.store(state.busy(), Ordering::Relaxed);
@@ -200,9 +219,9 @@ impl Slots {
 
     /// The limit, the calls in flight and queued, and the throttle's
     /// probability at `now`.
-    pub(crate) fn read(&self, now: u64) -> (u32, u32, u32, f64) {
+    pub(crate) fn read(&self, now: Instant) -> (u32, u32, u32, f64) {
         let state = self.lock();
-        let p = state.throttle.as_ref().map_or(0.0, |t| t.probability(now));
+        let p = (state.throttle.as_ref()).map_or(0.0, |t| t.probability(self.clock.nanos(now)));
         let queued = u32::try_from(state.queue.len()).unwrap_or(u32::MAX);
         (state.limit.get(), state.in_flight, queued, p)
     }
@@ -213,8 +232,10 @@ impl Keyed for Slots {
         &self.key
     }
 
+    /// When a call last asked for a slot: the slots are idle once none has
+    /// for the policy's idle time and none is in flight or waiting.
     fn last_used(&self) -> u64 {
-        self.last_used.load(Ordering::Relaxed)
+        self.clock.nanos(self.lock().last_used)
     }
 
     fn evicted(&self) -> &AtomicBool {
@@ -243,8 +264,9 @@ impl State {
 
     /// The rejection of a call the throttle turns away at `now`, counted as
     /// a request the upstream did not accept.
-    fn throttled(&mut self, now: u64) -> Option<Rejection> {
+    fn throttled(&mut self, now: impl FnOnce() -> u64) -> Option<Rejection> {
         let throttle = self.throttle.as_mut()?;
+        let now = now();
         let probability = throttle.probability(now);
         if probability == 0.0 || self.rng.next_unit() >= probability {
             return None;
@@ -268,27 +290,43 @@ impl State {
         likely <= super::limit::nanos_f64(room)
     }
 
-    fn learn(&mut self, signal: Signal, in_flight: u32, now: u64) {
+    /// Learns from a call that ended with `signal` at `now`, read on
+    /// `clock` in nanoseconds only by what keeps time in them (an adaptive
+    /// limit, the throttle), and once.
+    fn learn(&mut self, signal: Signal, in_flight: u32, now: Instant, clock: &Clock) {
+        let mut nanos = None;
+        let mut nanos = || *nanos.get_or_insert_with(|| clock.nanos(now));
         match signal {
-            Signal::Accepted(latency) => {
-                let sample = super::limit::nanos_f64(latency);
-                self.latency = if self.latency == 0.0 {
-                    sample
-                } else {
-                    self.latency + (sample - self.latency) * LATENCY_SMOOTHING
-                };
-                self.limit.on_success(latency, in_flight, now);
+            // NOTE: without a limit no call ever waits, so the latency,
+            // which only the wait estimate and an adaptive limit use, is
+            // not worked out.
+            Signal::Accepted(since) if !matches!(self.limit, LimitState::Unbounded) => {
+                let latency = now.saturating_duration_since(since);
+                self.sample(latency);
+                if let LimitState::Adaptive(adaptive) = &mut self.limit {
+                    adaptive.on_success(latency, in_flight, nanos());
+                }
             }
             Signal::Overload => self.limit.on_overload(),
-            Signal::Failed | Signal::Nothing => {}
+            Signal::Accepted(_) | Signal::Failed | Signal::Nothing => {}
         }
         if let Some(throttle) = &mut self.throttle {
             match signal {
-                Signal::Accepted(_) => throttle.record(now, true),
-                Signal::Overload | Signal::Failed => throttle.record(now, false),
+                Signal::Accepted(_) => throttle.record(nanos(), true),
+                Signal::Overload | Signal::Failed => throttle.record(nanos(), false),
                 Signal::Nothing => {}
             }
         }
+    }
+
+    /// Counts `latency` in the smoothed latency of accepted calls.
+    fn sample(&mut self, latency: Duration) {
+        let sample = super::limit::nanos_f64(latency);
+        self.latency = if self.latency == 0.0 {
+            sample
+        } else {
+            self.latency + (sample - self.latency) * LATENCY_SMOOTHING
+        };
     }
 
     /// Hands free slots to the calls waiting first.
