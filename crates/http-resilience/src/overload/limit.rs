@@ -228,13 +228,6 @@ impl LimitState {
             LimitState::Adaptive(adaptive) => adaptive.get(),
         }
     }
-
-    /// Learns from an overload signal.
-    pub(crate) fn on_overload(&mut self) {
-        if let LimitState::Adaptive(adaptive) = self {
-            adaptive.on_overload();
-        }
-    }
 }
 
 // ===== impl Adaptive =====
@@ -253,6 +246,14 @@ impl Adaptive {
     pub(crate) fn get(&self) -> u32 {
         // NOTE: the limit is kept within [min, max], so the cast is exact.
         self.limit.floor() as u32
+    }
+
+    /// Applies `change`: the limit before and after it, if it moved.
+    pub(crate) fn moved(&mut self, change: impl FnOnce(&mut Self)) -> Option<(u32, u32)> {
+        let before = self.get();
+        change(self);
+        let after = self.get();
+        (before != after).then_some((before, after))
     }
 
     fn clamp(&mut self, limit: f64) {

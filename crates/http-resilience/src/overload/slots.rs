@@ -4,7 +4,7 @@
 use super::{
     error::Rejection,
     events::{emit, OverloadEvent, OverloadListeners},
-    limit::LimitState,
+    limit::{Adaptive, LimitState},
     settings::Settings,
     throttle::ThrottleState,
 };
@@ -125,6 +125,10 @@ impl Slots {
     /// call waits before it, else a place in the queue unless it is full or
     /// the wait it would likely take does not fit in what `room` gives (the
     /// time it may wait, if bounded; asked only of a call that would queue).
+    ///
+    /// NOTE: inlined into its one caller, the pass asking for a slot, so
+    /// that the entry it returns is matched where it is made.
+    #[inline(always)]
     pub(crate) fn enter(
         &self,
         max_queued: u32,
@@ -184,19 +188,17 @@ impl Slots {
     ) {
         let mut state = self.lock();
         state.in_flight = state.in_flight.saturating_sub(1);
-        let before = state.limit.get();
-        state.learn(signal, in_flight, now, &self.clock);
-        let after = state.limit.get();
+        let moved = state.learn(signal, in_flight, now, &self.clock);
         state.hand_on();
         self.busy.store(state.busy(), Ordering::Relaxed);
         drop(state);
-        if before != after {
+        if let Some((from, to)) = moved {
             emit(
                 listeners,
                 &OverloadEvent::LimitChanged {
                     key: &self.key,
-                    from: before,
-                    to: after,
+                    from,
+                    to,
                 },
             );
         }
@@ -292,24 +294,37 @@ impl State {
 
     /// Learns from a call that ended with `signal` at `now`, read on
     /// `clock` in nanoseconds only by what keeps time in them (an adaptive
-    /// limit, the throttle), and once.
-    fn learn(&mut self, signal: Signal, in_flight: u32, now: Instant, clock: &Clock) {
+    /// limit, the throttle), and once. Returns the limit before and after,
+    /// if it moved.
+    fn learn(
+        &mut self,
+        signal: Signal,
+        in_flight: u32,
+        now: Instant,
+        clock: &Clock,
+    ) -> Option<(u32, u32)> {
         let mut nanos = None;
         let mut nanos = || *nanos.get_or_insert_with(|| clock.nanos(now));
-        match signal {
+        let moved = match signal {
             // NOTE: without a limit no call ever waits, so the latency,
             // which only the wait estimate and an adaptive limit use, is
             // not worked out.
             Signal::Accepted(since) if !matches!(self.limit, LimitState::Unbounded) => {
                 let latency = now.saturating_duration_since(since);
                 self.sample(latency);
-                if let LimitState::Adaptive(adaptive) = &mut self.limit {
-                    adaptive.on_success(latency, in_flight, nanos());
+                match &mut self.limit {
+                    LimitState::Adaptive(adaptive) => {
+                        adaptive.moved(|a| a.on_success(latency, in_flight, nanos()))
+                    }
+                    _ => None,
                 }
             }
-            Signal::Overload => self.limit.on_overload(),
-            Signal::Accepted(_) | Signal::Failed | Signal::Nothing => {}
-        }
+            Signal::Overload => match &mut self.limit {
+                LimitState::Adaptive(adaptive) => adaptive.moved(Adaptive::on_overload),
+                _ => None,
+            },
+            Signal::Accepted(_) | Signal::Failed | Signal::Nothing => None,
+        };
         if let Some(throttle) = &mut self.throttle {
             match signal {
                 Signal::Accepted(_) => throttle.record(nanos(), true),
@@ -317,6 +332,7 @@ impl State {
                 Signal::Nothing => {}
             }
         }
+        moved
     }
 
     /// Counts `latency` in the smoothed latency of accepted calls.
