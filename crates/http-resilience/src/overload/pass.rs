@@ -43,8 +43,13 @@ enum Step {
         end: Option<WaitEnd>,
         sleep: Option<Pin<Box<Sleep>>>,
     },
-    /// Holding a slot since `at`, given with `in_flight` calls in flight.
-    Admitted { at: Instant, in_flight: u32 },
+    /// Holding a slot since `at`, given with `in_flight` calls in flight;
+    /// its release `learns` from the outcome, or gives the slot back only.
+    Admitted {
+        at: Instant,
+        in_flight: u32,
+        learns: bool,
+    },
 }
 
 /// When a wait for a slot ends, and how.
@@ -118,8 +123,12 @@ impl OverloadPass {
             room,
         );
         match entry {
-            Entry::Admitted(in_flight) => {
-                self.step = Step::Admitted { at: now, in_flight };
+            Entry::Admitted { in_flight, learns } => {
+                self.step = Step::Admitted {
+                    at: now,
+                    in_flight,
+                    learns,
+                };
                 Poll::Ready(Ok(()))
             }
             Entry::Queued(waiter) => {
@@ -166,11 +175,16 @@ impl OverloadPass {
     /// Gives the slot back with what `outcome` says of the upstream's load;
     /// the pass may ask for a slot again, for the next attempt.
     pub(crate) fn settle<T, E: AsError>(&mut self, outcome: &Result<http::Response<T>, E>) {
-        if let Step::Admitted { at, in_flight } = self.step {
-            let signal = signal_of(outcome, at);
+        if let Step::Admitted {
+            at,
+            in_flight,
+            learns,
+        } = self.step
+        {
             self.step = Step::Idle;
-            self.slots
-                .leave(&self.shared.listener, signal, in_flight, Instant::now());
+            // NOTE: an outcome nothing learns from is not read, nor the clock.
+            let learnt = learns.then(|| (signal_of(outcome, at), Instant::now()));
+            self.slots.leave(&self.shared.listener, learnt, in_flight);
         }
     }
 
@@ -184,9 +198,7 @@ impl OverloadPass {
                 self.slots.cancel(&waiter);
             }
             Step::Admitted { in_flight, .. } => {
-                let now = Instant::now();
-                self.slots
-                    .leave(&self.shared.listener, Signal::Nothing, in_flight, now);
+                self.slots.leave(&self.shared.listener, None, in_flight);
             }
         }
     }
@@ -219,10 +231,16 @@ impl OverloadPass {
     /// A queued call's slot was handed over.
     fn admitted(&mut self) {
         // NOTE: the slot was counted in flight when it was handed over; the
-        // count the call is admitted with is read when it settles.
+        // count the call is admitted with is read when it settles. A call
+        // that waited got its slot with every slot taken: its release
+        // learns from it.
         let at = Instant::now();
         let (_, in_flight, _, _) = self.slots.read(at);
-        self.step = Step::Admitted { at, in_flight };
+        self.step = Step::Admitted {
+            at,
+            in_flight,
+            learns: true,
+        };
     }
 
     /// Leaves the queue at the end of the wait, with the error the call

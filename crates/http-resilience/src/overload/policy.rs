@@ -174,8 +174,9 @@ impl OverloadPolicy {
 
     /// A call that must wait for a slot stops waiting `min_attempt` before
     /// its deadline, and gives up at once when less is left already, or when
-    /// the queue ahead of it, at the latency the key's calls have taken,
-    /// would leave less. A free slot is taken whatever the time left: whether
+    /// the queue ahead of it, at the latency the key's calls have taken
+    /// while at least half its slots were in use (or the first call's, until
+    /// one was), would leave less. A free slot is taken whatever the time left: whether
     /// an attempt is still worth sending is the retry's deadline-aware
     /// scheduling's to say.
     #[must_use]

@@ -49,8 +49,8 @@ struct State {
     queue: VecDeque<Arc<Waiter>>,
     throttle: Option<ThrottleState>,
     rng: SplitMix64,
-    /// The smoothed latency of accepted calls, in nanoseconds; 0 before the
-    /// first.
+    /// The smoothed latency of the accepted calls the wait estimate learns
+    /// from ([`State::learns_from`]), in nanoseconds; 0 before the first.
     latency: f64,
 }
 
@@ -65,8 +65,10 @@ pub(crate) struct Waiter {
 /// What a call asking for a slot got.
 #[derive(Debug)]
 pub(crate) enum Entry {
-    /// A slot, with this many calls in flight (itself included).
-    Admitted(u32),
+    /// A slot, with this many calls in flight (itself included), and
+    /// whether its release learns from the call's outcome
+    /// ([`State::learns_from`]).
+    Admitted { in_flight: u32, learns: bool },
     /// A place in the queue.
     Queued(Arc<Waiter>),
     /// Neither.
@@ -152,7 +154,11 @@ impl Slots {
         let limit = state.limit.get();
         let entry = if state.in_flight < limit && state.queue.is_empty() {
             state.in_flight += 1;
-            Entry::Admitted(state.in_flight)
+            let learns = state.learns_from(state.in_flight, max_queued);
+            Entry::Admitted {
+                in_flight: state.in_flight,
+                learns,
+            }
         } else if state.queue.len() >= max_queued as usize {
             Entry::Rejected(Rejection::QueueFull { limit })
         } else if !state.wait_fits(room(), limit) {
@@ -176,19 +182,22 @@ impl Slots {
         entry
     }
 
-    /// Gives a slot back, after a call that ended with `signal` (admitted
-    /// with `in_flight` calls in flight) at `now`, and hands the slots the
-    /// limit allows to the calls waiting first.
+    /// Gives a slot back, after a call admitted with `in_flight` calls in
+    /// flight that ended with `outcome`'s signal at its instant (none when
+    /// nothing is learnt from it), and hands the slots the limit allows to
+    /// the calls waiting first.
     pub(crate) fn leave(
         &self,
         listeners: &OverloadListeners,
-        signal: Signal,
+        outcome: Option<(Signal, Instant)>,
         in_flight: u32,
-        now: Instant,
     ) {
         let mut state = self.lock();
         state.in_flight = state.in_flight.saturating_sub(1);
-        let moved = state.learn(signal, in_flight, now, &self.clock);
+        let moved = match outcome {
+            Some((signal, now)) => state.learn(signal, in_flight, now, &self.clock),
+            None => None,
+        };
         state.hand_on();
         self.busy.store(state.busy(), Ordering::Relaxed);
         drop(state);
@@ -277,9 +286,30 @@ impl State {
         Some(Rejection::Throttled { probability })
     }
 
+    /// Whether the release of a call admitted with `in_flight` calls in
+    /// flight learns from its outcome, and so reads the clock: always for an
+    /// adaptive limit and the throttle, which learn from every call; for a
+    /// fixed limit with a queue, only while its wait estimate is unknown or
+    /// at least half the slots are taken.
+    ///
+    /// NOTE: a queue forms only once every slot is taken, so the latency that
+    /// predicts its wait is the one of calls made under load; a call made
+    /// while most slots are free says little of it, and is not timed.
+    fn learns_from(&self, in_flight: u32, max_queued: u32) -> bool {
+        match self.limit {
+            LimitState::Adaptive(_) => true,
+            _ if self.throttle.is_some() => true,
+            LimitState::Fixed(limit) => {
+                max_queued > 0 && (self.latency == 0.0 || in_flight.saturating_mul(2) >= limit)
+            }
+            LimitState::Unbounded => false,
+        }
+    }
+
     /// Whether the likely wait of a call joining the queue fits in `room`:
     /// the calls before it, and itself, each take the latency of a slot
-    /// shared among `limit`. Unknown before the first accepted call.
+    /// (as calls under load take it) shared among `limit`. Unknown before
+    /// the first accepted call.
     fn wait_fits(&self, room: Option<Duration>, limit: u32) -> bool {
         let Some(room) = room else {
             return true;
