@@ -28,6 +28,11 @@ impl Clock {
     pub(crate) fn nanos(&self, now: Instant) -> u64 {
         nanos(now.saturating_duration_since(self.base))
     }
+
+    /// The instant `nanos` after the base.
+    pub(crate) fn instant(&self, nanos: u64) -> Instant {
+        crate::timer::saturating_after(self.base, Duration::from_nanos(nanos))
+    }
 }
 
 /// `duration` in nanoseconds, at most `u64::MAX`.

@@ -228,23 +228,6 @@ impl LimitState {
             LimitState::Adaptive(adaptive) => adaptive.get(),
         }
     }
-
-    /// Learns from a call the upstream accepted in `latency`, admitted with
-    /// `in_flight` calls in flight (itself included), ended at `now`
-    /// (nanoseconds on the slots' clock).
-    #[inline]
-    pub(crate) fn on_success(&mut self, latency: Duration, in_flight: u32, now: u64) {
-        if let LimitState::Adaptive(adaptive) = self {
-            adaptive.on_success(latency, in_flight, now);
-        }
-    }
-
-    /// Learns from an overload signal.
-    pub(crate) fn on_overload(&mut self) {
-        if let LimitState::Adaptive(adaptive) = self {
-            adaptive.on_overload();
-        }
-    }
 }
 
 // ===== impl Adaptive =====
@@ -263,6 +246,14 @@ impl Adaptive {
     pub(crate) fn get(&self) -> u32 {
         // NOTE: the limit is kept within [min, max], so the cast is exact.
         self.limit.floor() as u32
+    }
+
+    /// Applies `change`: the limit before and after it, if it moved.
+    pub(crate) fn moved(&mut self, change: impl FnOnce(&mut Self)) -> Option<(u32, u32)> {
+        let before = self.get();
+        change(self);
+        let after = self.get();
+        (before != after).then_some((before, after))
     }
 
     fn clamp(&mut self, limit: f64) {
@@ -288,6 +279,9 @@ impl Adaptive {
         }
     }
 
+    /// Learns from a call the upstream accepted in `latency`, admitted with
+    /// `in_flight` calls in flight (itself included), ended at `now`
+    /// (nanoseconds on the slots' clock).
     pub(crate) fn on_success(&mut self, latency: Duration, in_flight: u32, now: u64) {
         // NOTE: a zero latency (a clock that did not move) reads as one
         // nanosecond, so that the ratio stays finite.

@@ -21,7 +21,8 @@
 //!   [`with_max_wait`](OverloadPolicy::with_max_wait) or
 //!   [`with_min_attempt`](OverloadPolicy::with_min_attempt) it ends sooner,
 //!   and a call whose turn would likely come too late (the calls ahead of
-//!   it, at the latency the key's calls take) gives up at once;
+//!   it, at the latency the key's calls take while at least half its slots
+//!   are taken) gives up at once;
 //! - **client-side throttling** ([`OverloadPolicy::with_throttle`], see
 //!   [`Throttle`]): while the upstream rejects most of what it is sent, the
 //!   client turns calls away itself, with the Google SRE book's probability.

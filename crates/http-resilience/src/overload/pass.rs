@@ -43,9 +43,13 @@ enum Step {
         end: Option<WaitEnd>,
         sleep: Option<Pin<Box<Sleep>>>,
     },
-    /// Holding a slot since `at` (nanoseconds on the slots' clock), given
-    /// with `in_flight` calls in flight.
-    Admitted { at: u64, in_flight: u32 },
+    /// Holding a slot since `at`, given with `in_flight` calls in flight;
+    /// its release `learns` from the outcome, or gives the slot back only.
+    Admitted {
+        at: Instant,
+        in_flight: u32,
+        learns: bool,
+    },
 }
 
 /// When a wait for a slot ends, and how.
@@ -105,7 +109,6 @@ impl OverloadPass {
     pub(crate) fn try_admit(&mut self, ask: &mut Ask) -> Poll<Result<(), BoxError>> {
         debug_assert!(matches!(self.step, Step::Idle), "a slot asked for twice");
         let (deadline, now) = (ask.deadline(), ask.now());
-        let at = self.shared.nanos(now);
         // NOTE: when the wait would end is worked out only for a call that
         // finds no free slot.
         let mut end = None;
@@ -116,12 +119,16 @@ impl OverloadPass {
         let entry = self.slots.enter(
             self.shared.settings.max_queued,
             &self.shared.listener,
-            at,
+            now,
             room,
         );
         match entry {
-            Entry::Admitted(in_flight) => {
-                self.step = Step::Admitted { at, in_flight };
+            Entry::Admitted { in_flight, learns } => {
+                self.step = Step::Admitted {
+                    at: now,
+                    in_flight,
+                    learns,
+                };
                 Poll::Ready(Ok(()))
             }
             Entry::Queued(waiter) => {
@@ -168,12 +175,16 @@ impl OverloadPass {
     /// Gives the slot back with what `outcome` says of the upstream's load;
     /// the pass may ask for a slot again, for the next attempt.
     pub(crate) fn settle<T, E: AsError>(&mut self, outcome: &Result<http::Response<T>, E>) {
-        if let Step::Admitted { at, in_flight } = self.step {
-            let now = self.shared.nanos(Instant::now());
-            let signal = signal_of(outcome, Duration::from_nanos(now.saturating_sub(at)));
+        if let Step::Admitted {
+            at,
+            in_flight,
+            learns,
+        } = self.step
+        {
             self.step = Step::Idle;
-            self.slots
-                .leave(&self.shared.listener, signal, in_flight, now);
+            // NOTE: an outcome nothing learns from is not read, nor the clock.
+            let learnt = learns.then(|| (signal_of(outcome, at), Instant::now()));
+            self.slots.leave(&self.shared.listener, learnt, in_flight);
         }
     }
 
@@ -187,9 +198,7 @@ impl OverloadPass {
                 self.slots.cancel(&waiter);
             }
             Step::Admitted { in_flight, .. } => {
-                let now = self.shared.nanos(Instant::now());
-                self.slots
-                    .leave(&self.shared.listener, Signal::Nothing, in_flight, now);
+                self.slots.leave(&self.shared.listener, None, in_flight);
             }
         }
     }
@@ -222,10 +231,16 @@ impl OverloadPass {
     /// A queued call's slot was handed over.
     fn admitted(&mut self) {
         // NOTE: the slot was counted in flight when it was handed over; the
-        // count the call is admitted with is read when it settles.
-        let at = self.shared.nanos(Instant::now());
+        // count the call is admitted with is read when it settles. A call
+        // that waited got its slot with every slot taken: its release
+        // learns from it.
+        let at = Instant::now();
         let (_, in_flight, _, _) = self.slots.read(at);
-        self.step = Step::Admitted { at, in_flight };
+        self.step = Step::Admitted {
+            at,
+            in_flight,
+            learns: true,
+        };
     }
 
     /// Leaves the queue at the end of the wait, with the error the call
@@ -256,9 +271,9 @@ impl Drop for OverloadPass {
     }
 }
 
-/// What an attempt's outcome, `latency` after its slot was given, says of
-/// the upstream's load.
-fn signal_of<T, E: AsError>(outcome: &Result<http::Response<T>, E>, latency: Duration) -> Signal {
+/// What an attempt's outcome, for the slot given at `at`, says of the
+/// upstream's load.
+fn signal_of<T, E: AsError>(outcome: &Result<http::Response<T>, E>, at: Instant) -> Signal {
     match outcome {
         Ok(response) => {
             let status = response.status().as_u16();
@@ -266,7 +281,7 @@ fn signal_of<T, E: AsError>(outcome: &Result<http::Response<T>, E>, latency: Dur
             if status == 429 || status == 503 || shed {
                 Signal::Overload
             } else {
-                Signal::Accepted(latency)
+                Signal::Accepted(at)
             }
         }
         Err(err) => match FailureKind::of(err) {

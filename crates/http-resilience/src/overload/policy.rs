@@ -174,8 +174,9 @@ impl OverloadPolicy {
 
     /// A call that must wait for a slot stops waiting `min_attempt` before
     /// its deadline, and gives up at once when less is left already, or when
-    /// the queue ahead of it, at the latency the key's calls have taken,
-    /// would leave less. A free slot is taken whatever the time left: whether
+    /// the queue ahead of it, at the latency the key's calls have taken
+    /// while at least half its slots were in use (or the first call's, until
+    /// one was), would leave less. A free slot is taken whatever the time left: whether
     /// an attempt is still worth sending is the retry's deadline-aware
     /// scheduling's to say.
     #[must_use]
@@ -310,13 +311,15 @@ impl Shared {
         }
     }
 
-    /// The slots of a key first seen at `now`.
+    /// The slots of a key first seen at `now` (nanoseconds on the slots'
+    /// clock).
     pub(crate) fn make(&self, key: UpstreamKey, now: u64) -> Slots {
-        Slots::new(key, now, &self.settings, self.seeds.next_rng())
+        let now = self.clock.instant(now);
+        Slots::new(key, self.clock, now, &self.settings, self.seeds.next_rng())
     }
 
     fn read(&self, slots: &Slots) -> OverloadState {
-        let (limit, in_flight, queued, p) = slots.read(self.nanos(Instant::now()));
+        let (limit, in_flight, queued, p) = slots.read(Instant::now());
         OverloadState {
             limit: (limit != u32::MAX).then_some(limit),
             in_flight,

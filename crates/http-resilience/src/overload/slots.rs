@@ -4,26 +4,32 @@
 use super::{
     error::Rejection,
     events::{emit, OverloadEvent, OverloadListeners},
-    limit::LimitState,
+    limit::{Adaptive, LimitState},
     settings::Settings,
     throttle::ThrottleState,
 };
-use crate::{key::Keyed, key::UpstreamKey, policy::SplitMix64};
+use crate::{
+    key::{Clock, Keyed, UpstreamKey},
+    policy::SplitMix64,
+};
 use std::{
     collections::VecDeque,
     sync::{
-        atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering},
+        atomic::{AtomicBool, AtomicU32, Ordering},
         Arc, Mutex, MutexGuard, PoisonError,
     },
     task::Waker,
     time::Duration,
 };
+use tokio::time::Instant;
 
 /// The slots of one key.
 #[derive(Debug)]
 pub(crate) struct Slots {
     key: UpstreamKey,
-    last_used: AtomicU64,
+    /// The policy's clock, which the limit's and the throttle's times and
+    /// the last use are read on in nanoseconds.
+    clock: Clock,
     evicted: AtomicBool,
     /// The calls in flight and queued, for eviction to read without the lock.
     busy: AtomicU32,
@@ -32,13 +38,19 @@ pub(crate) struct Slots {
 
 #[derive(Debug)]
 struct State {
+    /// When a call last asked for a slot.
+    ///
+    /// NOTE: an instant, stamped under the lock the call takes anyway, so
+    /// that asking for a slot reads the clock without turning it into
+    /// nanoseconds; eviction, rare, turns it into them.
+    last_used: Instant,
     in_flight: u32,
     limit: LimitState,
     queue: VecDeque<Arc<Waiter>>,
     throttle: Option<ThrottleState>,
     rng: SplitMix64,
-    /// The smoothed latency of accepted calls, in nanoseconds; 0 before the
-    /// first.
+    /// The smoothed latency of the accepted calls the wait estimate learns
+    /// from ([`State::learns_from`]), in nanoseconds; 0 before the first.
     latency: f64,
 }
 
@@ -53,8 +65,10 @@ pub(crate) struct Waiter {
 /// What a call asking for a slot got.
 #[derive(Debug)]
 pub(crate) enum Entry {
-    /// A slot, with this many calls in flight (itself included).
-    Admitted(u32),
+    /// A slot, with this many calls in flight (itself included), and
+    /// whether its release learns from the call's outcome
+    /// ([`State::learns_from`]).
+    Admitted { in_flight: u32, learns: bool },
     /// A place in the queue.
     Queued(Arc<Waiter>),
     /// Neither.
@@ -64,8 +78,8 @@ pub(crate) enum Entry {
 /// How a call that held a slot ended, for the limit and the throttle.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub(crate) enum Signal {
-    /// The upstream accepted it, in this time.
-    Accepted(Duration),
+    /// The upstream accepted it; it was given its slot at this instant.
+    Accepted(Instant),
     /// An overload signal: a 429, a 503, `RESOURCE_EXHAUSTED`, a timeout.
     Overload,
     /// Another failure: no accept, and nothing learnt about the load.
@@ -81,13 +95,20 @@ const LATENCY_SMOOTHING: f64 = 0.1;
 // ===== impl Slots =====
 
 impl Slots {
-    pub(crate) fn new(key: UpstreamKey, now: u64, settings: &Settings, rng: SplitMix64) -> Self {
+    pub(crate) fn new(
+        key: UpstreamKey,
+        clock: Clock,
+        now: Instant,
+        settings: &Settings,
+        rng: SplitMix64,
+    ) -> Self {
         Self {
             key,
-            last_used: AtomicU64::new(now),
+            clock,
             evicted: AtomicBool::new(false),
             busy: AtomicU32::new(0),
             state: Mutex::new(State {
+                last_used: now,
                 in_flight: 0,
                 limit: LimitState::new(settings.limit),
                 queue: VecDeque::new(),
@@ -106,16 +127,20 @@ impl Slots {
     /// call waits before it, else a place in the queue unless it is full or
     /// the wait it would likely take does not fit in what `room` gives (the
     /// time it may wait, if bounded; asked only of a call that would queue).
+    ///
+    /// NOTE: inlined into its one caller, the pass asking for a slot, so
+    /// that the entry it returns is matched where it is made.
+    #[inline(always)]
     pub(crate) fn enter(
         &self,
         max_queued: u32,
         listeners: &OverloadListeners,
-        now: u64,
+        now: Instant,
         room: impl FnOnce() -> Option<Duration>,
     ) -> Entry {
-        self.last_used.store(now, Ordering::Relaxed);
         let mut state = self.lock();
-        if let Some(rejection) = state.throttled(now) {
+        state.last_used = now;
+        if let Some(rejection) = state.throttled(|| self.clock.nanos(now)) {
             drop(state);
             emit(
                 listeners,
@@ -129,7 +154,11 @@ impl Slots {
         let limit = state.limit.get();
         let entry = if state.in_flight < limit && state.queue.is_empty() {
             state.in_flight += 1;
-            Entry::Admitted(state.in_flight)
+            let learns = state.learns_from(state.in_flight, max_queued);
+            Entry::Admitted {
+                in_flight: state.in_flight,
+                learns,
+            }
         } else if state.queue.len() >= max_queued as usize {
             Entry::Rejected(Rejection::QueueFull { limit })
         } else if !state.wait_fits(room(), limit) {
@@ -153,31 +182,32 @@ impl Slots {
         entry
     }
 
-    /// Gives a slot back, after a call that ended with `signal` (admitted
-    /// with `in_flight` calls in flight) at `now`, and hands the slots the
-    /// limit allows to the calls waiting first.
+    /// Gives a slot back, after a call admitted with `in_flight` calls in
+    /// flight that ended with `outcome`'s signal at its instant (none when
+    /// nothing is learnt from it), and hands the slots the limit allows to
+    /// the calls waiting first.
     pub(crate) fn leave(
         &self,
         listeners: &OverloadListeners,
-        signal: Signal,
+        outcome: Option<(Signal, Instant)>,
         in_flight: u32,
-        now: u64,
     ) {
         let mut state = self.lock();
         state.in_flight = state.in_flight.saturating_sub(1);
-        let before = state.limit.get();
-        state.learn(signal, in_flight, now);
-        let after = state.limit.get();
+        let moved = match outcome {
+            Some((signal, now)) => state.learn(signal, in_flight, now, &self.clock),
+            None => None,
+        };
         state.hand_on();
         self.busy.store(state.busy(), Ordering::Relaxed);
         drop(state);
-        if before != after {
+        if let Some((from, to)) = moved {
             emit(
                 listeners,
                 &OverloadEvent::LimitChanged {
                     key: &self.key,
-                    from: before,
-                    to: after,
+                    from,
+                    to,
                 },
             );
         }
@@ -200,9 +230,9 @@ impl Slots {
 
     /// The limit, the calls in flight and queued, and the throttle's
     /// probability at `now`.
-    pub(crate) fn read(&self, now: u64) -> (u32, u32, u32, f64) {
+    pub(crate) fn read(&self, now: Instant) -> (u32, u32, u32, f64) {
         let state = self.lock();
-        let p = state.throttle.as_ref().map_or(0.0, |t| t.probability(now));
+        let p = (state.throttle.as_ref()).map_or(0.0, |t| t.probability(self.clock.nanos(now)));
         let queued = u32::try_from(state.queue.len()).unwrap_or(u32::MAX);
         (state.limit.get(), state.in_flight, queued, p)
     }
@@ -213,8 +243,10 @@ impl Keyed for Slots {
         &self.key
     }
 
+    /// When a call last asked for a slot: the slots are idle once none has
+    /// for the policy's idle time and none is in flight or waiting.
     fn last_used(&self) -> u64 {
-        self.last_used.load(Ordering::Relaxed)
+        self.clock.nanos(self.lock().last_used)
     }
 
     fn evicted(&self) -> &AtomicBool {
@@ -243,8 +275,9 @@ impl State {
 
     /// The rejection of a call the throttle turns away at `now`, counted as
     /// a request the upstream did not accept.
-    fn throttled(&mut self, now: u64) -> Option<Rejection> {
+    fn throttled(&mut self, now: impl FnOnce() -> u64) -> Option<Rejection> {
         let throttle = self.throttle.as_mut()?;
+        let now = now();
         let probability = throttle.probability(now);
         if probability == 0.0 || self.rng.next_unit() >= probability {
             return None;
@@ -253,9 +286,30 @@ impl State {
         Some(Rejection::Throttled { probability })
     }
 
+    /// Whether the release of a call admitted with `in_flight` calls in
+    /// flight learns from its outcome, and so reads the clock: always for an
+    /// adaptive limit and the throttle, which learn from every call; for a
+    /// fixed limit with a queue, only while its wait estimate is unknown or
+    /// at least half the slots are taken.
+    ///
+    /// NOTE: a queue forms only once every slot is taken, so the latency that
+    /// predicts its wait is the one of calls made under load; a call made
+    /// while most slots are free says little of it, and is not timed.
+    fn learns_from(&self, in_flight: u32, max_queued: u32) -> bool {
+        match self.limit {
+            LimitState::Adaptive(_) => true,
+            _ if self.throttle.is_some() => true,
+            LimitState::Fixed(limit) => {
+                max_queued > 0 && (self.latency == 0.0 || in_flight.saturating_mul(2) >= limit)
+            }
+            LimitState::Unbounded => false,
+        }
+    }
+
     /// Whether the likely wait of a call joining the queue fits in `room`:
     /// the calls before it, and itself, each take the latency of a slot
-    /// shared among `limit`. Unknown before the first accepted call.
+    /// (as calls under load take it) shared among `limit`. Unknown before
+    /// the first accepted call.
     fn wait_fits(&self, room: Option<Duration>, limit: u32) -> bool {
         let Some(room) = room else {
             return true;
@@ -268,27 +322,57 @@ impl State {
         likely <= super::limit::nanos_f64(room)
     }
 
-    fn learn(&mut self, signal: Signal, in_flight: u32, now: u64) {
-        match signal {
-            Signal::Accepted(latency) => {
-                let sample = super::limit::nanos_f64(latency);
-                self.latency = if self.latency == 0.0 {
-                    sample
-                } else {
-                    self.latency + (sample - self.latency) * LATENCY_SMOOTHING
-                };
-                self.limit.on_success(latency, in_flight, now);
+    /// Learns from a call that ended with `signal` at `now`, read on
+    /// `clock` in nanoseconds only by what keeps time in them (an adaptive
+    /// limit, the throttle), and once. Returns the limit before and after,
+    /// if it moved.
+    fn learn(
+        &mut self,
+        signal: Signal,
+        in_flight: u32,
+        now: Instant,
+        clock: &Clock,
+    ) -> Option<(u32, u32)> {
+        let mut nanos = None;
+        let mut nanos = || *nanos.get_or_insert_with(|| clock.nanos(now));
+        let moved = match signal {
+            // NOTE: without a limit no call ever waits, so the latency,
+            // which only the wait estimate and an adaptive limit use, is
+            // not worked out.
+            Signal::Accepted(since) if !matches!(self.limit, LimitState::Unbounded) => {
+                let latency = now.saturating_duration_since(since);
+                self.sample(latency);
+                match &mut self.limit {
+                    LimitState::Adaptive(adaptive) => {
+                        adaptive.moved(|a| a.on_success(latency, in_flight, nanos()))
+                    }
+                    _ => None,
+                }
             }
-            Signal::Overload => self.limit.on_overload(),
-            Signal::Failed | Signal::Nothing => {}
-        }
+            Signal::Overload => match &mut self.limit {
+                LimitState::Adaptive(adaptive) => adaptive.moved(Adaptive::on_overload),
+                _ => None,
+            },
+            Signal::Accepted(_) | Signal::Failed | Signal::Nothing => None,
+        };
         if let Some(throttle) = &mut self.throttle {
             match signal {
-                Signal::Accepted(_) => throttle.record(now, true),
-                Signal::Overload | Signal::Failed => throttle.record(now, false),
+                Signal::Accepted(_) => throttle.record(nanos(), true),
+                Signal::Overload | Signal::Failed => throttle.record(nanos(), false),
                 Signal::Nothing => {}
             }
         }
+        moved
+    }
+
+    /// Counts `latency` in the smoothed latency of accepted calls.
+    fn sample(&mut self, latency: Duration) {
+        let sample = super::limit::nanos_f64(latency);
+        self.latency = if self.latency == 0.0 {
+            sample
+        } else {
+            self.latency + (sample - self.latency) * LATENCY_SMOOTHING
+        };
     }
 
     /// Hands free slots to the calls waiting first.

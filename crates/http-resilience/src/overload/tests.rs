@@ -219,6 +219,39 @@ async fn a_call_that_cannot_get_a_slot_in_time_gives_up_at_once() {
 }
 
 #[tokio::test(flavor = "current_thread", start_paused = true)]
+async fn the_wait_estimate_learns_from_calls_made_under_load_only() {
+    // 100 ms alone (the first: learnt), 900 ms alone (a quarter of the
+    // slots taken: not learnt), then 1 s each under load.
+    let script = [(100 * MS, 200), (900 * MS, 200)];
+    let upstream = Upstream::answering(script.into_iter().chain((0..8).map(|_| (1000 * MS, 200))));
+    let policy = OverloadPolicy::bulkhead(4).unwrap().with_queue(8);
+    let svc = GuardLayer::new(policy.clone()).layer(upstream);
+    svc.clone().oneshot(request(A, None)).await.unwrap();
+    svc.clone().oneshot(request(A, None)).await.unwrap();
+    let full: Vec<_> = (0..4).map(|_| spawn(&svc, request(A, None))).collect();
+    settle().await;
+    // First in line at 100 ms shared among 4 slots: 25 ms, within 35 ms, so
+    // it waits, and its deadline ends the wait. Had the 900 ms call counted
+    // (180 ms smoothed, 45 ms likely), it would have given up at once.
+    let start = Instant::now();
+    let outcome = svc.clone().oneshot(request(A, Some(35 * MS))).await;
+    let err = outcome.expect_err("ended by its deadline");
+    assert_eq!(FailureKind::of(&err), FailureKind::Deadline, "{err}");
+    assert_eq!(start.elapsed(), 35 * MS);
+    for call in full {
+        call.await.unwrap().0.unwrap();
+    }
+    // The calls that held a slot with half or more taken counted: the wait
+    // now likely takes more than 35 ms, and the call gives up at once.
+    let _full: Vec<_> = (0..4).map(|_| spawn(&svc, request(A, None))).collect();
+    settle().await;
+    let start = Instant::now();
+    let outcome = svc.clone().oneshot(request(A, Some(35 * MS))).await;
+    assert_eq!(start.elapsed(), Duration::ZERO);
+    assert_eq!(rejection(&outcome), Rejection::WaitTooLong);
+}
+
+#[tokio::test(flavor = "current_thread", start_paused = true)]
 async fn dropped_calls_give_their_slot_and_their_place_back() {
     let upstream = Upstream::answering([(time::Duration::from_secs(60), 200)]);
     let policy = OverloadPolicy::bulkhead(1).unwrap().with_queue(1);
