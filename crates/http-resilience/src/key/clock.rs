@@ -1,5 +1,5 @@
 //! The clock a guard's entries are stamped on: nanoseconds since the guard
-//! was made, so that an entry keeps an instant in one atomic word.
+//! was made, so that an entry may keep an instant in one atomic word.
 
 use std::time::Duration;
 use tokio::time::Instant;

@@ -126,8 +126,11 @@ impl<T: Keyed> Map<T> {
             if is_idle(entry, now, idle) {
                 gone[evicted] = at;
                 evicted += 1;
-            } else if victim.is_none_or(|(_, best)| rank(entry) < best) {
-                victim = Some((at, rank(entry)));
+            } else {
+                let ranked = rank(entry);
+                if victim.is_none_or(|(_, best)| ranked < best) {
+                    victim = Some((at, ranked));
+                }
             }
         }
         if evicted == 0 {

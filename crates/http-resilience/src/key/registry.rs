@@ -24,6 +24,10 @@ pub(crate) trait Keyed: Sized {
     fn key(&self) -> &UpstreamKey;
 
     /// When it was last used, on the owner's clock.
+    ///
+    /// NOTE: read by eviction under the map's write lock; an entry that
+    /// keeps it behind a lock of its own takes that lock second (map, then
+    /// entry), never the other way round, and does not wait for it.
     fn last_used(&self) -> u64;
 
     /// Set once the entry is evicted from its map.

@@ -7,7 +7,7 @@
 use super::{
     error::{Overloaded, Rejection},
     policy::Shared,
-    slots::{Entry, Signal, Slots, Waiter},
+    slots::{Entry, Learns, Signal, Slots, Waiter},
     OverloadPolicy,
 };
 use crate::{
@@ -44,11 +44,11 @@ enum Step {
         sleep: Option<Pin<Box<Sleep>>>,
     },
     /// Holding a slot since `at`, given with `in_flight` calls in flight;
-    /// its release `learns` from the outcome, or gives the slot back only.
+    /// what its release `learns` from the outcome.
     Admitted {
         at: Instant,
         in_flight: u32,
-        learns: bool,
+        learns: Learns,
     },
 }
 
@@ -183,8 +183,8 @@ impl OverloadPass {
         {
             self.step = Step::Idle;
             // NOTE: an outcome nothing learns from is not read, nor the clock.
-            let learnt = learns.then(|| (signal_of(outcome, at), Instant::now()));
-            self.slots.leave(&self.shared.listener, learnt, in_flight);
+            let learnt = (learns.anything()).then(|| (signal_of(outcome, at), Instant::now()));
+            (self.slots).leave(&self.shared.listener, learnt, learns.wait, in_flight);
         }
     }
 
@@ -198,7 +198,7 @@ impl OverloadPass {
                 self.slots.cancel(&waiter);
             }
             Step::Admitted { in_flight, .. } => {
-                self.slots.leave(&self.shared.listener, None, in_flight);
+                (self.slots).leave(&self.shared.listener, None, false, in_flight);
             }
         }
     }
@@ -231,15 +231,14 @@ impl OverloadPass {
     /// A queued call's slot was handed over.
     fn admitted(&mut self) {
         // NOTE: the slot was counted in flight when it was handed over; the
-        // count the call is admitted with is read when it settles. A call
-        // that waited got its slot with every slot taken: its release
-        // learns from it.
+        // count the call is admitted with is read now. A call that waited
+        // got its slot with every slot taken: its release learns from it.
         let at = Instant::now();
         let (_, in_flight, _, _) = self.slots.read(at);
         self.step = Step::Admitted {
             at,
             in_flight,
-            learns: true,
+            learns: Learns::FROM_QUEUE,
         };
     }
 

@@ -16,7 +16,7 @@ use std::{
     collections::VecDeque,
     sync::{
         atomic::{AtomicBool, AtomicU32, Ordering},
-        Arc, Mutex, MutexGuard, PoisonError,
+        Arc, Mutex, MutexGuard, PoisonError, TryLockError,
     },
     task::Waker,
     time::Duration,
@@ -31,7 +31,8 @@ pub(crate) struct Slots {
     /// the last use are read on in nanoseconds.
     clock: Clock,
     evicted: AtomicBool,
-    /// The calls in flight and queued, for eviction to read without the lock.
+    /// The calls in flight and queued, for eviction to tell a busy key from
+    /// a quiet one without the lock.
     busy: AtomicU32,
     state: Mutex<State>,
 }
@@ -65,14 +66,36 @@ pub(crate) struct Waiter {
 /// What a call asking for a slot got.
 #[derive(Debug)]
 pub(crate) enum Entry {
-    /// A slot, with this many calls in flight (itself included), and
-    /// whether its release learns from the call's outcome
-    /// ([`State::learns_from`]).
-    Admitted { in_flight: u32, learns: bool },
+    /// A slot, with this many calls in flight (itself included), and what
+    /// its release learns from the call's outcome ([`State::learns_from`]).
+    Admitted { in_flight: u32, learns: Learns },
     /// A place in the queue.
     Queued(Arc<Waiter>),
     /// Neither.
     Rejected(Rejection),
+}
+
+/// What the release of an admitted call learns from its outcome.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Learns {
+    /// The adaptive limit or the throttle, which learn from every call.
+    pub(crate) load: bool,
+    /// The wait estimate, which counts the latency of calls made under load.
+    pub(crate) wait: bool,
+}
+
+impl Learns {
+    /// What a call that waited for its slot teaches: it got its slot with
+    /// every slot taken.
+    pub(crate) const FROM_QUEUE: Self = Self {
+        load: true,
+        wait: true,
+    };
+
+    /// Whether the release reads the outcome and the clock at all.
+    pub(crate) const fn anything(self) -> bool {
+        self.load || self.wait
+    }
 }
 
 /// How a call that held a slot ended, for the limit and the throttle.
@@ -140,34 +163,7 @@ impl Slots {
     ) -> Entry {
         let mut state = self.lock();
         state.last_used = now;
-        if let Some(rejection) = state.throttled(|| self.clock.nanos(now)) {
-            drop(state);
-            emit(
-                listeners,
-                &OverloadEvent::Rejected {
-                    key: &self.key,
-                    reason: rejection,
-                },
-            );
-            return Entry::Rejected(rejection);
-        }
-        let limit = state.limit.get();
-        let entry = if state.in_flight < limit && state.queue.is_empty() {
-            state.in_flight += 1;
-            let learns = state.learns_from(state.in_flight, max_queued);
-            Entry::Admitted {
-                in_flight: state.in_flight,
-                learns,
-            }
-        } else if state.queue.len() >= max_queued as usize {
-            Entry::Rejected(Rejection::QueueFull { limit })
-        } else if !state.wait_fits(room(), limit) {
-            Entry::Rejected(Rejection::WaitTooLong)
-        } else {
-            let waiter = Arc::new(Waiter::default());
-            state.queue.push_back(Arc::clone(&waiter));
-            Entry::Queued(waiter)
-        };
+        let entry = state.entry(max_queued, || self.clock.nanos(now), room);
         self.busy.store(state.busy(), Ordering::Relaxed);
         drop(state);
         if let Entry::Rejected(reason) = entry {
@@ -184,18 +180,20 @@ impl Slots {
 
     /// Gives a slot back, after a call admitted with `in_flight` calls in
     /// flight that ended with `outcome`'s signal at its instant (none when
-    /// nothing is learnt from it), and hands the slots the limit allows to
-    /// the calls waiting first.
+    /// nothing is learnt from it; its latency counted in the wait estimate
+    /// when `times_wait`), and hands the slots the limit allows to the calls
+    /// waiting first.
     pub(crate) fn leave(
         &self,
         listeners: &OverloadListeners,
         outcome: Option<(Signal, Instant)>,
+        times_wait: bool,
         in_flight: u32,
     ) {
         let mut state = self.lock();
         state.in_flight = state.in_flight.saturating_sub(1);
         let moved = match outcome {
-            Some((signal, now)) => state.learn(signal, in_flight, now, &self.clock),
+            Some((signal, now)) => state.learn(signal, in_flight, now, times_wait, &self.clock),
             None => None,
         };
         state.hand_on();
@@ -245,8 +243,17 @@ impl Keyed for Slots {
 
     /// When a call last asked for a slot: the slots are idle once none has
     /// for the policy's idle time and none is in flight or waiting.
+    ///
+    /// NOTE: a lock held by a call means a call is here now: the slots read
+    /// as used this instant, and eviction does not wait for the call.
     fn last_used(&self) -> u64 {
-        self.clock.nanos(self.lock().last_used)
+        match self.state.try_lock() {
+            Ok(state) => self.clock.nanos(state.last_used),
+            Err(TryLockError::Poisoned(poisoned)) => {
+                self.clock.nanos(poisoned.into_inner().last_used)
+            }
+            Err(TryLockError::WouldBlock) => u64::MAX,
+        }
     }
 
     fn evicted(&self) -> &AtomicBool {
@@ -286,24 +293,53 @@ impl State {
         Some(Rejection::Throttled { probability })
     }
 
-    /// Whether the release of a call admitted with `in_flight` calls in
-    /// flight learns from its outcome, and so reads the clock: always for an
-    /// adaptive limit and the throttle, which learn from every call; for a
-    /// fixed limit with a queue, only while its wait estimate is unknown or
-    /// at least half the slots are taken.
+    /// What a call asking for a slot gets: turned away by the throttle (its
+    /// time read with `now`, in nanoseconds, only when there is one), a free
+    /// slot, a place in the queue, or neither.
+    #[inline(always)]
+    fn entry(
+        &mut self,
+        max_queued: u32,
+        now: impl FnOnce() -> u64,
+        room: impl FnOnce() -> Option<Duration>,
+    ) -> Entry {
+        let limit = self.limit.get();
+        if let Some(rejection) = self.throttled(now) {
+            Entry::Rejected(rejection)
+        } else if self.in_flight < limit && self.queue.is_empty() {
+            self.in_flight += 1;
+            let learns = self.learns_from(self.in_flight, max_queued);
+            Entry::Admitted {
+                in_flight: self.in_flight,
+                learns,
+            }
+        } else if self.queue.len() >= max_queued as usize {
+            Entry::Rejected(Rejection::QueueFull { limit })
+        } else if !self.wait_fits(room(), limit) {
+            Entry::Rejected(Rejection::WaitTooLong)
+        } else {
+            let waiter = Arc::new(Waiter::default());
+            self.queue.push_back(Arc::clone(&waiter));
+            Entry::Queued(waiter)
+        }
+    }
+
+    /// What the release of a call admitted with `in_flight` calls in flight
+    /// learns from its outcome: an adaptive limit and the throttle learn
+    /// from every call; the wait estimate of a limit with a queue counts the
+    /// call's latency only while it is unknown or at least half the slots
+    /// are taken.
     ///
     /// NOTE: a queue forms only once every slot is taken, so the latency that
     /// predicts its wait is the one of calls made under load; a call made
-    /// while most slots are free says little of it, and is not timed.
-    fn learns_from(&self, in_flight: u32, max_queued: u32) -> bool {
-        match self.limit {
-            LimitState::Adaptive(_) => true,
-            _ if self.throttle.is_some() => true,
-            LimitState::Fixed(limit) => {
-                max_queued > 0 && (self.latency == 0.0 || in_flight.saturating_mul(2) >= limit)
-            }
-            LimitState::Unbounded => false,
-        }
+    /// while most slots are free says little of it. A release that learns
+    /// nothing reads neither the outcome nor the clock.
+    fn learns_from(&self, in_flight: u32, max_queued: u32) -> Learns {
+        let load = matches!(self.limit, LimitState::Adaptive(_)) || self.throttle.is_some();
+        let wait = max_queued > 0
+            && !matches!(self.limit, LimitState::Unbounded)
+            && (self.latency == 0.0 || in_flight.saturating_mul(2) >= self.limit.get());
+        Learns { load, wait }
     }
 
     /// Whether the likely wait of a call joining the queue fits in `room`:
@@ -322,15 +358,16 @@ impl State {
         likely <= super::limit::nanos_f64(room)
     }
 
-    /// Learns from a call that ended with `signal` at `now`, read on
-    /// `clock` in nanoseconds only by what keeps time in them (an adaptive
-    /// limit, the throttle), and once. Returns the limit before and after,
-    /// if it moved.
+    /// Learns from a call that ended with `signal` at `now` (its latency
+    /// counted in the wait estimate when `times_wait`), read on `clock` in
+    /// nanoseconds only by what keeps time in them (an adaptive limit, the
+    /// throttle), and once. Returns the limit before and after, if it moved.
     fn learn(
         &mut self,
         signal: Signal,
         in_flight: u32,
         now: Instant,
+        times_wait: bool,
         clock: &Clock,
     ) -> Option<(u32, u32)> {
         let mut nanos = None;
@@ -341,7 +378,9 @@ impl State {
             // not worked out.
             Signal::Accepted(since) if !matches!(self.limit, LimitState::Unbounded) => {
                 let latency = now.saturating_duration_since(since);
-                self.sample(latency);
+                if times_wait {
+                    self.sample(latency);
+                }
                 match &mut self.limit {
                     LimitState::Adaptive(adaptive) => {
                         adaptive.moved(|a| a.on_success(latency, in_flight, nanos()))

@@ -220,11 +220,26 @@ async fn a_call_that_cannot_get_a_slot_in_time_gives_up_at_once() {
 
 #[tokio::test(flavor = "current_thread", start_paused = true)]
 async fn the_wait_estimate_learns_from_calls_made_under_load_only() {
+    learns_under_load_only(OverloadPolicy::bulkhead(4).unwrap().with_queue(8)).await;
+}
+
+#[tokio::test(flavor = "current_thread", start_paused = true)]
+async fn a_throttle_beside_the_limit_leaves_the_wait_estimate_to_calls_under_load() {
+    let throttle = Throttle::new(2.0).unwrap();
+    let policy = OverloadPolicy::bulkhead(4)
+        .unwrap()
+        .with_queue(8)
+        .with_throttle(throttle);
+    learns_under_load_only(policy).await;
+}
+
+/// Under `policy` (4 slots, a queue): a call made alone after the first
+/// does not move the wait estimate; calls made with the slots taken do.
+async fn learns_under_load_only(policy: OverloadPolicy) {
     // 100 ms alone (the first: learnt), 900 ms alone (a quarter of the
     // slots taken: not learnt), then 1 s each under load.
     let script = [(100 * MS, 200), (900 * MS, 200)];
     let upstream = Upstream::answering(script.into_iter().chain((0..8).map(|_| (1000 * MS, 200))));
-    let policy = OverloadPolicy::bulkhead(4).unwrap().with_queue(8);
     let svc = GuardLayer::new(policy.clone()).layer(upstream);
     svc.clone().oneshot(request(A, None)).await.unwrap();
     svc.clone().oneshot(request(A, None)).await.unwrap();
