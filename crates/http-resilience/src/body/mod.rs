@@ -188,7 +188,11 @@ fn try_clone_request<B: TryCloneBody>(
     *copy.method_mut() = request.method().clone();
     *copy.uri_mut() = request.uri().clone();
     *copy.version_mut() = request.version();
-    *copy.headers_mut() = request.headers().clone();
+    // NOTE: the copy's own map is empty already: copying an empty one, and
+    // dropping the map it replaces, would cost more than the rest of the copy.
+    if !request.headers().is_empty() {
+        *copy.headers_mut() = request.headers().clone();
+    }
     // NOTE: a copied map of extensions costs a map, a table and a box per
     // value, even for an empty one.
     if extensions && !request.extensions().is_empty() {
