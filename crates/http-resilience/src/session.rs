@@ -4,6 +4,7 @@
 //! and the end of a call exist once.
 
 use crate::{
+    body::lone_deadline,
     errors::AsError,
     extensions::{AttemptNumber, FinalAttempt},
     policy::{CallContext, CallEvent, Parts, Reason, RetryEvent, Verdict},
@@ -62,10 +63,23 @@ impl Session {
         request: &mut http::Request<B>,
         span: &CallSpan,
     ) -> Self {
+        let lone = lone_deadline(request.extensions());
+        Self::begin_with(parts, request, span, lone.is_some())
+    }
+
+    /// [`begin`](Self::begin), for a caller that looked up already whether
+    /// the request's one extension is a deadline (`lone`).
+    #[inline(always)]
+    pub(crate) fn begin_with<B, D>(
+        parts: &Parts<D>,
+        request: &mut http::Request<B>,
+        span: &CallSpan,
+        lone: bool,
+    ) -> Self {
         // NOTE: most requests bring no extensions, or (under a
         // `DeadlineLayer`) the deadline alone; the map's own lookups are not
         // inlined, so those cases are told apart first, with one lookup.
-        let report = if only_a_deadline(request.extensions()) {
+        let report = if lone || request.extensions().is_empty() {
             None
         } else {
             request.extensions_mut().remove::<FinalAttempt>();
@@ -345,16 +359,6 @@ impl Session {
             }
         }
         telemetry::record_outcome(span, verdict, status);
-    }
-}
-
-/// Whether `extensions` hold nothing but a [`RequestDeadline`], if that.
-#[inline(always)]
-fn only_a_deadline(extensions: &http::Extensions) -> bool {
-    match extensions.len() {
-        0 => true,
-        1 => extensions.get::<RequestDeadline>().is_some(),
-        _ => false,
     }
 }
 

@@ -188,7 +188,11 @@ fn try_clone_request<B: TryCloneBody>(
     *copy.method_mut() = request.method().clone();
     *copy.uri_mut() = request.uri().clone();
     *copy.version_mut() = request.version();
-    *copy.headers_mut() = request.headers().clone();
+    // NOTE: the copy's own map is empty already: copying an empty one, and
+    // dropping the map it replaces, would cost more than the rest of the copy.
+    if !request.headers().is_empty() {
+        *copy.headers_mut() = request.headers().clone();
+    }
     // NOTE: a copied map of extensions costs a map, a table and a box per
     // value, even for an empty one.
     if extensions && !request.extensions().is_empty() {
@@ -221,11 +225,16 @@ impl<B: TryCloneBody> Pristine<B> {
     /// A copy of `request`, if its body can be replayed.
     #[inline(always)]
     pub(crate) fn of(request: &http::Request<B>) -> Option<Self> {
-        let extensions = request.extensions();
-        let deadline = match extensions.get::<RequestDeadline>() {
-            Some(deadline) if extensions.len() == 1 => Some(*deadline),
-            _ => None,
-        };
+        Self::with_lone(request, lone_deadline(request.extensions()))
+    }
+
+    /// A copy of `request`, whose [`lone_deadline`] the caller looked up
+    /// already, if its body can be replayed.
+    #[inline(always)]
+    pub(crate) fn with_lone(
+        request: &http::Request<B>,
+        deadline: Option<RequestDeadline>,
+    ) -> Option<Self> {
         let request = try_clone_request(request, deadline.is_none())?;
         Some(Self {
             request: Some(request),
@@ -271,6 +280,16 @@ impl<B> Pristine<B> {
     /// Whether the last attempt has taken the copy.
     pub(crate) fn is_taken(&self) -> bool {
         self.request.is_none()
+    }
+}
+
+/// The [`RequestDeadline`] in `extensions` when it is their only value:
+/// the one a [`Pristine`] keeps by value.
+#[inline(always)]
+pub(crate) fn lone_deadline(extensions: &http::Extensions) -> Option<RequestDeadline> {
+    match extensions.len() {
+        1 => extensions.get::<RequestDeadline>().copied(),
+        _ => None,
     }
 }
 

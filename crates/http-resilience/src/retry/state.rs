@@ -1,7 +1,7 @@
 //! What the retry decides for one request, apart from the future that polls.
 
 use super::RetryPolicy;
-use crate::body::{Pristine, TryCloneBody};
+use crate::body::{lone_deadline, Pristine, TryCloneBody};
 use crate::extensions::FinalAttempt;
 use crate::policy::{Attempts, Decoder, Reason, RetryEvent, Retryer, Stop, Verdict, WaitSource};
 use crate::{
@@ -65,10 +65,14 @@ impl<B, D, R> RetryState<B, D, R> {
         B: TryCloneBody,
         R: Retryer,
     {
-        let session = Session::begin(policy.parts(), request, span);
+        // NOTE: one lookup serves the session and the copy: the
+        // deadline's, when it is the request's only extension (the common
+        // case under a `DeadlineLayer`), which the session leaves as it is.
+        let lone = lone_deadline(request.extensions());
+        let session = Session::begin_with(policy.parts(), request, span, lone.is_some());
         let retryer = policy.start();
         let copy = if policy.is_enabled() && retryer.max_attempts() != Some(1) {
-            Pristine::of(request)
+            Pristine::with_lone(request, lone)
         } else {
             None
         };
