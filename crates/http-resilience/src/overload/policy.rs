@@ -176,9 +176,9 @@ impl OverloadPolicy {
     /// its deadline, and gives up at once when less is left already, or when
     /// the queue ahead of it, at the latency the key's calls have taken
     /// while at least half its slots were in use (or the first call's, until
-    /// one was), would leave less. A free slot is taken whatever the time left: whether
-    /// an attempt is still worth sending is the retry's deadline-aware
-    /// scheduling's to say.
+    /// one was), would leave less. A free slot is taken whatever the time
+    /// left: whether an attempt is still worth sending is the retry's
+    /// deadline-aware scheduling's to say.
     #[must_use]
     pub fn with_min_attempt(self, min_attempt: Duration) -> Self {
         self.with(|s| s.min_attempt = min_attempt)
