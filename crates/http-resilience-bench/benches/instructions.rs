@@ -230,10 +230,20 @@ fn main() -> ExitCode {
              ours-combined-metrics, breaker, bulkhead, adaptive, throttle, no-guard, \
              faults-{{none,off,on}}, rate-limit, governor, governor-keyed, tower-rate-limit, \
              tower-resilience-breaker, net-{{bare,floor,tower,ours,ours-combined,ours-combined-breaker}}, \
-             net503-{{hand,floor,tower,ours,ours-combined,ours-combined-breaker}} \
+             net503-{{hand,floor,tower,ours,ours-combined,ours-combined-breaker}}; \
+             an in-process variant ending in -headers sends three headers \
              (see BENCHMARKS.md)"
         );
         return ExitCode::SUCCESS;
+    };
+    // NOTE: `-headers` after an in-process variant sends a request that carries
+    // three headers (`bare-headers` is its baseline).
+    let variant = match variant.strip_suffix("-headers") {
+        Some(plain) => {
+            support::WITH_HEADERS.store(true, std::sync::atomic::Ordering::Relaxed);
+            plain.to_owned()
+        }
+        None => variant,
     };
     let net = (variant.strip_prefix("net-").map(|v| (v, false)))
         .or_else(|| variant.strip_prefix("net503-").map(|v| (v, true)));
