@@ -14,6 +14,7 @@ use super::{
     Form, SHORT_BREAK,
 };
 use http::StatusCode;
+use http_resilience::key::PerKey;
 use http_resilience::{
     breaker::{BreakerPolicy, CircuitState},
     policy::{RetryBudget, TransientDecoder},

@@ -10,6 +10,7 @@
 
 use super::{assert_open, breaker, get, guarded, key, stack, support::GUARD, uri, Form, Svc};
 use http::StatusCode;
+use http_resilience::key::PerKey;
 use http_resilience::{breaker::CircuitState, BoxError, FailureKind};
 use http_resilience_mock::{vacant_addr, MockResponse, MockServer};
 use std::{net::SocketAddr, sync::Arc, time::Duration};

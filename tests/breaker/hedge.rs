@@ -14,6 +14,7 @@
 
 use super::{assert_open, breaker, client, get, guarded, key, uri, SHORT_BREAK};
 use http::StatusCode;
+use http_resilience::key::PerKey;
 use http_resilience::{
     attempt_timeout::AttemptTimeoutLayer,
     breaker::{BreakerPolicy, CircuitState},

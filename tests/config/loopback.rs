@@ -6,6 +6,7 @@
 use crate::support::{get, guarded, text};
 use bytes::Bytes;
 use http_body_util::Full;
+use http_resilience::key::PerKey;
 use http_resilience::{
     breaker::{error::CircuitOpen, CircuitState},
     config::ClientsConfig,

@@ -6,6 +6,7 @@
 mod support;
 
 use http::{Request, Response, StatusCode};
+use http_resilience::key::PerKey;
 use http_resilience::{
     breaker::CircuitState,
     config::ClientsConfig,

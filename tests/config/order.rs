@@ -4,6 +4,7 @@
 //! control.
 
 use http::{Request, Response};
+use http_resilience::key::PerKey;
 use http_resilience::{config::ClientsConfig, key::UpstreamKey, FailureKind};
 use std::{convert::Infallible, time::Duration};
 use tokio::time::Instant;

@@ -4,6 +4,7 @@
 //! nothing, is refused; and what looks odd but means something loads.
 
 use http::{Request, Response};
+use http_resilience::key::PerKey;
 use http_resilience::{breaker::CircuitState, config::ClientsConfig};
 use std::{
     convert::Infallible,

@@ -19,6 +19,7 @@
 //! see `endpoint.rs`.)
 
 use super::{check, guarded};
+use http_resilience::key::PerKey;
 use http_resilience::{
     breaker::{error::CircuitOpen, BreakerPolicy, CircuitState},
     grpc::GrpcLayer,

@@ -14,6 +14,7 @@ use super::{
     breaker::{breaker, key, origin, serve_health, Transport},
     check, guarded, quick, serve, Script, Step,
 };
+use http_resilience::key::PerKey;
 use http_resilience::{
     breaker::{error::CircuitOpen, BreakerPolicy, CircuitState},
     grpc::{GrpcHedgeLayer, GrpcLayer, InvalidEndpoint, ServiceConfigLayer},

@@ -5,6 +5,7 @@
 //! the tonic caller as the real one would.
 
 use super::{attempts, check, guarded, quick, server, Script, Step};
+use http_resilience::key::PerKey;
 use http_resilience::{
     fault::{Fault, FaultPolicy, InjectedFault},
     grpc::GrpcLayer,

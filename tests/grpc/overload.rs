@@ -4,6 +4,7 @@
 //! never sent, its source the library's `Overloaded`.
 
 use super::{check, guarded, quick, server, Script, Step};
+use http_resilience::key::PerKey;
 use http_resilience::{
     grpc::GrpcLayer,
     overload::{error::Overloaded, AdaptiveLimit, OverloadPolicy},

@@ -15,6 +15,7 @@ mod support;
 use bytes::Bytes;
 use http::{Request, Response, StatusCode};
 use http_body_util::Full;
+use http_resilience::key::PerKey;
 use http_resilience::{
     attempt_timeout::AttemptTimeoutLayer,
     breaker::{error::CircuitOpen, BreakerPolicy, CircuitState},

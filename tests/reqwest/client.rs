@@ -363,10 +363,9 @@ async fn a_reqwest_builder_goes_through_the_stack() {
     server.enqueue(MockResponse::ok("second"));
     let client = combined(TOTAL, ATTEMPT);
     let own = client
-        .client()
         .get(server.uri("/value").to_string())
-        .header("x-built-by", "reqwest");
-    let response = guarded(client.wrap(own).send()).await.unwrap();
+        .map_reqwest(|builder| builder.header("x-built-by", "reqwest"));
+    let response = guarded(own.send()).await.unwrap();
     assert_eq!(guarded(response.text()).await.unwrap(), "first");
 
     let request = client

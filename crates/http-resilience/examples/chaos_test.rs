@@ -43,6 +43,7 @@ use axum::{
 use bytes::Bytes;
 use http::{Request, Response};
 use http_body_util::{combinators::UnsyncBoxBody, BodyExt, Full};
+use http_resilience::key::PerKey;
 use http_resilience::{
     fallback::{AcceptFallback, FallbackLayer, FallbackPolicy, FellBack},
     fault::{Fault, FaultPolicy, FaultSwitch, Latency},

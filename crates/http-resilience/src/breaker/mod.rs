@@ -119,7 +119,7 @@
 //!
 //! # Keys and memory
 //!
-//! At most [`max_keys`](BreakerPolicy::max_keys) circuits are kept (1024 by
+//! At most [`max_keys`](crate::key::PerKey::max_keys) circuits are kept (1024 by
 //! default): a new key beyond that examines 16 of them, and evicts those
 //! idle longer than the idle time (5 minutes), else the least recently used
 //! of the 16, a closed one first; its cost does not grow with the bound.
@@ -181,7 +181,7 @@ pub(crate) use self::events::Observer;
 
 use tokio::time::Instant;
 
-/// The state of one circuit, as [`BreakerPolicy::state`] reads it.
+/// The state of one circuit, as [`BreakerPolicy::state`](crate::key::PerKey::state) reads it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum CircuitState {

@@ -7,7 +7,7 @@ use super::{
     rules::{judge, Judged, Ramp, Settings},
     BreakerEvent, CircuitState,
 };
-use crate::key::{Kept, Room, UpstreamKey};
+use crate::key::{Kept, PerKey, Room, UpstreamKey};
 use crate::policy::{AnyDecoder, Decoder, TransientDecoder};
 use crate::{policy::Seeds, telemetry::Listener, InvalidSetting};
 use std::{fmt, sync::Arc, time::Duration};
@@ -177,20 +177,6 @@ impl<D> BreakerPolicy<D> {
     /// The decoder.
     pub(crate) fn decoder(&self) -> &D {
         &self.shared.decoder
-    }
-
-    /// The state of the circuit of `key`, if one is kept.
-    pub fn state(&self, key: &UpstreamKey) -> Option<CircuitState> {
-        let shared = &*self.shared;
-        shared
-            .registry
-            .find(shared.registry.hash(key.as_ref()), key.as_ref())
-            .map(|circuit| circuit.state(shared.rules.clock.base()))
-    }
-
-    /// The state of every circuit kept, for a health endpoint.
-    pub fn states(&self) -> Vec<(UpstreamKey, CircuitState)> {
-        self.shared.registry.states(self.shared.rules.clock.base())
     }
 }
 
@@ -401,46 +387,6 @@ impl<D: Clone> BreakerPolicy<D> {
         )
     }
 
-    /// Keeps at most `max` circuits. A new key beyond it makes room by
-    /// sampling (an approximate LRU, as Redis's): it examines the next 16
-    /// circuits of a clock hand that sweeps them all in turn, and evicts
-    /// those among them with no outcome for `idle`, or, if none is, the one
-    /// used least recently among them, a closed one before any other.
-    ///
-    /// What holds whatever `max`: no more than `max` circuits are kept; a
-    /// new key costs the same (it examines 16 circuits, never all of them);
-    /// and a circuit that is not closed, with an outcome within `idle`, goes
-    /// only when the 15 examined with it are not closed either. The circuit that goes is the least recently
-    /// used of those examined, not always of all.
-    ///
-    /// # Errors
-    ///
-    /// [`InvalidSetting`] when `max` or `idle` is zero.
-    pub fn max_keys(self, max: usize, idle: Duration) -> Result<Self, InvalidSetting> {
-        self.with(
-            |s| {
-                s.max_keys = max;
-                s.idle = idle;
-            },
-            |_| Room::check(max, idle),
-        )
-    }
-
-    /// Keys the circuits by `key` instead of the request's authority: per
-    /// route, per tenant. It sees the request's URI and headers.
-    ///
-    /// The key it makes is built for every call (an allocation); the
-    /// authority key is not.
-    #[must_use]
-    pub fn with_key<F>(self, key: F) -> Self
-    where
-        F: Fn(&http::Uri, &http::HeaderMap) -> UpstreamKey + Send + Sync + 'static,
-    {
-        let mut next = self.fresh(*self.shared.rules.settings());
-        next.key_fn = Some(Arc::new(key));
-        Self::from_shared(next)
-    }
-
     /// Tells `listener` of every [`BreakerEvent`]; a
     /// closure `|event: &BreakerEvent<'_>| ...` is one.
     #[must_use]
@@ -479,6 +425,63 @@ impl<D: Clone> BreakerPolicy<D> {
         let mut next = self.fresh(*self.shared.rules.settings());
         next.rules.seeds = Seeds::fixed(seed);
         Self::from_shared(next)
+    }
+}
+
+impl<D: Clone> PerKey for BreakerPolicy<D> {
+    type State = CircuitState;
+
+    /// Keys the circuits by `key` instead of the request's authority: per
+    /// route, per tenant. It sees the request's URI and headers.
+    ///
+    /// The key it makes is built for every call (an allocation); the
+    /// authority key is not.
+    fn with_key<F>(self, key: F) -> Self
+    where
+        F: Fn(&http::Uri, &http::HeaderMap) -> UpstreamKey + Send + Sync + 'static,
+    {
+        let mut next = self.fresh(*self.shared.rules.settings());
+        next.key_fn = Some(Arc::new(key));
+        Self::from_shared(next)
+    }
+
+    /// Keeps at most `max` circuits. A new key beyond it makes room by
+    /// sampling (an approximate LRU, as Redis's): it examines the next 16
+    /// circuits of a clock hand that sweeps them all in turn, and evicts
+    /// those among them with no outcome for `idle`, or, if none is, the one
+    /// used least recently among them, a closed one before any other.
+    ///
+    /// What holds whatever `max`: no more than `max` circuits are kept; a
+    /// new key costs the same (it examines 16 circuits, never all of them);
+    /// and a circuit that is not closed, with an outcome within `idle`, goes
+    /// only when the 15 examined with it are not closed either. The circuit that goes is the least recently
+    /// used of those examined, not always of all.
+    ///
+    /// # Errors
+    ///
+    /// [`InvalidSetting`] when `max` or `idle` is zero.
+    fn max_keys(self, max: usize, idle: Duration) -> Result<Self, InvalidSetting> {
+        self.with(
+            |s| {
+                s.max_keys = max;
+                s.idle = idle;
+            },
+            |_| Room::check(max, idle),
+        )
+    }
+
+    /// The state of the circuit of `key`, if one is kept.
+    fn state(&self, key: &UpstreamKey) -> Option<CircuitState> {
+        let shared = &*self.shared;
+        shared
+            .registry
+            .find(shared.registry.hash(key.as_ref()), key.as_ref())
+            .map(|circuit| circuit.state(shared.rules.clock.base()))
+    }
+
+    /// The state of every circuit kept, for a health endpoint.
+    fn states(&self) -> Vec<(UpstreamKey, CircuitState)> {
+        self.shared.registry.states(self.shared.rules.clock.base())
     }
 }
 

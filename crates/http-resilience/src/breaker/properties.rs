@@ -9,6 +9,7 @@ use super::{
     rules::Judged,
     BreakerPolicy, CircuitState,
 };
+use crate::key::PerKey;
 use crate::key::{KeyRef, UpstreamKey};
 use crate::policy::{TransientDecoder, Verdict};
 use http::StatusCode;

@@ -47,7 +47,7 @@ pub(crate) struct BreakerSettings {
     /// ([`slow_calls`](BreakerPolicy::slow_calls)); `None` when off, the
     /// default.
     pub(crate) slow_call_threshold: Option<Duration>,
-    /// Circuits kept at most ([`max_keys`](BreakerPolicy::max_keys)).
+    /// Circuits kept at most ([`max_keys`](crate::key::PerKey::max_keys)).
     pub(crate) max_keys: usize,
     /// How long a circuit with no outcome is kept before it is the first
     /// evicted among those a new key examines for room.
@@ -82,6 +82,7 @@ impl<D> BreakerPolicy<D> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::key::PerKey;
 
     #[test]
     fn reads_every_setter() {

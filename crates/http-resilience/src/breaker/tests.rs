@@ -4,6 +4,7 @@ use super::{
     error::CircuitOpen, rules::judge, rules::Judged, BreakerEvent, BreakerPolicy, CircuitState,
     TripReason,
 };
+use crate::key::PerKey;
 use crate::key::{KeyRef, UpstreamKey};
 use crate::{
     guard::GuardLayer,

@@ -13,6 +13,7 @@ use super::{
 };
 use crate::{
     breaker::{BreakerPolicy, BreakerSettings},
+    key::PerKey,
     policy::AnyDecoder,
     InvalidSetting,
 };

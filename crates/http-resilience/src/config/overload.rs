@@ -7,6 +7,7 @@ use super::{
     written::{turns_on, AdaptiveSection, OverloadSection, ThrottleSection},
 };
 use crate::{
+    key::PerKey,
     overload::{AdaptiveLimit, OverloadPolicy, Throttle},
     InvalidSetting,
 };

@@ -7,6 +7,7 @@ use super::{
     written::{turns_on, FallbackName, RateLimitSection},
 };
 use crate::{
+    key::PerKey,
     rate_limit::{RateLimitMode, RateLimitPolicy, ServerSignals},
     InvalidSetting,
 };

@@ -5,6 +5,7 @@
 //! are.
 
 use super::{AcceptFallback, FallbackLayer, FallbackPolicy, FellBack};
+use crate::key::PerKey;
 use crate::{
     breaker::BreakerPolicy,
     fault::{Fault, FaultPolicy, Latency},

@@ -3,7 +3,7 @@
 //! from seeded numbers, switched on and off at run time.
 //!
 //! A [`FaultPolicy`] gives one [`Fault`] to the attempts it picks, per key
-//! (by default the request's authority; [`FaultPolicy::with_key`] for
+//! (by default the request's authority; [`FaultPolicy::with_key`](crate::key::PerKey::with_key) for
 //! another):
 //!
 //! - **at a rate** ([`FaultPolicy::at_rate`]: each attempt with a

@@ -3,7 +3,7 @@
 
 use super::{trigger::Trigger, Fault, FaultSwitch};
 use crate::{
-    key::{Clock, KeyFn, Keyed, Registry, Room, UpstreamKey},
+    key::{Clock, KeyFn, Keyed, PerKey, Registry, Room, UpstreamKey},
     policy::Seeds,
     InvalidSetting,
 };
@@ -88,7 +88,7 @@ pub(crate) struct Entry {
 }
 
 /// What a policy has done to a key's attempts, as
-/// [`FaultPolicy::state`] reads it.
+/// [`FaultPolicy::state`](crate::key::PerKey::state) reads it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct FaultState {
@@ -195,10 +195,19 @@ impl FaultPolicy {
         self.remade(|s| s.seeds = Seeds::fixed(seed))
     }
 
+    /// The fault.
+    #[cfg(test)]
+    pub(crate) fn fault(&self) -> &Fault {
+        &self.shared.fault
+    }
+}
+
+impl PerKey for FaultPolicy {
+    type State = FaultState;
+
     /// Keys the counts by `key` instead of the request's authority: per
     /// route, per tenant. It sees the request's URI and headers.
-    #[must_use]
-    pub fn with_key<F>(self, key: F) -> Self
+    fn with_key<F>(self, key: F) -> Self
     where
         F: Fn(&http::Uri, &http::HeaderMap) -> UpstreamKey + Send + Sync + 'static,
     {
@@ -214,7 +223,7 @@ impl FaultPolicy {
     ///
     /// [`InvalidSetting`] when `max` (field `max_keys`) or `idle` (field
     /// `idle_key_timeout`) is zero.
-    pub fn max_keys(self, max: usize, idle: Duration) -> Result<Self, InvalidSetting> {
+    fn max_keys(self, max: usize, idle: Duration) -> Result<Self, InvalidSetting> {
         Room::check(max, idle)?;
         let room = Room {
             max_keys: max,
@@ -223,21 +232,15 @@ impl FaultPolicy {
         Ok(self.remade(|s| s.room = room))
     }
 
-    /// The fault.
-    #[cfg(test)]
-    pub(crate) fn fault(&self) -> &Fault {
-        &self.shared.fault
-    }
-
     /// What the policy has done to `key`'s attempts, if it has seen any.
-    pub fn state(&self, key: &UpstreamKey) -> Option<FaultState> {
+    fn state(&self, key: &UpstreamKey) -> Option<FaultState> {
         let registry = &self.shared.registry;
         let entry = registry.find(registry.hash(key.as_ref()), key.as_ref())?;
         Some(entry.state())
     }
 
     /// What the policy has done to every key kept.
-    pub fn states(&self) -> Vec<(UpstreamKey, FaultState)> {
+    fn states(&self) -> Vec<(UpstreamKey, FaultState)> {
         let all = self.shared.registry.all();
         all.iter()
             .map(|entry| (entry.key.clone(), entry.state()))

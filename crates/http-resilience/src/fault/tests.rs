@@ -4,6 +4,7 @@
 //! calls with a seed; schedules per key; the switch turned live.
 
 use super::{Fault, FaultKind, FaultPolicy, FaultSwitch, InjectedFault, Latency};
+use crate::key::PerKey;
 use crate::{
     breaker::{error::CircuitOpen, BreakerPolicy},
     errors,

@@ -59,7 +59,7 @@
 //! own. The channel sets both again as it sends, so the server sees the same
 //! request. Without an endpoint, a policy of its own for each channel, or
 //! circuits keyed with
-//! [`BreakerPolicy::with_key`](crate::breaker::BreakerPolicy::with_key),
+//! [`BreakerPolicy::with_key`](crate::key::PerKey::with_key),
 //! keeps the servers apart.
 //!
 //! ```no_run

@@ -26,10 +26,11 @@
 mod clock;
 mod kept;
 mod map;
+mod per_key;
 mod registry;
 mod upstream;
 
-pub use self::upstream::UpstreamKey;
+pub use self::{per_key::PerKey, upstream::UpstreamKey};
 
 pub(crate) use self::{
     clock::{nanos, Clock},

@@ -6,7 +6,7 @@
 //! and its callers queue without bound behind the connection pool. An
 //! [`OverloadPolicy`] acts before the upstream falls over, per key (by
 //! default the request's scheme and authority, as the circuit breaker keys
-//! its circuits; [`OverloadPolicy::with_key`] for another):
+//! its circuits; [`OverloadPolicy::with_key`](crate::key::PerKey::with_key) for another):
 //!
 //! - **a limit of calls in flight**: fixed ([`OverloadPolicy::bulkhead`]),
 //!   or adaptive ([`OverloadPolicy::adaptive`], see [`AdaptiveLimit`] for
@@ -72,7 +72,7 @@
 //!
 //! [`OverloadPolicy::with_listener`] hears every [`OverloadEvent`] (a limit
 //! that moved, a call turned away, with its key), which also go to
-//! `tracing` at debug level; [`OverloadPolicy::states`] reads every key's
+//! `tracing` at debug level; [`OverloadPolicy::states`](crate::key::PerKey::states) reads every key's
 //! limit, calls in flight and queued, and throttling probability. With the
 //! feature `otel`, [`Metrics`](crate::otel::Metrics) counts the
 //! rejections and observes the rest as gauges.

@@ -9,8 +9,8 @@ use super::{
     throttle::Throttle,
 };
 use crate::{
-    key::UpstreamKey,
     key::{Clock, Kept, KeyFn, Registry, Room},
+    key::{PerKey, UpstreamKey},
     policy::Seeds,
     telemetry::Listener,
     InvalidSetting,
@@ -191,43 +191,6 @@ impl OverloadPolicy {
         self.with(|s| s.throttle = Some(throttle))
     }
 
-    /// Keeps the state of at most `max` keys. A new key beyond it makes room
-    /// by sampling (an approximate LRU, as Redis's): it examines the next 16
-    /// keys of a clock hand that sweeps them all in turn, and evicts those
-    /// among them with no call for `idle` and none in flight, or, if none
-    /// is, the one used least recently among them, one with no call in
-    /// flight or waiting before any other.
-    ///
-    /// What holds whatever `max`: no more than `max` keys are kept; a new key
-    /// costs the same (it examines 16 keys, never all of them); a key with a
-    /// call in flight is never evicted as idle, and goes only when the 15
-    /// examined with it have calls too. The key that goes is the least
-    /// recently used of those examined, not always of all.
-    ///
-    /// # Errors
-    ///
-    /// [`InvalidSetting`] when `max` (field `max_keys`) or `idle` (field
-    /// `idle_key_timeout`) is zero.
-    pub fn max_keys(self, max: usize, idle: Duration) -> Result<Self, InvalidSetting> {
-        Room::check(max, idle)?;
-        Ok(self.with(|s| {
-            s.max_keys = max;
-            s.idle_key_timeout = idle;
-        }))
-    }
-
-    /// Keys the slots by `key` instead of the request's authority: per
-    /// route, per tenant. It sees the request's URI and headers.
-    #[must_use]
-    pub fn with_key<F>(self, key: F) -> Self
-    where
-        F: Fn(&http::Uri, &http::HeaderMap) -> UpstreamKey + Send + Sync + 'static,
-    {
-        let mut next = self.remade(self.shared.settings);
-        next.key_fn = Some(Arc::new(key));
-        Self::from_shared(next)
-    }
-
     /// Tells `listener` of every [`OverloadEvent`]; a closure
     /// `|event: &OverloadEvent<'_>| ...` is one.
     #[must_use]
@@ -250,9 +213,49 @@ impl OverloadPolicy {
     pub(crate) fn settings(&self) -> OverloadSettings {
         self.shared.settings
     }
+}
+
+impl PerKey for OverloadPolicy {
+    type State = OverloadState;
+
+    /// Keys the slots by `key` instead of the request's authority: per
+    /// route, per tenant. It sees the request's URI and headers.
+    fn with_key<F>(self, key: F) -> Self
+    where
+        F: Fn(&http::Uri, &http::HeaderMap) -> UpstreamKey + Send + Sync + 'static,
+    {
+        let mut next = self.remade(self.shared.settings);
+        next.key_fn = Some(Arc::new(key));
+        Self::from_shared(next)
+    }
+
+    /// Keeps the state of at most `max` keys. A new key beyond it makes room
+    /// by sampling (an approximate LRU, as Redis's): it examines the next 16
+    /// keys of a clock hand that sweeps them all in turn, and evicts those
+    /// among them with no call for `idle` and none in flight, or, if none
+    /// is, the one used least recently among them, one with no call in
+    /// flight or waiting before any other.
+    ///
+    /// What holds whatever `max`: no more than `max` keys are kept; a new key
+    /// costs the same (it examines 16 keys, never all of them); a key with a
+    /// call in flight is never evicted as idle, and goes only when the 15
+    /// examined with it have calls too. The key that goes is the least
+    /// recently used of those examined, not always of all.
+    ///
+    /// # Errors
+    ///
+    /// [`InvalidSetting`] when `max` (field `max_keys`) or `idle` (field
+    /// `idle_key_timeout`) is zero.
+    fn max_keys(self, max: usize, idle: Duration) -> Result<Self, InvalidSetting> {
+        Room::check(max, idle)?;
+        Ok(self.with(|s| {
+            s.max_keys = max;
+            s.idle_key_timeout = idle;
+        }))
+    }
 
     /// The state of `key`'s slots, if kept.
-    pub fn state(&self, key: &UpstreamKey) -> Option<OverloadState> {
+    fn state(&self, key: &UpstreamKey) -> Option<OverloadState> {
         let shared = &*self.shared;
         let slots = shared
             .registry
@@ -261,7 +264,7 @@ impl OverloadPolicy {
     }
 
     /// The state of every key kept, for a health endpoint or a gauge.
-    pub fn states(&self) -> Vec<(UpstreamKey, OverloadState)> {
+    fn states(&self) -> Vec<(UpstreamKey, OverloadState)> {
         self.shared.states()
     }
 }

@@ -23,13 +23,13 @@ pub(crate) struct OverloadSettings {
     pub(crate) max_keys: usize,
     /// How long a key with no call counts as idle, the first evicted among
     /// those a new key examines for room
-    /// ([`max_keys`](super::OverloadPolicy::max_keys)).
+    /// ([`max_keys`](crate::key::PerKey::max_keys)).
     pub(crate) idle_key_timeout: Duration,
 }
 
 pub(crate) type Settings = OverloadSettings;
 
-/// What a key's slots are now, as [`OverloadPolicy::state`](super::OverloadPolicy::state) reads them.
+/// What a key's slots are now, as [`OverloadPolicy::state`](crate::key::PerKey::state) reads them.
 #[derive(Debug, Clone, Copy, PartialEq)]
 #[non_exhaustive]
 pub struct OverloadState {

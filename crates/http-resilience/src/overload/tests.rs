@@ -3,6 +3,7 @@
 //! three-layer form's service.
 
 use super::*;
+use crate::key::PerKey;
 use crate::{guard::GuardLayer, guard::Guarded, key::UpstreamKey, FailureKind, RequestDeadline};
 use http::{Request, Response};
 use std::{

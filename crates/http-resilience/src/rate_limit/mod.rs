@@ -6,7 +6,7 @@
 //! quota is written in ("100 requests per second per API key"). A
 //! [`RateLimitPolicy`] does, per key (by default the request's scheme and
 //! authority, as the other guards key their state;
-//! [`RateLimitPolicy::with_key`] for an API key, a tenant, a route):
+//! [`RateLimitPolicy::with_key`](crate::key::PerKey::with_key) for an API key, a tenant, a route):
 //!
 //! - **GCRA** (the generic cell rate algorithm, as governor keeps it), one
 //!   atomic word per key: `calls` per `per`, evenly spaced, and a `burst`
@@ -66,7 +66,7 @@
 //!
 //! [`RateLimitPolicy::with_listener`] hears every [`RateLimitEvent`] (a call
 //! turned away, a pause or a pace learned, a lease, a fallback), which also
-//! go to `tracing` at debug level; [`RateLimitPolicy::states`] reads every
+//! go to `tracing` at debug level; [`RateLimitPolicy::states`](crate::key::PerKey::states) reads every
 //! key's delay, pause and pace. With the feature `otel`,
 //! [`Metrics`](crate::otel::Metrics) counts the rejections, the
 //! pauses and the fallbacks and observes the delay as a gauge.

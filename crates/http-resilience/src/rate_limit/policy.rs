@@ -10,7 +10,7 @@ use super::{
     settings::{RateLimitMode, RateLimitSettings, RateLimitState, Settings},
 };
 use crate::{
-    key::{Kept, Keyed, Registry, Room, UpstreamKey},
+    key::{Kept, Keyed, PerKey, Registry, Room, UpstreamKey},
     telemetry::Listener,
     InvalidSetting,
 };
@@ -217,37 +217,6 @@ impl RateLimitPolicy {
         Ok(self.with(|s| s.max_pause = max))
     }
 
-    /// Keeps the buckets of at most `max` keys, evicting as every guard's
-    /// key map does (see [`key`](crate::key)): a new key beyond `max`
-    /// examines 16 keys and evicts those idle for `idle`, or the least
-    /// recently used of them; a key with calls waiting is never evicted as
-    /// idle, and one the server paused goes after quiet ones.
-    ///
-    /// # Errors
-    ///
-    /// [`InvalidSetting`] when `max` (field `max_keys`) or `idle` (field
-    /// `idle_key_timeout`) is zero.
-    pub fn max_keys(self, max: usize, idle: Duration) -> Result<Self, InvalidSetting> {
-        Room::check(max, idle)?;
-        Ok(self.with(|s| {
-            s.max_keys = max;
-            s.idle_key_timeout = idle;
-        }))
-    }
-
-    /// Keys the buckets by `key` instead of the request's authority: per
-    /// API key, per tenant, per route. It sees the request's URI and
-    /// headers.
-    #[must_use]
-    pub fn with_key<F>(self, key: F) -> Self
-    where
-        F: Fn(&http::Uri, &http::HeaderMap) -> UpstreamKey + Send + Sync + 'static,
-    {
-        let mut next = self.remade(self.shared.settings);
-        next.core.key_fn = Some(Arc::new(key));
-        Self::from_shared(next)
-    }
-
     /// Tells `listener` of every [`RateLimitEvent`]; a closure
     /// `|event: &RateLimitEvent<'_>| ...` is one.
     #[must_use]
@@ -284,9 +253,43 @@ impl RateLimitPolicy {
     pub fn fleet(&self) -> Option<&super::fleet::FleetQuota> {
         self.shared.fleet.as_ref().map(super::fleet::Fleet::quota)
     }
+}
+
+impl PerKey for RateLimitPolicy {
+    type State = RateLimitState;
+
+    /// Keys the buckets by `key` instead of the request's authority: per
+    /// API key, per tenant, per route. It sees the request's URI and
+    /// headers.
+    fn with_key<F>(self, key: F) -> Self
+    where
+        F: Fn(&http::Uri, &http::HeaderMap) -> UpstreamKey + Send + Sync + 'static,
+    {
+        let mut next = self.remade(self.shared.settings);
+        next.core.key_fn = Some(Arc::new(key));
+        Self::from_shared(next)
+    }
+
+    /// Keeps the buckets of at most `max` keys, evicting as every guard's
+    /// key map does (see [`key`](crate::key)): a new key beyond `max`
+    /// examines 16 keys and evicts those idle for `idle`, or the least
+    /// recently used of them; a key with calls waiting is never evicted as
+    /// idle, and one the server paused goes after quiet ones.
+    ///
+    /// # Errors
+    ///
+    /// [`InvalidSetting`] when `max` (field `max_keys`) or `idle` (field
+    /// `idle_key_timeout`) is zero.
+    fn max_keys(self, max: usize, idle: Duration) -> Result<Self, InvalidSetting> {
+        Room::check(max, idle)?;
+        Ok(self.with(|s| {
+            s.max_keys = max;
+            s.idle_key_timeout = idle;
+        }))
+    }
 
     /// The state of `key`'s bucket, if kept.
-    pub fn state(&self, key: &UpstreamKey) -> Option<RateLimitState> {
+    fn state(&self, key: &UpstreamKey) -> Option<RateLimitState> {
         let shared = &*self.shared;
         let bucket = shared
             .registry
@@ -295,7 +298,7 @@ impl RateLimitPolicy {
     }
 
     /// The state of every key kept, for a health endpoint or a gauge.
-    pub fn states(&self) -> Vec<(UpstreamKey, RateLimitState)> {
+    fn states(&self) -> Vec<(UpstreamKey, RateLimitState)> {
         self.shared.states()
     }
 }

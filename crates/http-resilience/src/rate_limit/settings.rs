@@ -50,7 +50,7 @@ pub(crate) struct RateLimitSettings {
 pub(crate) type Settings = RateLimitSettings;
 
 /// What a key's bucket is now, as
-/// [`RateLimitPolicy::state`](super::RateLimitPolicy::state) reads it.
+/// [`RateLimitPolicy::state`](crate::key::PerKey::state) reads it.
 #[derive(Debug, Clone, Copy, PartialEq)]
 #[non_exhaustive]
 pub struct RateLimitState {

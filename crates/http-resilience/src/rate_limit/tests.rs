@@ -2,6 +2,7 @@
 //! their bounds, and what the server's signals pause and pace.
 
 use super::*;
+use crate::key::PerKey;
 use crate::{
     guard::GuardLayer,
     policy::{FixedDelay, StatusDecoder},

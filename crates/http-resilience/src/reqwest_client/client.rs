@@ -134,20 +134,14 @@ impl<S: Clone> ResilientClient<S> {
 
     /// A request of `method` to `url`.
     pub fn request<U: IntoUrl>(&self, method: Method, url: U) -> ResilientRequestBuilder<S> {
-        self.wrap(self.client.request(method, url))
-    }
-
-    /// A request built with reqwest's own builder, to send through the stack;
-    /// every reqwest method is there, whatever features reqwest has.
-    ///
-    /// The builder should come from this client's [`client`](Self::client):
-    /// the stack sends with the reqwest client it was made with, so another
-    /// client's settings (its default headers, for one) would not apply.
-    pub fn wrap(&self, builder: reqwest::RequestBuilder) -> ResilientRequestBuilder<S> {
+        let builder = self.client.request(method, url);
         ResilientRequestBuilder::new(builder, self.inner.clone(), self.cap)
     }
 
-    /// Sends `request` through the stack (reqwest's `Client::execute`).
+    /// Sends `request` through the stack (reqwest's `Client::execute`): a
+    /// request built with reqwest's own builder, from this client's
+    /// [`client`](Self::client) (the stack sends with the reqwest client it
+    /// was made with, so another client's settings would not apply).
     ///
     /// # Errors
     ///

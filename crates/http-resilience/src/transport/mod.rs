@@ -216,7 +216,7 @@ impl fmt::Debug for ResponseFuture {
 /// See the [module docs](self) for an example.
 #[derive(Debug, Clone)]
 pub struct Builder {
-    connect_timeout: Option<Duration>,
+    connect_timeout: Duration,
     read_timeout: Duration,
     pool_idle_timeout: Option<Duration>,
     pool_max_idle_per_host: usize,
@@ -238,7 +238,7 @@ impl Builder {
     /// connections kept 90 s (hyper-util's).
     pub fn new() -> Self {
         Self {
-            connect_timeout: Some(DEFAULT_CONNECT_TIMEOUT),
+            connect_timeout: DEFAULT_CONNECT_TIMEOUT,
             read_timeout: DEFAULT_READ_TIMEOUT,
             pool_idle_timeout: Some(DEFAULT_POOL_IDLE_TIMEOUT),
             pool_max_idle_per_host: usize::MAX,
@@ -246,19 +246,11 @@ impl Builder {
         }
     }
 
-    /// The limit on setting up one TCP connection. A limit too long to
-    /// count from now (`Duration::MAX`) means no limit in practice, as in
-    /// tokio's `timeout`.
+    /// The limit on setting up one TCP connection; `Duration::MAX` lets
+    /// connecting take as long as the operating system allows.
     #[must_use]
     pub fn connect_timeout(mut self, limit: Duration) -> Self {
-        self.connect_timeout = Some(limit);
-        self
-    }
-
-    /// Lets connecting take as long as the operating system allows.
-    #[must_use]
-    pub fn no_connect_timeout(mut self) -> Self {
-        self.connect_timeout = None;
+        self.connect_timeout = limit;
         self
     }
 
@@ -337,7 +329,8 @@ impl Builder {
     ) -> Result<TcpConnector<R>, InvalidSetting> {
         self.validate()?;
         let mut connector = HttpConnector::new_with_resolver(TypedResolver::new(resolver));
-        connector.set_connect_timeout(self.connect_timeout);
+        let limit = self.connect_timeout;
+        connector.set_connect_timeout((limit != Duration::MAX).then_some(limit));
         connector.set_nodelay(true);
         connector.enforce_http(enforce_http);
         Ok(TcpConnector::new(connector))
@@ -414,7 +407,7 @@ impl Builder {
             .with_value("0s")),
             _ => Ok(()),
         };
-        zero("connect_timeout", self.connect_timeout)?;
+        zero("connect_timeout", Some(self.connect_timeout))?;
         zero("read_timeout", Some(self.read_timeout))?;
         zero("pool_idle_timeout", self.pool_idle_timeout)
     }
@@ -457,7 +450,7 @@ mod tests {
     fn defaults_are_valid() {
         assert!(Builder::default().http_connector().is_ok());
         assert!(Builder::new()
-            .no_connect_timeout()
+            .connect_timeout(Duration::MAX)
             .pool_idle_timeout(None)
             .http_connector()
             .is_ok());
