@@ -1,4 +1,4 @@
-//! The three layers as a stack: the order of the layers, any composition of them, Reactor WebClient's contracts, the invariants of the canonical stack, the combined service against the three layers, a body read after the deadline, and one listener form for the retry and the guards.
+//! The three layers as a stack: the order of the layers, any composition of them, Reactor WebClient's contracts, the invariants of the canonical stack, the combined service against the three layers, a body read after the deadline, one listener form for the retry and the guards, and a stack taken apart layer by layer.
 
 #[path = "../support/mod.rs"]
 mod support;
@@ -11,3 +11,4 @@ mod limits;
 mod listeners;
 mod order;
 mod reactor_contracts;
+mod wrapper;

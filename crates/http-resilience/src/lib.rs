@@ -65,7 +65,9 @@
 //!   timer per call); [`config`] (feature `serde`): per-client policies from
 //!   a file;
 //! - [`FailureKind::of`] tells every failure apart by walking its `source()`
-//!   chain, and [`errors`] has the chain helpers.
+//!   chain, and [`errors`] has the chain helpers;
+//! - [`Wrapper`]: the inner service of every service above, by reference
+//!   or taken back.
 //!
 //! # Example
 //!
@@ -268,6 +270,7 @@ mod timer;
 pub mod transport;
 #[cfg(any(feature = "transport", feature = "reqwest"))]
 mod userinfo;
+mod wrapper;
 
 pub use self::{
     attempt_timeout::AttemptTimeoutLayer,
@@ -278,6 +281,7 @@ pub use self::{
     resilience::{Resilience, ResilienceLayer, ResiliencePolicy},
     retry::StatusRetryLayer,
     setting::InvalidSetting,
+    wrapper::Wrapper,
 };
 
 /// The boxed error that the layers which create failures return, as in tower.

@@ -83,7 +83,7 @@ mod layer;
 pub use self::layer::AttemptTimeoutLayer;
 
 use self::future::ResponseFuture;
-use crate::{extensions::FinalAttempt, limits, BoxError, RequestDeadline};
+use crate::{extensions::FinalAttempt, limits, BoxError, RequestDeadline, Wrapper};
 use std::{
     task::{Context, Poll},
     time::Duration,
@@ -125,18 +125,16 @@ impl<S> AttemptTimeout<S> {
         self.final_uses_deadline = true;
         self
     }
+}
 
-    /// Returns a reference to the inner service.
-    pub fn get_ref(&self) -> &S {
+impl<S> Wrapper for AttemptTimeout<S> {
+    type Inner = S;
+
+    fn get_ref(&self) -> &S {
         &self.inner
     }
 
-    /// Consumes `self`, returning the inner service.
-    ///
-    /// There is no `get_mut`: the wrapper may have polled the inner service
-    /// ready, and reaching in mutably behind it would break that readiness;
-    /// take the service back with this instead.
-    pub fn into_inner(self) -> S {
+    fn into_inner(self) -> S {
         self.inner
     }
 }

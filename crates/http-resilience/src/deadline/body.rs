@@ -80,7 +80,8 @@ impl<B> DeadlineBody<B> {
     /// With the deadline outermost, this is how a caller reaches what the
     /// body below tells of itself, such as `ResumeBody::is_resumable` (feature
     /// `resume`). The body is read through this wrapper alone, so that no
-    /// frame escapes the deadline: there is no `get_mut` or `into_inner`.
+    /// frame escapes the deadline: there is no `get_mut` or `into_inner`, and
+    /// the body is not a [`Wrapper`](crate::Wrapper).
     pub fn get_ref(&self) -> &B {
         &self.inner
     }

@@ -68,7 +68,7 @@ mod layer;
 pub use self::layer::DeadlineLayer;
 
 use self::future::ResponseFuture;
-use crate::{limits, BoxError, RequestDeadline};
+use crate::{limits, BoxError, RequestDeadline, Wrapper};
 use std::{
     task::{Context, Poll},
     time::Duration,
@@ -97,18 +97,16 @@ impl<S> Deadline<S> {
     pub const fn new(inner: S, budget: Duration) -> Self {
         Self { inner, budget }
     }
+}
 
-    /// Returns a reference to the inner service.
-    pub fn get_ref(&self) -> &S {
+impl<S> Wrapper for Deadline<S> {
+    type Inner = S;
+
+    fn get_ref(&self) -> &S {
         &self.inner
     }
 
-    /// Consumes `self`, returning the inner service.
-    ///
-    /// There is no `get_mut`: the wrapper may have polled the inner service
-    /// ready, and reaching in mutably behind it would break that readiness;
-    /// take the service back with this instead.
-    pub fn into_inner(self) -> S {
+    fn into_inner(self) -> S {
         self.inner
     }
 }

@@ -92,7 +92,7 @@ pub use self::{
 };
 
 use self::{body::FallbackBody, future::ResponseFuture};
-use crate::BoxError;
+use crate::{BoxError, Wrapper};
 use std::task::{Context, Poll};
 use tower_service::Service;
 
@@ -126,18 +126,16 @@ impl<S> Fallback<S> {
     pub const fn policy(&self) -> &FallbackPolicy {
         &self.policy
     }
+}
 
-    /// Returns a reference to the inner service.
-    pub fn get_ref(&self) -> &S {
+impl<S> Wrapper for Fallback<S> {
+    type Inner = S;
+
+    fn get_ref(&self) -> &S {
         &self.inner
     }
 
-    /// Consumes `self`, returning the inner service.
-    ///
-    /// There is no `get_mut`: the wrapper may have polled the inner service
-    /// ready, and reaching in mutably behind it would break that readiness;
-    /// take the service back with this instead.
-    pub fn into_inner(self) -> S {
+    fn into_inner(self) -> S {
         self.inner
     }
 }

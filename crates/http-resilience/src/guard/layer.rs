@@ -1,7 +1,7 @@
 //! A guard as a layer of its own: the three layers' form, and hedging's.
 
 use super::{future::ResponseFuture, Ask, Guard, Settle};
-use crate::{BoxError, RequestDeadline};
+use crate::{BoxError, RequestDeadline, Wrapper};
 use std::{
     fmt,
     task::{Context, Poll},
@@ -66,18 +66,16 @@ impl<S, G: Guard> Guarded<S, G> {
     pub const fn guard(&self) -> &G {
         &self.guard
     }
+}
 
-    /// Returns a reference to the inner service.
-    pub fn get_ref(&self) -> &S {
+impl<S, G: Guard> Wrapper for Guarded<S, G> {
+    type Inner = S;
+
+    fn get_ref(&self) -> &S {
         &self.inner
     }
 
-    /// Consumes `self`, returning the inner service.
-    ///
-    /// There is no `get_mut`: the wrapper may have polled the inner service
-    /// ready, and reaching in mutably behind it would break that readiness;
-    /// take the service back with this instead.
-    pub fn into_inner(self) -> S {
+    fn into_inner(self) -> S {
         self.inner
     }
 }

@@ -166,7 +166,7 @@ use crate::{
     policy::{is_idempotent, Decoder},
     session::Session,
     telemetry::{self, CallSpan, Form},
-    Stop,
+    Stop, Wrapper,
 };
 use std::{
     fmt,
@@ -248,18 +248,14 @@ impl<S: fmt::Debug, D: fmt::Debug> fmt::Debug for Hedge<S, D> {
     }
 }
 
-impl<S, D> Hedge<S, D> {
-    /// Returns a reference to the inner service.
-    pub fn get_ref(&self) -> &S {
+impl<S, D> Wrapper for Hedge<S, D> {
+    type Inner = S;
+
+    fn get_ref(&self) -> &S {
         &self.inner
     }
 
-    /// Consumes `self`, returning the inner service.
-    ///
-    /// There is no `get_mut`: the wrapper may have polled the inner service
-    /// ready, and reaching in mutably behind it would break that readiness;
-    /// take the service back with this instead.
-    pub fn into_inner(self) -> S {
+    fn into_inner(self) -> S {
         self.inner
     }
 }

@@ -316,6 +316,7 @@ use crate::{
     policy::{CallContext, CallEvent, RetryEvent},
     rate_limit::RateLimitEvent,
     telemetry::Listener,
+    Wrapper,
 };
 use opentelemetry::{metrics::Meter, InstrumentationScope};
 use std::{
@@ -446,18 +447,16 @@ impl<S> CallMetrics<S> {
     pub const fn new(inner: S, metrics: Metrics) -> Self {
         Self { inner, metrics }
     }
+}
 
-    /// Returns a reference to the inner service.
-    pub fn get_ref(&self) -> &S {
+impl<S> Wrapper for CallMetrics<S> {
+    type Inner = S;
+
+    fn get_ref(&self) -> &S {
         &self.inner
     }
 
-    /// Consumes `self`, returning the inner service.
-    ///
-    /// There is no `get_mut`: the wrapper may have polled the inner service
-    /// ready, and reaching in mutably behind it would break that readiness;
-    /// take the service back with this instead.
-    pub fn into_inner(self) -> S {
+    fn into_inner(self) -> S {
         self.inner
     }
 }

@@ -1,7 +1,7 @@
 //! Taking a deadline over from an inbound request.
 
 use super::{error::InvalidTimeoutHeader, TimeoutFormat};
-use crate::RequestDeadline;
+use crate::{RequestDeadline, Wrapper};
 use http::HeaderName;
 use std::task::{Context, Poll};
 use tower_service::Service;
@@ -86,18 +86,16 @@ impl<S> InheritDeadline<S> {
             format,
         }
     }
+}
 
-    /// Returns a reference to the inner service.
-    pub fn get_ref(&self) -> &S {
+impl<S> Wrapper for InheritDeadline<S> {
+    type Inner = S;
+
+    fn get_ref(&self) -> &S {
         &self.inner
     }
 
-    /// Consumes `self`, returning the inner service.
-    ///
-    /// There is no `get_mut`: the wrapper may have polled the inner service
-    /// ready, and reaching in mutably behind it would break that readiness;
-    /// take the service back with this instead.
-    pub fn into_inner(self) -> S {
+    fn into_inner(self) -> S {
         self.inner
     }
 }

@@ -5,7 +5,7 @@ use super::{
     wire::{send_budget, time_left, BudgetSpent},
     TimeoutFormat,
 };
-use crate::{limits, BoxError, RequestDeadline};
+use crate::{limits, BoxError, RequestDeadline, Wrapper};
 use http::HeaderName;
 use std::{
     task::{Context, Poll},
@@ -61,18 +61,16 @@ impl<S> PropagateDeadline<S> {
         self.attempt_limit = Some(limit);
         self
     }
+}
 
-    /// Returns a reference to the inner service.
-    pub fn get_ref(&self) -> &S {
+impl<S> Wrapper for PropagateDeadline<S> {
+    type Inner = S;
+
+    fn get_ref(&self) -> &S {
         &self.inner
     }
 
-    /// Consumes `self`, returning the inner service.
-    ///
-    /// There is no `get_mut`: the wrapper may have polled the inner service
-    /// ready, and reaching in mutably behind it would break that readiness;
-    /// take the service back with this instead.
-    pub fn into_inner(self) -> S {
+    fn into_inner(self) -> S {
         self.inner
     }
 }

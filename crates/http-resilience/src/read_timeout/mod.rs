@@ -79,7 +79,7 @@ mod layer;
 pub use self::layer::ReadTimeoutLayer;
 
 use self::{connection::Connection, future::ResponseFuture, gap::Gap};
-use crate::BoxError;
+use crate::{BoxError, Wrapper};
 use std::{
     task::{Context, Poll},
     time::Duration,
@@ -131,18 +131,16 @@ impl<S> ReadTimeout<S> {
     pub(crate) const fn limit(&self) -> Duration {
         self.limit
     }
+}
 
-    /// Returns a reference to the inner service.
-    pub fn get_ref(&self) -> &S {
+impl<S> Wrapper for ReadTimeout<S> {
+    type Inner = S;
+
+    fn get_ref(&self) -> &S {
         &self.inner
     }
 
-    /// Consumes `self`, returning the inner service.
-    ///
-    /// There is no `get_mut`: the wrapper may have polled the inner service
-    /// ready, and reaching in mutably behind it would break that readiness;
-    /// take the service back with this instead.
-    pub fn into_inner(self) -> S {
+    fn into_inner(self) -> S {
         self.inner
     }
 }

@@ -1,7 +1,7 @@
 //! [`ResilientClient`]: reqwest's request builder in front of the layers.
 
 use super::{Error, RequestBody, ReqwestService, ResilientRequestBuilder};
-use crate::{body::DEFAULT_REPLAY_CAP, BoxError, RequestDeadline, RetryReport};
+use crate::{body::DEFAULT_REPLAY_CAP, BoxError, RequestDeadline, RetryReport, Wrapper};
 use bytes::Bytes;
 use http::{Extensions, Method};
 use reqwest::{IntoUrl, Url};
@@ -83,18 +83,16 @@ impl<S> ResilientClient<S> {
     pub const fn client(&self) -> &reqwest::Client {
         &self.client
     }
+}
 
-    /// Returns a reference to the inner service.
-    pub fn get_ref(&self) -> &S {
+impl<S> Wrapper for ResilientClient<S> {
+    type Inner = S;
+
+    fn get_ref(&self) -> &S {
         &self.inner
     }
 
-    /// Consumes `self`, returning the inner service.
-    ///
-    /// There is no `get_mut`: the wrapper may have polled the inner service
-    /// ready, and reaching in mutably behind it would break that readiness;
-    /// take the service back with this instead.
-    pub fn into_inner(self) -> S {
+    fn into_inner(self) -> S {
         self.inner
     }
 }

@@ -189,7 +189,7 @@ pub use self::{
     body::RequestBody, builder::ResilientRequestBuilder, client::ResilientClient, error::Error,
 };
 
-use crate::BoxError;
+use crate::{BoxError, Wrapper};
 use bytes::Bytes;
 use std::{
     fmt,
@@ -211,10 +211,18 @@ impl ReqwestService {
     pub const fn new(client: reqwest::Client) -> Self {
         Self { client }
     }
+}
 
-    /// The client.
-    pub const fn get_ref(&self) -> &reqwest::Client {
+/// The inner service is the `reqwest::Client` the requests are sent with.
+impl Wrapper for ReqwestService {
+    type Inner = reqwest::Client;
+
+    fn get_ref(&self) -> &reqwest::Client {
         &self.client
+    }
+
+    fn into_inner(self) -> reqwest::Client {
+        self.client
     }
 }
 

@@ -53,7 +53,7 @@ use crate::{
     policy::{Decoder, Retryer},
     retry::{RetryPolicy, RetryState},
     telemetry::{CallSpan, Form},
-    BoxError, RequestDeadline,
+    BoxError, RequestDeadline, Wrapper,
 };
 use std::{
     fmt,
@@ -173,18 +173,16 @@ impl<S, D, R, G: Guard> Resilience<S, D, R, G> {
     pub const fn guard(&self) -> &G {
         &self.guard
     }
+}
 
-    /// Returns a reference to the inner service.
-    pub fn get_ref(&self) -> &S {
+impl<S, D, R, G: Guard> Wrapper for Resilience<S, D, R, G> {
+    type Inner = S;
+
+    fn get_ref(&self) -> &S {
         &self.inner
     }
 
-    /// Consumes `self`, returning the inner service.
-    ///
-    /// There is no `get_mut`: the wrapper may have polled the inner service
-    /// ready, and reaching in mutably behind it would break that readiness;
-    /// take the service back with this instead.
-    pub fn into_inner(self) -> S {
+    fn into_inner(self) -> S {
         self.inner
     }
 }

@@ -146,7 +146,7 @@ mod session;
 pub use self::{layer::ResumeLayer, policy::ResumePolicy};
 
 use self::{body::ResumeBody, future::ResponseFuture, session::Origin};
-use crate::BoxError;
+use crate::{BoxError, Wrapper};
 use std::task::{Context, Poll};
 use tower_service::Service;
 
@@ -166,18 +166,16 @@ impl<S> Resume<S> {
     pub const fn new(inner: S, policy: ResumePolicy) -> Self {
         Self { inner, policy }
     }
+}
 
-    /// Returns a reference to the inner service.
-    pub fn get_ref(&self) -> &S {
+impl<S> Wrapper for Resume<S> {
+    type Inner = S;
+
+    fn get_ref(&self) -> &S {
         &self.inner
     }
 
-    /// Consumes `self`, returning the inner service.
-    ///
-    /// There is no `get_mut`: the wrapper may have polled the inner service
-    /// ready, and reaching in mutably behind it would break that readiness;
-    /// take the service back with this instead.
-    pub fn into_inner(self) -> S {
+    fn into_inner(self) -> S {
         self.inner
     }
 }

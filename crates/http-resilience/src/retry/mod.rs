@@ -172,6 +172,7 @@ use crate::telemetry::{self, CallSpan, Form};
 use crate::{
     body::TryCloneBody,
     policy::{Decoder, Retryer},
+    Wrapper,
 };
 use std::{
     fmt,
@@ -206,18 +207,16 @@ impl<S, D, R> StatusRetry<S, D, R> {
     pub(crate) fn from_shared(inner: S, policy: Arc<RetryPolicy<D, R>>) -> Self {
         Self { inner, policy }
     }
+}
 
-    /// Returns a reference to the inner service.
-    pub fn get_ref(&self) -> &S {
+impl<S, D, R> Wrapper for StatusRetry<S, D, R> {
+    type Inner = S;
+
+    fn get_ref(&self) -> &S {
         &self.inner
     }
 
-    /// Consumes `self`, returning the inner service.
-    ///
-    /// There is no `get_mut`: the wrapper may have polled the inner service
-    /// ready, and reaching in mutably behind it would break that readiness;
-    /// take the service back with this instead.
-    pub fn into_inner(self) -> S {
+    fn into_inner(self) -> S {
         self.inner
     }
 }

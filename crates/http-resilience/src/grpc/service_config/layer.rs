@@ -10,7 +10,7 @@ use crate::{
     policy::RetryBudget,
     policy::{GrpcBackoff, GrpcDecoder},
     retry::RetryPolicy,
-    BoxError, ResiliencePolicy,
+    BoxError, ResiliencePolicy, Wrapper,
 };
 use std::{
     fmt, mem,
@@ -240,18 +240,14 @@ impl<S: fmt::Debug> fmt::Debug for ServiceConfigured<S> {
     }
 }
 
-impl<S> ServiceConfigured<S> {
-    /// Returns a reference to the inner service.
-    pub fn get_ref(&self) -> &S {
+impl<S> Wrapper for ServiceConfigured<S> {
+    type Inner = S;
+
+    fn get_ref(&self) -> &S {
         &self.inner
     }
 
-    /// Consumes `self`, returning the inner service.
-    ///
-    /// There is no `get_mut`: the wrapper may have polled the inner service
-    /// ready, and reaching in mutably behind it would break that readiness;
-    /// take the service back with this instead.
-    pub fn into_inner(self) -> S {
+    fn into_inner(self) -> S {
         self.inner
     }
 }
