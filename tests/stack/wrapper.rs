@@ -1,6 +1,7 @@
 //! A stack taken apart with `Wrapper`: after calls through it, each layer
 //! reaches the one inside it, and the upstream comes back with its state,
-//! from the three layers and from the combined service.
+//! from the three layers and from the combined service; the gRPC stacks
+//! reach the service they were given.
 
 use bytes::Bytes;
 use http::{Request, Response};
@@ -110,4 +111,32 @@ async fn the_combined_service_gives_its_inner_service_back() {
     let back: Upstream = svc.into_inner();
     assert!(Arc::ptr_eq(&back.calls, &calls));
     assert_eq!(back.calls.load(Ordering::SeqCst), 3);
+}
+
+/// The gRPC stacks (feature `tonic`) reach through their layers to the
+/// service they were given, a tonic `Channel` in use.
+#[test]
+fn the_grpc_stacks_give_the_service_they_were_given_back() {
+    use http_resilience::{
+        grpc::{GrpcHedgeLayer, GrpcLayer},
+        hedge::{HedgeDelay, HedgePolicy},
+        policy::GrpcDecoder,
+    };
+    let calls = Arc::new(AtomicUsize::new(0));
+    let upstream = Upstream {
+        name: "channel",
+        calls: Arc::clone(&calls),
+    };
+
+    let retry = RetryPolicy::new(GrpcDecoder::default(), FixedDelay::never());
+    let policy = ResiliencePolicy::new(Duration::from_secs(8), Duration::from_secs(3), retry);
+    let grpc = GrpcLayer::new(policy.unwrap()).layer(upstream.clone());
+    assert_eq!(grpc.get_ref().name, "channel");
+    assert!(Arc::ptr_eq(&grpc.into_inner().calls, &calls));
+
+    let delay = HedgeDelay::fixed(Duration::from_millis(50));
+    let policy = HedgePolicy::new(GrpcDecoder::default(), delay, 2).unwrap();
+    let hedged = GrpcHedgeLayer::new(policy).layer(upstream);
+    assert_eq!(hedged.get_ref().name, "channel");
+    assert!(Arc::ptr_eq(&hedged.into_inner().calls, &calls));
 }

@@ -10,7 +10,7 @@ use crate::{
     hedge::{Hedge, HedgeLayer, HedgePolicy},
     policy::{Idempotency, GRPC_PREVIOUS_RPC_ATTEMPTS},
     propagate::{InheritDeadline, PropagateDeadline, TimeoutFormat, GRPC_TIMEOUT},
-    BoxError,
+    BoxError, Wrapper,
 };
 use std::{
     fmt,
@@ -200,6 +200,21 @@ impl<S: fmt::Debug, D: fmt::Debug> fmt::Debug for GrpcHedge<S, D> {
             .field("replay_cap", &self.replay_cap)
             .field("endpoint", &self.endpoint)
             .finish()
+    }
+}
+
+/// The inner service is the one the layer was given (the `Channel`), under
+/// the layers of the stack.
+impl<S, D> Wrapper for GrpcHedge<S, D> {
+    type Inner = S;
+
+    fn get_ref(&self) -> &S {
+        &self.inner.get_ref().get_ref().get_ref().get_ref().inner
+    }
+
+    fn into_inner(self) -> S {
+        let sent = self.inner.into_inner().into_inner().into_inner();
+        sent.into_inner().inner
     }
 }
 

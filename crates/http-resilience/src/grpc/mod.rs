@@ -240,7 +240,7 @@ use crate::{
     errors::find,
     guard::Guard,
     propagate::{InheritDeadline, InheritDeadlineLayer, TimeoutFormat, GRPC_TIMEOUT},
-    BoxError, Resilience, ResilienceLayer, ResiliencePolicy,
+    BoxError, Resilience, ResilienceLayer, ResiliencePolicy, Wrapper,
 };
 use bytes::Bytes;
 use http_body_util::{combinators::MapErr, BodyExt};
@@ -379,6 +379,20 @@ impl<S: fmt::Debug, D: fmt::Debug, R: fmt::Debug, G: Guard + fmt::Debug> fmt::De
             .field("replay_cap", &self.replay_cap)
             .field("endpoint", &self.endpoint)
             .finish()
+    }
+}
+
+/// The inner service is the one the layer was given (the `Channel`), under
+/// the layers of the stack.
+impl<S, D, R, G: Guard> Wrapper for Grpc<S, D, R, G> {
+    type Inner = S;
+
+    fn get_ref(&self) -> &S {
+        &self.inner.get_ref().get_ref().inner
+    }
+
+    fn into_inner(self) -> S {
+        self.inner.into_inner().into_inner().inner
     }
 }
 
