@@ -18,6 +18,7 @@
 //! # Example
 //!
 //! ```
+//! use http_resilience::key::PerKey;
 //! use http::{Request, Response, StatusCode};
 //! use http_resilience::{
 //!     breaker::{error::CircuitOpen, BreakerPolicy, CircuitState}, guard::GuardLayer, key::UpstreamKey,

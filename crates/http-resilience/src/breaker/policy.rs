@@ -100,6 +100,7 @@ pub(crate) struct Shared<D> {
 /// # Example
 ///
 /// ```
+/// use http_resilience::key::PerKey;
 /// use http_resilience::{breaker::BreakerPolicy, policy::TransientDecoder};
 /// use std::time::Duration;
 ///

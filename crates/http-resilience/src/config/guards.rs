@@ -20,6 +20,7 @@ use std::task::{Context, Poll};
 /// A guard of one's own choosing replaces the file's by a field:
 ///
 /// ```
+/// use http_resilience::key::PerKey;
 /// use http_resilience::{config::ClientsConfig, key::UpstreamKey};
 ///
 /// let config = ClientsConfig::from_toml_str("[clients.search.breaker]\nbreak_duration = \"10s\"\n")?;

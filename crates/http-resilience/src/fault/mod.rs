@@ -72,6 +72,7 @@
 //! answered with a 503, retried by the client's policy.
 //!
 //! ```
+//! use http_resilience::key::PerKey;
 //! use http::{Request, Response, StatusCode};
 //! use http_resilience::{
 //!     fault::{Fault, FaultKind, FaultPolicy},

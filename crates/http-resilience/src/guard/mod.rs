@@ -31,6 +31,7 @@
 //! the combined service would ask them:
 //!
 //! ```
+//! use http_resilience::key::PerKey;
 //! use http::{Request, Response};
 //! use http_resilience::{
 //!     breaker::BreakerPolicy, guard::GuardLayer, overload::OverloadPolicy,

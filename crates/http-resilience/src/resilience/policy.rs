@@ -137,6 +137,7 @@ impl<D, R, G> ResiliencePolicy<D, R, G> {
     /// # Example
     ///
     /// ```
+    /// use http_resilience::key::PerKey;
     /// use http_resilience::{breaker::BreakerPolicy, overload::OverloadPolicy, presets, BoxError};
     /// use tower::{service_fn, Layer, ServiceExt};
     ///
