@@ -14,9 +14,9 @@ use super::{
     Form, SHORT_BREAK,
 };
 use http::StatusCode;
-use http_resilience::key::PerKey;
 use http_resilience::{
     breaker::{BreakerPolicy, CircuitState},
+    key::PerKey,
     policy::{RetryBudget, TransientDecoder},
     FailureKind, ResiliencePolicy,
 };

@@ -14,12 +14,12 @@
 
 use super::{assert_open, breaker, client, get, guarded, key, uri, SHORT_BREAK};
 use http::StatusCode;
-use http_resilience::key::PerKey;
 use http_resilience::{
     attempt_timeout::AttemptTimeoutLayer,
     breaker::{BreakerPolicy, CircuitState},
     guard::GuardLayer,
     hedge::{HedgeDelay, HedgeLayer, HedgePolicy},
+    key::PerKey,
     policy::TransientDecoder,
     Attempts, DeadlineLayer, FailureKind,
 };

@@ -6,14 +6,13 @@
 use crate::support::{get, guarded, text};
 use bytes::Bytes;
 use http_body_util::Full;
-use http_resilience::key::PerKey;
 use http_resilience::{
     breaker::{error::CircuitOpen, CircuitState},
     config::ClientsConfig,
     errors,
     guard::GuardLayer,
     hedge::HedgeLayer,
-    key::UpstreamKey,
+    key::{PerKey, UpstreamKey},
     overload::{Overloaded, Rejection},
     transport, AttemptTimeoutLayer, Attempts, BoxError, DeadlineLayer, FailureKind,
 };

@@ -6,10 +6,10 @@
 mod support;
 
 use http::{Request, Response, StatusCode};
-use http_resilience::key::PerKey;
 use http_resilience::{
     breaker::CircuitState,
     config::ClientsConfig,
+    key::PerKey,
     policy::{AnyRetryer, FixedDelay},
     Attempts, FailureKind,
 };

@@ -12,7 +12,6 @@ mod support;
 use bytes::Bytes;
 use http::{Request, Response, StatusCode};
 use http_body_util::{combinators::UnsyncBoxBody, BodyExt, Full};
-use http_resilience::key::PerKey;
 use http_resilience::{
     attempt_timeout::AttemptTimeoutLayer,
     deadline::DeadlineLayer,
@@ -20,6 +19,7 @@ use http_resilience::{
     fault::{Fault, FaultKind, FaultPolicy, FaultSwitch, InjectedFault, Latency},
     guard::GuardLayer,
     hedge::{HedgeDelay, HedgeLayer, HedgePolicy},
+    key::PerKey,
     policy::{FixedDelay, TransientDecoder},
     retry::{RetryPolicy, StatusRetryLayer},
     transport, Attempts, BoxError, FailureKind, ResiliencePolicy,

@@ -19,12 +19,11 @@
 //! see `endpoint.rs`.)
 
 use super::{check, guarded};
-use http_resilience::key::PerKey;
 use http_resilience::{
     breaker::{error::CircuitOpen, BreakerPolicy, CircuitState},
     grpc::GrpcLayer,
     guard::GuardLayer,
-    key::UpstreamKey,
+    key::{PerKey, UpstreamKey},
     policy::{GrpcBackoff, GrpcDecoder},
     presets, BoxError, ResiliencePolicy,
 };

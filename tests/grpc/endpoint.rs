@@ -14,12 +14,12 @@ use super::{
     breaker::{breaker, key, origin, serve_health, Transport},
     check, guarded, quick, serve, Script, Step,
 };
-use http_resilience::key::PerKey;
 use http_resilience::{
     breaker::{error::CircuitOpen, BreakerPolicy, CircuitState},
     grpc::{GrpcHedgeLayer, GrpcLayer, InvalidEndpoint, ServiceConfigLayer},
     guard::GuardLayer,
     hedge::{HedgeDelay, HedgePolicy},
+    key::PerKey,
     overload::{error::Overloaded, OverloadPolicy},
     policy::GrpcDecoder,
     BoxError,

@@ -5,10 +5,10 @@
 //! the tonic caller as the real one would.
 
 use super::{attempts, check, guarded, quick, server, Script, Step};
-use http_resilience::key::PerKey;
 use http_resilience::{
     fault::{Fault, FaultPolicy, InjectedFault},
     grpc::GrpcLayer,
+    key::PerKey,
 };
 use std::{error::Error as _, time::Duration};
 use tokio::time::Instant;

@@ -4,9 +4,9 @@
 //! never sent, its source the library's `Overloaded`.
 
 use super::{check, guarded, quick, server, Script, Step};
-use http_resilience::key::PerKey;
 use http_resilience::{
     grpc::GrpcLayer,
+    key::PerKey,
     overload::{error::Overloaded, AdaptiveLimit, OverloadPolicy},
 };
 use std::error::Error as _;

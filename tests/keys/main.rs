@@ -15,13 +15,12 @@ mod support;
 use bytes::Bytes;
 use http::{Request, Response, StatusCode};
 use http_body_util::Full;
-use http_resilience::key::PerKey;
 use http_resilience::{
     attempt_timeout::AttemptTimeoutLayer,
     breaker::{error::CircuitOpen, BreakerPolicy, CircuitState},
     deadline::DeadlineLayer,
     guard::GuardLayer,
-    key::UpstreamKey,
+    key::{PerKey, UpstreamKey},
     overload::{
         error::{Overloaded, Rejection},
         OverloadPolicy,

@@ -12,7 +12,7 @@ use http_resilience::{
     breaker::BreakerPolicy,
     guard::GuardLayer,
     hedge::{HedgeDelay, HedgeLayer, HedgePolicy},
-    otel::Metrics,
+    otel::{Metrics, Observed},
     policy::{FixedDelay, RetryBudget, StatusDecoder, TransientDecoder},
     retry::{RetryPolicy, StatusRetryLayer},
     AttemptTimeoutLayer, BoxError, DeadlineLayer, FailureKind, ResiliencePolicy,

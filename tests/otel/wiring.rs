@@ -10,6 +10,7 @@ use http_body_util::Full;
 use http_resilience::{
     breaker::{BreakerEvent, BreakerPolicy},
     guard::GuardLayer,
+    otel::Observed,
     policy::{CallEvent, FixedDelay, RetryBudget, RetryEvent, StatusDecoder},
     retry::{RetryPolicy, StatusRetryLayer},
     transport, AttemptTimeoutLayer, BoxError, DeadlineLayer, FailureKind, ResiliencePolicy,

@@ -10,13 +10,12 @@ mod support;
 use bytes::Bytes;
 use http::{Request, Response, StatusCode};
 use http_body_util::{combinators::UnsyncBoxBody, BodyExt, Full};
-use http_resilience::key::PerKey;
 use http_resilience::{
     attempt_timeout::AttemptTimeoutLayer,
     deadline::DeadlineLayer,
     guard::GuardLayer,
     hedge::{HedgeDelay, HedgeLayer, HedgePolicy},
-    key::UpstreamKey,
+    key::{PerKey, UpstreamKey},
     overload::{AdaptiveLimit, OverloadPolicy, OverloadState},
     policy::{ExponentialBackoff, TransientDecoder},
     retry::{RetryPolicy, StatusRetryLayer},

@@ -19,14 +19,13 @@ mod support;
 use bytes::Bytes;
 use http::{Request, Response, StatusCode};
 use http_body_util::Full;
-use http_resilience::key::PerKey;
 use http_resilience::{
     attempt_timeout::AttemptTimeoutLayer,
     breaker::{BreakerPolicy, CircuitState},
     deadline::DeadlineLayer,
     guard::GuardLayer,
     hedge::{HedgeDelay, HedgeLayer, HedgePolicy},
-    key::UpstreamKey,
+    key::{PerKey, UpstreamKey},
     overload::OverloadPolicy,
     policy::{FixedDelay, TransientDecoder},
     retry::{RetryPolicy, StatusRetryLayer},

@@ -30,9 +30,9 @@ use bytes::Bytes;
 use cpu_time::ThreadTime;
 use http::{Request, StatusCode, Uri};
 use http_body_util::Full;
-use http_resilience::key::PerKey;
 use http_resilience::{
     breaker::BreakerPolicy,
+    key::PerKey,
     overload::OverloadPolicy,
     policy::{FixedDelay, StatusDecoder},
     ResiliencePolicy,

@@ -43,11 +43,11 @@ use axum::{
 use bytes::Bytes;
 use http::{Request, Response};
 use http_body_util::{combinators::UnsyncBoxBody, BodyExt, Full};
-use http_resilience::key::PerKey;
 use http_resilience::{
     fallback::{AcceptFallback, FallbackLayer, FallbackPolicy, FellBack},
     fault::{Fault, FaultPolicy, FaultSwitch, Latency},
     guard::GuardLayer,
+    key::PerKey,
     policy::{FixedDelay, TransientDecoder},
     retry::RetryPolicy,
     transport, BoxError, FailureKind, ResiliencePolicy,

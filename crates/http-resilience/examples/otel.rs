@@ -15,7 +15,7 @@ use http::{Request, Response, StatusCode};
 use http_resilience::{
     breaker::BreakerPolicy,
     hedge::{HedgeDelay, HedgeLayer, HedgePolicy},
-    otel::Metrics,
+    otel::{Metrics, Observed},
     policy::{FixedDelay, RetryBudget, StatusDecoder, TransientDecoder},
     retry::RetryPolicy,
     BoxError, DeadlineLayer, ResiliencePolicy,

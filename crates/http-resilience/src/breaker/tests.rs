@@ -4,10 +4,10 @@ use super::{
     error::CircuitOpen, rules::judge, rules::Judged, BreakerEvent, BreakerPolicy, CircuitState,
     TripReason,
 };
-use crate::key::PerKey;
 use crate::key::{KeyRef, UpstreamKey};
 use crate::{
     guard::GuardLayer,
+    key::PerKey,
     policy::{FixedDelay, Reason, RetryBudget, TransientDecoder, Verdict},
     retry::{RetryPolicy, StatusRetryLayer},
     BoxError, FailureKind, RetryReport, Stop,

@@ -5,11 +5,11 @@
 //! are.
 
 use super::{AcceptFallback, FallbackLayer, FallbackPolicy, FellBack};
-use crate::key::PerKey;
 use crate::{
     breaker::BreakerPolicy,
     fault::{Fault, FaultPolicy, Latency},
     guard::{GuardLayer, Settle},
+    key::PerKey,
     overload::OverloadPolicy,
     policy::{FixedDelay, TransientDecoder},
     retry::{RetryPolicy, StatusRetryLayer},

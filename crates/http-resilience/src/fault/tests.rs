@@ -4,13 +4,12 @@
 //! calls with a seed; schedules per key; the switch turned live.
 
 use super::{Fault, FaultKind, FaultPolicy, FaultSwitch, InjectedFault, Latency};
-use crate::key::PerKey;
 use crate::{
     breaker::{error::CircuitOpen, BreakerPolicy},
     errors,
     guard::GuardLayer,
     hedge::{HedgeDelay, HedgeLayer, HedgePolicy},
-    key::UpstreamKey,
+    key::{PerKey, UpstreamKey},
     policy::{FixedDelay, TransientDecoder},
     retry::{RetryPolicy, StatusRetryLayer},
     AttemptTimeoutLayer, Attempts, BoxError, DeadlineLayer, FailureKind, ResiliencePolicy,
@@ -606,7 +605,7 @@ fn a_policy_reads_its_settings_and_refuses_those_that_make_no_sense() {
 #[cfg(feature = "otel")]
 #[test]
 fn a_policy_with_fault_injection_among_its_guards_takes_the_metrics() {
-    use crate::otel::Metrics;
+    use crate::otel::{Metrics, Observed};
     use opentelemetry::metrics::MeterProvider as _;
     let provider = opentelemetry_sdk::metrics::SdkMeterProvider::builder().build();
     let metrics = Metrics::new(&provider.meter("test"));

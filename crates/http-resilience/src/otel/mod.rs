@@ -10,7 +10,7 @@
 //! # Where each part goes
 //!
 //! The combined service and the gRPC layers take it in one call, on the
-//! policy: [`ResiliencePolicy::with_metrics`](crate::ResiliencePolicy::with_metrics).
+//! policy: [`ResiliencePolicy::with_metrics`](crate::otel::Observed::with_metrics).
 //! Nothing else is wired: no listener, no layer.
 //!
 //! ```text
@@ -21,8 +21,8 @@
 //! It gives the retry policy the metrics as a listener, beside the one it
 //! had ([`RetryPolicy::with_metrics`](crate::retry::RetryPolicy::with_metrics));
 //! attaches them to the breaker's circuits and overload control's slots in
-//! place ([`BreakerPolicy::with_metrics`](crate::breaker::BreakerPolicy::with_metrics),
-//! [`OverloadPolicy::with_metrics`](crate::overload::OverloadPolicy::with_metrics)),
+//! place ([`BreakerPolicy::with_metrics`](crate::otel::Observed::with_metrics),
+//! [`OverloadPolicy::with_metrics`](crate::otel::Observed::with_metrics)),
 //! with their gauges, read for as long as the circuits and slots live; reads
 //! the budget's tokens for as long as the policy lives; and times every
 //! call, since the combined service holds the call's deadline and sees every
@@ -228,7 +228,7 @@
 //!
 //! Two 503s, then a 200, through the three layers, each part wired, read
 //! back with the SDK's in-memory exporter (the combined service needs only
-//! [`ResiliencePolicy::with_metrics`](crate::ResiliencePolicy::with_metrics),
+//! [`ResiliencePolicy::with_metrics`](crate::otel::Observed::with_metrics),
 //! whose docs have an example):
 //!
 //! ```
@@ -236,7 +236,7 @@
 //! use http_resilience::{
 //!     policy::{FixedDelay, RetryBudget, StatusDecoder},
 //!     retry::{RetryPolicy, StatusRetryLayer},
-//!     otel::Metrics,
+//!     otel::{Metrics, Observed},
 //!     AttemptTimeoutLayer, DeadlineLayer,
 //! };
 //! use opentelemetry::metrics::MeterProvider as _;
@@ -329,7 +329,7 @@ use tower_service::Service;
 
 /// Records the library's metrics to the instruments of one [`Meter`]: given
 /// to a policy once with `with_metrics`
-/// ([`ResiliencePolicy::with_metrics`](crate::ResiliencePolicy::with_metrics)
+/// ([`ResiliencePolicy::with_metrics`](crate::otel::Observed::with_metrics)
 /// and the others), or as a listener by hand; the source of the call layer
 /// and the gauges.
 ///
@@ -360,7 +360,7 @@ impl Metrics {
 
     /// The same metrics (the same instruments), naming the budget of every
     /// policy they are wired into with `with_metrics`
-    /// ([`ResiliencePolicy::with_metrics`](crate::ResiliencePolicy::with_metrics)):
+    /// ([`ResiliencePolicy::with_metrics`](crate::otel::Observed::with_metrics)):
     /// the `http_resilience.budget.name` of its gauge, `default` unless
     /// named. Two clients with budgets of their own are wired with metrics
     /// of two names, so that their gauges read apart.

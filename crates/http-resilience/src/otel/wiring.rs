@@ -24,20 +24,58 @@ pub(crate) mod sealed {
     }
 }
 
-/// A guard whose state [`Metrics`] can observe, as
-/// [`ResiliencePolicy::with_metrics`] wires it: a [`BreakerPolicy`], an
-/// [`OverloadPolicy`], a [`RateLimitPolicy`], an `Option` or a pair of such
-/// guards, or `()`; a [`FaultPolicy`](crate::fault::FaultPolicy) (feature
-/// `fault`) too, which has no metrics of its own: what it injects is counted
-/// as the upstream's outcomes are.
+/// A policy whose events and state [`Metrics`] can observe: a
+/// [`ResiliencePolicy`], a [`RetryPolicy`], a
+/// [`HedgePolicy`](crate::hedge::HedgePolicy) (feature `hedge`), and the
+/// guards: a [`BreakerPolicy`], an [`OverloadPolicy`], a
+/// [`RateLimitPolicy`], an `Option` or a pair of guards, or `()`; a
+/// [`FaultPolicy`](crate::fault::FaultPolicy) (feature `fault`) too, which
+/// has no metrics of its own: what it injects is counted as the upstream's
+/// outcomes are.
 ///
-/// The trait is sealed: only this crate's types implement it.
-// NOTE: what it does lives on a crate-private supertrait, out of the public
-// surface.
-#[allow(private_bounds)]
-pub trait Observed: sealed::Sealed {}
+/// One call wires it: `with_metrics` on a [`ResiliencePolicy`] wires the
+/// retry and the guards it holds; under the three layers each policy is
+/// wired on its own. Import the trait to call it.
+///
+/// # The guards
+///
+/// A guard is observed in place (unlike every other setter, this one keeps
+/// its state, and every clone already handed out reports too), with no
+/// handle to keep; the setters called afterwards keep the metrics, and the
+/// state they make is read too. A guard's state is observed by one
+/// [`Metrics`]: wiring a guard already wired (one shared by two stacks)
+/// changes nothing, so that nothing is counted twice.
+///
+/// - [`BreakerPolicy`]: every change of state and every call turned away,
+///   beside the policy's listener, and the gauge
+///   `http_resilience.breaker.state`, which reads the circuits.
+/// - [`OverloadPolicy`]: every call turned away and every move of an
+///   adaptive limit, and the gauges `http_resilience.overload.limit`,
+///   `.in_flight`, `.queued` and `.rejection_probability`.
+/// - [`RateLimitPolicy`]: every call turned away
+///   (`http_resilience.rate_limit.rejections`), every pause learned
+///   (`.pauses`), every fallback of a fleet quota (`.fleet.fallbacks`) and
+///   lease (`.fleet.leases`), and the gauge `http_resilience.rate_limit.delay`.
+pub trait Observed: Sized {
+    /// The same policy recording to `metrics`: its events beside those of
+    /// the listener it has, if any, and gauges that read its state for as
+    /// long as the state lives. Each implementation below says what it
+    /// records and where.
+    #[must_use]
+    fn with_metrics(self, metrics: &Metrics) -> Self;
+}
 
-impl<G: sealed::Sealed> Observed for G {}
+// NOTE: what each guard records is said on the trait, since its
+// implementation is the blanket one below.
+
+/// A guard is observed in place: its state is shared by every clone, so
+/// the clones already handed out report too.
+impl<G: sealed::Sealed> Observed for G {
+    fn with_metrics(self, metrics: &Metrics) -> Self {
+        self.attach_metrics(metrics);
+        self
+    }
+}
 
 /// The listener `with_metrics` gives a retry or hedging policy: the
 /// metrics, beside the listener the policy had (both hear every event), and
@@ -87,12 +125,12 @@ impl fmt::Debug for Wired {
 
 // ===== impl ResiliencePolicy =====
 
-impl<D, R, G: Observed> ResiliencePolicy<D, R, G> {
+impl<D, R, G: Observed> Observed for ResiliencePolicy<D, R, G> {
     /// The same policy recording to `metrics`, with nothing else to wire:
     /// its retry policy's listener (beside any it had:
-    /// [`RetryPolicy::with_metrics`]), its guards' (a circuit breaker's,
-    /// overload control's), in place ([`BreakerPolicy::with_metrics`],
-    /// [`OverloadPolicy::with_metrics`]), the gauges of its circuits, slots
+    /// [`RetryPolicy::with_metrics`](crate::otel::Observed::with_metrics)), its guards' (a circuit breaker's,
+    /// overload control's), in place ([`BreakerPolicy::with_metrics`](crate::otel::Observed::with_metrics),
+    /// [`OverloadPolicy::with_metrics`](crate::otel::Observed::with_metrics)), the gauges of its circuits, slots
     /// and budget, and the end of every call its service makes,
     /// `http_resilience.call.duration` and `http_resilience.deadline.overruns`
     /// included: the combined service holds the call's deadline, so it sees
@@ -109,7 +147,7 @@ impl<D, R, G: Observed> ResiliencePolicy<D, R, G> {
     ///
     /// ```
     /// use http::{Request, Response};
-    /// use http_resilience::{breaker::BreakerPolicy, presets, otel::Metrics};
+    /// use http_resilience::{breaker::BreakerPolicy, presets, otel::{Metrics, Observed}};
     /// use opentelemetry::metrics::MeterProvider as _;
     /// use opentelemetry_sdk::metrics::{InMemoryMetricExporter, PeriodicReader, SdkMeterProvider};
     /// use std::convert::Infallible;
@@ -150,15 +188,15 @@ impl<D, R, G: Observed> ResiliencePolicy<D, R, G> {
     /// # Ok(())
     /// # }
     /// ```
-    pub fn with_metrics(self, metrics: &Metrics) -> Self {
-        self.guard().attach_metrics(metrics);
-        self.map_retry(|retry| retry.with_metrics(metrics))
+    fn with_metrics(self, metrics: &Metrics) -> Self {
+        self.map_guard(|guard| guard.with_metrics(metrics))
+            .map_retry(|retry| retry.with_metrics(metrics))
     }
 }
 
 // ===== impl RetryPolicy =====
 
-impl<D, R> RetryPolicy<D, R> {
+impl<D, R> Observed for RetryPolicy<D, R> {
     /// The same policy telling `metrics` of every attempt, retry and end of
     /// a call, beside the listener it has, if any (both hear every event),
     /// and observing its budget, if it has one (the gauge
@@ -169,12 +207,12 @@ impl<D, R> RetryPolicy<D, R> {
     /// goes outermost, around the deadline, since the deadline drops the
     /// retry when it runs out and only a layer outside sees that end; a
     /// breaker or overload control below the retry is its own layer, with a
-    /// policy of its own, wired with [`BreakerPolicy::with_metrics`] and
-    /// [`OverloadPolicy::with_metrics`]. In the combined service
-    /// ([`ResiliencePolicy::with_metrics`] does this too) the policy also
+    /// policy of its own, wired with [`BreakerPolicy::with_metrics`](crate::otel::Observed::with_metrics) and
+    /// [`OverloadPolicy::with_metrics`](crate::otel::Observed::with_metrics). In the combined service
+    /// ([`ResiliencePolicy::with_metrics`](crate::otel::Observed::with_metrics) does this too) the policy also
     /// records the end of every call. A listener set after this one replaces
     /// both.
-    pub fn with_metrics(self, metrics: &Metrics) -> Self {
+    fn with_metrics(self, metrics: &Metrics) -> Self {
         let wired = Wired::of(metrics, self.parts());
         self.map_options(|o| o.with_listener(wired))
     }
@@ -183,69 +221,17 @@ impl<D, R> RetryPolicy<D, R> {
 // ===== impl HedgePolicy =====
 
 #[cfg(feature = "hedge")]
-impl<D> crate::hedge::HedgePolicy<D> {
+impl<D> Observed for crate::hedge::HedgePolicy<D> {
     /// The same policy telling `metrics` of every copy, hedge and end of a
     /// call, beside the listener it has, if any, and observing its budget,
-    /// as [`RetryPolicy::with_metrics`] does. A hedging stack is a stack of
+    /// as [`RetryPolicy::with_metrics`](crate::otel::Observed::with_metrics) does. A hedging stack is a stack of
     /// layers: [`Metrics::layer`] goes outermost, around the deadline (around
     /// the [`GrpcHedgeLayer`](crate::grpc::GrpcHedgeLayer)'s service, which
     /// holds its own), and a breaker inside is wired with
-    /// [`BreakerPolicy::with_metrics`].
-    pub fn with_metrics(self, metrics: &Metrics) -> Self {
+    /// [`BreakerPolicy::with_metrics`](crate::otel::Observed::with_metrics).
+    fn with_metrics(self, metrics: &Metrics) -> Self {
         let wired = Wired::of(metrics, self.parts());
         self.map_options(|o| o.with_listener(wired))
-    }
-}
-
-// ===== impl BreakerPolicy =====
-
-impl<D> BreakerPolicy<D> {
-    /// The same policy, its circuits observed by `metrics` in place (unlike
-    /// every other setter, this one keeps the circuits, and every clone
-    /// already handed out reports too): `metrics` hears every change of
-    /// state and every call turned away, beside the policy's listener, if
-    /// it has one, and the gauge `http_resilience.breaker.state` reads the
-    /// circuits for as long as they live, with no handle to keep. The
-    /// setters called afterwards keep the metrics, and their new circuits
-    /// are read too.
-    ///
-    /// Circuits are observed by one [`Metrics`]: wiring a policy already
-    /// wired (one shared by two stacks) changes nothing, so that they are
-    /// never counted twice.
-    pub fn with_metrics(self, metrics: &Metrics) -> Self {
-        self.attach(Arc::new(metrics.clone()));
-        self
-    }
-}
-
-// ===== impl OverloadPolicy =====
-
-impl OverloadPolicy {
-    /// The same policy, its slots observed by `metrics` in place, as
-    /// [`BreakerPolicy::with_metrics`] observes circuits: every call turned
-    /// away and every move of an adaptive limit, and the gauges
-    /// `http_resilience.overload.limit`, `.in_flight`, `.queued` and
-    /// `.rejection_probability`, for as long as the slots live.
-    #[must_use]
-    pub fn with_metrics(self, metrics: &Metrics) -> Self {
-        self.attach(Arc::new(metrics.clone()));
-        self
-    }
-}
-
-// ===== impl RateLimitPolicy =====
-
-impl RateLimitPolicy {
-    /// The same policy, its buckets observed by `metrics` in place, as
-    /// [`BreakerPolicy::with_metrics`] observes circuits: every call turned
-    /// away (`http_resilience.rate_limit.rejections`), every pause learned
-    /// (`.pauses`), every fallback of a fleet quota (`.fleet.fallbacks`)
-    /// and lease (`.fleet.leases`), and the gauge
-    /// `http_resilience.rate_limit.delay`, for as long as the buckets live.
-    #[must_use]
-    pub fn with_metrics(self, metrics: &Metrics) -> Self {
-        self.attach(Arc::new(metrics.clone()));
-        self
     }
 }
 
@@ -255,7 +241,7 @@ impl sealed::Sealed for () {
     fn attach_metrics(&self, _: &Metrics) {}
 }
 
-impl<G: Observed> sealed::Sealed for Option<G> {
+impl<G: sealed::Sealed> sealed::Sealed for Option<G> {
     fn attach_metrics(&self, metrics: &Metrics) {
         if let Some(guard) = self {
             guard.attach_metrics(metrics);
@@ -263,7 +249,7 @@ impl<G: Observed> sealed::Sealed for Option<G> {
     }
 }
 
-impl<A: Observed, B: Observed> sealed::Sealed for (A, B) {
+impl<A: sealed::Sealed, B: sealed::Sealed> sealed::Sealed for (A, B) {
     fn attach_metrics(&self, metrics: &Metrics) {
         self.0.attach_metrics(metrics);
         self.1.attach_metrics(metrics);

@@ -3,8 +3,9 @@
 //! three-layer form's service.
 
 use super::*;
-use crate::key::PerKey;
-use crate::{guard::GuardLayer, guard::Guarded, key::UpstreamKey, FailureKind, RequestDeadline};
+use crate::{
+    guard::GuardLayer, guard::Guarded, key::PerKey, key::UpstreamKey, FailureKind, RequestDeadline,
+};
 use http::{Request, Response};
 use std::{
     collections::VecDeque,

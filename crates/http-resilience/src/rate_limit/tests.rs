@@ -2,9 +2,9 @@
 //! their bounds, and what the server's signals pause and pace.
 
 use super::*;
-use crate::key::PerKey;
 use crate::{
     guard::GuardLayer,
+    key::PerKey,
     policy::{FixedDelay, StatusDecoder},
     retry::RetryPolicy,
     BoxError, DeadlineLayer, FailureKind, RequestDeadline, ResiliencePolicy, StatusRetryLayer,

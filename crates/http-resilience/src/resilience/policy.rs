@@ -168,6 +168,13 @@ impl<D, R, G> ResiliencePolicy<D, R, G> {
         }
     }
 
+    /// The same policy with `f` applied to its guard.
+    #[cfg(feature = "otel")]
+    pub(crate) fn map_guard(mut self, f: impl FnOnce(G) -> G) -> Self {
+        self.guard = f(self.guard);
+        self
+    }
+
     /// The guard every attempt passes: `()` unless
     /// [`with_guard`](Self::with_guard) set one.
     pub const fn guard(&self) -> &G {
