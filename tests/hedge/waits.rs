@@ -7,9 +7,7 @@
 use http::{Request, Response, StatusCode};
 use http_resilience::{
     hedge::{HedgeDelay, HedgeLayer, HedgePolicy, DEFAULT_MAX_SERVER_DELAY},
-    policy::{
-        Decoder, FixedDelay, GrpcDecoder, StatusDecoder, GRPC_RETRY_PUSHBACK_MS, GRPC_STATUS,
-    },
+    policy::{Decoder, FixedDelay, GrpcDecoder, StatusDecoder},
     retry::{RetryPolicy, StatusRetryLayer},
     Attempts, RequestDeadline, Stop,
 };
@@ -60,8 +58,8 @@ fn retry_after(value: &'static str) -> Response<String> {
 /// A trailers-only `UNAVAILABLE` with the longest pushback gRPC allows.
 fn pushback_max() -> Response<String> {
     Response::builder()
-        .header(GRPC_STATUS, "14")
-        .header(GRPC_RETRY_PUSHBACK_MS, "2147483647")
+        .header("grpc-status", "14")
+        .header("grpc-retry-pushback-ms", "2147483647")
         .body(String::new())
         .unwrap()
 }

@@ -589,7 +589,7 @@ fn stack(preset: Preset, http2: bool) -> Stack {
             );
             assert_eq!(
                 support::shown(&retry, "deadline_margin"),
-                format!("{:?}", Some(presets::MIN_USEFUL_ATTEMPT)),
+                format!("{:?}", Some(Duration::from_millis(500))),
                 "deadline-aware"
             );
             let retry = retry.map(

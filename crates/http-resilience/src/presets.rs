@@ -13,10 +13,10 @@
 //! one service with the semantics of the three layers in the canonical order.
 //!
 //! Deadline-aware scheduling ([`CallOptions::deadline_aware`](crate::policy::CallOptions::deadline_aware)) is on in
-//! [`standard`] and [`conservative`] (a retry whose wait plus 500 ms,
-//! [`MIN_USEFUL_ATTEMPT`], cannot fit before the deadline is not made; the last
-//! outcome is returned at once) and in [`grpc`] (with 100 ms,
-//! [`GRPC_MIN_USEFUL_ATTEMPT`]), and off in [`reactor`], [`feign`] and
+//! [`standard`] and [`conservative`] (a retry whose wait plus 500 ms, the
+//! least time an HTTP attempt needs to be worth making, cannot fit before the
+//! deadline is not made; the last outcome is returned at once) and in
+//! [`grpc`] (with 100 ms), and off in [`reactor`], [`feign`] and
 //! [`apache`], which keep their sources' exact behaviour (in Reactor's, the
 //! deadline cuts the wait).
 //!
@@ -109,7 +109,7 @@ pub fn standard(
 
 /// The least time an attempt needs to be worth making, for the HTTP presets
 /// with deadline-aware scheduling ([`standard`], [`conservative`]).
-pub const MIN_USEFUL_ATTEMPT: Duration = Duration::from_millis(500);
+const MIN_USEFUL_ATTEMPT: Duration = Duration::from_millis(500);
 
 /// The least time an attempt needs to be worth making, for [`grpc`]: 100 ms.
 ///
@@ -121,7 +121,7 @@ pub const MIN_USEFUL_ATTEMPT: Duration = Duration::from_millis(500);
 /// `Request::set_timeout`) have a retry, where [`MIN_USEFUL_ATTEMPT`] would
 /// refuse every one.
 #[cfg(feature = "grpc")]
-pub const GRPC_MIN_USEFUL_ATTEMPT: Duration = Duration::from_millis(100);
+pub(crate) const GRPC_MIN_USEFUL_ATTEMPT: Duration = Duration::from_millis(100);
 
 /// One retry only, after about half a second, on the transient outcomes; 5 s
 /// per attempt, 10 s in all. For calls where a second try is worth it but
@@ -174,7 +174,8 @@ pub fn apache() -> ResiliencePolicy<ApacheDecoder, FixedDelay> {
 /// `Request::set_timeout`.
 ///
 /// Scheduling is deadline-aware ([`CallOptions::deadline_aware`](crate::policy::CallOptions::deadline_aware) with
-/// [`GRPC_MIN_USEFUL_ATTEMPT`], 100 ms): when a server's pushback, or the
+/// 100 ms, the least time a gRPC attempt needs to be worth making: a round
+/// trip on a channel already open and the server's work): when a server's pushback, or the
 /// backoff, plus 100 ms cannot fit before the deadline, no wait happens, and
 /// the caller gets the server's response (its `UNAVAILABLE`, trailers-only) at
 /// once, its [`Attempts`](crate::Attempts) saying

@@ -2,17 +2,17 @@
 //! fail it as the transport would.
 
 use super::Latency;
-use crate::{body::AnswerBody, FailureKind};
+use crate::{
+    body::AnswerBody,
+    policy::{GRPC_RETRY_PUSHBACK_MS, GRPC_STATUS},
+    FailureKind,
+};
 use bytes::Bytes;
 use http::{header, HeaderMap, HeaderName, HeaderValue, StatusCode, Version};
 use std::{fmt, sync::Arc, time::Duration};
 
-/// gRPC's status, in the head of a trailers-only response.
-const GRPC_STATUS: HeaderName = HeaderName::from_static("grpc-status");
 /// gRPC's message, beside its status.
 const GRPC_MESSAGE: HeaderName = HeaderName::from_static("grpc-message");
-/// The server's word on when to retry.
-const GRPC_RETRY_PUSHBACK_MS: HeaderName = HeaderName::from_static("grpc-retry-pushback-ms");
 
 /// What a [`FaultPolicy`](super::FaultPolicy) does to an attempt it picks:
 /// make it wait, answer it in the upstream's place (a status with its

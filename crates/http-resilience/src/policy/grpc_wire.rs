@@ -7,6 +7,16 @@ use http::{HeaderMap, HeaderName};
 /// `grpc-status`.
 pub(crate) const GRPC_STATUS: HeaderName = HeaderName::from_static("grpc-status");
 
+/// `grpc-retry-pushback-ms`: the server's word on when to retry, or not to.
+#[cfg(any(feature = "grpc", feature = "fault"))]
+pub(crate) const GRPC_RETRY_PUSHBACK_MS: HeaderName =
+    HeaderName::from_static("grpc-retry-pushback-ms");
+
+/// `grpc-previous-rpc-attempts`: how many attempts came before this one.
+#[cfg(feature = "grpc")]
+pub(crate) const GRPC_PREVIOUS_RPC_ATTEMPTS: HeaderName =
+    HeaderName::from_static("grpc-previous-rpc-attempts");
+
 /// The codes gRPC defines, by number, with their canonical names (those of
 /// gRPC's `statuscodes.md`, which service configs use).
 const CODE_NAMES: [&str; 17] = [

@@ -64,14 +64,17 @@ pub use self::{
 };
 
 #[cfg(feature = "grpc")]
-pub use self::{
-    decoder::{GrpcDecoder, GRPC_PREVIOUS_RPC_ATTEMPTS, GRPC_RETRY_PUSHBACK_MS, GRPC_STATUS},
-    retryer::GrpcBackoff,
-};
+pub use self::{decoder::GrpcDecoder, retryer::GrpcBackoff};
 
 pub(crate) use self::events::CallListener;
 #[cfg(feature = "grpc")]
 pub(crate) use self::grpc_wire::grpc_code_by_name;
+#[cfg(feature = "grpc")]
+pub(crate) use self::grpc_wire::GRPC_PREVIOUS_RPC_ATTEMPTS;
+#[cfg(any(feature = "grpc", feature = "fault"))]
+pub(crate) use self::grpc_wire::GRPC_RETRY_PUSHBACK_MS;
+#[cfg(feature = "fault")]
+pub(crate) use self::grpc_wire::GRPC_STATUS;
 pub(crate) use self::grpc_wire::{grpc_code_name, grpc_status_of, parse_ascii_int};
 pub(crate) use self::parts::{AttemptHeader, Parts};
 pub(crate) use self::retryer::{Seeds, SplitMix64};

@@ -5,19 +5,10 @@ use super::{
     Decoder, Reason, Verdict,
 };
 use crate::{errors::AsError, FailureKind, InvalidSetting};
-use http::{HeaderMap, HeaderName, StatusCode};
+use http::{HeaderMap, StatusCode};
 use std::{fmt, time::Duration};
 
-/// `grpc-status`: the status of a call, in the head of a trailers-only
-/// response (otherwise in the trailers).
-pub const GRPC_STATUS: HeaderName = super::super::grpc_wire::GRPC_STATUS;
-
-/// `grpc-retry-pushback-ms`: the server's word on when to retry, or not to.
-pub const GRPC_RETRY_PUSHBACK_MS: HeaderName = HeaderName::from_static("grpc-retry-pushback-ms");
-
-/// `grpc-previous-rpc-attempts`: how many attempts came before this one.
-pub const GRPC_PREVIOUS_RPC_ATTEMPTS: HeaderName =
-    HeaderName::from_static("grpc-previous-rpc-attempts");
+use super::super::grpc_wire::{GRPC_RETRY_PUSHBACK_MS, GRPC_STATUS};
 
 /// The gRPC code `UNAVAILABLE`, the one retried by default.
 const UNAVAILABLE: i32 = 14;

@@ -28,9 +28,7 @@ mod status;
 mod transient;
 
 #[cfg(feature = "grpc")]
-pub use self::grpc::{
-    GrpcDecoder, GRPC_PREVIOUS_RPC_ATTEMPTS, GRPC_RETRY_PUSHBACK_MS, GRPC_STATUS,
-};
+pub use self::grpc::GrpcDecoder;
 pub use self::{
     any::AnyDecoder,
     apache::ApacheDecoder,
