@@ -234,9 +234,20 @@ impl CallSpan {
         }
         let (method, uri) = (request.method(), request.uri());
         let (host, port) = server(uri);
+        // NOTE: the fields recorded later come first, those of both spans in
+        // the same places: a record looks its field up by name, from the
+        // first field on.
         let span = span_at!(
             telemetry.level,
             names::CALL_SPAN,
+            { names::HTTP_RESPONSE_STATUS_CODE } = Empty,
+            { names::ERROR_TYPE } = Empty,
+            { names::OTEL_STATUS_CODE } = Empty,
+            { names::ATTEMPTS } = Empty,
+            { names::STOP } = Empty,
+            { names::DEADLINE_MS } = Empty,
+            { names::HEDGE_WINNER } = Empty,
+            { names::TURNED_AWAY } = Empty,
             { names::OTEL_NAME } = %method,
             { names::OTEL_KIND } = "internal",
             { names::FORM } = form.name(),
@@ -244,14 +255,6 @@ impl CallSpan {
             { names::SERVER_ADDRESS } = host,
             { names::SERVER_PORT } = i64::from(port),
             { names::URL_FULL } = %UrlFull::new(uri, telemetry.url_query),
-            { names::ATTEMPTS } = Empty,
-            { names::STOP } = Empty,
-            { names::DEADLINE_MS } = Empty,
-            { names::HEDGE_WINNER } = Empty,
-            { names::TURNED_AWAY } = Empty,
-            { names::HTTP_RESPONSE_STATUS_CODE } = Empty,
-            { names::ERROR_TYPE } = Empty,
-            { names::OTEL_STATUS_CODE } = Empty,
         );
         Self(span, form)
     }
@@ -296,9 +299,14 @@ pub(crate) fn attempt_span<B>(
     // NOTE: every value is given as the span is made, none recorded after:
     // a value set later is looked up by its field's name.
     let resend = (number > 1).then(|| i64::from(number - 1));
+    // NOTE: the fields recorded later come first, as in the call's span.
     let span = span_at!(
         telemetry.level,
         names::ATTEMPT_SPAN,
+        { names::HTTP_RESPONSE_STATUS_CODE } = Empty,
+        { names::ERROR_TYPE } = Empty,
+        { names::OTEL_STATUS_CODE } = Empty,
+        { names::NETWORK_PROTOCOL_VERSION } = Empty,
         { names::OTEL_NAME } = %method,
         { names::OTEL_KIND } = "client",
         { names::HTTP_REQUEST_METHOD } = %method,
@@ -306,10 +314,6 @@ pub(crate) fn attempt_span<B>(
         { names::SERVER_PORT } = i64::from(port),
         { names::URL_FULL } = %UrlFull::new(uri, telemetry.url_query),
         { names::HTTP_REQUEST_RESEND_COUNT } = resend,
-        { names::HTTP_RESPONSE_STATUS_CODE } = Empty,
-        { names::NETWORK_PROTOCOL_VERSION } = Empty,
-        { names::ERROR_TYPE } = Empty,
-        { names::OTEL_STATUS_CODE } = Empty,
     );
     (!span.is_disabled()).then_some(span)
 }
@@ -397,9 +401,10 @@ pub(crate) fn error_type(verdict: Verdict, status: Option<&StatusCode>) -> Optio
 /// The host of `uri` (an IPv6 address in its brackets) and its port, or its
 /// scheme's default: `server.address` and `server.port`.
 ///
-/// NOTE: read from the authority's bytes in one pass from the end, rather
-/// than through `Uri::host` and `Uri::port_u16`, which each search the
-/// authority again; it is read for every span. A port is the digits after
+/// NOTE: read from the authority's bytes from the end, rather than through
+/// `Uri::host` and `Uri::port_u16`, which each search the authority again;
+/// it is read for every span, and a host is a few bytes, for which a plain
+/// loop is cheaper than the setup of a `memrchr`. A port is the digits after
 /// the last `:` (a bracketed IPv6 host ends in `]`, never in a digit after a
 /// `:`); the host is what lies between it and the last `@`, whose user or
 /// password is never read.
@@ -408,14 +413,32 @@ fn server(uri: &http::Uri) -> (&str, u16) {
         return ("", server_port(uri.scheme_str(), None));
     };
     let text = authority.as_str();
-    let digits = text.bytes().rev().take_while(u8::is_ascii_digit).count();
-    let (end, explicit) = match text.len().checked_sub(digits + 1) {
-        Some(colon) if text.as_bytes()[colon] == b':' => (colon, text[colon + 1..].parse().ok()),
-        _ => (text.len(), None),
+    let bytes = text.as_bytes();
+    let digits = bytes
+        .iter()
+        .rev()
+        .take_while(|b| b.is_ascii_digit())
+        .count();
+    let (end, explicit) = match bytes.len().checked_sub(digits + 1) {
+        Some(colon) if bytes[colon] == b':' => (colon, port(&bytes[colon + 1..])),
+        _ => (bytes.len(), None),
     };
-    let host = &text[..end];
-    let host = host.rfind('@').map_or(host, |at| &host[at + 1..]);
-    (host, server_port(uri.scheme_str(), explicit))
+    let start = bytes[..end]
+        .iter()
+        .rposition(|&b| b == b'@')
+        .map_or(0, |at| at + 1);
+    (&text[start..end], server_port(uri.scheme_str(), explicit))
+}
+
+/// The port written in `digits` (ASCII digits only), as `str::parse::<u16>`
+/// reads it: `None` when there is none or it is above 65535.
+fn port(digits: &[u8]) -> Option<u16> {
+    if digits.is_empty() {
+        return None;
+    }
+    digits.iter().try_fold(0u16, |port, digit| {
+        port.checked_mul(10)?.checked_add(u16::from(digit - b'0'))
+    })
 }
 
 /// OpenTelemetry's `server.port`: the `explicit` port, or the `scheme`'s
@@ -472,6 +495,47 @@ fn url_full(uri: &http::Uri, query: bool) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_port_reads_as_the_standard_parse_reads_it() {
+        for digits in [
+            "",
+            "0",
+            "80",
+            "00080",
+            "8443",
+            "65535",
+            "65536",
+            "99999",
+            "123456",
+            "0000000000443",
+        ] {
+            assert_eq!(
+                port(digits.as_bytes()),
+                digits.parse::<u16>().ok(),
+                "{digits:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn the_server_is_the_host_and_port_http_reads() {
+        for authority in [
+            "api.test",
+            "api.test:8080",
+            "api.test:00080",
+            "me:secret@api.test:8443",
+            "u:123@api.test",
+            "a@b@api.test:1",
+            "[::1]",
+            "u@[::1]:9000",
+            "127.0.0.1:65535",
+        ] {
+            let uri: http::Uri = format!("http://{authority}/").parse().unwrap();
+            let expected = (uri.host().unwrap(), uri.port_u16().unwrap_or(80));
+            assert_eq!(server(&uri), expected, "{authority}");
+        }
+    }
 
     #[test]
     fn url_full_redacts_credentials_and_drops_the_query() {
