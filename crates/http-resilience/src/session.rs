@@ -32,8 +32,12 @@ pub(crate) struct Session {
 /// What telemetry keeps of a watched call.
 #[derive(Debug)]
 struct Watch {
-    // The call's span, when a subscriber wants it.
-    span: Option<Span>,
+    // Whether a subscriber wants the call's span. The span itself is the
+    // form's, which enters it at every poll and records the call's end on
+    // it: a second handle here would cost a clone and a close per call.
+    traced: bool,
+    // What the call's span is to record, once the call has ended.
+    ended: Option<Ended>,
     // The call, for a listener.
     context: Option<CallContext>,
     // When the call started, for a listener.
@@ -44,6 +48,14 @@ struct Watch {
     // The span of the attempt in flight, if anyone wants it (a hedge takes
     // each copy's away). Kept in place: the watch is boxed already.
     attempt: Option<Span>,
+}
+
+/// What a call's span records when the call ends.
+#[derive(Debug, Clone, Copy)]
+struct Ended {
+    summary: Attempts,
+    deadline: Option<RequestDeadline>,
+    status: Option<StatusCode>,
 }
 
 // ===== impl Session =====
@@ -103,7 +115,8 @@ impl Session {
         let watch = parts.options.listener.as_ref().map(|_| {
             let now = Instant::now();
             Box::new(Watch {
-                span: None,
+                traced: false,
+                ended: None,
                 context: Some(CallContext::of(request)),
                 called: now,
                 started: now,
@@ -292,7 +305,7 @@ impl Session {
     /// NOTE: the outcome is changed in place: it is the largest value of the
     /// call, and every move of it is a copy.
     pub(crate) fn end<T, E, D>(
-        &self,
+        &mut self,
         parts: &Parts<D>,
         summary: Attempts,
         deadline: Option<RequestDeadline>,
@@ -315,9 +328,13 @@ impl Session {
                 stop: summary.stop(),
             },
         );
-        if let Some(span) = self.watch.as_ref().and_then(|watch| watch.span.as_ref()) {
+        if let Some(watch) = self.watch.as_mut().filter(|watch| watch.traced) {
             let status = outcome.as_ref().ok().map(http::Response::status);
-            self.record_end(span, summary, deadline, status);
+            watch.ended = Some(Ended {
+                summary,
+                deadline,
+                status,
+            });
         }
         if let Some(report) = &self.report {
             report.record_summary(summary);
@@ -334,15 +351,26 @@ impl Session {
 }
 
 impl Session {
+    /// Records the end of the call, once it has ended, on its `span` (the
+    /// form's, if anyone wants it).
+    #[inline]
+    pub(crate) fn record_end_on(&mut self, span: Option<&Span>) {
+        let Some(span) = span else {
+            return;
+        };
+        if let Some(ended) = self.watch.as_mut().and_then(|watch| watch.ended.take()) {
+            self.record_end(span, ended);
+        }
+    }
+
     /// Records the call's end on its span: the attempts, why it stopped, its
     /// outcome, its budget, a hedge's winner, a guard's rejection.
-    fn record_end(
-        &self,
-        span: &Span,
-        summary: Attempts,
-        deadline: Option<RequestDeadline>,
-        status: Option<StatusCode>,
-    ) {
+    fn record_end(&self, span: &Span, ended: Ended) {
+        let Ended {
+            summary,
+            deadline,
+            status,
+        } = ended;
         span.record(names::ATTEMPTS, i64::from(summary.get()));
         span.record(names::STOP, summary.stop().name());
         if let Some(deadline) = deadline {
@@ -410,8 +438,8 @@ impl Watch {
             let _entered = call.enter();
             telemetry::attempt_span(parts.options.telemetry, request, 1)
         };
-        let span = call.wanted().cloned();
-        if span.is_none() && attempt.is_none() && parts.options.listener.is_none() {
+        let traced = call.wanted().is_some();
+        if !traced && attempt.is_none() && parts.options.listener.is_none() {
             return None;
         }
         let now = Instant::now();
@@ -424,7 +452,8 @@ impl Watch {
             called: now,
             started: now,
             hedge: call.is_hedge(),
-            span,
+            traced,
+            ended: None,
             attempt,
         }))
     }

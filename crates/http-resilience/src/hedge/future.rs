@@ -149,7 +149,9 @@ where
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let this = self.project();
         let _entered = this.span.as_deref().map(tracing::Span::enter);
-        this.call.run(cx)
+        let output = ready!(this.call.run(cx));
+        this.call.session.record_end_on(this.span.as_deref());
+        Poll::Ready(output)
     }
 }
 

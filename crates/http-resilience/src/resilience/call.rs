@@ -147,10 +147,11 @@ impl<S, B, D, R, G: Guard> Call<S, B, D, R, G> {
 
     /// Ends the call with `output`: what the guard still holds goes back
     /// now, not when the future is dropped (a finished future may be
-    /// kept), and the retry hears the end.
-    pub(super) fn end<T>(&mut self, output: &Output<T>) {
+    /// kept), the retry hears the end, and the call's `span` records it.
+    pub(super) fn end<T>(&mut self, output: &Output<T>, span: Option<&tracing::Span>) {
         G::release(&mut self.pass);
         self.retry.finish(output);
+        self.retry.record_end_on(span);
     }
 
     /// Writes the attempt's budget in `request`, if it is sent: the time

@@ -117,7 +117,7 @@ where
                     None => continue,
                 },
             };
-            call.end(&output);
+            call.end(&output, this.span.as_deref());
             this.state.set(State::Done);
             return Poll::Ready(output);
         }

@@ -133,6 +133,7 @@ where
                     match this.retry.decide(&mut outcome, deadline) {
                         Decision::Return => {
                             this.state.set(State::Done);
+                            this.retry.record_end_on(this.span.as_deref());
                             return Poll::Ready(outcome);
                         }
                         // NOTE: the discarded response (and its unread body)
@@ -149,14 +150,18 @@ where
                     ready!(sleep.as_mut().poll(cx));
                     let outcome = *outcome.take().expect("the outcome is kept until the cut");
                     this.state.set(State::Done);
-                    return Poll::Ready(this.retry.at_deadline(outcome));
+                    let outcome = this.retry.at_deadline(outcome);
+                    this.retry.record_end_on(this.span.as_deref());
+                    return Poll::Ready(outcome);
                 }
                 StateProj::Readying => {
                     // NOTE: the clone is called only after it reported ready
                     // (tower-service: "Be careful when cloning inner services").
                     if let Err(error) = ready!(this.service.poll_ready(cx)) {
                         this.state.set(State::Done);
-                        return Poll::Ready(this.retry.not_ready(error));
+                        let outcome = this.retry.not_ready(error);
+                        this.retry.record_end_on(this.span.as_deref());
+                        return Poll::Ready(outcome);
                     }
                     let request = this.retry.next_request();
                     let entered = telemetry::enter(this.retry.attempt_span());

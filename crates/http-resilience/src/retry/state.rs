@@ -159,6 +159,13 @@ impl<B, D, R> RetryState<B, D, R> {
         self.session.finish(self.policy.parts(), output);
     }
 
+    /// Records the end of the call, once it has ended, on its `span` (the
+    /// form's, if anyone wants it).
+    #[inline]
+    pub(crate) fn record_end_on(&mut self, span: Option<&tracing::Span>) {
+        self.session.record_end_on(span);
+    }
+
     /// Ends the call through its session.
     fn end<T, E>(
         &mut self,
