@@ -124,18 +124,14 @@ where
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let mut this = self.project();
         let _entered = this.span.as_deref().map(tracing::Span::enter);
-        loop {
+        let outcome = loop {
             match this.state.as_mut().project() {
                 StateProj::Called { future } => {
                     let span = this.retry.attempt_span();
                     let mut outcome = ready!(telemetry::poll_in(span, future, cx));
                     let deadline = this.retry.request_deadline();
                     match this.retry.decide(&mut outcome, deadline) {
-                        Decision::Return => {
-                            this.state.set(State::Done);
-                            this.retry.record_end_on(this.span.as_deref());
-                            return Poll::Ready(outcome);
-                        }
+                        Decision::Return => break outcome,
                         // NOTE: the discarded response (and its unread body)
                         // is dropped here, before the next attempt.
                         Decision::Retry(wait) => this.state.set(State::before_retry(wait)),
@@ -149,19 +145,13 @@ where
                 StateProj::Cut { sleep, outcome } => {
                     ready!(sleep.as_mut().poll(cx));
                     let outcome = *outcome.take().expect("the outcome is kept until the cut");
-                    this.state.set(State::Done);
-                    let outcome = this.retry.at_deadline(outcome);
-                    this.retry.record_end_on(this.span.as_deref());
-                    return Poll::Ready(outcome);
+                    break this.retry.at_deadline(outcome);
                 }
                 StateProj::Readying => {
                     // NOTE: the clone is called only after it reported ready
                     // (tower-service: "Be careful when cloning inner services").
                     if let Err(error) = ready!(this.service.poll_ready(cx)) {
-                        this.state.set(State::Done);
-                        let outcome = this.retry.not_ready(error);
-                        this.retry.record_end_on(this.span.as_deref());
-                        return Poll::Ready(outcome);
+                        break this.retry.not_ready(error);
                     }
                     let request = this.retry.next_request();
                     let entered = telemetry::enter(this.retry.attempt_span());
@@ -171,7 +161,10 @@ where
                 }
                 StateProj::Done => panic!("ResponseFuture polled after completion"),
             }
-        }
+        };
+        this.state.set(State::Done);
+        this.retry.record_end_on(this.span.as_deref());
+        Poll::Ready(outcome)
     }
 }
 
