@@ -124,14 +124,18 @@ where
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let mut this = self.project();
         let _entered = this.span.as_deref().map(tracing::Span::enter);
-        let outcome = loop {
+        loop {
             match this.state.as_mut().project() {
                 StateProj::Called { future } => {
                     let span = this.retry.attempt_span();
                     let mut outcome = ready!(telemetry::poll_in(span, future, cx));
                     let deadline = this.retry.request_deadline();
                     match this.retry.decide(&mut outcome, deadline) {
-                        Decision::Return => break outcome,
+                        Decision::Return => {
+                            this.state.set(State::Done);
+                            this.retry.record_end_on(this.span.as_deref());
+                            return Poll::Ready(outcome);
+                        }
                         // NOTE: the discarded response (and its unread body)
                         // is dropped here, before the next attempt.
                         Decision::Retry(wait) => this.state.set(State::before_retry(wait)),
@@ -145,27 +149,41 @@ where
                 StateProj::Cut { sleep, outcome } => {
                     ready!(sleep.as_mut().poll(cx));
                     let outcome = *outcome.take().expect("the outcome is kept until the cut");
-                    break this.retry.at_deadline(outcome);
+                    this.state.set(State::Done);
+                    let outcome = this.retry.at_deadline(outcome);
+                    this.retry.record_end_on(this.span.as_deref());
+                    return Poll::Ready(outcome);
                 }
                 StateProj::Readying => {
                     // NOTE: the clone is called only after it reported ready
                     // (tower-service: "Be careful when cloning inner services").
                     if let Err(error) = ready!(this.service.poll_ready(cx)) {
-                        break this.retry.not_ready(error);
+                        this.state.set(State::Done);
+                        let outcome = this.retry.not_ready(error);
+                        this.retry.record_end_on(this.span.as_deref());
+                        return Poll::Ready(outcome);
                     }
-                    let request = this.retry.next_request();
-                    let entered = telemetry::enter(this.retry.attempt_span());
-                    let future = this.service.call(request);
-                    drop(entered);
+                    let future = send_next(this.service, this.retry);
                     this.state.set(State::Called { future });
                 }
                 StateProj::Done => panic!("ResponseFuture polled after completion"),
             }
-        };
-        this.state.set(State::Done);
-        this.retry.record_end_on(this.span.as_deref());
-        Poll::Ready(outcome)
+        }
     }
+}
+
+/// Sends the next attempt's request on `service` (ready), within the
+/// attempt's span.
+#[inline(always)]
+fn send_next<S, B, D, R>(service: &mut S, retry: &mut RetryState<B, D, R>) -> S::Future
+where
+    S: Service<http::Request<B>>,
+    B: TryCloneBody,
+    R: Retryer,
+{
+    let request = retry.next_request();
+    let _entered = telemetry::enter(retry.attempt_span());
+    service.call(request)
 }
 
 impl<S, B, D, R> fmt::Debug for ResponseFuture<S, B, D, R>
