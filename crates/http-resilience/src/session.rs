@@ -300,7 +300,9 @@ impl Session {
     }
 
     /// Ends the call with `summary`: logs it, tells the listener and the
-    /// caller's report, and puts it on a response that has news in it.
+    /// caller's report, keeps it for the call's span (which the form
+    /// records it on: [`record_end_on`](Self::record_end_on)), and puts it on
+    /// a response that has news in it.
     ///
     /// NOTE: the outcome is changed in place: it is the largest value of the
     /// call, and every move of it is a copy.
