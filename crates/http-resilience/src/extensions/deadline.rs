@@ -86,7 +86,13 @@ impl RequestDeadline {
 
     /// The time left before the deadline, zero once it has passed.
     pub fn remaining(&self) -> Duration {
-        self.instant.saturating_duration_since(Instant::now())
+        self.remaining_at(Instant::now())
+    }
+
+    /// The time left before the deadline at `now`, zero once it has passed.
+    #[inline]
+    pub(crate) fn remaining_at(&self, now: Instant) -> Duration {
+        self.instant.saturating_duration_since(now)
     }
 
     /// Whether the deadline has passed.

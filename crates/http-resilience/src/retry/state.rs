@@ -166,6 +166,17 @@ impl<B, D, R> RetryState<B, D, R> {
         self.session.record_end_on(span);
     }
 
+    /// Ends the call through its session, with the outcome returned.
+    fn stopped<T, E>(
+        &mut self,
+        stop: Stop,
+        deadline: Option<RequestDeadline>,
+        outcome: &mut Result<http::Response<T>, E>,
+    ) -> Decision {
+        self.end(stop, deadline, outcome);
+        Decision::Return
+    }
+
     /// Ends the call through its session.
     fn end<T, E>(
         &mut self,
@@ -200,25 +211,20 @@ impl<B: TryCloneBody, D, R: Retryer> RetryState<B, D, R> {
         self.policy.parts().record(verdict);
         self.session
             .end_attempt(self.policy.parts(), verdict, outcome.as_ref().ok());
-        let wait = match verdict {
-            Verdict::Retry { after, reason } => self.wait(after, reason, deadline),
-            Verdict::Fail { .. } => Err(Stop::Failed),
-            _ => Err(Stop::Accepted),
+        let (after, reason) = match verdict {
+            Verdict::Retry { after, reason } => (after, reason),
+            Verdict::Fail { .. } => return self.stopped(Stop::Failed, deadline, outcome),
+            _ => return self.stopped(Stop::Accepted, deadline, outcome),
         };
-        let wait = match wait {
-            Ok(wait) => wait,
-            Err(stop) => {
-                self.end(stop, deadline, outcome);
-                return Decision::Return;
-            }
-        };
+        // NOTE: one clock read serves the decision and what it tells.
+        let now = Instant::now();
         // NOTE: no wait outlasts the request's deadline, whatever layer
         // recorded it (or none): a wait that would reach it ends there, with
         // the outcome at hand. A `Deadline` layer outside, whose timer is due
         // at the same instant, ends the call with its own error instead.
-        let wait = match wait {
-            Scheduled::After(wait) => wait,
-            Scheduled::Cut(until) => {
+        let wait = match self.wait(after, reason, deadline, now) {
+            Ok(Scheduled::After(wait)) => wait,
+            Ok(Scheduled::Cut(until)) => {
                 tracing::debug!(
                     attempt = self.attempts(),
                     %verdict,
@@ -226,15 +232,15 @@ impl<B: TryCloneBody, D, R: Retryer> RetryState<B, D, R> {
                 );
                 return Decision::Cut(until);
             }
+            Err(stop) => return self.stopped(stop, deadline, outcome),
         };
-        self.announce(verdict, wait, deadline);
+        self.announce(verdict, wait, deadline.map(|d| d.remaining_at(now)));
         Decision::Retry(wait)
     }
 
-    /// Logs a retry decided on `verdict`, after `wait`, and tells the
-    /// listener.
-    fn announce(&self, verdict: Verdict, wait: Duration, deadline: Option<RequestDeadline>) {
-        let remaining = deadline.map(|d| d.remaining());
+    /// Logs a retry decided on `verdict`, after `wait`, with `remaining`
+    /// before the deadline, and tells the listener.
+    fn announce(&self, verdict: Verdict, wait: Duration, remaining: Option<Duration>) {
         let source = match verdict.server_delay() {
             _ if wait.is_zero() => WaitSource::None,
             Some(_) => WaitSource::Server,
@@ -265,18 +271,19 @@ impl<B: TryCloneBody, D, R: Retryer> RetryState<B, D, R> {
     /// and the retryer gives a delay, or it was never sent (a guard turned
     /// it away) and waits as the guard said; then, with deadline-aware
     /// scheduling, the wait and a useful attempt fit; a wait that would
-    /// reach the deadline is cut there ([`limits::schedule`]).
+    /// reach the deadline is cut there ([`limits::schedule`]). `now` is the
+    /// decision's instant.
     fn wait(
         &mut self,
         after: Option<Duration>,
         reason: Reason,
         deadline: Option<RequestDeadline>,
+        now: Instant,
     ) -> Result<Scheduled, Stop> {
         let policy = &*self.policy;
         if !policy.is_enabled() {
             return Err(Stop::Disabled);
         }
-        let now = Instant::now();
         let mut again = RetryAgain {
             policy,
             retryer: &mut self.retryer,
