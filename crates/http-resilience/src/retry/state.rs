@@ -212,6 +212,9 @@ impl<B: TryCloneBody, D, R: Retryer> RetryState<B, D, R> {
         self.session
             .end_attempt(self.policy.parts(), verdict, outcome.as_ref().ok());
         let (after, reason) = match verdict {
+            Verdict::Retry { .. } if !self.policy.is_enabled() => {
+                return self.stopped(Stop::Disabled, deadline, outcome)
+            }
             Verdict::Retry { after, reason } => (after, reason),
             Verdict::Fail { .. } => return self.stopped(Stop::Failed, deadline, outcome),
             _ => return self.stopped(Stop::Accepted, deadline, outcome),
@@ -265,7 +268,7 @@ impl<B: TryCloneBody, D, R: Retryer> RetryState<B, D, R> {
     }
 
     /// The wait before a retry asked for with `reason` (and the server's
-    /// `after`), or why none is made: the policy is on, and the checks
+    /// `after`), with the policy on, or why none is made: the checks
     /// every form makes ([`Session::another`]) with the retry's own in
     /// their places: the request can be sent again; it is safe to repeat
     /// and the retryer gives a delay, or it was never sent (a guard turned
@@ -281,9 +284,6 @@ impl<B: TryCloneBody, D, R: Retryer> RetryState<B, D, R> {
         now: Instant,
     ) -> Result<Scheduled, Stop> {
         let policy = &*self.policy;
-        if !policy.is_enabled() {
-            return Err(Stop::Disabled);
-        }
         let mut again = RetryAgain {
             policy,
             retryer: &mut self.retryer,
