@@ -100,9 +100,8 @@ pub(crate) fn attempt_end(
 /// its very instant it has), nor with less than `margin` left before it.
 #[inline]
 pub(crate) fn may_start(now: Instant, deadline: Option<RequestDeadline>, margin: Duration) -> bool {
-    deadline.is_none_or(|deadline| {
-        !deadline.has_passed_at(now) && deadline.instant().saturating_duration_since(now) >= margin
-    })
+    deadline
+        .is_none_or(|deadline| !deadline.has_passed_at(now) && deadline.remaining_at(now) >= margin)
 }
 
 /// When the next attempt after a wait goes, or why it never does.

@@ -11,7 +11,7 @@ use tokio::time::Instant;
 /// `None` for a deadline made from a budget of `Duration::MAX`, which is no
 /// limit.
 pub(crate) fn time_left(deadline: RequestDeadline, now: Instant) -> Option<Duration> {
-    (deadline.budget() != Duration::MAX).then(|| deadline.instant().saturating_duration_since(now))
+    (deadline.budget() != Duration::MAX).then(|| deadline.remaining_at(now))
 }
 
 /// The deadline of an attempt has already passed: [`send_budget`] wrote
