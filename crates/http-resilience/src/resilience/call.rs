@@ -85,19 +85,22 @@ pub(super) struct Call<S, B, D, R, G: Guard> {
     service: S,
     retry: RetryState<B, D, R>,
     deadline: RequestDeadline,
-    limits: Limits,
+    limits: Arc<Limits>,
     // The call's pass through the guard.
     pass: G::Pass,
 }
 
-/// The limit of every attempt, and whether the last one runs until the
-/// deadline instead.
-#[derive(Debug, Clone)]
+/// The time limits of a call: its budget, the limit of every attempt, and
+/// whether the last one runs until the deadline instead. Shared by the layer,
+/// its services and their calls behind one `Arc`, so that neither a service
+/// nor a call's future carries them by value.
+#[derive(Debug)]
 pub(crate) struct Limits {
+    pub(crate) deadline: Duration,
     pub(crate) attempt: Duration,
     pub(crate) final_uses_deadline: bool,
     /// The header and format every attempt's budget is sent in, if it is.
-    pub(crate) budget_header: Option<Arc<(HeaderName, TimeoutFormat)>>,
+    pub(crate) budget_header: Option<(HeaderName, TimeoutFormat)>,
 }
 
 impl Limits {
@@ -118,7 +121,7 @@ impl<S, B, D, R, G: Guard> Call<S, B, D, R, G> {
         service: S,
         retry: RetryState<B, D, R>,
         deadline: RequestDeadline,
-        limits: Limits,
+        limits: Arc<Limits>,
         pass: G::Pass,
     ) -> Self {
         Self {

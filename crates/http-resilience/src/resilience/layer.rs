@@ -2,7 +2,7 @@
 
 use super::{future::Limits, Resilience};
 use crate::{guard::Guard, retry::RetryPolicy};
-use std::{fmt, sync::Arc, time::Duration};
+use std::{fmt, sync::Arc};
 use tower_layer::Layer;
 
 /// Makes [`Resilience`] around a service: the semantics of
@@ -12,8 +12,7 @@ use tower_layer::Layer;
 ///
 /// See [`ResiliencePolicy`](super::ResiliencePolicy) for an example.
 pub struct ResilienceLayer<D, R, G = ()> {
-    pub(super) deadline: Duration,
-    pub(super) limits: Limits,
+    pub(super) limits: Arc<Limits>,
     pub(super) policy: Arc<RetryPolicy<D, R>>,
     pub(super) guard: G,
 }
@@ -21,8 +20,7 @@ pub struct ResilienceLayer<D, R, G = ()> {
 impl<D, R, G: Clone> Clone for ResilienceLayer<D, R, G> {
     fn clone(&self) -> Self {
         Self {
-            deadline: self.deadline,
-            limits: self.limits.clone(),
+            limits: Arc::clone(&self.limits),
             policy: Arc::clone(&self.policy),
             guard: self.guard.clone(),
         }
@@ -32,7 +30,7 @@ impl<D, R, G: Clone> Clone for ResilienceLayer<D, R, G> {
 impl<D: fmt::Debug, R: fmt::Debug, G: fmt::Debug> fmt::Debug for ResilienceLayer<D, R, G> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("ResilienceLayer")
-            .field("deadline", &self.deadline)
+            .field("deadline", &self.limits.deadline)
             .field("attempt_timeout", &self.limits.attempt)
             .field("final_uses_deadline", &self.limits.final_uses_deadline)
             .field("retry", &self.policy)
@@ -47,8 +45,7 @@ impl<S, D, R, G: Guard> Layer<S> for ResilienceLayer<D, R, G> {
     fn layer(&self, inner: S) -> Self::Service {
         Resilience {
             inner,
-            deadline: self.deadline,
-            limits: self.limits.clone(),
+            limits: Arc::clone(&self.limits),
             policy: Arc::clone(&self.policy),
             guard: self.guard.clone(),
             local: G::Local::default(),

@@ -59,7 +59,6 @@ use std::{
     fmt,
     sync::Arc,
     task::{Context, Poll},
-    time::Duration,
 };
 use tokio::time::Instant;
 use tower_service::Service;
@@ -131,8 +130,7 @@ use tower_service::Service;
 /// with [`StatusRetry`]; the policy is shared behind an `Arc`.
 pub struct Resilience<S, D, R, G: Guard = ()> {
     pub(super) inner: S,
-    pub(super) deadline: Duration,
-    pub(super) limits: Limits,
+    pub(super) limits: Arc<Limits>,
     pub(super) policy: Arc<RetryPolicy<D, R>>,
     pub(super) guard: G,
     // The guard's state of this clone's last key.
@@ -143,8 +141,7 @@ impl<S: Clone, D, R, G: Guard> Clone for Resilience<S, D, R, G> {
     fn clone(&self) -> Self {
         Self {
             inner: self.inner.clone(),
-            deadline: self.deadline,
-            limits: self.limits.clone(),
+            limits: Arc::clone(&self.limits),
             policy: Arc::clone(&self.policy),
             guard: self.guard.clone(),
             local: self.local.clone(),
@@ -158,7 +155,7 @@ impl<S: fmt::Debug, D: fmt::Debug, R: fmt::Debug, G: Guard + fmt::Debug> fmt::De
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Resilience")
             .field("inner", &self.inner)
-            .field("deadline", &self.deadline)
+            .field("deadline", &self.limits.deadline)
             .field("attempt_timeout", &self.limits.attempt)
             .field("final_uses_deadline", &self.limits.final_uses_deadline)
             .field("retry", &self.policy)
@@ -207,7 +204,8 @@ where
     #[inline]
     fn call(&mut self, mut request: http::Request<B>) -> Self::Future {
         let now = Instant::now();
-        let deadline = limits::call_deadline(now, self.deadline, RequestDeadline::of(&request));
+        let deadline =
+            limits::call_deadline(now, self.limits.deadline, RequestDeadline::of(&request));
         let pass = self.guard.pass_for(&mut self.local, &request);
         // NOTE: the service made ready for this call sends its first attempt
         // (or goes with the call, when the guard makes that attempt wait);
@@ -219,12 +217,12 @@ where
         let policy = Arc::clone(&self.policy);
         if deadline.has_passed_at(now) {
             let retry = RetryState::unsent(policy, &request);
-            let call = Call::new(service, retry, deadline, self.limits.clone(), pass);
+            let call = Call::new(service, retry, deadline, Arc::clone(&self.limits), pass);
             return ResponseFuture::expired(call);
         }
         let span = CallSpan::new(Form::Retry, self.policy.parts().options.telemetry, &request);
         let retry = RetryState::begin(policy, &mut request, false, &span);
-        let mut call = Call::new(service, retry, deadline, self.limits.clone(), pass);
+        let mut call = Call::new(service, retry, deadline, Arc::clone(&self.limits), pass);
         // NOTE: the first attempt is admitted by the path of every later one,
         // and the future is assembled from its parts afterwards, so that
         // none is built inside it and then copied out with it.

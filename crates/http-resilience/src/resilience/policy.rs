@@ -360,12 +360,12 @@ impl<D, R, G> ResiliencePolicy<D, R, G> {
     /// The layer that makes the combined [`Resilience`](super::Resilience) service.
     pub fn layer(self) -> ResilienceLayer<D, R, G> {
         ResilienceLayer {
-            deadline: self.deadline,
-            limits: Limits {
+            limits: Arc::new(Limits {
+                deadline: self.deadline,
                 attempt: self.attempt_timeout,
                 final_uses_deadline: self.final_uses_deadline,
-                budget_header: self.budget_header.map(Arc::new),
-            },
+                budget_header: self.budget_header,
+            }),
             policy: Arc::new(self.retry),
             guard: self.guard,
         }
