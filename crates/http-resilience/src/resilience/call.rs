@@ -96,7 +96,10 @@ pub(super) struct Call<S, B, D, R, G: Guard> {
 /// nor a call's future carries them by value.
 #[derive(Debug)]
 pub(crate) struct Limits {
+    /// The budget of every call: its deadline is this long after it starts
+    /// (or the caller's own, when that is earlier).
     pub(crate) deadline: Duration,
+    /// The limit of every attempt.
     pub(crate) attempt: Duration,
     pub(crate) final_uses_deadline: bool,
     /// The header and format every attempt's budget is sent in, if it is.
