@@ -354,6 +354,19 @@ pub(crate) struct Books {
     bodies: AtomicUsize,
 }
 
+/// The header by which a request asks the upstream for a lag of that many
+/// milliseconds on top of the script's latency.
+pub(crate) const LAG_MS: &str = "x-lag-ms";
+
+/// The lag `request` asks for (`LAG_MS`), none when it asks for none.
+fn lag_of<B>(request: &Request<B>) -> Duration {
+    let ms = request.headers().get(LAG_MS).map(|v| {
+        let text = v.to_str().expect("a lag in ASCII digits");
+        text.parse().expect("a lag in milliseconds")
+    });
+    Duration::from_millis(ms.unwrap_or(0))
+}
+
 #[derive(Debug, Clone)]
 pub(crate) struct Upstream {
     pub(crate) script: Arc<Vec<Step>>,
@@ -429,7 +442,8 @@ impl Service<Request<String>> for Upstream {
         Poll::Ready(Ok(()))
     }
 
-    fn call(&mut self, _: Request<String>) -> Self::Future {
+    fn call(&mut self, request: Request<String>) -> Self::Future {
+        let lag = lag_of(&request);
         let step = {
             let mut calls = self
                 .books
@@ -442,8 +456,9 @@ impl Service<Request<String>> for Upstream {
         let books = Arc::clone(&self.books);
         Box::pin(async move {
             let _running = Alive::new(&books, |b| &b.running);
-            if !step.latency.is_zero() {
-                tokio::time::sleep(step.latency).await;
+            let latency = step.latency + lag;
+            if !latency.is_zero() {
+                tokio::time::sleep(latency).await;
             }
             match step.answer {
                 Answer::Status { code, stall_body } => {

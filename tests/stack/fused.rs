@@ -17,7 +17,10 @@
 //! - the listener's events and the caller's `RetryReport`;
 //! - with calls that overlap, the attempts and events of each instant and the
 //!   calls' outcomes as sets: tokio wakes calls due at one instant in an order
-//!   neither form promises, and it decides which of them gets a last slot.
+//!   neither form promises, and it decides which of them gets a last slot. So
+//!   that such ties stay rare, these calls start and wait off the grid the
+//!   script is drawn on, and each call's upstream answers a few milliseconds
+//!   later than the one before's (`Case::off_grid`).
 //!
 //! Some cases put a circuit breaker in both (`ResiliencePolicy::with_guard(breaker)`
 //! against a `GuardLayer<BreakerPolicy>` between the retry and the attempt timeout)
@@ -31,7 +34,9 @@
 //! give up at their deadline, or are turned away; its events are observed
 //! too.
 
-use super::compositions::{boxed, limit, recorded, step, wait, Answer, Step, Svc, Upstream};
+use super::compositions::{
+    boxed, limit, recorded, step, wait, Answer, Step, Svc, Upstream, LAG_MS,
+};
 use http::{Request, Response};
 use http_body_util::BodyExt;
 use http_resilience::{
@@ -54,6 +59,17 @@ use tokio::time::Instant;
 use tower::{util::BoxCloneService, Layer, ServiceExt};
 
 const HORIZON: Duration = Duration::from_secs(3600);
+
+/// How far off the grid the script is drawn on each call that overlaps
+/// starts after the one before it.
+const GAP_OFF: Duration = Duration::from_millis(1);
+
+/// How far off that grid calls that overlap wait before a retry.
+const DELAY_OFF: Duration = Duration::from_millis(2);
+
+/// How much later than the call before it each call that overlaps has its
+/// upstream's answers.
+const LAG: Duration = Duration::from_millis(3);
 
 #[derive(Debug, Clone, Copy)]
 enum Given {
@@ -141,19 +157,33 @@ fn case() -> impl Strategy<Value = Case> {
                 } else {
                     1
                 },
-                // NOTE: calls that overlap start a millisecond off the grid
-                // the script's latencies and the waits are drawn on, so that
-                // two calls are seldom due at one instant: the order tokio
-                // wakes them in then is neither form's to promise, and with
-                // a shared bulkhead or throttle it can change who is let
-                // through.
-                gap: if overload.is_some() {
-                    gap + Duration::from_millis(1)
-                } else {
-                    gap
-                },
+                gap,
             },
         )
+}
+
+impl Case {
+    /// Whether the calls overlap: each starts a gap after the one before,
+    /// without waiting for it.
+    fn overlaps(&self) -> bool {
+        self.overload.is_some()
+    }
+
+    /// The case as it runs: calls that overlap have their starts and their
+    /// retries' waits moved off the grid (and each its answers, in
+    /// `overlapping`). Calls due at one instant are woken in an order neither
+    /// form promises, and with a shared slot, throttle or probe that order
+    /// decides who is let through; a call let in when another frees its slot
+    /// runs on the other's instants, so without this a retry of one would
+    /// often ask for the slot at the instant the other's answer or attempt
+    /// limit frees it.
+    fn off_grid(mut self) -> Self {
+        if self.overlaps() {
+            self.gap += GAP_OFF;
+            self.delay += DELAY_OFF;
+        }
+        self
+    }
 }
 
 /// What one stack did with a case.
@@ -223,6 +253,7 @@ fn policy(case: &Case, events: Events) -> RetryPolicy<AnyDecoder, FixedDelay> {
 }
 
 async fn observe(case: Case, fused: bool) -> Observed {
+    let case = case.off_grid();
     let upstream = Upstream {
         script: Arc::new(case.script.clone()),
         books: Arc::default(),
@@ -296,7 +327,7 @@ async fn observe(case: Case, fused: bool) -> Observed {
         boxed(DeadlineLayer::new(case.deadline).layer(boxed(retried)))
     };
 
-    let mut calls = if case.overload.is_some() {
+    let mut calls = if case.overlaps() {
         overlapping(&case, &svc, start).await
     } else {
         let mut calls = Vec::new();
@@ -304,7 +335,7 @@ async fn observe(case: Case, fused: bool) -> Observed {
             if n > 0 {
                 tokio::time::sleep(case.gap).await;
             }
-            calls.push(call_once(case.given, svc.clone(), start).await);
+            calls.push(call_once(case.given, Duration::ZERO, svc.clone(), start).await);
         }
         calls
     };
@@ -315,7 +346,7 @@ async fn observe(case: Case, fused: bool) -> Observed {
         .iter()
         .map(|(at, event)| (at.duration_since(start), event.clone()))
         .collect();
-    if case.overload.is_some() {
+    if case.overlaps() {
         // NOTE: calls that overlap can be due at one instant (two waits that
         // end together); the order tokio wakes them in then is neither form's
         // to promise, and with one slot or one probe left it decides which of
@@ -345,7 +376,8 @@ async fn overlapping(case: &Case, svc: &Svc, start: Instant) -> Vec<Outcome> {
                 if n > 0 {
                     tokio::time::sleep(case.gap).await;
                 }
-                let call = call_once(case.given, svc.clone(), start);
+                let lag = LAG * u32::try_from(n).expect("a few calls");
+                let call = call_once(case.given, lag, svc.clone(), start);
                 running.push(tokio::task::spawn_local(call));
             }
             let mut calls = Vec::new();
@@ -357,11 +389,16 @@ async fn overlapping(case: &Case, svc: &Svc, start: Instant) -> Vec<Outcome> {
         .await
 }
 
-/// One call through `svc` with the deadline `given`, its instants counted
-/// from `start`.
-async fn call_once(given: Given, svc: Svc, start: Instant) -> Outcome {
+/// One call through `svc` with the deadline `given`, its upstream answering
+/// `lag` later than the script says, its instants counted from `start`.
+async fn call_once(given: Given, lag: Duration, svc: Svc, start: Instant) -> Outcome {
     let report = RetryReport::new();
     let mut request = Request::new("payload".to_owned());
+    if !lag.is_zero() {
+        let ms = lag.as_millis().to_string();
+        let value = http::HeaderValue::from_str(&ms).expect("digits");
+        request.headers_mut().insert(LAG_MS, value);
+    }
     request.extensions_mut().insert(report.clone());
     match given {
         Given::None => {}
@@ -472,9 +509,11 @@ fn below_the_combined_no_deadline_is_seen_and_propagating_sends_the_budget() {
     });
 }
 
-/// Two calls that overlap under a bulkhead both wait until 2 s and both find the
-/// service not ready: their ends come at one instant, in whichever order tokio
-/// wakes them, and are the same set in both forms.
+/// Two calls that overlap under a bulkhead fail at one instant (one's attempt
+/// limit, the other's refused connection, the second call started so that
+/// its start and answer moved off the grid meet the first's limit), wait
+/// alike and both find the service not ready: their ends come at one instant,
+/// in whichever order tokio wakes them, and are the same set in both forms.
 #[test]
 fn overlapping_calls_that_end_at_one_instant_end_alike_in_both_forms() {
     let ms = Duration::from_millis;
@@ -504,7 +543,7 @@ fn overlapping_calls_that_end_at_one_instant_end_alike_in_both_forms() {
         breaker: None,
         overload: Some((2, 0, false)),
         calls: 2,
-        gap: ms(750),
+        gap: ms(750) - GAP_OFF - LAG,
     };
     let separate = crate::support::on_paused_clock(observe(case.clone(), false));
     let fused = crate::support::on_paused_clock(observe(case, true));
@@ -515,4 +554,94 @@ fn overlapping_calls_that_end_at_one_instant_end_alike_in_both_forms() {
         .count();
     assert_eq!(ends, 2, "both calls end: {:?}", separate.events);
     assert_eq!(fused, separate);
+}
+
+/// Calls that overlap, where one is let in when another lets go of its slot
+/// and so runs on the other's instants: on the grid, one call's retry would
+/// ask for the slot at the instant the other's answer or attempt limit frees
+/// it, and which comes first would decide who gets it. Moved off the grid
+/// (`Case::off_grid`, and each call's answers later than the one before's),
+/// both forms agree. Each case ended differently in the two with part of
+/// that alone: the first, second and fourth with only the starts moved, the
+/// third with the starts moved and the answers' lag but the waits on the
+/// grid, the second without the lag.
+#[test]
+fn calls_let_in_on_each_others_release_end_alike_in_both_forms() {
+    let ms = Duration::from_millis;
+    let step = |latency, answer| Step {
+        latency: ms(latency),
+        answer,
+    };
+    let status = |code| Answer::Status {
+        code,
+        stall_body: false,
+    };
+    let case = |deadline, attempt, delay, script, breaker, overload, calls| Case {
+        deadline: ms(deadline),
+        attempt: ms(attempt),
+        feign: false,
+        delay: ms(delay),
+        retries: 1,
+        propagate: false,
+        last_to_deadline: false,
+        given: Given::None,
+        script,
+        breaker,
+        overload: Some(overload),
+        calls,
+        gap: ms(0),
+    };
+    let cases = [
+        // A retry after 500 ms, the other call's answer 500 ms after it was
+        // let in; throttling judges whoever asks first.
+        case(
+            1250,
+            501,
+            500,
+            vec![step(500, status(503))],
+            None,
+            (1, 1, true),
+            2,
+        ),
+        // Two calls fail at one instant and wait alike.
+        case(
+            2500,
+            1500,
+            500,
+            vec![
+                step(1036, Answer::Refused),
+                step(0, Answer::Refused),
+                step(964, status(200)),
+            ],
+            None,
+            (1, 1, false),
+            2,
+        ),
+        // An attempt limit of 1 s after one call is let in, a backoff of 1 s
+        // for the other.
+        case(
+            1500,
+            1000,
+            1000,
+            vec![step(250, Answer::Refused), step(1000, status(200))],
+            None,
+            (1, 1, true),
+            2,
+        ),
+        // A breaker's probe, a deadline and a retry at one instant.
+        case(
+            2500,
+            1750,
+            1000,
+            vec![step(750, Answer::Refused)],
+            Some((2, ms(250))),
+            (2, 1, false),
+            3,
+        ),
+    ];
+    for case in cases {
+        let separate = crate::support::on_paused_clock(observe(case.clone(), false));
+        let fused = crate::support::on_paused_clock(observe(case.clone(), true));
+        assert_eq!(fused, separate, "{case:?}");
+    }
 }
