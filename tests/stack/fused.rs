@@ -67,8 +67,10 @@ const GAP_OFF: Duration = Duration::from_millis(1);
 /// How far off that grid calls that overlap wait before a retry.
 const DELAY_OFF: Duration = Duration::from_millis(2);
 
-/// How much later than the call before it each call that overlaps has its
-/// upstream's answers.
+/// How much later than the script says the first call that overlaps has its
+/// upstream's answers, and each call after it than the one before it: no
+/// call answers at once, so a call let in when another frees its slot fails
+/// later than the other did.
 const LAG: Duration = Duration::from_millis(3);
 
 #[derive(Debug, Clone, Copy)]
@@ -376,7 +378,7 @@ async fn overlapping(case: &Case, svc: &Svc, start: Instant) -> Vec<Outcome> {
                 if n > 0 {
                     tokio::time::sleep(case.gap).await;
                 }
-                let lag = LAG * u32::try_from(n).expect("a few calls");
+                let lag = LAG * u32::try_from(n + 1).expect("a few calls");
                 let call = call_once(case.given, lag, svc.clone(), start);
                 running.push(tokio::task::spawn_local(call));
             }
@@ -543,7 +545,7 @@ fn overlapping_calls_that_end_at_one_instant_end_alike_in_both_forms() {
         breaker: None,
         overload: Some((2, 0, false)),
         calls: 2,
-        gap: ms(750) - GAP_OFF - LAG,
+        gap: ms(750) - GAP_OFF - LAG * 2,
     };
     let separate = crate::support::on_paused_clock(observe(case.clone(), false));
     let fused = crate::support::on_paused_clock(observe(case, true));
@@ -564,7 +566,8 @@ fn overlapping_calls_that_end_at_one_instant_end_alike_in_both_forms() {
 /// both forms agree. Each case ended differently in the two with part of
 /// that alone: the first, second and fourth with only the starts moved, the
 /// third with the starts moved and the answers' lag but the waits on the
-/// grid, the second without the lag.
+/// grid, the second without the lag, the fifth with no lag on the first
+/// call's answers.
 #[test]
 fn calls_let_in_on_each_others_release_end_alike_in_both_forms() {
     let ms = Duration::from_millis;
@@ -638,6 +641,22 @@ fn calls_let_in_on_each_others_release_end_alike_in_both_forms() {
             (2, 1, false),
             3,
         ),
+        // A call let in when the other's answer frees its slot would fail at
+        // once, the other at the same instant, and both wait alike.
+        Case {
+            feign: true,
+            retries: 2,
+            gap: ms(750),
+            ..case(
+                1750,
+                4,
+                750,
+                vec![step(0, Answer::Refused)],
+                None,
+                (1, 1, false),
+                2,
+            )
+        },
     ];
     for case in cases {
         let separate = crate::support::on_paused_clock(observe(case.clone(), false));
