@@ -9,7 +9,7 @@
 #![allow(dead_code, unreachable_pub)]
 
 use std::{
-    net::{Ipv4Addr, SocketAddr, TcpStream},
+    net::{SocketAddr, TcpStream},
     path::PathBuf,
     process::{Child, Command, Stdio},
     time::Duration,
@@ -46,7 +46,7 @@ impl Redis {
             );
             return None;
         };
-        let addr = free_port();
+        let addr = http_resilience_mock::vacant_addr().expect("a vacant loopback port");
         let dir = std::env::temp_dir().join(format!(
             "http-resilience-redis-{}-{}",
             std::process::id(),
@@ -139,10 +139,4 @@ fn find_redis() -> Option<PathBuf> {
         .chain([PathBuf::from("/usr/bin"), PathBuf::from("/usr/sbin")])
         .map(|dir| dir.join("redis-server"))
         .find(|candidate| candidate.is_file())
-}
-
-/// A loopback port nothing listens on.
-fn free_port() -> SocketAddr {
-    let listener = std::net::TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).unwrap();
-    listener.local_addr().unwrap()
 }

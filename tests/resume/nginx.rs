@@ -110,7 +110,7 @@ impl Nginx {
                  it when it is missing"
             )
         });
-        let addr = free_port();
+        let addr = http_resilience_mock::vacant_addr().expect("a vacant loopback port");
         let dir = std::env::temp_dir().join(format!(
             "http-resilience-nginx-{}-{}",
             std::process::id(),
@@ -174,12 +174,6 @@ fn find_nginx() -> Option<PathBuf> {
         .chain([PathBuf::from("/usr/sbin")])
         .map(|dir| dir.join("nginx"))
         .find(|candidate| candidate.is_file())
-}
-
-/// A loopback port nothing listens on, for nginx to take.
-fn free_port() -> SocketAddr {
-    let listener = std::net::TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).unwrap();
-    listener.local_addr().unwrap()
 }
 
 /// A minimal configuration: one process in the foreground, every file it

@@ -143,9 +143,7 @@ async fn a_close_before_any_response_is_retried_only_for_idempotent_requests() {
 #[tokio::test]
 async fn a_refused_connection_is_retried_for_every_method() {
     // Nothing listens: the request is never sent, so even a POST is safe.
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let addr = listener.local_addr().unwrap();
-    drop(listener);
+    let addr = http_resilience_mock::vacant_addr().unwrap();
     for kind in KINDS {
         let report = RetryReport::new();
         let uri: http::Uri = format!("http://{addr}/orders").parse().unwrap();

@@ -249,15 +249,68 @@ pub use unresponsive::Unresponsive;
 /// A loopback address where nothing listens: a connection to it is refused, until a server
 /// starts there ([`MockServer::start_on`]).
 ///
-/// The port is one the system handed out and that was released at once, so no other test of
-/// this process is given it meanwhile unless the system runs out of ports.
+/// The port is drawn at random outside the range the system hands out on its own (to a
+/// `bind` to port 0 and to the local end of an outgoing connection; on Linux
+/// `net.ipv4.ip_local_port_range`, elsewhere 49152–65535), and was free when drawn. So the
+/// connections and the servers of other tests running meanwhile are not given it, and a
+/// server can start there later; only a program that binds that very port can take it.
+/// Where the system's range leaves no room, the port is one it hands out and released at once.
 ///
 /// # Errors
 ///
 /// Fails if no loopback port can be bound.
 pub fn vacant_addr() -> std::io::Result<SocketAddr> {
+    use std::hash::BuildHasher as _;
+    let outside = ports_outside(ephemeral_ports());
+    let random = std::collections::hash_map::RandomState::new();
+    for draw in 0..VACANT_DRAWS {
+        let Some(port) = pick(&outside, random.hash_one(draw)) else {
+            break;
+        };
+        if let Ok(listener) = std::net::TcpListener::bind((std::net::Ipv4Addr::LOCALHOST, port)) {
+            return listener.local_addr();
+        }
+    }
     let listener = std::net::TcpListener::bind((std::net::Ipv4Addr::LOCALHOST, 0))?;
     listener.local_addr()
+}
+
+/// How many ports [`vacant_addr`] tries before it takes one the system hands out.
+const VACANT_DRAWS: u32 = 64;
+
+/// The lowest port [`vacant_addr`] draws: below it lie the well-known and the
+/// commonly configured ports.
+const LOWEST_DRAWN: u16 = 10_000;
+
+/// The ports the system hands out on its own, from `net.ipv4.ip_local_port_range`
+/// on Linux, IANA's dynamic range elsewhere.
+fn ephemeral_ports() -> std::ops::RangeInclusive<u16> {
+    let configured = std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
+        .ok()
+        .and_then(|text| {
+            let mut bounds = text.split_whitespace().map(str::parse::<u16>);
+            Some(bounds.next()?.ok()?..=bounds.next()?.ok()?)
+        });
+    configured.unwrap_or(49_152..=65_535)
+}
+
+/// The ports at or above [`LOWEST_DRAWN`] outside `ephemeral`: the larger
+/// stretch, below it or above it.
+fn ports_outside(ephemeral: std::ops::RangeInclusive<u16>) -> std::ops::Range<u32> {
+    let below = u32::from(LOWEST_DRAWN)..u32::from(*ephemeral.start());
+    let above = u32::from(*ephemeral.end()) + 1..u32::from(u16::MAX) + 1;
+    if below.len() >= above.len() {
+        below
+    } else {
+        above
+    }
+}
+
+/// The port `draw` picks in `ports`, none when `ports` is empty.
+fn pick(ports: &std::ops::Range<u32>, draw: u64) -> Option<u16> {
+    let len = u64::try_from(ports.len()).ok().filter(|&len| len > 0)?;
+    let offset = u32::try_from(draw % len).ok()?;
+    u16::try_from(ports.start + offset).ok()
 }
 
 /// Builds an `http://` URI for a loopback address and a path with optional query.
@@ -272,5 +325,45 @@ fn loopback_uri(addr: SocketAddr, path_and_query: &str) -> http::Uri {
     match http::Uri::try_from(text.as_str()) {
         Ok(uri) => uri,
         Err(error) => panic!("invalid path and query {path_and_query:?}: {error}"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_vacant_port_lies_outside_the_ports_the_system_hands_out() {
+        let ephemeral = ephemeral_ports();
+        for _ in 0..20 {
+            let addr = vacant_addr().unwrap();
+            assert!(addr.ip().is_loopback());
+            assert!(!ephemeral.contains(&addr.port()), "{addr} in {ephemeral:?}");
+            assert!(addr.port() >= LOWEST_DRAWN, "{addr}");
+        }
+    }
+
+    #[test]
+    fn the_larger_stretch_outside_the_range_is_drawn_from() {
+        assert_eq!(
+            ports_outside(32_768..=60_999),
+            10_000..32_768,
+            "Linux's default"
+        );
+        assert_eq!(ports_outside(49_152..=65_535), 10_000..49_152, "IANA's");
+        assert_eq!(ports_outside(12_000..=20_000), 20_001..65_536);
+        assert!(ports_outside(1_024..=65_535).is_empty(), "no room");
+    }
+
+    #[test]
+    fn a_draw_picks_a_port_in_the_stretch_or_none_when_it_is_empty() {
+        let ports = 10_000..32_768;
+        for draw in [0, 1, 22_767, 22_768, u64::MAX] {
+            let port = u32::from(pick(&ports, draw).unwrap());
+            assert!(ports.contains(&port), "{draw}: {port}");
+        }
+        assert_eq!(pick(&ports, 22_768), Some(10_000), "wraps around");
+        assert_eq!(pick(&(65_536..65_536), 3), None);
+        assert_eq!(pick(&ports_outside(1_024..=65_535), 3), None, "no room");
     }
 }
