@@ -35,17 +35,20 @@ use percent_encoding::percent_decode_str;
 /// # Errors
 ///
 /// `http`'s error when the authority cannot be rebuilt without its
-/// userinfo. The part after the last `@` of an authority `http` parsed is an
-/// authority `http` parses, so this does not happen for a URI made by `http`;
-/// the request is then left as it was, and must not be sent.
+/// userinfo (the part after the last `@` of an authority `http` parsed is an
+/// authority `http` parses, so this does not happen for a URI made by `http`),
+/// or when the headers are at `http`'s limit and have no room for the
+/// header. The request is then left as it was, and must not be sent.
 pub(crate) fn move_to_authorization<B>(request: &mut Request<B>) -> Result<(), http::Error> {
     let Some((credentials, uri)) = split(request.uri())? else {
         return Ok(());
     };
-    *request.uri_mut() = uri;
     if let Some(header) = credentials {
-        request.headers_mut().entry(AUTHORIZATION).or_insert(header);
+        if !request.headers().contains_key(AUTHORIZATION) {
+            request.headers_mut().try_insert(AUTHORIZATION, header)?;
+        }
     }
+    *request.uri_mut() = uri;
     Ok(())
 }
 
@@ -147,6 +150,22 @@ mod tests {
         assert_eq!(request.uri(), "http://h/");
         let values: Vec<_> = request.headers().get_all(AUTHORIZATION).iter().collect();
         assert_eq!(values, ["Bearer t"]);
+    }
+
+    #[test]
+    fn headers_with_no_room_for_the_credentials_are_an_error_and_left_alone() {
+        let mut request = Request::get("http://user:pw@h/").body(()).unwrap();
+        for n in 0.. {
+            let name = http::HeaderName::try_from(format!("x-filler-{n}")).unwrap();
+            let filler = http::HeaderValue::from_static("1");
+            if request.headers_mut().try_insert(name, filler).is_err() {
+                break;
+            }
+        }
+        let err = move_to_authorization(&mut request).unwrap_err();
+        assert!(err.is::<http::header::MaxSizeReached>(), "{err}");
+        assert_eq!(request.uri(), "http://user:pw@h/", "left as it was");
+        assert!(!request.headers().contains_key(AUTHORIZATION));
     }
 
     #[test]

@@ -146,11 +146,13 @@ where
                     }
                 }
                 StateProj::Readying => match ready!(session.service().poll_ready(cx)) {
-                    Ok(()) => {
-                        let request = session.ranged_request();
-                        let future = session.service().call(request);
-                        this.state.set(State::Calling { future });
-                    }
+                    Ok(()) => match session.ranged_request() {
+                        Ok(request) => {
+                            let future = session.service().call(request);
+                            this.state.set(State::Calling { future });
+                        }
+                        Err(err) => return fail(this.state, err),
+                    },
                     Err(err) => return fail(this.state, err.into()),
                 },
                 StateProj::Calling { future } => match ready!(future.poll(cx)) {

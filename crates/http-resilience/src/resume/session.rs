@@ -174,7 +174,13 @@ impl<S, B> Session<S, B> {
     /// The request for the rest of the body: the first request's method, URI,
     /// version, headers and extensions (the call's deadline among them), with
     /// `Range: bytes=RECEIVED-` and `If-Range` carrying the validator.
-    pub(crate) fn ranged_request(&self) -> Request<B>
+    ///
+    /// # Errors
+    ///
+    /// When the first request's headers leave no room for the two (a map at
+    /// `http`'s limit), the failure the resume was to heal: the body cannot
+    /// be resumed, and ends as it would have without a resume.
+    pub(crate) fn ranged_request(&mut self) -> Result<Request<B>, BoxError>
     where
         B: Default,
     {
@@ -185,11 +191,14 @@ impl<S, B> Session<S, B> {
         *request.extensions_mut() = self.origin.extensions.clone();
         let range = HeaderValue::try_from(format!("bytes={}-", self.received))
             .expect("digits make a header value");
-        request.headers_mut().insert(RANGE, range);
-        request
-            .headers_mut()
-            .insert(IF_RANGE, self.validator.value().clone());
-        request
+        let headers = request.headers_mut();
+        let written = headers
+            .try_insert(RANGE, range)
+            .and_then(|_| headers.try_insert(IF_RANGE, self.validator.value().clone()));
+        match written {
+            Ok(_) => Ok(request),
+            Err(full) => Err(self.cause.take().unwrap_or_else(|| full.into())),
+        }
     }
 
     /// Checks that `response` continues the body: a `206` without an encoding,
@@ -243,7 +252,7 @@ impl<S, B> Session<S, B> {
             (Some(total), _) | (None, Some(total)) => Some(total),
             (None, None) => None,
         };
-        range.start == self.received && end.is_none_or(|end| range.end + 1 == end)
+        range.start == self.received && end.is_none_or(|end| range.end.checked_add(1) == Some(end))
     }
 
     fn length_mismatch(&mut self, expected: u64) -> ResumeMismatch {

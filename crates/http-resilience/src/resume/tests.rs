@@ -337,6 +337,56 @@ async fn a_healed_failure_is_not_the_cause_of_a_later_mismatch() {
 }
 
 #[tokio::test(flavor = "current_thread", start_paused = true)]
+async fn a_range_ending_at_the_largest_offset_is_a_mismatch() {
+    let (svc, _) = upstream(vec![
+        response(200, FILE, Pieces::default().data("0123").reset()),
+        response(
+            206,
+            &[
+                ("etag", "\"v1\""),
+                ("content-range", "bytes 4-18446744073709551615/*"),
+            ],
+            Pieces::default().data("456789"),
+        ),
+    ]);
+    let response = Resume::new(svc, ResumePolicy::new(1))
+        .oneshot(get())
+        .await
+        .unwrap();
+    let err = response.into_body().collect().await.unwrap_err();
+    let mismatch = errors::find::<ResumeMismatch>(&*err).expect("a mismatch");
+    assert!(
+        matches!(mismatch.mismatch(), Mismatch::ContentRange { start: 4, .. }),
+        "{mismatch:?}"
+    );
+}
+
+#[tokio::test(flavor = "current_thread", start_paused = true)]
+async fn a_request_with_no_room_for_the_range_ends_with_the_failure() {
+    let (svc, seen) = upstream(vec![response(
+        200,
+        FILE,
+        Pieces::default().data("0123").reset(),
+    )]);
+    let mut request = get();
+    for n in 0.. {
+        let name = http::HeaderName::try_from(format!("x-filler-{n}")).unwrap();
+        let filler = http::HeaderValue::from_static("1");
+        if request.headers_mut().try_insert(name, filler).is_err() {
+            break;
+        }
+    }
+    let response = Resume::new(svc, ResumePolicy::new(3))
+        .oneshot(request)
+        .await
+        .unwrap();
+    let err = response.into_body().collect().await.unwrap_err();
+    assert_eq!(FailureKind::of(&*err), FailureKind::ConnectionReset);
+    assert!(errors::find::<ResumeMismatch>(&*err).is_none(), "{err}");
+    assert_eq!(seen.lock().unwrap().len(), 1, "no ranged request was sent");
+}
+
+#[tokio::test(flavor = "current_thread", start_paused = true)]
 async fn the_error_of_a_ranged_request_ends_the_body() {
     let (svc, seen) = upstream(vec![response(
         200,
