@@ -76,6 +76,8 @@
 
 pub(super) mod lease;
 mod link;
+#[cfg(test)]
+mod tests;
 
 use self::{
     lease::{Leases, State},
@@ -344,7 +346,10 @@ impl Fleet {
             Some(Err(at)) => return Granted::Refused(at, bucket.why(home.core(), at, floor)),
             None => {}
         }
-        if state.blocked_until > now {
+        // NOTE: a spent quota Redis named is waited for only while Redis is
+        // there to lease it: once the key falls back, a wait for it would end
+        // at once (no lease is coming) and ask again, without end.
+        if state.blocked_until > now && !state.down {
             let at = state.blocked_until;
             return match at <= latest {
                 true => Granted::Lease(at),
