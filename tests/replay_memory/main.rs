@@ -230,11 +230,13 @@ async fn put(
     );
     let held = in_use() - before;
     let response = guarded(call).await.expect("the call").expect("a response");
-    assert_eq!(response.status(), StatusCode::OK, "retried after the 503");
+    let status = response.status();
     let answer = guarded(response.into_body().collect())
         .await
-        .expect("the body");
-    assert_eq!(answer.to_bytes(), "ok");
+        .expect("the body")
+        .to_bytes();
+    assert_eq!(status, StatusCode::OK, "retried after the 503: {answer:?}");
+    assert_eq!(answer, "ok");
     let seen = upstream.requests()[earlier..]
         .iter()
         .map(|request| request.body.clone())

@@ -14,9 +14,9 @@ const MAX_DURATION_TEXT: &str = "24h";
 /// The most attempts a retry makes, the first included.
 pub(super) const MAX_ATTEMPTS: u64 = 100;
 
-/// The most copies of a call a hedge sends, the first included (Polly's
-/// hedging allows 10 at most; gRPC's clients cap theirs at 5).
-pub(super) const MAX_HEDGED_ATTEMPTS: u64 = 10;
+/// The most copies of a call a hedge sends, the first included: the hedging
+/// policy's own bound.
+pub(super) const MAX_HEDGED_ATTEMPTS: u64 = crate::hedge::MAX_COPIES as u64;
 
 /// The largest multiplier of a growing wait: the retry's backoff, the
 /// breaker's break.

@@ -159,6 +159,8 @@ pub use self::{
 };
 pub use crate::policy::HedgeTrigger;
 
+pub(crate) use self::policy::MAX_COPIES;
+
 use self::future::Hedging;
 use crate::{
     body::{Pristine, TryCloneBody},

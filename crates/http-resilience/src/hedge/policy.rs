@@ -182,6 +182,12 @@ pub struct HedgePolicy<D> {
 /// [`FeignRetryer`](crate::policy::FeignRetryer) cap a retry's.
 pub const DEFAULT_MAX_SERVER_DELAY: Duration = Duration::from_secs(1);
 
+/// The most copies of a call a hedge sends, the first included (Polly's
+/// hedging allows 10 at most; gRPC's clients cap theirs at 5): every copy in
+/// flight holds a request and a connection, and a delay of zero sends them
+/// all at once.
+pub(crate) const MAX_COPIES: u32 = 10;
+
 impl<D> HedgePolicy<D> {
     /// At most `max_attempts` copies of a request in all, the first included
     /// (gRPC's `maxAttempts`), a new one after each `delay` with no outcome.
@@ -190,11 +196,11 @@ impl<D> HedgePolicy<D> {
     ///
     /// # Errors
     ///
-    /// [`InvalidSetting`] (field `max_attempts`) when `max_attempts` is zero.
+    /// [`InvalidSetting`] (field `max_attempts`) when `max_attempts` is zero
+    /// or more than 10 (as Polly's hedging allows): the copies run at once,
+    /// each with a request and a connection of its own.
     pub fn new(decoder: D, delay: HedgeDelay, max_attempts: u32) -> Result<Self, InvalidSetting> {
-        if max_attempts == 0 {
-            return Err(InvalidSetting::new("max_attempts", "must be at least 1").with_value("0"));
-        }
+        let max_attempts = copies("max_attempts", max_attempts)?;
         Ok(Self {
             parts: Parts::new(decoder),
             delay,
@@ -210,12 +216,10 @@ impl<D> HedgePolicy<D> {
     ///
     /// # Errors
     ///
-    /// [`InvalidSetting`] (field `max_in_flight`) when `n` is zero.
+    /// [`InvalidSetting`] (field `max_in_flight`) when `n` is zero or more
+    /// than 10, as for [`new`](Self::new).
     pub fn with_max_in_flight(mut self, n: u32) -> Result<Self, InvalidSetting> {
-        if n == 0 {
-            return Err(InvalidSetting::new("max_in_flight", "must be at least 1").with_value("0"));
-        }
-        self.max_in_flight = n;
+        self.max_in_flight = copies("max_in_flight", n)?;
         Ok(self)
     }
 
@@ -310,5 +314,17 @@ impl<D: fmt::Debug> fmt::Debug for HedgePolicy<D> {
             .field("listener", &self.parts.options.listener.is_some())
             .field("attempt_header", &self.parts.options.attempt_header)
             .finish()
+    }
+}
+
+/// `n` copies as `field` allows them: at least one, at most [`MAX_COPIES`].
+fn copies(field: &'static str, n: u32) -> Result<u32, InvalidSetting> {
+    match n {
+        0 => Err(InvalidSetting::new(field, "must be at least 1").with_value("0")),
+        n if n > MAX_COPIES => {
+            let problem = format!("must be at most {MAX_COPIES}");
+            Err(InvalidSetting::new(field, problem).with_value(n.to_string()))
+        }
+        n => Ok(n),
     }
 }

@@ -169,6 +169,21 @@ fn policy(delay: Duration, max: u32) -> HedgePolicy<TransientDecoder> {
     HedgePolicy::new(TransientDecoder::new(), HedgeDelay::fixed(delay), max).unwrap()
 }
 
+#[test]
+fn copies_are_counted_from_one_to_ten() {
+    let new = |n| HedgePolicy::new(TransientDecoder::new(), HedgeDelay::fixed(MS(0)), n);
+    for (n, problem) in [(0, "must be at least 1"), (11, "must be at most 10")] {
+        let err = new(n).unwrap_err();
+        assert_eq!((err.field(), err.problem()), ("max_attempts", problem));
+        assert_eq!(err.value(), Some(n.to_string().as_str()));
+    }
+    assert!(new(1).is_ok() && new(10).is_ok());
+    let in_flight = |n| policy(MS(0), 10).with_max_in_flight(n);
+    assert_eq!(in_flight(11).unwrap_err().field(), "max_in_flight");
+    assert_eq!(in_flight(0).unwrap_err().field(), "max_in_flight");
+    assert!(in_flight(10).is_ok());
+}
+
 fn report(response: &http::Response<String>) -> Attempts {
     *response.extensions().get::<Attempts>().expect("a report")
 }
