@@ -7,17 +7,20 @@
 
 use crate::support;
 
+use bytes::Bytes;
 use http::StatusCode;
-use http_body_util::BodyExt;
+use http_body::Frame;
+use http_body_util::{BodyExt, Full, StreamBody};
 use http_resilience::{
     deadline::error::DeadlineExceeded,
     errors,
     read_timeout::error::{Phase, ReadTimedOut},
-    transport, FailureKind,
+    transport, BoxError, FailureKind,
 };
 use http_resilience_mock::{MockResponse, MockServer, Unresponsive};
-use std::time::Duration;
+use std::{convert::Infallible, time::Duration};
 use support::{get, guarded, reactor_stack, text, Reactor};
+use tokio_stream::wrappers::ReceiverStream;
 use tower::ServiceExt;
 
 #[tokio::test]
@@ -101,6 +104,76 @@ async fn a_steady_body_may_outlast_the_read_limit_in_all() {
         started.elapsed() > Duration::from_millis(500),
         "longer than the read limit"
     );
+}
+
+/// A request body of `pieces`, each sent after `gap`, from a task of its own.
+fn dripped(
+    pieces: &'static [&'static str],
+    gap: Duration,
+) -> StreamBody<ReceiverStream<Result<Frame<Bytes>, Infallible>>> {
+    let (frames, stream) = tokio::sync::mpsc::channel(1);
+    tokio::spawn(async move {
+        for piece in pieces {
+            tokio::time::sleep(gap).await;
+            let frame = Ok(Frame::data(Bytes::from_static(piece.as_bytes())));
+            if frames.send(frame).await.is_err() {
+                return;
+            }
+        }
+    });
+    StreamBody::new(ReceiverStream::new(stream))
+}
+
+#[tokio::test]
+async fn an_upload_slower_than_the_read_limit_is_not_a_read_timeout() {
+    let server = MockServer::start().await.unwrap();
+    server.enqueue(MockResponse::ok("stored"));
+    let client = transport::Builder::new()
+        .read_timeout(Duration::from_secs(1))
+        .build_http()
+        .unwrap();
+    // Each piece comes after more than the limit, and the whole upload takes
+    // three times it: the wait for the head starts once the body is sent.
+    let body = dripped(&["one ", "two ", "three"], Duration::from_millis(1_000));
+    let request = http::Request::put(server.uri("/object"))
+        .body(body)
+        .unwrap();
+    let response = guarded(client.oneshot(request))
+        .await
+        .expect("no read timeout while the body is sent");
+    assert_eq!(response.status(), StatusCode::OK);
+    assert_eq!(server.requests()[0].body, "one two three");
+}
+
+#[tokio::test]
+async fn once_the_body_is_sent_a_silent_upstream_is_a_head_read_timeout() {
+    let server = MockServer::start().await.unwrap();
+    let silent = || MockResponse::ok("late").with_head_delay(Duration::from_secs(20));
+    let head_timeout = |err: BoxError| {
+        let phase = errors::find::<ReadTimedOut>(&*err).map(ReadTimedOut::phase);
+        assert_eq!(phase, Some(Phase::Head), "{err}");
+    };
+    // A body that ends with its last frame, and one that says so before.
+    server.enqueue(silent());
+    let client = transport::Builder::new()
+        .read_timeout(Duration::from_millis(300))
+        .build_http()
+        .unwrap();
+    let body = dripped(&["a", "b"], Duration::from_millis(10));
+    let request = http::Request::post(server.uri("/streamed"))
+        .body(body)
+        .unwrap();
+    head_timeout(guarded(client.oneshot(request)).await.unwrap_err());
+    server.enqueue(silent());
+    let client = transport::Builder::new()
+        .read_timeout(Duration::from_millis(300))
+        .build_http()
+        .unwrap();
+    let request = http::Request::post(server.uri("/whole"))
+        .body(Full::new(Bytes::from_static(b"ab")))
+        .unwrap();
+    head_timeout(guarded(client.oneshot(request)).await.unwrap_err());
+    assert_eq!(server.request_count(), 2);
 }
 
 #[tokio::test]

@@ -1,14 +1,22 @@
-//! Whether the client has a connection for the request yet.
+//! Whether the request is out yet: its connection made and its body sent.
+
+#[cfg(feature = "transport")]
+use super::sent::Sending;
+use std::task::Context;
 
 /// Tells the read timeout when the wait for the head begins.
 ///
 /// With hyper-util's client (feature `transport`), the connection is captured
 /// through `capture_connection`: until the client has a connection for the
 /// request, the time is spent connecting (bounded by the connect timeout), not
-/// waiting for a read. Without it, the wait begins at once.
+/// waiting for a read. The transport's client also watches the request's
+/// body: until it is sent, the time is spent sending. Without them, the wait
+/// begins at once.
 pub(crate) struct Connection {
     #[cfg(feature = "transport")]
     capture: Option<hyper_util::client::legacy::connect::CaptureConnection>,
+    #[cfg(feature = "transport")]
+    sending: Option<Sending>,
 }
 
 impl Connection {
@@ -20,6 +28,7 @@ impl Connection {
         return Self {
             capture: after_connect
                 .then(|| hyper_util::client::legacy::connect::capture_connection(request)),
+            sending: None,
         };
         #[cfg(not(feature = "transport"))]
         {
@@ -28,16 +37,46 @@ impl Connection {
         }
     }
 
-    /// Whether the client is still connecting.
+    /// The same, also waiting for the request's body to be sent, as
+    /// `sending` tells.
+    #[cfg(feature = "transport")]
+    pub(crate) fn with_sending(mut self, sending: Option<Sending>) -> Self {
+        self.sending = sending;
+        self
+    }
+
+    /// Whether the request is not out yet: the client is still connecting,
+    /// or its body is still being sent (`cx` is then woken once it is).
     ///
-    /// NOTE: no waker is needed for the change: the client's response future
-    /// is woken when its connection is ready, and the read timeout looks again
-    /// on that poll.
-    pub(crate) fn is_connecting(&self) -> bool {
+    /// NOTE: no waker is needed for the connection: the client's response
+    /// future is woken when its connection is ready, and the read timeout
+    /// looks again on that poll. The body is sent by the connection's task,
+    /// which wakes no one, hence the waker the body's watch keeps.
+    pub(crate) fn is_sending(&self, cx: &mut Context<'_>) -> bool {
         #[cfg(feature = "transport")]
-        if let Some(capture) = &self.capture {
-            return capture.connection_metadata().is_none();
+        {
+            if let Some(capture) = &self.capture {
+                if capture.connection_metadata().is_none() {
+                    return true;
+                }
+            }
+            if let Some(sending) = &self.sending {
+                return !sending.poll_sent(cx);
+            }
         }
+        let _ = cx;
         false
+    }
+
+    /// Whether the request is out, looked at without waiting (for `Debug`).
+    pub(crate) fn is_out(&self) -> bool {
+        #[cfg(feature = "transport")]
+        {
+            let connected = (self.capture.as_ref())
+                .is_none_or(|capture| capture.connection_metadata().is_some());
+            connected && self.sending.as_ref().is_none_or(Sending::is_sent)
+        }
+        #[cfg(not(feature = "transport"))]
+        true
     }
 }

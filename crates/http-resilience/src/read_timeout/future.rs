@@ -72,7 +72,7 @@ where
                     result
                         .map(|response| response.map(|body| ReadTimeoutBody::new(body, limit)))
                         .map_err(Into::into)
-                } else if connection.is_connecting() {
+                } else if connection.is_sending(cx) {
                     return Poll::Pending;
                 } else {
                     ready!(gap.poll_expired(cx));
@@ -95,7 +95,7 @@ impl<F> fmt::Debug for ResponseFuture<F> {
                 gap, connection, ..
             } => debug
                 .field("limit", &gap.limit())
-                .field("connecting", &connection.is_connecting()),
+                .field("sent", &connection.is_out()),
             State::Done => debug.field("state", &"done"),
         }
         .finish_non_exhaustive()

@@ -13,14 +13,18 @@
 //! the client service (as [`transport::Builder`] does) and measures at the
 //! level of HTTP messages:
 //!
-//! - **the head**: from the moment the client has a connection for the
-//!   request until the response head is ready; this wait includes sending the
-//!   request. Setting up a connection is not a read: the connect timeout
+//! - **the head**: from the moment the request is out until the response head
+//!   is ready. Setting up a connection is not a read: the connect timeout
 //!   bounds it, and a slow connect is reported as a connect timeout, never as
-//!   a read timeout. (This needs hyper-util's client, which reports its
-//!   connection: [`ReadTimeout::after_connect`], used by
-//!   [`transport::Builder`]. Around any other service the wait for the head
-//!   starts when the response future is first polled.)
+//!   a read timeout. Sending the request's body is not a read either: the
+//!   client of [`transport::Builder`] starts the wait once the body is sent,
+//!   as Reactor Netty's `responseTimeout` starts once the request is written,
+//!   so that an upload slower than the limit is not cut (an upstream that
+//!   stops reading the body is bounded by the attempt's limit and the
+//!   deadline). [`ReadTimeout::after_connect`], around one's own hyper-util
+//!   client, waits for its connection but cannot watch a body it does not
+//!   make: its wait includes sending the request. Around any other service
+//!   the wait for the head starts when the response future is first polled.
 //! - **each body frame**: from the moment a read of the body finds no frame
 //!   ready until the next frame arrives. Time spent by the reader between two
 //!   reads is not a gap.
@@ -70,11 +74,13 @@
 //! [`ReadTimedOut`]: error::ReadTimedOut
 
 pub mod body;
-mod connection;
+pub(crate) mod connection;
 pub mod error;
 pub mod future;
-mod gap;
+pub(crate) mod gap;
 mod layer;
+#[cfg(feature = "transport")]
+pub(crate) mod sent;
 
 pub use self::layer::ReadTimeoutLayer;
 
@@ -114,7 +120,9 @@ impl<S> ReadTimeout<S> {
 
     /// Wraps hyper-util's client `inner`, allowing waits of at most `limit`
     /// for data; the wait for the head starts only once the client has a
-    /// connection for the request, so connecting is never a read.
+    /// connection for the request, so connecting is never a read. (It
+    /// includes sending the request's body, which the client of
+    /// [`transport::Builder`](crate::transport::Builder) does not count.)
     ///
     /// Around a service that is not hyper-util's legacy client the head would
     /// never be timed: use [`new`](Self::new) there.
@@ -125,11 +133,6 @@ impl<S> ReadTimeout<S> {
             limit,
             after_connect: true,
         }
-    }
-
-    /// The longest wait allowed.
-    pub(crate) const fn limit(&self) -> Duration {
-        self.limit
     }
 }
 

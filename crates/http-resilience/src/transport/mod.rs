@@ -9,7 +9,8 @@
 //!   handshake done by an outer connector. A timeout is
 //!   [`FailureKind::ConnectTimeout`](crate::FailureKind::ConnectTimeout).
 //! - **read timeout** (default 10 s, OkHttp's default): the longest wait for the
-//!   response head or for the next body frame; not a limit on the whole body.
+//!   response head, from when the request's body is sent, or for the next body
+//!   frame; not a limit on the whole body, nor on the upload.
 //!   See [`read_timeout`] for what a read is.
 //! - **no hidden retry**: hyper-util resends a request that was canceled before
 //!   it was written to a pooled connection; that is turned off, so every
@@ -77,7 +78,13 @@ pub use self::connect::{TcpConnector, TypedResolver, TypedTlsConnector};
 
 use self::respond::{NamesNoResponse, NamesNoResponseFuture};
 use crate::{
-    read_timeout::{self, body::ReadTimeoutBody, ReadTimeout},
+    read_timeout::{
+        self,
+        body::ReadTimeoutBody,
+        connection::Connection,
+        gap::Gap,
+        sent::{self, SentBody},
+    },
     timer::FAR_FUTURE,
     userinfo, BoxError, InvalidSetting,
 };
@@ -118,13 +125,15 @@ use tower_service::Service;
 /// Cheap: clones share hyper-util's connection pool, as the retry layers'
 /// clones of the client do.
 pub struct HttpClient<B, C = TcpConnector> {
-    inner: ReadTimeout<NamesNoResponse<Client<C, B>>>,
+    inner: NamesNoResponse<Client<C, SentBody<B>>>,
+    read_timeout: Duration,
 }
 
 impl<B, C: Clone> Clone for HttpClient<B, C> {
     fn clone(&self) -> Self {
         Self {
             inner: self.inner.clone(),
+            read_timeout: self.read_timeout,
         }
     }
 }
@@ -132,7 +141,7 @@ impl<B, C: Clone> Clone for HttpClient<B, C> {
 impl<B, C> fmt::Debug for HttpClient<B, C> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("HttpClient")
-            .field("read_timeout", &self.inner.limit())
+            .field("read_timeout", &self.read_timeout)
             .finish_non_exhaustive()
     }
 }
@@ -149,19 +158,27 @@ where
     type Future = ResponseFuture;
 
     fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
-        self.inner.poll_ready(cx)
+        self.inner.poll_ready(cx).map_err(Into::into)
     }
 
     fn call(&mut self, mut request: http::Request<B>) -> Self::Future {
-        let state = match userinfo::move_to_authorization(&mut request) {
-            Ok(()) => State::Sent {
-                inner: self.inner.call(request),
-            },
-            Err(error) => State::Refused {
-                error: Some(error.into()),
-            },
-        };
-        ResponseFuture { state }
+        if let Err(error) = userinfo::move_to_authorization(&mut request) {
+            let error = Some(error.into());
+            return ResponseFuture {
+                state: State::Refused { error },
+            };
+        }
+        // NOTE: the wait for the head starts once the client has a connection
+        // and the body is sent, so that a slow upload is not a read timeout.
+        let connection = Connection::new(true, &mut request);
+        let (request, sending) = sent::watch(request);
+        let connection = connection.with_sending(sending);
+        let gap = Gap::new(self.read_timeout);
+        let inner =
+            read_timeout::future::ResponseFuture::new(self.inner.call(request), gap, connection);
+        ResponseFuture {
+            state: State::Sent { inner },
+        }
     }
 }
 
@@ -394,7 +411,8 @@ impl Builder {
             .http2_only(self.http2_only)
             .build(connector);
         Ok(HttpClient {
-            inner: ReadTimeout::after_connect(NamesNoResponse::new(client), self.read_timeout),
+            inner: NamesNoResponse::new(client),
+            read_timeout: self.read_timeout,
         })
     }
 
