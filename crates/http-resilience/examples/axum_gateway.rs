@@ -172,13 +172,7 @@ pub fn gateway_with_retries(
     };
     let policy = RetryPolicy::new(TransientDecoder::new(), retries);
     let resilience = ResiliencePolicy::new(deadline, attempt, policy)?;
-    // NOTE: the transport's read timeout counts the time the request takes to
-    // send; a client uploading a large body slowly would meet it before the
-    // attempt's limit. Set to the deadline, it never ends a wait the attempt
-    // limit or the deadline would not have ended.
-    let client = transport::Builder::new()
-        .read_timeout(deadline)
-        .build_http::<Outbound>()?;
+    let client = transport::Builder::new().build_http::<Outbound>()?;
     let client = tower::ServiceBuilder::new()
         .layer(resilience.layer())
         .service(client);
