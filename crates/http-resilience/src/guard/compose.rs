@@ -126,11 +126,10 @@ impl<A: Guard, B: Guard> sealed::Sealed for (A, B) {
         if !pass.2 {
             ready!(A::poll_admit(&mut pass.0, deadline, cx))?;
             pass.2 = true;
-            // NOTE: `A` let the attempt through after a wait: `B` is asked
-            // at the instant it reads now.
-            let inner = B::admit(&mut pass.1, &mut Ask::new(deadline, None));
-            return admit_inner::<A, B>(pass, inner);
         }
+        // NOTE: once `A` let the attempt through after a wait, `B` is polled
+        // (it asks at the instant it reads now), not only asked: should it
+        // make the attempt wait too, its wait must hold the task's waker.
         let inner = B::poll_admit(&mut pass.1, deadline, cx);
         admit_inner::<A, B>(pass, inner)
     }

@@ -123,8 +123,10 @@ pub(crate) mod sealed {
         fn admit(pass: &mut Self::Pass, ask: &mut super::Ask) -> Poll<Result<(), BoxError>>;
 
         /// Waits to let the attempt through, after [`admit`](Self::admit)
-        /// said `Pending`; a wait the guard bounds (a queue's longest wait,
-        /// the deadline less a useful attempt) ends in its error.
+        /// said `Pending`, or asks first (at the instant it reads now) when
+        /// the pass has not asked yet; a wait keeps the task's waker, and a
+        /// wait the guard bounds (a queue's longest wait, the deadline less
+        /// a useful attempt) ends in its error.
         fn poll_admit(
             pass: &mut Self::Pass,
             deadline: Option<RequestDeadline>,
