@@ -255,7 +255,7 @@ where
             return Sent::Nothing;
         };
         let now = Instant::now();
-        let Some(trigger) = due(hedging, &mut self.inflight, &self.policy, now) else {
+        let Some(trigger) = due(hedging, &self.inflight, &self.policy, now) else {
             return Sent::Nothing;
         };
         let allowed = allowed(
@@ -291,7 +291,7 @@ where
             return;
         };
         let number = self.session.next(self.policy.parts(), &mut request);
-        consume(hedging, trigger, &self.policy, now);
+        consume(hedging, &mut self.inflight, trigger, &self.policy, now);
         // NOTE: every copy after the first takes a token, as a retry does.
         self.policy.parts().spend();
         let span = self.session.take_attempt_span();
@@ -420,9 +420,13 @@ fn allowed<S, B, D>(
 
 /// What makes a copy due now, if anything: a non-fatal outcome, the delay,
 /// or an attempt past its limit.
+///
+/// NOTE: nothing is marked used here: a copy due while the copies in flight
+/// are at their most goes when one of them ends, so the trigger is used up
+/// only when a copy is sent ([`consume`]).
 fn due<S, B, D, F>(
-    hedging: &mut Hedging<S, B>,
-    inflight: &mut [Inflight<F>],
+    hedging: &Hedging<S, B>,
+    inflight: &[Inflight<F>],
     policy: &HedgePolicy<D>,
     now: Instant,
 ) -> Option<HedgeTrigger> {
@@ -430,11 +434,8 @@ fn due<S, B, D, F>(
         return Some(HedgeTrigger::NonFatal(verdict));
     }
     if let Some(limit) = policy.attempt_timeout() {
-        for attempt in inflight.iter_mut().filter(|a| !a.past_limit) {
-            if now >= crate::timer::saturating_after(attempt.started, limit) {
-                attempt.past_limit = true;
-                return Some(HedgeTrigger::AttemptTimeout(limit));
-            }
+        if aged(inflight, limit, now).is_some() {
+            return Some(HedgeTrigger::AttemptTimeout(limit));
         }
     }
     match hedging.next_at {
@@ -471,19 +472,34 @@ fn schedule_next<S, B, D>(
 
 /// Marks `trigger` as served by the copy just sent, and sets when the next
 /// one is due on the delay (counted from this copy, as gRPC counts it).
-fn consume<S, B, D>(
+fn consume<S, B, D, F>(
     hedging: &mut Hedging<S, B>,
+    inflight: &mut [Inflight<F>],
     trigger: HedgeTrigger,
     policy: &HedgePolicy<D>,
     now: Instant,
 ) {
-    if let HedgeTrigger::NonFatal(_) = trigger {
-        hedging.at_once = None;
+    match trigger {
+        HedgeTrigger::NonFatal(_) => hedging.at_once = None,
+        HedgeTrigger::AttemptTimeout(limit) => {
+            if let Some(i) = aged(inflight, limit, now) {
+                inflight[i].past_limit = true;
+            }
+        }
+        HedgeTrigger::Delay(_) => {}
     }
     hedging.next_at = policy
         .delay()
         .get(now)
         .map(|delay| (crate::timer::saturating_after(now, delay), delay));
+}
+
+/// The first copy in flight whose age reached `limit` at `now` and has not
+/// started a hedge yet.
+fn aged<F>(inflight: &[Inflight<F>], limit: Duration, now: Instant) -> Option<usize> {
+    inflight
+        .iter()
+        .position(|a| !a.past_limit && now >= crate::timer::saturating_after(a.started, limit))
 }
 
 /// The next instant a copy becomes due, if any will.

@@ -392,6 +392,32 @@ async fn an_attempt_past_its_limit_starts_a_hedge_and_goes_on() {
 }
 
 #[tokio::test(start_paused = true)]
+async fn an_attempt_past_its_limit_while_copies_are_at_their_most_hedges_when_one_ends() {
+    let counters = Arc::new(Counters::default());
+    let policy = HedgePolicy::new(TransientDecoder::new(), HedgeDelay::never(), 3)
+        .unwrap()
+        .with_max_in_flight(2)
+        .unwrap()
+        .hedge_on_attempt_timeout(MS(100));
+    let svc = HedgeLayer::new(policy).layer(scripted(
+        vec![
+            Step::Fail(MS(300)),
+            Step::Answer(MS(1_000), 200),
+            Step::Answer(MS(50), 200),
+        ],
+        counters.clone(),
+    ));
+    let start = Instant::now();
+    let response = svc.oneshot(get()).await.unwrap();
+    // Copy 2 at 100 ms (copy 1 past its limit); at 200 ms copy 2 is past its
+    // own with two in flight: its hedge goes when copy 1 fails (300 ms), and
+    // answers at 350 ms.
+    assert_eq!(start.elapsed(), MS(350));
+    assert_eq!(response.body(), "copy 3");
+    assert_eq!(counters.calls.load(Ordering::SeqCst), 3);
+}
+
+#[tokio::test(start_paused = true)]
 async fn every_hedge_is_told_with_its_number_and_trigger() {
     let events = Arc::new(Mutex::new(Vec::new()));
     let seen = events.clone();
