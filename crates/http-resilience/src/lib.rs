@@ -238,6 +238,8 @@ pub mod extensions;
 pub mod fallback;
 #[cfg(feature = "fault")]
 pub mod fault;
+#[cfg(any(feature = "overload", feature = "transport"))]
+mod flag;
 #[cfg(feature = "tonic")]
 pub mod grpc;
 pub mod guard;

@@ -158,7 +158,7 @@ impl OverloadPass {
         let Step::Queued { waiter, end, sleep } = &mut self.step else {
             return Poll::Ready(Ok(()));
         };
-        if waiter.poll_granted(cx.waker()) {
+        if waiter.poll_set(cx.waker()) {
             self.admitted();
             return Poll::Ready(Ok(()));
         }

@@ -18,7 +18,6 @@ use std::{
         atomic::{AtomicBool, AtomicU32, Ordering},
         Arc, Mutex, MutexGuard, PoisonError, TryLockError,
     },
-    task::Waker,
     time::Duration,
 };
 use tokio::time::Instant;
@@ -55,13 +54,9 @@ struct State {
     latency: f64,
 }
 
-/// A call waiting for a slot.
-#[derive(Debug, Default)]
-pub(crate) struct Waiter {
-    /// Set, under the slots' lock, when a slot is handed to the call.
-    granted: AtomicBool,
-    waker: Mutex<Option<Waker>>,
-}
+/// A call waiting for a slot: set, under the slots' lock, when a slot is
+/// handed to it.
+pub(crate) type Waiter = crate::flag::Flag;
 
 /// What a call asking for a slot got.
 #[derive(Debug)]
@@ -215,7 +210,7 @@ impl Slots {
     /// gives it back, counting for nothing. Returns whether it had one.
     pub(crate) fn cancel(&self, waiter: &Arc<Waiter>) -> bool {
         let mut state = self.lock();
-        let granted = waiter.granted.load(Ordering::Acquire);
+        let granted = waiter.is_set();
         if granted {
             state.in_flight = state.in_flight.saturating_sub(1);
             state.hand_on();
@@ -426,38 +421,7 @@ impl State {
                 break;
             };
             self.in_flight += 1;
-            waiter.grant();
-        }
-    }
-}
-
-// ===== impl Waiter =====
-
-impl Waiter {
-    /// Whether a slot was handed to the call; `waker` is woken when one is,
-    /// if none was yet.
-    pub(crate) fn poll_granted(&self, waker: &Waker) -> bool {
-        // NOTE: the waker is stored before the flag is read, and the flag is
-        // set before the waker is taken, so a slot handed over between the
-        // two is seen one way or the other.
-        let mut slot = self.waker.lock().unwrap_or_else(PoisonError::into_inner);
-        match &*slot {
-            Some(kept) if kept.will_wake(waker) => {}
-            _ => *slot = Some(waker.clone()),
-        }
-        drop(slot);
-        self.granted.load(Ordering::Acquire)
-    }
-
-    fn grant(&self) {
-        self.granted.store(true, Ordering::Release);
-        let waker = self
-            .waker
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .take();
-        if let Some(waker) = waker {
-            waker.wake();
+            waiter.set();
         }
     }
 }

@@ -2,32 +2,23 @@
 //! starts then, as Reactor Netty's `responseTimeout` starts once the request
 //! is written, so that a slow upload is never taken for a silent upstream.
 
+use crate::flag::Flag;
 use http_body::{Body, Frame, SizeHint};
 use pin_project_lite::pin_project;
 use std::{
     pin::Pin,
-    sync::{
-        atomic::{AtomicBool, Ordering},
-        Arc, Mutex, PoisonError,
-    },
-    task::{ready, Context, Poll, Waker},
+    sync::Arc,
+    task::{ready, Context, Poll},
 };
-
-/// Whether the body is out, told by the body to the read timeout's future.
-#[derive(Debug, Default)]
-struct Shared {
-    sent: AtomicBool,
-    waker: Mutex<Option<Waker>>,
-}
 
 /// The read timeout's side: whether the request's body is still being sent.
 #[derive(Debug)]
-pub(crate) struct Sending(Arc<Shared>);
+pub(crate) struct Sending(Arc<Flag>);
 
 /// The body's side: tells once, when the body has given its last frame,
 /// failed, or been dropped before its end (the client gave up sending it).
 #[derive(Debug)]
-struct Teller(Option<Arc<Shared>>);
+struct Teller(Option<Arc<Flag>>);
 
 pin_project! {
     /// A request body that tells the read timeout when it has been sent.
@@ -44,7 +35,7 @@ pin_project! {
 pub(crate) fn watch<B: Body>(
     request: http::Request<B>,
 ) -> (http::Request<SentBody<B>>, Option<Sending>) {
-    let shared = (!request.body().is_end_stream()).then(|| Arc::new(Shared::default()));
+    let shared = (!request.body().is_end_stream()).then(|| Arc::new(Flag::default()));
     let sending = shared.as_ref().map(|shared| Sending(Arc::clone(shared)));
     let request = request.map(|inner| SentBody {
         inner,
@@ -58,18 +49,12 @@ pub(crate) fn watch<B: Body>(
 impl Sending {
     /// Whether the body is sent.
     pub(crate) fn is_sent(&self) -> bool {
-        self.0.sent.load(Ordering::SeqCst)
+        self.0.is_set()
     }
 
     /// Whether the body is sent; if not, `cx` is woken once it is.
     pub(crate) fn poll_sent(&self, cx: &mut Context<'_>) -> bool {
-        if self.is_sent() {
-            return true;
-        }
-        *self.0.waker.lock().unwrap_or_else(PoisonError::into_inner) = Some(cx.waker().clone());
-        // NOTE: looked at again after the waker is kept: the body may have
-        // told in between, before it could find the waker.
-        self.is_sent()
+        self.0.poll_set(cx.waker())
     }
 }
 
@@ -77,18 +62,8 @@ impl Sending {
 
 impl Teller {
     fn tell(&self) {
-        let Some(shared) = &self.0 else {
-            return;
-        };
-        if !shared.sent.swap(true, Ordering::SeqCst) {
-            let waker = shared
-                .waker
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .take();
-            if let Some(waker) = waker {
-                waker.wake();
-            }
+        if let Some(flag) = &self.0 {
+            flag.set();
         }
     }
 }
@@ -139,7 +114,7 @@ mod tests {
     use http_body_util::{BodyExt, Full, StreamBody};
     use std::{
         convert::Infallible,
-        sync::atomic::AtomicUsize,
+        sync::atomic::{AtomicUsize, Ordering},
         task::{Wake, Waker},
     };
 
