@@ -51,8 +51,8 @@
 //! | `retryableStatusCodes`, `nonFatalStatusCodes` | codes (below); `retryableStatusCodes` not empty | |
 //! | `hedgingDelay` | a duration of zero or more | |
 //! | `timeout` | a positive duration | |
-//! | `retryThrottling.maxTokens` | a number in `(0, 1000]` | in thousandths, as gRPC keeps it |
-//! | `retryThrottling.tokenRatio` | a number of at least 0.001 | in thousandths, and at most `maxTokens` (a success cannot put back more than the bucket holds) |
+//! | `retryThrottling.maxTokens` | a number in `(0, 1000]` | in thousandths, as gRPC keeps it (digits past the third decimal ignored, as A6 says) |
+//! | `retryThrottling.tokenRatio` | a number of at least 0.001 | in thousandths as `maxTokens`, and at most `maxTokens` (a success cannot put back more than the bucket holds) |
 //!
 //! Every duration is protobuf's JSON form (`"0.1s"`, `"1s"`,
 //! `"2.000000001s"`), up to the 315,576,000,000 s (10,000 years) a protobuf

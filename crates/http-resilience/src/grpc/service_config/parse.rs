@@ -242,10 +242,21 @@ fn throttling(value: &Value, path: &Path) -> Parsed<RetryBudget> {
     Ok(RetryBudget::from_milli(max, ratio))
 }
 
-/// `x` in thousandths, rounded, if that is at least one.
+/// `x` in thousandths, its digits past the third decimal ignored (A6: 0.5466
+/// is read as 0.546), if that is at least one.
 fn thousandths(x: f64) -> Option<u64> {
-    let milli = (x * 1000.0).round();
-    (milli >= 1.0 && milli.is_finite()).then_some(milli as u64)
+    // NOTE: read from the number's shortest decimal form, the one the config
+    // wrote: in binary, 1.005 × 1000 is just below 1005, which flooring would
+    // read as 1.004.
+    let text = x.to_string();
+    let (whole, fraction) = text.split_once('.').unwrap_or((&text, ""));
+    let digits: String = fraction.chars().chain(['0'; 3]).take(3).collect();
+    let milli = whole
+        .parse::<u64>()
+        .ok()?
+        .checked_mul(1000)?
+        .checked_add(digits.parse().ok()?)?;
+    (milli >= 1).then_some(milli)
 }
 
 /// `maxAttempts`: an integer of at least 2; above A6's cap of 5, the cap.

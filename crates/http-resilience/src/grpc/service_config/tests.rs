@@ -290,6 +290,27 @@ fn throttling_is_one_bucket_for_every_policy() {
 }
 
 #[test]
+fn throttling_reads_three_decimals_and_ignores_the_rest() {
+    let bucket = |tokens: &str, ratio: &str| {
+        let json =
+            format!(r#"{{"retryThrottling": {{"maxTokens": {tokens}, "tokenRatio": {ratio}}}}}"#);
+        let config = ServiceConfig::from_json(&json).unwrap();
+        let bucket = config.retry_throttling().unwrap();
+        // A bucket starts full: its tokens are `maxTokens`.
+        (bucket.tokens_milli(), bucket.token_ratio())
+    };
+    assert_eq!(bucket("10.0006", "0.5466"), (10_000, 0.546));
+    assert_eq!(bucket("1.005", "1.005"), (1_005, 1.005));
+    assert_eq!(bucket("7", "0.0019"), (7_000, 0.001));
+    let err =
+        ServiceConfig::from_json(r#"{"retryThrottling": {"maxTokens": 10, "tokenRatio": 0.0009}}"#);
+    assert_eq!(
+        err.unwrap_err().to_string(),
+        "retryThrottling.tokenRatio: must be at least 0.001 (gRPC keeps three decimals)"
+    );
+}
+
+#[test]
 fn the_most_specific_name_wins() {
     let json = r#"{"methodConfig": [
         {"name": [{}], "timeout": "1s"},
