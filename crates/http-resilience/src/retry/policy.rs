@@ -120,6 +120,16 @@ impl<D, R> RetryPolicy<D, R> {
         self.enabled
     }
 
+    /// Tells the budget of an attempt's verdict. With retries off, a
+    /// retryable failure takes no token: no retry of it will be made (A6
+    /// counts the failures a method retries); a success still puts a share
+    /// back.
+    pub(crate) fn record(&self, verdict: Verdict) {
+        if self.enabled || !verdict.is_retry() {
+            self.parts.record(verdict);
+        }
+    }
+
     /// Whether a retry asked for with `verdict` may be made for `request`.
     pub(crate) fn allows<B>(&self, request: &http::Request<B>, reason: Reason) -> bool {
         let said_not =

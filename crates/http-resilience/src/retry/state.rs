@@ -208,7 +208,7 @@ impl<B: TryCloneBody, D, R: Retryer> RetryState<B, D, R> {
     {
         let verdict = self.policy.decode(outcome);
         self.verdict = verdict;
-        self.policy.parts().record(verdict);
+        self.policy.record(verdict);
         self.session
             .end_attempt(self.policy.parts(), verdict, outcome.as_ref().ok());
         let (after, reason) = match verdict {

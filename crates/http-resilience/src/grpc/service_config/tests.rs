@@ -521,6 +521,29 @@ mod routes {
         );
     }
 
+    /// A6 takes a token for the failures a method retries: a method with no
+    /// policy, or named by no entry, retries none, so a connection refused
+    /// below it takes none.
+    #[tokio::test(flavor = "current_thread", start_paused = true)]
+    async fn failures_of_methods_without_a_policy_take_no_token() {
+        let layer = ServiceConfigLayer::from_json(
+            r#"{"retryThrottling": {"maxTokens": 10, "tokenRatio": 0.1},
+                "methodConfig": [{"name": [{"service": "pkg.Svc", "method": "Timed"}], "timeout": "2s"}]}"#,
+        )
+        .unwrap();
+        let bucket = Arc::clone(layer.config().retry_throttling().unwrap());
+        for path in ["/pkg.Svc/Timed", "/pkg.Svc/Other"] {
+            let svc = layer.layer(tower::service_fn(
+                |_: http::Request<tonic::body::Body>| async {
+                    let refused = std::io::Error::from(std::io::ErrorKind::ConnectionRefused);
+                    Err::<http::Response<tonic::body::Body>, _>(refused)
+                },
+            ));
+            svc.oneshot(call(path)).await.unwrap_err();
+            assert_eq!(bucket.tokens_milli(), 10_000, "{path}");
+        }
+    }
+
     /// A deadline the caller moved onto the call (a `RequestDeadline`) is
     /// enforced by every route and sent as the time left, over a later
     /// `grpc-timeout` the caller wrote.
