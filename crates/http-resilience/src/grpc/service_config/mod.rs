@@ -117,6 +117,11 @@
 //!   is not made (deadline-aware scheduling), where gRPC would make it.
 //! - **Durations need a digit on each side of a point** (`"1.5s"`, `"0.5s"`),
 //!   where grpc-go and grpc-java also read `"1.s"` and `".5s"`.
+//! - **A `timeout` of zero is refused**, where grpc-go applies it (every call
+//!   of the method then fails at once with `DEADLINE_EXCEEDED`).
+//! - **A negative or malformed `grpc-retry-pushback-ms` takes no token**: the
+//!   call ends with that answer, as A6 says, but the bucket does not count it
+//!   as a failure, where A6 and grpc-go do.
 //!
 //! # Example
 //!
