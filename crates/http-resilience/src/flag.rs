@@ -56,33 +56,17 @@ impl Flag {
 #[cfg(test)]
 mod tests {
     use super::Flag;
-    use std::{
-        sync::{
-            atomic::{AtomicUsize, Ordering},
-            Arc,
-        },
-        task::{Wake, Waker},
-    };
-
-    #[derive(Default)]
-    struct Count(AtomicUsize);
-
-    impl Wake for Count {
-        fn wake(self: Arc<Self>) {
-            self.0.fetch_add(1, Ordering::SeqCst);
-        }
-    }
+    use crate::test_support::counting_waker;
 
     #[test]
     fn the_waker_kept_is_woken_once_when_the_flag_is_set() {
         let flag = Flag::default();
-        let count = Arc::new(Count::default());
-        let waker = Waker::from(Arc::clone(&count));
+        let (count, waker) = counting_waker();
         assert!(!flag.poll_set(&waker));
         assert!(!flag.poll_set(&waker), "looked at again, not set");
         flag.set();
         flag.set();
-        assert_eq!(count.0.load(Ordering::SeqCst), 1);
+        assert_eq!(count.wakes(), 1);
         assert!(flag.is_set() && flag.poll_set(&waker));
     }
 }

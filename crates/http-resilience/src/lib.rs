@@ -300,6 +300,28 @@ pub(crate) mod test_support {
             .expect("a current-thread runtime")
     }
 
+    /// The wakes a [`counting_waker`] had.
+    #[derive(Default)]
+    pub(crate) struct WakeCount(std::sync::atomic::AtomicUsize);
+
+    impl WakeCount {
+        pub(crate) fn wakes(&self) -> usize {
+            self.0.load(std::sync::atomic::Ordering::SeqCst)
+        }
+    }
+
+    impl std::task::Wake for WakeCount {
+        fn wake(self: std::sync::Arc<Self>) {
+            self.0.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        }
+    }
+
+    /// A waker that counts its wakes, and its count.
+    pub(crate) fn counting_waker() -> (std::sync::Arc<WakeCount>, std::task::Waker) {
+        let count = std::sync::Arc::new(WakeCount::default());
+        (std::sync::Arc::clone(&count), std::task::Waker::from(count))
+    }
+
     /// A runtime whose clock is paused, for a property test's case (one
     /// runtime per case).
     pub(crate) fn paused() -> tokio::runtime::Runtime {

@@ -110,28 +110,10 @@ impl<B: Body> Body for SentBody<B> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::test_support::counting_waker as waker;
     use bytes::Bytes;
     use http_body_util::{BodyExt, Full, StreamBody};
-    use std::{
-        convert::Infallible,
-        sync::atomic::{AtomicUsize, Ordering},
-        task::{Wake, Waker},
-    };
-
-    /// A waker that counts its wakes.
-    #[derive(Default)]
-    struct Count(AtomicUsize);
-
-    impl Wake for Count {
-        fn wake(self: Arc<Self>) {
-            self.0.fetch_add(1, Ordering::SeqCst);
-        }
-    }
-
-    fn waker() -> (Arc<Count>, Waker) {
-        let count = Arc::new(Count::default());
-        (Arc::clone(&count), Waker::from(count))
-    }
+    use std::{convert::Infallible, task::Waker};
 
     #[test]
     fn an_empty_body_is_sent_from_the_start() {
@@ -154,7 +136,7 @@ mod tests {
         assert!(body.frame().await.is_some());
         assert!(body.frame().await.is_none());
         assert!(sending.poll_sent(&mut cx));
-        assert_eq!(count.0.load(Ordering::SeqCst), 1, "woken once");
+        assert_eq!(count.wakes(), 1, "woken once");
     }
 
     #[tokio::test]
@@ -173,7 +155,7 @@ mod tests {
         let (count, waker) = waker();
         assert!(!sending.poll_sent(&mut Context::from_waker(&waker)));
         drop(request);
-        assert_eq!(count.0.load(Ordering::SeqCst), 1);
+        assert_eq!(count.wakes(), 1);
         assert!(sending.poll_sent(&mut Context::from_waker(&waker)));
     }
 }
