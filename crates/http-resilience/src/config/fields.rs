@@ -82,6 +82,8 @@ pub(super) struct HedgeFields {
 /// A hedge's delay: fixed, or a percentile of the latencies observed.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub(super) enum DelayFields {
+    /// None written: only to check a hedge turned off.
+    Never,
     Fixed(Duration),
     Percentile {
         percentile: f64,

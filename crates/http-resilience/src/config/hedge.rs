@@ -44,14 +44,18 @@ impl HedgeFields {
         parts: &Parts<AnyDecoder>,
         path: &str,
     ) -> Result<Option<HedgePolicy<AnyDecoder>>, InvalidSetting> {
-        if !self.enabled {
-            return Ok(None);
-        }
-        let Some(delay) = self.delay else {
-            let problem = "must be given to hedge (or percentile): nothing inherited has one";
-            return Err(InvalidSetting::new("delay", problem).within(path));
+        // NOTE: a hedge turned off is still checked (with no delay when it
+        // has none), so that a bad value in `[default]` is refused there.
+        let delay = match (self.delay, self.enabled) {
+            (Some(delay), _) => delay,
+            (None, false) => DelayFields::Never,
+            (None, true) => {
+                let problem = "must be given to hedge (or percentile): nothing inherited has one";
+                return Err(InvalidSetting::new("delay", problem).within(path));
+            }
         };
         let delay = match delay {
+            DelayFields::Never => HedgeDelay::never(),
             DelayFields::Fixed(delay) => HedgeDelay::fixed(delay),
             DelayFields::Percentile {
                 percentile,
@@ -68,7 +72,7 @@ impl HedgeFields {
             policy = policy.hedge_on_attempt_timeout(limit);
         }
         *policy.parts_mut() = parts.clone();
-        Ok(Some(policy))
+        Ok(self.enabled.then_some(policy))
     }
 }
 

@@ -60,7 +60,11 @@ impl OverloadFields {
             None => None,
         };
         let policy = match (self.limit, throttle) {
-            (LimitFields::Unbounded, None) if !self.enabled => return Ok(None),
+            // NOTE: turned off with no limit: the other fields are still
+            // checked, on a stand-in limit.
+            (LimitFields::Unbounded, None) if !self.enabled => {
+                OverloadPolicy::bulkhead(1).map_err(within)?
+            }
             (LimitFields::Unbounded, None) => {
                 let problem = "or an adaptive or a throttle table must be given: \
                                overload control with no limit and no throttling does nothing";

@@ -72,12 +72,15 @@ impl RateLimitFields {
     /// inherit is checked.
     pub(super) fn build(&self, path: &str) -> Result<Option<RateLimitPolicy>, InvalidSetting> {
         let within = |err: InvalidSetting| err.within(path);
-        let Some(calls) = self.calls else {
-            if !self.enabled {
-                return Ok(None);
+        // NOTE: turned off with no rate, the other fields are still checked,
+        // on a stand-in rate.
+        let calls = match (self.calls, self.enabled) {
+            (Some(calls), _) => calls,
+            (None, false) => 1,
+            (None, true) => {
+                let problem = "must be given: a rate limit needs its rate";
+                return Err(within(InvalidSetting::new("calls", problem)));
             }
-            let problem = "must be given: a rate limit needs its rate";
-            return Err(within(InvalidSetting::new("calls", problem)));
         };
         let mut policy = RateLimitPolicy::new(calls, self.per)
             .and_then(|p| p.with_burst(self.burst))

@@ -104,6 +104,15 @@ impl Fields {
         let hedge = self
             .hedge
             .build(policy.retry().parts(), &format!("{path}.hedge"))?;
+        if hedge.is_some() && self.propagate.is_some() {
+            // NOTE: the hedging stack (`HedgeLayer`) sends no budget, and a
+            // client's policy does not expose the header to add one by hand.
+            let problem = format!(
+                "{} does not apply to a client that hedges: set propagate = \"off\"",
+                self.origins.propagate.inherited()
+            );
+            return Err(InvalidSetting::new("propagate", problem.trim_start()).within(path));
+        }
         Ok((policy, hedge))
     }
 
@@ -117,6 +126,7 @@ impl Fields {
         positive("attempt_timeout", self.attempt_timeout).map_err(|err| err.within(path))?;
         self.attempt_within_deadline()
             .map_err(|err| err.within(path))?;
+        self.budget_header_apart().map_err(|err| err.within(path))?;
         if !self.hedge.enabled {
             // NOTE: a client that hedges makes no retries.
             self.room_for_a_retry(&backoff)
@@ -179,6 +189,52 @@ impl Fields {
             };
             let err = InvalidSetting::new("attempt_timeout", problem);
             return Err(err.with_value(format!("{:?}", self.attempt_timeout)));
+        }
+        Ok(())
+    }
+
+    /// An error when the budget's header is not one of its own: `off` (the
+    /// word that turns a setting off), a header of the request's framing,
+    /// `grpc-timeout` in another format than gRPC's, or the retry's attempt
+    /// header, which one of the two would overwrite.
+    fn budget_header_apart(&self) -> Result<(), InvalidSetting> {
+        use crate::propagate::{TimeoutFormat, GRPC_TIMEOUT};
+        use http::header::{CONNECTION, CONTENT_LENGTH, HOST, TE, TRANSFER_ENCODING, UPGRADE};
+        // The headers that frame the request: a budget there would break it.
+        const FRAMING: [http::HeaderName; 6] = [
+            CONTENT_LENGTH,
+            TRANSFER_ENCODING,
+            HOST,
+            CONNECTION,
+            TE,
+            UPGRADE,
+        ];
+        let Some((header, format)) = &self.propagate else {
+            return Ok(());
+        };
+        let refuse = |field: &str, problem: &str| {
+            Err(InvalidSetting::new(field, problem).with_value(format!("{:?}", header.as_str())))
+        };
+        if header == "off" {
+            return refuse(
+                "propagate_header",
+                "must be a header name: propagate = \"off\" sends none",
+            );
+        }
+        if FRAMING.contains(header) {
+            let problem = "must not be a header the request's framing uses";
+            return refuse("propagate_header", problem);
+        }
+        // NOTE: gRPC servers fail a call whose `grpc-timeout` is malformed.
+        if *header == GRPC_TIMEOUT && *format != TimeoutFormat::Grpc {
+            return refuse("propagate_format", "must be \"grpc\" for grpc-timeout");
+        }
+        let attempt = match &self.attempt_header {
+            Some(AttemptHeaderField::This(name) | AttemptHeaderField::Previous(name)) => Some(name),
+            _ => None,
+        };
+        if attempt == Some(header) {
+            return refuse("propagate_header", "must not be the retry's attempt header");
         }
         Ok(())
     }

@@ -196,6 +196,13 @@ impl Fields {
                 )
             }
             BackoffKind::Feign => {
+                // NOTE: Feign's retryer counts whole milliseconds: a shorter
+                // period would be a wait of zero.
+                if self.delay < Duration::from_millis(1) {
+                    let problem = "must be at least 1ms for the feign backoff";
+                    let err = InvalidSetting::new("delay", problem);
+                    return Err(err.with_value(format!("{:?}", self.delay)));
+                }
                 if self.max_delay < self.delay {
                     return Err(max_delay_below("the period"));
                 }

@@ -1287,3 +1287,4 @@ fn invalid_attempt_headers_name_their_path() {
 mod hedge;
 mod overload;
 mod rate_limit;
+mod refusals;

@@ -98,7 +98,10 @@ impl RetryBudget {
             return Err(err.with_value(max_tokens.to_string()));
         }
         let ratio = (token_ratio * SCALE as f64).round();
-        if token_ratio.is_nan() || token_ratio > 1.0 || !(1.0..=SCALE as f64).contains(&ratio) {
+        // NOTE: the range is checked before the rounding, which would take
+        // 0.0005 up to 0.001.
+        let in_range = (1.0 / SCALE as f64..=1.0).contains(&token_ratio);
+        if !in_range || !(1.0..=SCALE as f64).contains(&ratio) {
             let err = InvalidSetting::new("token_ratio", "must be in 0.001..=1");
             return Err(err.with_value(token_ratio.to_string()));
         }
