@@ -119,6 +119,11 @@ pub(crate) enum Scheduled {
 /// at `max`, for any multiplier and however large the result. The retryers
 /// and the circuit breaker's break grow by it.
 pub(crate) fn grown(initial: Duration, multiplier: f64, attempts: u32, max: Duration) -> Duration {
+    // NOTE: zero grows to zero, even where the power is infinite (0 × inf
+    // is NaN).
+    if initial.is_zero() {
+        return Duration::ZERO;
+    }
     let exponent = i32::try_from(attempts.saturating_sub(1)).unwrap_or(i32::MAX);
     // NOTE: `u128 as f64` rounds to the nearest float; it cannot fail.
     let nanos = (initial.as_nanos() as f64 * multiplier.powi(exponent)).round();

@@ -28,7 +28,7 @@ impl Keyed for Circuit {
     }
 
     /// A circuit that is not closed remembers a trip: closed ones go first.
-    fn is_busy(&self) -> bool {
+    fn is_busy(&self, _: u64) -> bool {
         !self.is_closed()
     }
 }

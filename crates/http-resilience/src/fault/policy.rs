@@ -328,7 +328,7 @@ impl Keyed for Entry {
 
     /// NOTE: a count is worth no more than another: the least recently
     /// used of those examined goes.
-    fn is_busy(&self) -> bool {
+    fn is_busy(&self, _: u64) -> bool {
         false
     }
 }

@@ -127,7 +127,7 @@ impl<T: Keyed> Map<T> {
                 gone[evicted] = at;
                 evicted += 1;
             } else {
-                let ranked = rank(entry);
+                let ranked = rank(entry, now);
                 if victim.is_none_or(|(_, best)| ranked < best) {
                     victim = Some((at, ranked));
                 }
@@ -177,8 +177,8 @@ fn is_idle<T: Keyed>(entry: &T, now: u64, idle: u64) -> bool {
 
 /// The order in which entries that are not idle go: a quiet one before a
 /// busy one, then the one used least recently.
-fn rank<T: Keyed>(entry: &T) -> (bool, u64) {
-    (entry.is_busy(), entry.last_used())
+fn rank<T: Keyed>(entry: &T, now: u64) -> (bool, u64) {
+    (entry.is_busy(now), entry.last_used())
 }
 
 // ===== impl Place =====
@@ -273,7 +273,7 @@ mod tests {
             &self.evicted
         }
 
-        fn is_busy(&self) -> bool {
+        fn is_busy(&self, _: u64) -> bool {
             self.busy.load(Ordering::Relaxed)
         }
 

@@ -34,8 +34,9 @@ pub(crate) trait Keyed: Sized {
     fn evicted(&self) -> &AtomicBool;
 
     /// Whether the entry holds something worth keeping over a quiet one when
-    /// room must be made (an open circuit, slots in use).
-    fn is_busy(&self) -> bool;
+    /// room must be made at `now` (an open circuit, slots in use, a pause
+    /// not over).
+    fn is_busy(&self, now: u64) -> bool;
 
     /// Whether calls hold the entry now, so that it is not idle however long
     /// ago it was last used (slots with calls in flight or waiting; a

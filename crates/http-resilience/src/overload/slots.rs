@@ -256,14 +256,14 @@ impl Keyed for Slots {
     }
 
     /// Slots with calls in flight or waiting are kept over quiet ones.
-    fn is_busy(&self) -> bool {
-        self.busy.load(Ordering::Relaxed) > 0
+    fn is_busy(&self, _: u64) -> bool {
+        self.in_use()
     }
 
     /// Slots with calls in flight or waiting are not idle: evicted, they
     /// would let the next call count from zero.
     fn in_use(&self) -> bool {
-        self.is_busy()
+        self.busy.load(Ordering::Relaxed) > 0
     }
 }
 

@@ -7,7 +7,10 @@
 //! one, so that a server whose clock is off from the client's still gets the
 //! wait it meant; otherwise against the client's clock. A date already past
 //! means "now". Anything else is malformed, and the caller falls back to its
-//! backoff.
+//! backoff. The obsolete forms of the date (RFC 850's and asctime's) are read
+//! too; RFC 850's two-digit year is read as 2000 to 2069 or 1970 to 1999, so a
+//! date 44 years ahead or more, which RFC 9110 would read in this century, is
+//! malformed (no retryer waits that long anyway).
 //!
 //! # Example
 //!

@@ -93,7 +93,7 @@ impl Bucket {
         if interval <= shared.pace.interval {
             return shared.pace;
         }
-        Pace::with_burst(interval, shared.settings.burst)
+        Pace::with_burst(interval, 1)
     }
 
     /// The end of the pause, 0 when none was asked for.
@@ -203,10 +203,11 @@ impl Keyed for Bucket {
         &self.evicted
     }
 
-    /// A key paused by the server, or with calls waiting, is kept over a
-    /// quiet one: evicting it would forget the pause.
-    fn is_busy(&self) -> bool {
-        self.waiting.load(Ordering::Relaxed) > 0 || self.paused_until.load(Ordering::Relaxed) > 0
+    /// A key the server paused until after `now`, or with calls waiting, is
+    /// kept over a quiet one: evicting it would forget the pause. A pause
+    /// that is over holds nothing to forget.
+    fn is_busy(&self, now: u64) -> bool {
+        self.waiting.load(Ordering::Relaxed) > 0 || self.floor() > now
     }
 
     fn in_use(&self) -> bool {

@@ -183,7 +183,7 @@ impl Heard {
         if remaining == 0 {
             return self.longer_pause(lasts, source);
         }
-        let interval = (lasts / u32::try_from(remaining).unwrap_or(u32::MAX)).min(cap);
+        let interval = (reset / u32::try_from(remaining).unwrap_or(u32::MAX)).min(cap);
         if self.pace.is_none_or(|kept| interval > kept.interval) {
             self.pace = Some(Spread {
                 interval,

@@ -263,3 +263,25 @@ proptest! {
         }
     }
 }
+
+// ===== a quota whose reset is past the cap =====
+
+#[test]
+fn a_quota_resetting_after_the_cap_is_spread_over_its_whole_window() {
+    // GitHub: 5000 calls an hour; 4999 remain, the window resets in an
+    // hour. Spread over the time to the reset, that is one call every
+    // 3600 s / 4999 = 720 ms (held for at most the 60 s cap).
+    let reset = (NOW_EPOCH + 3600).to_string();
+    let github = [
+        ("x-ratelimit-limit", "5000"),
+        ("x-ratelimit-remaining", "4999"),
+        ("x-ratelimit-reset", reset.as_str()),
+    ];
+    let spread = heard(200, &github).pace.expect("a pace");
+    assert_eq!(
+        spread.interval,
+        Duration::from_secs(3600) / 4999,
+        "calls spread over the 60 s cap instead of the hour to the reset"
+    );
+    assert_eq!(spread.lasts, CAP);
+}

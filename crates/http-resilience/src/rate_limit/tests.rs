@@ -485,3 +485,83 @@ async fn futures_join<F: std::future::Future>(
     .await;
     outputs.into_iter().map(Option::unwrap).collect()
 }
+
+// ===== a server's pace is its own: no burst =====
+
+fn quota_of_two_in_ten_seconds(_: &Request<String>) -> Response<String> {
+    Response::builder()
+        .header("x-ratelimit-remaining", "2")
+        .header("x-ratelimit-reset", "10")
+        .body(String::new())
+        .unwrap()
+}
+
+#[tokio::test(flavor = "current_thread", start_paused = true)]
+async fn a_pace_the_server_asks_for_is_not_multiplied_by_the_burst() {
+    // 100/s with a burst of 10; the server then says: 2 calls left for the
+    // next 10 s, so calls are to be spread 5 s apart ("some remaining
+    // spreads the calls over the time to it").
+    let limit = per_second(100, 10).with_server_signals(ServerSignals::ALL);
+    let (svc, seen) = layered(
+        limit.clone(),
+        Duration::from_secs(60),
+        quota_of_two_in_ten_seconds,
+    );
+    svc.clone().oneshot(get("http://a.test/")).await.unwrap();
+    let key = crate::key::UpstreamKey::authority("http", "a.test", 80);
+    assert_eq!(
+        limit.state(&key).unwrap().paced_at,
+        Some(Duration::from_secs(5))
+    );
+    let calls = (0..5).map(|_| svc.clone().oneshot(get("http://a.test/")));
+    for result in futures_join(calls).await {
+        result.unwrap();
+    }
+    let sent = instants(&seen);
+    let within_reset = sent
+        .iter()
+        .filter(|at| **at < Duration::from_secs(10))
+        .count();
+    assert!(
+        within_reset <= 3,
+        "the server allowed 2 more calls in 10 s, the client sent {within_reset} calls in that window: {sent:?}"
+    );
+}
+
+// ===== a pause that is over keeps nothing =====
+
+#[tokio::test(flavor = "current_thread", start_paused = true)]
+async fn a_pause_that_is_over_does_not_keep_a_key_over_a_newer_one() {
+    let limit = per_second(100, 1)
+        .with_server_signals(ServerSignals::ALL)
+        .max_keys(2, Duration::from_secs(300))
+        .unwrap();
+    let (svc, _) = layered(limit.clone(), Duration::from_secs(10), too_many);
+    // a.test is paused for 2 s, then used at 3 s, the pause long over.
+    svc.clone().oneshot(get("http://a.test/429")).await.unwrap();
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    svc.clone().oneshot(get("http://a.test/")).await.unwrap();
+    let a = crate::key::UpstreamKey::authority("http", "a.test", 80);
+    assert_eq!(
+        limit.state(&a).unwrap().paused_for,
+        None,
+        "a.test's pause is over"
+    );
+    // b.test is used after a.test.
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    svc.clone().oneshot(get("http://b.test/")).await.unwrap();
+    // A third key makes room: neither is idle, neither is paused, so the
+    // least recently used (a.test) should go.
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    svc.clone().oneshot(get("http://c.test/")).await.unwrap();
+    let b = crate::key::UpstreamKey::authority("http", "b.test", 80);
+    assert!(
+        limit.state(&b).is_some(),
+        "b.test (used last, never paused) was evicted; a.test (used first, pause over) kept: {:?}",
+        limit
+            .states()
+            .into_iter()
+            .map(|(k, _)| k.to_string())
+            .collect::<Vec<_>>()
+    );
+}

@@ -272,3 +272,21 @@ fn retryers_take_extreme_values() {
         .with_jitter(Jitter::Decorrelated);
     assert_eq!(flat.next_delay(1, None), Some(Duration::ZERO));
 }
+
+// ===== zero grows to zero =====
+
+#[test]
+fn a_zero_initial_delay_stays_zero_however_many_attempts() {
+    // `initial × multiplier^(attempts − 1)`: zero for a zero initial delay,
+    // whatever the power.
+    let mut zero = ExponentialBackoff::new(Duration::ZERO, 2.0, Duration::from_secs(1), u32::MAX)
+        .unwrap()
+        .for_request();
+    assert_eq!(zero.next_delay(1, None), Some(Duration::ZERO));
+    assert_eq!(zero.next_delay(1024, None), Some(Duration::ZERO));
+    assert_eq!(
+        zero.next_delay(1100, None),
+        Some(Duration::ZERO),
+        "2^1099 overflows to infinity, 0 × inf is NaN, and NaN reads as the cap"
+    );
+}
