@@ -4,6 +4,7 @@
 mod percentile;
 #[path = "../support/mod.rs"]
 mod support;
+mod unsent_body;
 mod waits;
 
 use bytes::Bytes;

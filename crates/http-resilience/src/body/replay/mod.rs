@@ -150,11 +150,14 @@ impl<B: Body> ReplayBody<B> {
             over_cap: hint.lower() > cap as u64,
             hint,
             state: Fill::Intact,
-            parked: None,
+            // NOTE: parked, not held: whichever handle is read first takes
+            // it, so a copy is never held back by an original that is not
+            // being read (an attempt still connecting).
+            parked: Some(body),
             waiting: Vec::new(),
         };
         Self {
-            rest: Some(body),
+            rest: None,
             next: Cursor::default(),
             trailers_sent: false,
             ended: false,
@@ -327,8 +330,13 @@ where
             let ended = rest.is_end_stream();
             if ended {
                 // NOTE: a body may end without ever being polled (an empty
-                // one): what was read, all of it, is then complete.
-                self.shared().finish();
+                // one): what was read, all of it, is then complete, and the
+                // copies following this handle can end too.
+                let mut shared = self.shared();
+                shared.finish();
+                let waiting = mem::take(&mut shared.waiting);
+                drop(shared);
+                waiting.into_iter().for_each(Waker::wake);
             }
             return ended;
         }

@@ -95,12 +95,10 @@ async fn a_copy_read_while_the_original_sends_follows_it() {
             .data("cd"),
     );
     let copy = original.try_clone_body().unwrap();
-    let mut follower = tokio_test::task::spawn(text(copy));
-    assert_pending!(follower.poll(), "nothing read yet");
     let mut original = tokio_test::task::spawn(text(original));
     assert_pending!(original.poll(), "the original waits inside its body");
-    assert!(follower.is_woken(), "woken by the first chunk");
-    assert_pending!(follower.poll(), "played it, waits for more");
+    let mut follower = tokio_test::task::spawn(text(copy));
+    assert_pending!(follower.poll(), "played the first chunk, waits for more");
     tokio::time::advance(Duration::from_secs(1)).await;
     assert_eq!(assert_ready!(original.poll()).unwrap(), "abcd");
     assert!(follower.is_woken());
@@ -378,4 +376,121 @@ async fn replay_caps_of_zero_and_usize_max() {
     let copy = everything.try_clone_body().expect("nothing spoiled yet");
     assert_eq!(everything.collect().await.unwrap().to_bytes(), "abc");
     assert_eq!(copy.collect().await.unwrap().to_bytes(), "abc");
+}
+
+// ===== whichever handle reads first takes the body =====
+
+#[tokio::test(start_paused = true)]
+async fn a_copy_read_before_the_original_takes_the_body() {
+    // The original belongs to an attempt that has not begun to send its
+    // body (its connection is still being set up); a hedge reads its copy.
+    let original = ReplayBody::new(script());
+    let copy = original.try_clone_body().unwrap();
+    let read = tokio::time::timeout(Duration::from_secs(5), text(copy)).await;
+    assert_eq!(
+        read.expect("the copy waited for an original that never read the body")
+            .unwrap(),
+        "abcdef"
+    );
+    // The original, sent later, plays what the copy read.
+    assert_eq!(text(original).await.unwrap(), "abcdef");
+}
+
+/// A body that yields "ab", then reports its end without being polled
+/// again once `end` is set (as a channel whose sender is dropped).
+struct EndsLater {
+    sent: bool,
+    end: Arc<std::sync::atomic::AtomicBool>,
+}
+
+impl Body for EndsLater {
+    type Data = Bytes;
+    type Error = std::convert::Infallible;
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        _: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, Self::Error>>> {
+        if !self.sent {
+            self.sent = true;
+            return Poll::Ready(Some(Ok(Frame::data(Bytes::from_static(b"ab")))));
+        }
+        if self.end.load(std::sync::atomic::Ordering::SeqCst) {
+            return Poll::Ready(None);
+        }
+        Poll::Pending
+    }
+    fn is_end_stream(&self) -> bool {
+        self.sent && self.end.load(std::sync::atomic::Ordering::SeqCst)
+    }
+}
+
+#[test]
+fn a_follower_is_woken_when_the_reader_reports_its_end() {
+    let end = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let mut original = ReplayBody::new(EndsLater {
+        sent: false,
+        end: Arc::clone(&end),
+    });
+    let copy = original.try_clone_body().unwrap();
+    assert!(matches!(poll_data(&mut original), Poll::Ready(Some(Ok(_)))));
+    let mut follower = tokio_test::task::spawn(text(copy));
+    assert_pending!(follower.poll(), "played \"ab\", waits for more");
+    end.store(true, std::sync::atomic::Ordering::SeqCst);
+    // hyper reads `is_end_stream` and stops polling the body.
+    assert!(original.is_end_stream());
+    assert!(
+        follower.is_woken(),
+        "the buffer is complete, but the follower was not woken"
+    );
+    assert_eq!(assert_ready!(follower.poll()).unwrap(), "ab");
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_reader_dropped_while_pending_hands_the_rest_on() {
+    let original = ReplayBody::new(
+        ScriptedBody::new()
+            .data("ab")
+            .wait(Duration::from_secs(1))
+            .data("cd"),
+    );
+    let copy = original.try_clone_body().unwrap();
+    let mut original = tokio_test::task::spawn(text(original));
+    assert_pending!(original.poll());
+    let mut follower = tokio_test::task::spawn(text(copy));
+    assert_pending!(follower.poll());
+    drop(original);
+    assert!(follower.is_woken());
+    assert_pending!(follower.poll(), "took the rest, waits in its timer");
+    tokio::time::advance(Duration::from_secs(1)).await;
+    assert!(follower.is_woken());
+    assert_eq!(assert_ready!(follower.poll()).unwrap(), "abcd");
+}
+
+#[tokio::test]
+async fn a_body_at_the_cap_is_kept_with_exact_hints_and_one_byte_over_is_not() {
+    // Exactly the cap: kept, replayed, exact hints all along.
+    let original = ReplayBody::with_cap(ScriptedBody::new().data("abc").data("def"), 6);
+    let copy = original.try_clone_body().unwrap();
+    let mut original = original;
+    assert_eq!(original.size_hint().exact(), Some(6));
+    original.frame().await.unwrap().unwrap();
+    assert_eq!(copy.size_hint().exact(), Some(6));
+    drop(original);
+    assert_eq!(copy.size_hint().exact(), Some(6), "buffer plus rest");
+    let mut copy = copy;
+    let again = copy.try_clone_body().unwrap();
+    copy.frame().await.unwrap().unwrap();
+    assert_eq!(copy.size_hint().exact(), Some(3));
+    assert!(!copy.is_end_stream());
+    copy.frame().await.unwrap().unwrap();
+    assert!(copy.is_end_stream());
+    assert_eq!(copy.size_hint().exact(), Some(0));
+    assert!(copy.frame().await.is_none());
+    assert!(copy.frame().await.is_none(), "and after the end");
+    assert_eq!(text(again).await.unwrap(), "abcdef");
+    // One byte over: not kept, but the first attempt still sends it all.
+    let original = ReplayBody::with_cap(ScriptedBody::new().data("abc").data("defg"), 6);
+    let copy = original.try_clone_body().unwrap();
+    assert_eq!(text(original).await.unwrap(), "abcdefg");
+    assert!(!copy.is_replayable());
 }
