@@ -5,6 +5,7 @@ mod support;
 
 mod deadline_budget_events;
 mod decoders;
+mod lost_body;
 mod reopen;
 mod replay;
 mod report;

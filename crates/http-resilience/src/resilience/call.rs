@@ -8,7 +8,7 @@ use crate::{
     limits::{self, Expiry},
     policy::{Decoder, Retryer},
     propagate::{send_budget, time_left, TimeoutFormat},
-    retry::{Decision, RetryState},
+    retry::{Decision, Kept, RetryState},
     telemetry,
     timer::{deadline_fired, poll_timer, saturating_after},
     BoxError, RequestDeadline,
@@ -26,7 +26,7 @@ use tower_service::Service;
 
 pin_project! {
     #[project = StateProj]
-    pub(super) enum State<F, B> {
+    pub(super) enum State<F, B, O> {
         // An attempt is in flight until its end, its limit or the deadline:
         // `at` is its start until it first waits, and from then its end
         // (`ended` says which), so that an attempt answered at once
@@ -37,10 +37,13 @@ pin_project! {
             at: Instant,
             ended: bool,
         },
-        // Waiting until `until` before the next attempt; a wait that reaches
-        // the deadline ends the call there.
+        // Waiting until `until` before the next attempt, with the outcome
+        // that asked for it, returned if the body is lost meanwhile (boxed:
+        // a wait is a slow path); a wait that reaches the deadline ends the
+        // call there.
         Waiting {
             until: Instant,
+            outcome: Option<Kept<O>>,
         },
         // Waiting for the inner service to be ready for the next attempt.
         Readying,
@@ -192,12 +195,12 @@ where
     /// counts as an attempt, as under a guard's layer between the three
     /// layers' retry and attempt timeout.
     #[inline(always)]
-    pub(super) fn admit(
+    pub(super) fn admit<O>(
         &mut self,
         request: http::Request<B>,
         now: Instant,
         ready: Option<&mut S>,
-    ) -> State<S::Future, B> {
+    ) -> State<S::Future, B, O> {
         match G::admit(
             &mut self.pass,
             &mut Ask::new(Some(self.deadline), Some(now)),
@@ -221,12 +224,12 @@ where
     /// Sends `request`, which the guard let through, at `now`, with its
     /// budget written, on `ready` if given, else on the call's own service.
     #[inline(always)]
-    fn send(
+    fn send<O>(
         &mut self,
         mut request: http::Request<B>,
         now: Instant,
         ready: Option<&mut S>,
-    ) -> State<S::Future, B> {
+    ) -> State<S::Future, B, O> {
         if self.stamp_budget(&mut request, now).is_err() {
             return State::Expired;
         }
@@ -292,15 +295,21 @@ where
         )
     }
 
-    /// The step after a wait that ended at `until`: the deadline ends the
-    /// call when the wait reached it, else the service is readied.
+    /// The step after a wait that ended at `until`, with the outcome `kept`
+    /// through it: the deadline ends the call when the wait reached it, the
+    /// outcome does when the body was lost meanwhile, else the service is
+    /// readied.
     pub(super) fn after_wait(
         &mut self,
         until: Instant,
-        mut state: Pin<&mut State<S::Future, B>>,
+        kept: Option<Kept<Outcome<T>>>,
+        mut state: Pin<&mut State<S::Future, B, Outcome<T>>>,
     ) -> Step<T> {
         if until >= self.deadline.instant() {
             return Step::End(Err(self.exceeded()));
+        }
+        if let Some(outcome) = kept.and_then(|kept| self.retry.after_wait(kept.into_inner())) {
+            return Step::End(outcome.map(|r| with_deadline(r, self.deadline)));
         }
         state.set(State::Readying);
         Step::Again
@@ -311,7 +320,7 @@ where
     #[inline(always)]
     pub(super) fn poll_send(
         &mut self,
-        mut state: Pin<&mut State<S::Future, B>>,
+        mut state: Pin<&mut State<S::Future, B, Outcome<T>>>,
         sleep: Pin<&mut Option<Sleep>>,
         cx: &mut Context<'_>,
     ) -> Poll<Step<T>> {
@@ -378,7 +387,7 @@ where
     pub(super) fn send_parked(
         &mut self,
         request: http::Request<B>,
-        mut state: Pin<&mut State<S::Future, B>>,
+        mut state: Pin<&mut State<S::Future, B, Outcome<T>>>,
     ) -> Step<T> {
         state.set(self.send(request, Instant::now(), None));
         Step::Again
@@ -390,7 +399,7 @@ where
     pub(super) fn judge(
         &mut self,
         mut outcome: Outcome<T>,
-        mut state: Pin<&mut State<S::Future, B>>,
+        mut state: Pin<&mut State<S::Future, B, Outcome<T>>>,
     ) -> Option<Output<T>> {
         let deadline = self.deadline;
         G::settle(&mut self.pass, &outcome);
@@ -399,14 +408,17 @@ where
             Decision::Retry(wait) if wait.is_zero() => State::Readying,
             Decision::Retry(wait) => State::Waiting {
                 until: saturating_after(Instant::now(), wait),
+                outcome: Some(Kept::new(outcome)),
             },
             // NOTE: the wait reaches the deadline, which ends the call
             // there; the outcome in hand is dropped now rather than held.
-            Decision::Cut(until) => State::Waiting { until },
+            Decision::Cut(until) => State::Waiting {
+                until,
+                outcome: None,
+            },
         };
-        // NOTE: the discarded outcome (and its unread body) is dropped before
-        // the next attempt.
-        drop(outcome);
+        // NOTE: a discarded outcome not kept through a wait (and its unread
+        // body) is dropped before the next attempt.
         state.set(next);
         None
     }

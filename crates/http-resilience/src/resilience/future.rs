@@ -39,7 +39,7 @@ pin_project! {
         // assembles the future once its first attempt is admitted, each part
         // moved in once.
         #[pin]
-        pub(super) state: State<S::Future, B>,
+        pub(super) state: State<S::Future, B, Result<S::Response, BoxError>>,
         #[pin]
         pub(super) sleep: Option<Sleep>,
         pub(super) call: Call<S, B, D, R, G>,
@@ -84,10 +84,11 @@ where
                 StateProj::Called { future, at, ended } => {
                     ready!(call.poll_attempt(future, at, ended, this.sleep.as_mut(), cx))
                 }
-                StateProj::Waiting { until } => {
+                StateProj::Waiting { until, outcome } => {
                     let until = *until;
                     ready!(poll_timer(this.sleep.as_mut(), until, cx));
-                    call.after_wait(until, this.state.as_mut())
+                    let kept = outcome.take();
+                    call.after_wait(until, kept, this.state.as_mut())
                 }
                 StateProj::Readying => {
                     ready!(call.poll_send(this.state.as_mut(), this.sleep.as_mut(), cx))

@@ -1,10 +1,10 @@
 //! Future types
 
 use super::{
-    state::{Decision, RetryState},
+    state::{Decision, Kept, RetryState},
     Decoder, Retryer, TryCloneBody,
 };
-use crate::telemetry;
+use crate::{telemetry, timer::saturating_after};
 use pin_project_lite::pin_project;
 use std::time::Duration;
 use std::{
@@ -47,18 +47,16 @@ pin_project! {
             #[pin]
             future: F,
         },
-        // Waiting before the next attempt. Boxed: a wait is a slow path, and
-        // an inline `Sleep` would be the largest state around a client whose
-        // own future is boxed.
-        Backoff {
+        // Waiting before the next attempt, with the outcome that asked for
+        // it: returned if the body is lost meanwhile, or, when the
+        // request's deadline cuts the wait short (`cut`), at the deadline.
+        // Boxed: a wait is a slow path, and an inline `Sleep` and outcome
+        // would be the largest state around a client whose own future is
+        // boxed.
+        Waiting {
             sleep: Pin<Box<Sleep>>,
-        },
-        // A wait that the request's deadline cuts short: at the deadline, the
-        // outcome kept here is returned. Boxed: the path is rare, and the
-        // outcome would otherwise widen every state.
-        Cut {
-            sleep: Pin<Box<Sleep>>,
-            outcome: Option<Box<O>>,
+            outcome: Option<Kept<O>>,
+            cut: bool,
         },
         // Waiting for the inner service to be ready for the next attempt.
         Readying,
@@ -68,23 +66,22 @@ pin_project! {
 }
 
 impl<F, O> State<F, O> {
-    /// The wait before the next attempt: none at all when `wait` is zero.
-    fn before_retry(wait: Duration) -> Self {
+    /// The wait before the next attempt, asked for by `outcome`: none at
+    /// all when `wait` is zero (the outcome is dropped).
+    fn before_retry(wait: Duration, outcome: O) -> Self {
         if wait.is_zero() {
-            State::Readying
-        } else {
-            State::Backoff {
-                sleep: Box::pin(tokio::time::sleep(wait)),
-            }
+            return State::Readying;
         }
+        Self::waiting(saturating_after(Instant::now(), wait), outcome, false)
     }
 
-    /// A wait that the deadline, at `until`, cuts short, with `outcome`
-    /// kept for then.
-    fn cut(until: Instant, outcome: O) -> Self {
-        State::Cut {
+    /// A wait until `until`, with `outcome` kept through it; `cut` when the
+    /// deadline ends it.
+    fn waiting(until: Instant, outcome: O, cut: bool) -> Self {
+        State::Waiting {
             sleep: Box::pin(tokio::time::sleep_until(until)),
-            outcome: Some(Box::new(outcome)),
+            outcome: Some(Kept::new(outcome)),
+            cut,
         }
     }
 }
@@ -137,20 +134,34 @@ where
                             return Poll::Ready(outcome);
                         }
                         // NOTE: the discarded response (and its unread body)
-                        // is dropped here, before the next attempt.
-                        Decision::Retry(wait) => this.state.set(State::before_retry(wait)),
-                        Decision::Cut(until) => this.state.set(State::cut(until, outcome)),
+                        // is dropped before the next attempt.
+                        Decision::Retry(wait) => {
+                            this.state.set(State::before_retry(wait, outcome));
+                        }
+                        Decision::Cut(until) => {
+                            this.state.set(State::waiting(until, outcome, true))
+                        }
                     }
                 }
-                StateProj::Backoff { sleep } => {
+                StateProj::Waiting {
+                    sleep,
+                    outcome,
+                    cut,
+                } => {
                     ready!(sleep.as_mut().poll(cx));
-                    this.state.set(State::Readying);
-                }
-                StateProj::Cut { sleep, outcome } => {
-                    ready!(sleep.as_mut().poll(cx));
-                    let outcome = *outcome.take().expect("the outcome is kept until the cut");
+                    let kept = outcome
+                        .take()
+                        .expect("the outcome is kept through the wait");
+                    let kept = kept.into_inner();
+                    let ended = match *cut {
+                        true => Some(this.retry.at_deadline(kept)),
+                        false => this.retry.after_wait(kept),
+                    };
+                    let Some(outcome) = ended else {
+                        this.state.set(State::Readying);
+                        continue;
+                    };
                     this.state.set(State::Done);
-                    let outcome = this.retry.at_deadline(outcome);
                     this.retry.record_end_on(this.span.as_deref());
                     return Poll::Ready(outcome);
                 }
@@ -193,8 +204,8 @@ where
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let state = match &self.state {
             State::Called { .. } => "called",
-            State::Backoff { .. } => "backoff",
-            State::Cut { .. } => "waiting for the deadline",
+            State::Waiting { cut: false, .. } => "backoff",
+            State::Waiting { cut: true, .. } => "waiting for the deadline",
             State::Readying => "readying",
             State::Done => "done",
         };

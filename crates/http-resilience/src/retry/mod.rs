@@ -167,7 +167,7 @@ mod state;
 pub use self::{layer::StatusRetryLayer, policy::RetryPolicy};
 
 use self::future::ResponseFuture;
-pub(crate) use self::state::{Decision, RetryState};
+pub(crate) use self::state::{Decision, Kept, RetryState};
 use crate::telemetry::{self, CallSpan, Form};
 use crate::{
     body::TryCloneBody,

@@ -10,7 +10,10 @@ use crate::{
     telemetry::CallSpan,
     RequestDeadline,
 };
-use std::{sync::Arc, time::Duration};
+use std::{
+    sync::{Arc, Mutex, PoisonError},
+    time::Duration,
+};
 use tokio::time::Instant;
 
 /// The retry's state for one request: the retryer, the kept copy of the
@@ -193,6 +196,25 @@ impl<B, D, R> RetryState<B, D, R> {
 }
 
 impl<B: TryCloneBody, D, R: Retryer> RetryState<B, D, R> {
+    /// After the wait before a retry, with `kept`, the outcome that asked
+    /// for it: `None` when the retry goes on (the outcome is dropped), or
+    /// the outcome itself, ended `NotReplayable`, when the request can no
+    /// longer be sent whole. An attempt left behind that is still sending
+    /// the body (its answer came first) may read it past the replay cap
+    /// during the wait; the outcome then stands, as it would have had the
+    /// body been lost before the decision.
+    pub(crate) fn after_wait<T, E>(
+        &mut self,
+        kept: Result<http::Response<T>, E>,
+    ) -> Option<Result<http::Response<T>, E>> {
+        if replayable(self.request.as_ref()) {
+            return None;
+        }
+        let mut outcome = kept;
+        self.end(Stop::NotReplayable, None, &mut outcome);
+        Some(outcome)
+    }
+
     /// Judges the outcome of the attempt just made and says what comes next,
     /// with the outcome left where it is: on `Return` it carries its report;
     /// otherwise the caller drops it (a `Cut` keeps it until the deadline, or
@@ -338,6 +360,33 @@ impl<B: TryCloneBody, D, R: Retryer> RetryState<B, D, R> {
     }
 }
 
+/// An outcome kept through the wait before a retry (see
+/// [`RetryState::after_wait`]), boxed: a wait is a slow path.
+///
+/// NOTE: the `Mutex` is never locked; it keeps the future that holds the
+/// outcome `Sync` whatever the response body is (only `Send` is asked of
+/// it), as `Sync` futures are asked for by `BoxCloneSyncService`.
+pub(crate) struct Kept<O>(Box<Mutex<O>>);
+
+impl<O> Kept<O> {
+    /// Keeps `outcome`.
+    pub(crate) fn new(outcome: O) -> Self {
+        Self(Box::new(Mutex::new(outcome)))
+    }
+
+    /// The outcome kept.
+    pub(crate) fn into_inner(self) -> O {
+        self.0.into_inner().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+/// Whether the kept copy of the request can still be sent whole.
+fn replayable<B: TryCloneBody>(request: Option<&Pristine<B>>) -> bool {
+    request
+        .and_then(Pristine::kept)
+        .is_some_and(|request| request.body().is_replayable())
+}
+
 /// The retry's own checks before another attempt.
 struct RetryAgain<'a, B, D, R> {
     policy: &'a RetryPolicy<D, R>,
@@ -350,10 +399,9 @@ struct RetryAgain<'a, B, D, R> {
 
 impl<B: TryCloneBody, D, R: Retryer> Again for RetryAgain<'_, B, D, R> {
     fn sendable(&mut self) -> Result<(), Stop> {
-        match self.request.and_then(Pristine::kept) {
-            Some(request) if request.body().is_replayable() => Ok(()),
-            _ => Err(Stop::NotReplayable),
-        }
+        replayable(self.request)
+            .then_some(())
+            .ok_or(Stop::NotReplayable)
     }
 
     /// NOTE: an attempt a guard turned away was never sent, so it is safe to
