@@ -40,6 +40,9 @@ pub(super) struct Hedging<S, B> {
     pub(super) next_at: Option<(Instant, Duration)>,
     /// A non-fatal outcome asks for the next copy at once.
     pub(super) at_once: Option<Verdict>,
+    /// No copy goes before this instant, whatever would start it: the
+    /// server asked for a wait (`Retry-After`, gRPC's pushback).
+    pub(super) held: Option<Instant>,
     /// The request's deadline: no copy is sent at or after it.
     pub(super) deadline: Option<RequestDeadline>,
     pub(super) sleep: crate::timer::LazySleep,
@@ -430,6 +433,9 @@ fn due<S, B, D, F>(
     policy: &HedgePolicy<D>,
     now: Instant,
 ) -> Option<HedgeTrigger> {
+    if hedging.held.is_some_and(|held| now < held) {
+        return None;
+    }
     if let Some(verdict) = hedging.at_once {
         return Some(HedgeTrigger::NonFatal(verdict));
     }
@@ -458,15 +464,20 @@ fn schedule_next<S, B, D>(
         limits::capped(asked, policy.max_server_delay())
     });
     let deadline = hedging.deadline.map(|d| d.instant());
-    match limits::schedule(wait, deadline, policy.options().deadline_margin(), now)? {
-        Scheduled::After(_) if asked.is_none() => hedging.at_once = Some(verdict),
-        Scheduled::After(wait) => {
-            hedging.next_at = Some((crate::timer::saturating_after(now, wait), wait));
+    let until = match limits::schedule(wait, deadline, policy.options().deadline_margin(), now)? {
+        Scheduled::After(_) if asked.is_none() => {
+            hedging.at_once = Some(verdict);
+            return Ok(());
         }
+        Scheduled::After(wait) => crate::timer::saturating_after(now, wait),
         // NOTE: at the deadline no copy may go: the call then ends with the
         // outcome kept, as a retry's cut wait does.
-        Scheduled::Cut(until) => hedging.next_at = Some((until, wait)),
-    }
+        Scheduled::Cut(until) => until,
+    };
+    // NOTE: the server's wait holds every copy, whichever copy's outcome
+    // would send one at once and in whatever order they ended.
+    hedging.next_at = Some((until, wait));
+    hedging.held = hedging.held.max(Some(until));
     Ok(())
 }
 
@@ -515,8 +526,14 @@ fn next_due<S, B, D, F>(
             .map(|a| crate::timer::saturating_after(a.started, limit))
             .min()
     });
-    match (hedging.next_at.map(|(at, _)| at), on_limit) {
+    let earliest = match (hedging.next_at.map(|(at, _)| at), on_limit) {
         (Some(a), Some(b)) => Some(a.min(b)),
         (a, b) => a.or(b),
+    };
+    match (hedging.held, hedging.at_once) {
+        // NOTE: a copy asked for at once waits only for the server's wait.
+        (Some(held), Some(_)) => Some(held),
+        (Some(held), None) => earliest.map(|at| at.max(held)),
+        (None, _) => earliest,
     }
 }

@@ -42,7 +42,9 @@
 //!   call there with the outcome in hand, and with deadline-aware scheduling
 //!   ([`CallOptions::deadline_aware`](crate::policy::CallOptions::deadline_aware)) a wait that leaves no time for a
 //!   useful copy ends it at once; these are the retry's rules, applied by
-//!   the same code;
+//!   the same code; while it runs no copy is sent, whatever would start one
+//!   (another copy's failure, a copy's age), as gRPC's hedging waits for a
+//!   pushback;
 //! - a request that is not safe to repeat is **never hedged** (the library's
 //!   rule: an idempotent method, an `Idempotency-Key`, or the caller's
 //!   [`Idempotency`](crate::policy::Idempotency)); it is sent once, as it
@@ -324,6 +326,7 @@ impl<S: Clone, D> Hedge<S, D> {
             pristine,
             next_at,
             at_once: None,
+            held: None,
             deadline,
             sleep: None,
         }))

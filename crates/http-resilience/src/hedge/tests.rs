@@ -608,3 +608,94 @@ mod properties {
         }
     }
 }
+
+/// Two copies end in the same poll: the first non-fatal without a server
+/// delay, the second with `Retry-After: 2`. The server's wait holds the
+/// third copy, whatever the order the two ended in.
+#[tokio::test(start_paused = true)]
+async fn a_servers_wait_holds_a_copy_another_outcome_asked_for_at_once() {
+    let calls = Arc::new(AtomicU32::new(0));
+    let sent_at = Arc::new(Mutex::new(Vec::new()));
+    let decoder = StatusDecoder::new([503]).unwrap().with_retry_after();
+    let policy = HedgePolicy::new(decoder, HedgeDelay::fixed(MS(10)), 3)
+        .unwrap()
+        .with_max_in_flight(2)
+        .unwrap()
+        .with_max_server_delay(MS(5000));
+    let start = Instant::now();
+    let svc = HedgeLayer::new(policy).layer(tower::service_fn({
+        let (calls, sent_at) = (calls.clone(), sent_at.clone());
+        move |_: http::Request<Full<Bytes>>| {
+            let n = calls.fetch_add(1, Ordering::SeqCst);
+            sent_at.lock().unwrap().push(start.elapsed());
+            async move {
+                let response = match n {
+                    // Copy 1: sent at 0, a plain 503 at 20 ms.
+                    0 => {
+                        tokio::time::sleep(MS(20)).await;
+                        http::Response::builder().status(503).body(String::new())
+                    }
+                    // Copy 2: sent at 10 ms, a 503 asking for 2 s at 20 ms.
+                    1 => {
+                        tokio::time::sleep(MS(10)).await;
+                        http::Response::builder()
+                            .status(503)
+                            .header("retry-after", "2")
+                            .body(String::new())
+                    }
+                    _ => http::Response::builder().body(String::new()),
+                };
+                Ok::<_, BoxError>(response.unwrap())
+            }
+        }
+    }));
+    svc.oneshot(get()).await.unwrap();
+    let sent_at = sent_at.lock().unwrap().clone();
+    assert_eq!(sent_at.len(), 3, "{sent_at:?}");
+    assert!(
+        sent_at[2] >= MS(2020),
+        "the third copy went at {:?}, before the 2 s the server asked for: {sent_at:?}",
+        sent_at[2]
+    );
+}
+
+/// A copy past its age limit starts no hedge while the server's wait runs.
+#[tokio::test(start_paused = true)]
+async fn an_aged_copy_starts_no_hedge_while_the_servers_wait_runs() {
+    let calls = Arc::new(AtomicU32::new(0));
+    let sent_at = Arc::new(Mutex::new(Vec::new()));
+    let decoder = StatusDecoder::new([503]).unwrap().with_retry_after();
+    let policy = HedgePolicy::new(decoder, HedgeDelay::never(), 3)
+        .unwrap()
+        .hedge_on_attempt_timeout(MS(100))
+        .with_max_server_delay(MS(5000));
+    let start = Instant::now();
+    let svc = HedgeLayer::new(policy).layer(tower::service_fn({
+        let (calls, sent_at) = (calls.clone(), sent_at.clone());
+        move |_: http::Request<Full<Bytes>>| {
+            let n = calls.fetch_add(1, Ordering::SeqCst);
+            sent_at.lock().unwrap().push(start.elapsed());
+            async move {
+                let response = match n {
+                    0 => {
+                        tokio::time::sleep(MS(150)).await;
+                        http::Response::builder()
+                            .status(503)
+                            .header("retry-after", "2")
+                            .body(String::new())
+                    }
+                    1 => {
+                        tokio::time::sleep(MS(10_000)).await;
+                        http::Response::builder().body(String::new())
+                    }
+                    _ => http::Response::builder().body(String::new()),
+                };
+                Ok::<_, BoxError>(response.unwrap())
+            }
+        }
+    }));
+    svc.oneshot(get()).await.unwrap();
+    let sent_at = sent_at.lock().unwrap().clone();
+    assert_eq!(sent_at.len(), 3, "{sent_at:?}");
+    assert_eq!(sent_at[2], MS(2150), "held until the server's wait ended");
+}
