@@ -6,7 +6,7 @@ use super::{
 };
 use crate::{telemetry, timer::saturating_after};
 use pin_project_lite::pin_project;
-use std::time::Duration;
+
 use std::{
     fmt,
     future::Future,
@@ -66,15 +66,6 @@ pin_project! {
 }
 
 impl<F, O> State<F, O> {
-    /// The wait before the next attempt, asked for by `outcome`: none at
-    /// all when `wait` is zero (the outcome is dropped).
-    fn before_retry(wait: Duration, outcome: O) -> Self {
-        if wait.is_zero() {
-            return State::Readying;
-        }
-        Self::waiting(saturating_after(Instant::now(), wait), outcome, false)
-    }
-
     /// A wait until `until`, with `outcome` kept through it; `cut` when the
     /// deadline ends it.
     fn waiting(until: Instant, outcome: O, cut: bool) -> Self {
@@ -135,8 +126,12 @@ where
                         }
                         // NOTE: the discarded response (and its unread body)
                         // is dropped before the next attempt.
+                        Decision::Retry(wait) if wait.is_zero() => {
+                            this.state.set(State::Readying);
+                        }
                         Decision::Retry(wait) => {
-                            this.state.set(State::before_retry(wait, outcome));
+                            let until = saturating_after(Instant::now(), wait);
+                            this.state.set(State::waiting(until, outcome, false));
                         }
                         Decision::Cut(until) => {
                             this.state.set(State::waiting(until, outcome, true))
