@@ -38,6 +38,9 @@ pub(crate) struct Session<S, B> {
     validator: Validator,
     total: Option<u64>,
     received: u64,
+    /// Where the current part ends (its `Content-Range` END plus one), when
+    /// the representation's length is unknown.
+    part_end: Option<u64>,
     resumes: u32,
     cause: Option<BoxError>,
 }
@@ -102,6 +105,7 @@ impl<S, B> Origin<S, B> {
             validator,
             total: content_length(headers),
             received: 0,
+            part_end: None,
             resumes: 0,
             cause: None,
         })
@@ -134,7 +138,7 @@ impl<S, B> Session<S, B> {
     /// Counts `bytes` more of the body; more than announced is a mismatch.
     pub(crate) fn count(&mut self, bytes: usize) -> Result<(), ResumeMismatch> {
         self.received = self.received.saturating_add(bytes as u64);
-        match self.total {
+        match self.total.or(self.part_end) {
             Some(total) if self.received > total => Err(self.length_mismatch(total)),
             _ => Ok(()),
         }
@@ -143,7 +147,7 @@ impl<S, B> Session<S, B> {
     /// Checks the end of the body: an end before the announced length is a
     /// mismatch.
     pub(crate) fn end(&mut self) -> Result<(), ResumeMismatch> {
-        match self.total {
+        match self.total.or(self.part_end) {
             Some(total) if self.received != total => Err(self.length_mismatch(total)),
             _ => Ok(()),
         }
@@ -234,6 +238,9 @@ impl<S, B> Session<S, B> {
         match got.and_then(ContentRange::parse) {
             Some(range) if self.continues(range) => {
                 self.total = self.total.or(range.total);
+                // NOTE: with no length known, the part is held to its own
+                // range: no more and no fewer bytes than it announced.
+                self.part_end = range.end.checked_add(1);
                 None
             }
             _ => Some(Mismatch::ContentRange {
@@ -323,7 +330,13 @@ impl ContentRange {
     /// `bytes START-END/TOTAL` or `bytes START-END/*`, with START at or before
     /// END and END before TOTAL.
     fn parse(value: &HeaderValue) -> Option<Self> {
-        let text = value.to_str().ok()?.trim().strip_prefix("bytes ")?;
+        let text = value.to_str().ok()?.trim();
+        // NOTE: range unit names are case-insensitive (RFC 9110, section 14.1).
+        let unit = text.get(..6)?;
+        if !unit.eq_ignore_ascii_case("bytes ") {
+            return None;
+        }
+        let text = &text[6..];
         let (range, total) = text.split_once('/')?;
         let (start, end) = range.split_once('-')?;
         let (start, end) = (position(start)?, position(end)?);
@@ -413,6 +426,22 @@ mod tests {
             "bytes +0-1/2",
         ] {
             assert_eq!(range(bad), None, "{bad}");
+        }
+    }
+
+    #[test]
+    fn the_range_unit_is_read_in_any_case() {
+        // RFC 9110, section 14.1: range unit names are case-insensitive.
+        for text in ["Bytes 4-9/10", "BYTES 4-9/10"] {
+            assert_eq!(
+                range(text),
+                Some(ContentRange {
+                    start: 4,
+                    end: 9,
+                    total: Some(10)
+                }),
+                "{text}"
+            );
         }
     }
 

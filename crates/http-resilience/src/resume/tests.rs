@@ -499,3 +499,48 @@ fn debug_output_names_the_state() {
     let policy = ResumePolicy::new(1);
     assert!(format!("{:?}", ResumeLayer::new(policy)).contains("max_resumes: 1"));
 }
+
+// ===== a part of unknown total is held to its own Content-Range =====
+
+/// The headers of a file sent chunked: resumable, its length unknown.
+const CHUNKED_FILE: &[(&str, &str)] = &[("accept-ranges", "bytes"), ("etag", "\"v1\"")];
+
+/// Reads `body` to its end: the bytes, and the error that ended it.
+async fn drain<B>(body: B) -> (Vec<u8>, Option<BoxError>)
+where
+    B: Body<Data = Bytes, Error = BoxError>,
+{
+    let mut body = std::pin::pin!(body);
+    let mut all = Vec::new();
+    while let Some(frame) = body.frame().await {
+        match frame {
+            Ok(frame) => all.extend_from_slice(&frame.into_data().unwrap_or_default()),
+            Err(err) => return (all, Some(err)),
+        }
+    }
+    (all, None)
+}
+
+#[tokio::test(flavor = "current_thread", start_paused = true)]
+async fn a_part_longer_than_its_content_range_is_not_spliced() {
+    // The 206 says it carries bytes 4-5 (2 bytes) but sends 6.
+    let (svc, _) = upstream(vec![
+        response(200, CHUNKED_FILE, Pieces::default().data("0123").reset()),
+        response(
+            206,
+            &[("etag", "\"v1\""), ("content-range", "bytes 4-5/*")],
+            Pieces::default().data("4567XY"),
+        ),
+    ]);
+    let response = Resume::new(svc, ResumePolicy::new(3))
+        .oneshot(get())
+        .await
+        .unwrap();
+    let (bytes, err) = drain(response.into_body()).await;
+    assert!(
+        err.is_some(),
+        "{} bytes spliced with no error: {:?}",
+        bytes.len(),
+        String::from_utf8_lossy(&bytes)
+    );
+}
