@@ -113,30 +113,11 @@ where
         let mut this = self.project();
         let _entered = this.span.as_deref().map(tracing::Span::enter);
         loop {
-            match this.state.as_mut().project() {
+            let output = match this.state.as_mut().project() {
                 StateProj::Called { future } => {
                     let span = this.retry.attempt_span();
-                    let mut outcome = ready!(telemetry::poll_in(span, future, cx));
-                    let deadline = this.retry.request_deadline();
-                    match this.retry.decide(&mut outcome, deadline) {
-                        Decision::Return => {
-                            this.state.set(State::Done);
-                            this.retry.record_end_on(this.span.as_deref());
-                            return Poll::Ready(outcome);
-                        }
-                        // NOTE: the discarded response (and its unread body)
-                        // is dropped before the next attempt.
-                        Decision::Retry(wait) if wait.is_zero() => {
-                            this.state.set(State::Readying);
-                        }
-                        Decision::Retry(wait) => {
-                            let until = saturating_after(Instant::now(), wait);
-                            this.state.set(State::waiting(until, outcome, false));
-                        }
-                        Decision::Cut(until) => {
-                            this.state.set(State::waiting(until, outcome, true))
-                        }
-                    }
+                    let outcome = ready!(telemetry::poll_in(span, future, cx));
+                    judge(this.retry, outcome, this.state.as_mut())
                 }
                 StateProj::Waiting {
                     sleep,
@@ -147,35 +128,81 @@ where
                     let kept = outcome
                         .take()
                         .expect("the outcome is kept through the wait");
-                    let kept = kept.into_inner();
-                    let ended = match *cut {
-                        true => Some(this.retry.at_deadline(kept)),
-                        false => this.retry.after_wait(kept),
-                    };
-                    let Some(outcome) = ended else {
-                        this.state.set(State::Readying);
-                        continue;
-                    };
-                    this.state.set(State::Done);
-                    this.retry.record_end_on(this.span.as_deref());
-                    return Poll::Ready(outcome);
+                    let cut = *cut;
+                    after_wait(this.retry, kept.into_inner(), cut, this.state.as_mut())
                 }
                 StateProj::Readying => {
                     // NOTE: the clone is called only after it reported ready
                     // (tower-service: "Be careful when cloning inner services").
-                    if let Err(error) = ready!(this.service.poll_ready(cx)) {
-                        this.state.set(State::Done);
-                        let outcome = this.retry.not_ready(error);
-                        this.retry.record_end_on(this.span.as_deref());
-                        return Poll::Ready(outcome);
+                    match ready!(this.service.poll_ready(cx)) {
+                        Err(error) => Some(this.retry.not_ready(error)),
+                        Ok(()) => {
+                            let future = send_next(this.service, this.retry);
+                            this.state.set(State::Called { future });
+                            None
+                        }
                     }
-                    let future = send_next(this.service, this.retry);
-                    this.state.set(State::Called { future });
                 }
                 StateProj::Done => panic!("ResponseFuture polled after completion"),
+            };
+            if let Some(output) = output {
+                this.state.set(State::Done);
+                this.retry.record_end_on(this.span.as_deref());
+                return Poll::Ready(output);
             }
         }
     }
+}
+
+/// Judges an attempt's `outcome`: the call's output, or `None` with the next
+/// state set.
+#[inline(always)]
+fn judge<F, B, T, E, D, R>(
+    retry: &mut RetryState<B, D, R>,
+    mut outcome: Result<http::Response<T>, E>,
+    mut state: Pin<&mut State<F, Result<http::Response<T>, E>>>,
+) -> Option<Result<http::Response<T>, E>>
+where
+    B: TryCloneBody,
+    D: Decoder<T, E>,
+    R: Retryer,
+{
+    let deadline = retry.request_deadline();
+    match retry.decide(&mut outcome, deadline) {
+        Decision::Return => return Some(outcome),
+        // NOTE: the discarded response (and its unread body) is dropped
+        // before the next attempt.
+        Decision::Retry(wait) if wait.is_zero() => state.set(State::Readying),
+        Decision::Retry(wait) => {
+            let until = saturating_after(Instant::now(), wait);
+            state.set(State::waiting(until, outcome, false));
+        }
+        Decision::Cut(until) => state.set(State::waiting(until, outcome, true)),
+    }
+    None
+}
+
+/// After a wait with the outcome `kept` through it: the call's output when
+/// the wait was `cut` by the deadline or the body was lost meanwhile, or
+/// `None` with the service to be readied for the next attempt.
+fn after_wait<F, B, T, E, D, R>(
+    retry: &mut RetryState<B, D, R>,
+    kept: Result<http::Response<T>, E>,
+    cut: bool,
+    mut state: Pin<&mut State<F, Result<http::Response<T>, E>>>,
+) -> Option<Result<http::Response<T>, E>>
+where
+    B: TryCloneBody,
+    R: Retryer,
+{
+    let ended = match cut {
+        true => Some(retry.at_deadline(kept)),
+        false => retry.after_wait(kept),
+    };
+    if ended.is_none() {
+        state.set(State::Readying);
+    }
+    ended
 }
 
 /// Sends the next attempt's request on `service` (ready), within the
