@@ -579,7 +579,45 @@ async fn a_hedged_check_that_no_copy_answers_ends_with_deadline_exceeded() {
 mod breaker;
 mod endpoint;
 mod fault;
+mod metrics;
 mod overload;
 mod pushback;
 mod rate_limit;
 mod service_config;
+
+/// A client-streaming call that the server ends with a trailers-only
+/// `UNAVAILABLE` while the client is still streaming is retried (nothing was
+/// committed), and the retry carries every message, those sent to the first
+/// attempt and those streamed after.
+#[tokio::test]
+async fn a_stream_ended_early_by_unavailable_is_retried_whole() {
+    let script = Script::new([Step::Status(14, None)]);
+    let channel = server(&script).await;
+    let mut grpc = tonic::client::Grpc::new(GrpcLayer::new(quick()).layer(channel));
+    let (tx, rx) = tokio::sync::mpsc::channel(1);
+    tokio::spawn(async move {
+        for service in ["a", "b", "c"] {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            let message = HealthCheckRequest {
+                service: service.into(),
+            };
+            if tx.send(message).await.is_err() {
+                return;
+            }
+        }
+    });
+    let messages = tokio_stream::wrappers::ReceiverStream::new(rx);
+    let response = guarded(async {
+        grpc.ready().await.unwrap();
+        grpc.client_streaming(
+            tonic::Request::new(messages),
+            http::uri::PathAndQuery::from_static(UPLOAD),
+            tonic_prost::ProstCodec::<HealthCheckRequest, HealthCheckResponse>::default(),
+        )
+        .await
+    })
+    .await
+    .unwrap();
+    assert_eq!(attempts(response.extensions()), 2);
+    assert_eq!(response.metadata().get("x-services").unwrap(), "a,b,c");
+}

@@ -229,6 +229,11 @@ impl<D> Observed for crate::hedge::HedgePolicy<D> {
     /// the [`GrpcHedgeLayer`](crate::grpc::GrpcHedgeLayer)'s service, which
     /// holds its own), and a breaker inside is wired with
     /// [`BreakerPolicy::with_metrics`](crate::otel::Observed::with_metrics).
+    /// The call is then recorded before the hedge layer puts the channel's
+    /// endpoint on a request that names only its path: a tonic client made
+    /// with `with_origin(service, endpoint.uri().clone())` rather than
+    /// `new(service)` gives the call's metrics their server, as its
+    /// attempts' have.
     fn with_metrics(self, metrics: &Metrics) -> Self {
         let wired = Wired::of(metrics, self.parts());
         self.map_options(|o| o.with_listener(wired))

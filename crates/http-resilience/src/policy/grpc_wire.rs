@@ -65,7 +65,16 @@ static GRPC_STATUS_NAME: HeaderName = GRPC_STATUS;
 
 /// The gRPC code in a head's `grpc-status`, if it has a well-formed one.
 pub(crate) fn grpc_status_of(headers: &HeaderMap) -> Option<i32> {
-    parse_ascii_int(headers.get(&GRPC_STATUS_NAME)?.as_bytes())
+    parse_status(headers.get(&GRPC_STATUS_NAME)?.as_bytes())
+}
+
+/// A `grpc-status` value: `1*DIGIT` (gRPC's PROTOCOL-HTTP2.md), no sign,
+/// so that `-0` is malformed rather than `OK`.
+pub(crate) fn parse_status(bytes: &[u8]) -> Option<i32> {
+    if bytes.first() == Some(&b'-') {
+        return None;
+    }
+    parse_ascii_int(bytes)
 }
 
 /// A signed 32-bit decimal: an optional `-` and one or more ASCII digits,

@@ -1,7 +1,7 @@
 //! gRPC outcomes, judged as gRPC's retry design (proposal A6) says.
 
 use super::{
-    super::grpc_wire::{grpc_code_name, parse_ascii_int},
+    super::grpc_wire::{grpc_code_name, parse_ascii_int, parse_status},
     Decoder, Reason, Verdict,
 };
 use crate::{errors::AsError, FailureKind, InvalidSetting};
@@ -158,7 +158,7 @@ impl GrpcDecoder {
 
     fn decode_head(&self, status: StatusCode, headers: &HeaderMap) -> Verdict {
         let code = match headers.get(GRPC_STATUS) {
-            Some(value) => match parse_ascii_int(value.as_bytes()) {
+            Some(value) => match parse_status(value.as_bytes()) {
                 Some(0) => return Verdict::Accept,
                 Some(code) => code,
                 None => return Verdict::fail(Reason::Header("grpc-status")),
@@ -301,6 +301,24 @@ mod tests {
                 "{value:?}"
             );
         }
+    }
+
+    /// `grpc-status` is `1*DIGIT` (gRPC's PROTOCOL-HTTP2.md); a sign
+    /// makes it malformed, and `-0` must not read as `OK`.
+    #[test]
+    fn a_signed_status_is_malformed_not_ok() {
+        let decoder = GrpcDecoder::default();
+        for value in ["-0", "-00", "-14"] {
+            let verdict = judge(&decoder, trailers_only(value).body(()).unwrap());
+            assert_eq!(
+                verdict,
+                Verdict::fail(Reason::Header("grpc-status")),
+                "{value:?}"
+            );
+        }
+        let mut head = http::HeaderMap::new();
+        head.insert(GRPC_STATUS, http::HeaderValue::from_static("-0"));
+        assert_eq!(crate::policy::grpc_status_of(&head), None);
     }
 
     #[test]
