@@ -66,6 +66,28 @@ fn put(report: &RetryReport) -> Sent {
         .unwrap()
 }
 
+/// Asserts that the call ended with the first attempt's 503, no other
+/// attempt sent, its report saying why.
+fn the_503_stands<T, E: std::fmt::Display>(
+    outcome: Result<Response<T>, E>,
+    calls: &AtomicU32,
+    report: &RetryReport,
+) {
+    let sent = calls.load(Ordering::SeqCst);
+    let stop = report.summary().map(|s| s.stop());
+    match outcome {
+        Ok(response) => {
+            assert_eq!(response.status(), StatusCode::SERVICE_UNAVAILABLE);
+            assert_eq!(sent, 1, "no attempt sent with a body known to be lost");
+        }
+        Err(err) => panic!(
+            "{sent} attempts sent; the caller got an error instead of the 503: {err} \
+             (stop: {stop:?})"
+        ),
+    }
+    assert_eq!(stop, Some(Stop::NotReplayable));
+}
+
 #[tokio::test(start_paused = true)]
 async fn a_body_that_went_past_the_cap_during_the_backoff_is_not_sent_again() {
     let calls = Arc::new(AtomicU32::new(0));
@@ -77,22 +99,7 @@ async fn a_body_that_went_past_the_cap_during_the_backoff_is_not_sent_again() {
     let svc = StatusRetryLayer::new(policy).layer(upstream);
     let report = RetryReport::new();
     let outcome = svc.oneshot(put(&report)).await;
-    let sent = calls.load(Ordering::SeqCst);
-    match outcome {
-        Ok(response) => {
-            assert_eq!(response.status(), StatusCode::SERVICE_UNAVAILABLE);
-            assert_eq!(sent, 1, "no attempt sent with a body known to be lost");
-        }
-        Err(err) => panic!(
-            "{sent} attempts sent; the caller got an error instead of the 503: {err} \
-             (stop: {:?})",
-            report.summary().map(|s| s.stop()),
-        ),
-    }
-    assert_eq!(
-        report.summary().map(|s| s.stop()),
-        Some(Stop::NotReplayable)
-    );
+    the_503_stands(outcome, &calls, &report);
 }
 
 /// The same through the combined service (`ResiliencePolicy::layer`).
@@ -113,20 +120,5 @@ async fn the_combined_service_does_not_send_a_body_lost_during_the_backoff() {
     .layer(upstream(Arc::clone(&calls)));
     let report = RetryReport::new();
     let outcome = svc.oneshot(put(&report)).await;
-    let sent = calls.load(Ordering::SeqCst);
-    match outcome {
-        Ok(response) => {
-            assert_eq!(response.status(), StatusCode::SERVICE_UNAVAILABLE);
-            assert_eq!(sent, 1, "no attempt sent with a body known to be lost");
-        }
-        Err(err) => panic!(
-            "{sent} attempts sent; the caller got an error instead of the 503: {err} \
-             (stop: {:?})",
-            report.summary().map(|s| s.stop()),
-        ),
-    }
-    assert_eq!(
-        report.summary().map(|s| s.stop()),
-        Some(Stop::NotReplayable)
-    );
+    the_503_stands(outcome, &calls, &report);
 }

@@ -609,48 +609,51 @@ mod properties {
     }
 }
 
+/// One answer of a scripted copy: after how long, its status, and the
+/// `Retry-After` it carries.
+type Answer = (Duration, u16, Option<&'static str>);
+
+/// When each copy of one call under `policy` was sent, copy `n` answering
+/// as `script[n]` says (the ones past the script: 200 at once).
+async fn copies_sent_at(policy: HedgePolicy<StatusDecoder>, script: &[Answer]) -> Vec<Duration> {
+    let calls = Arc::new(AtomicU32::new(0));
+    let sent_at = Arc::new(Mutex::new(Vec::new()));
+    let start = Instant::now();
+    let svc = HedgeLayer::new(policy).layer(tower::service_fn({
+        let sent_at = sent_at.clone();
+        move |_: http::Request<Full<Bytes>>| {
+            let n = calls.fetch_add(1, Ordering::SeqCst) as usize;
+            sent_at.lock().unwrap().push(start.elapsed());
+            let (after, status, retry_after) = script.get(n).copied().unwrap_or((MS(0), 200, None));
+            async move {
+                tokio::time::sleep(after).await;
+                let mut response = http::Response::builder().status(status);
+                if let Some(seconds) = retry_after {
+                    response = response.header("retry-after", seconds);
+                }
+                Ok::<_, BoxError>(response.body(String::new()).unwrap())
+            }
+        }
+    }));
+    svc.oneshot(get()).await.unwrap();
+    let sent_at = sent_at.lock().unwrap().clone();
+    sent_at
+}
+
 /// Two copies end in the same poll: the first non-fatal without a server
 /// delay, the second with `Retry-After: 2`. The server's wait holds the
 /// third copy, whatever the order the two ended in.
 #[tokio::test(start_paused = true)]
 async fn a_servers_wait_holds_a_copy_another_outcome_asked_for_at_once() {
-    let calls = Arc::new(AtomicU32::new(0));
-    let sent_at = Arc::new(Mutex::new(Vec::new()));
     let decoder = StatusDecoder::new([503]).unwrap().with_retry_after();
     let policy = HedgePolicy::new(decoder, HedgeDelay::fixed(MS(10)), 3)
         .unwrap()
         .with_max_in_flight(2)
         .unwrap()
         .with_max_server_delay(MS(5000));
-    let start = Instant::now();
-    let svc = HedgeLayer::new(policy).layer(tower::service_fn({
-        let (calls, sent_at) = (calls.clone(), sent_at.clone());
-        move |_: http::Request<Full<Bytes>>| {
-            let n = calls.fetch_add(1, Ordering::SeqCst);
-            sent_at.lock().unwrap().push(start.elapsed());
-            async move {
-                let response = match n {
-                    // Copy 1: sent at 0, a plain 503 at 20 ms.
-                    0 => {
-                        tokio::time::sleep(MS(20)).await;
-                        http::Response::builder().status(503).body(String::new())
-                    }
-                    // Copy 2: sent at 10 ms, a 503 asking for 2 s at 20 ms.
-                    1 => {
-                        tokio::time::sleep(MS(10)).await;
-                        http::Response::builder()
-                            .status(503)
-                            .header("retry-after", "2")
-                            .body(String::new())
-                    }
-                    _ => http::Response::builder().body(String::new()),
-                };
-                Ok::<_, BoxError>(response.unwrap())
-            }
-        }
-    }));
-    svc.oneshot(get()).await.unwrap();
-    let sent_at = sent_at.lock().unwrap().clone();
+    // Copy 1: sent at 0, a plain 503 at 20 ms; copy 2: sent at 10 ms, a 503
+    // asking for 2 s at 20 ms.
+    let sent_at = copies_sent_at(policy, &[(MS(20), 503, None), (MS(10), 503, Some("2"))]).await;
     assert_eq!(sent_at.len(), 3, "{sent_at:?}");
     assert!(
         sent_at[2] >= MS(2020),
@@ -662,40 +665,13 @@ async fn a_servers_wait_holds_a_copy_another_outcome_asked_for_at_once() {
 /// A copy past its age limit starts no hedge while the server's wait runs.
 #[tokio::test(start_paused = true)]
 async fn an_aged_copy_starts_no_hedge_while_the_servers_wait_runs() {
-    let calls = Arc::new(AtomicU32::new(0));
-    let sent_at = Arc::new(Mutex::new(Vec::new()));
     let decoder = StatusDecoder::new([503]).unwrap().with_retry_after();
     let policy = HedgePolicy::new(decoder, HedgeDelay::never(), 3)
         .unwrap()
         .hedge_on_attempt_timeout(MS(100))
         .with_max_server_delay(MS(5000));
-    let start = Instant::now();
-    let svc = HedgeLayer::new(policy).layer(tower::service_fn({
-        let (calls, sent_at) = (calls.clone(), sent_at.clone());
-        move |_: http::Request<Full<Bytes>>| {
-            let n = calls.fetch_add(1, Ordering::SeqCst);
-            sent_at.lock().unwrap().push(start.elapsed());
-            async move {
-                let response = match n {
-                    0 => {
-                        tokio::time::sleep(MS(150)).await;
-                        http::Response::builder()
-                            .status(503)
-                            .header("retry-after", "2")
-                            .body(String::new())
-                    }
-                    1 => {
-                        tokio::time::sleep(MS(10_000)).await;
-                        http::Response::builder().body(String::new())
-                    }
-                    _ => http::Response::builder().body(String::new()),
-                };
-                Ok::<_, BoxError>(response.unwrap())
-            }
-        }
-    }));
-    svc.oneshot(get()).await.unwrap();
-    let sent_at = sent_at.lock().unwrap().clone();
+    let script = &[(MS(150), 503, Some("2")), (MS(10_000), 200, None)];
+    let sent_at = copies_sent_at(policy, script).await;
     assert_eq!(sent_at.len(), 3, "{sent_at:?}");
     assert_eq!(sent_at[2], MS(2150), "held until the server's wait ended");
 }
