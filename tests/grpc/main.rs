@@ -251,6 +251,24 @@ fn quick() -> ResiliencePolicy<GrpcDecoder, GrpcBackoff> {
     })
 }
 
+/// The messages "a", "b" and "c", streamed one `every` so long from a
+/// channel: a body that can be read once only.
+fn three_messages(every: Duration) -> tokio_stream::wrappers::ReceiverStream<HealthCheckRequest> {
+    let (tx, rx) = tokio::sync::mpsc::channel(1);
+    tokio::spawn(async move {
+        for service in ["a", "b", "c"] {
+            tokio::time::sleep(every).await;
+            let message = HealthCheckRequest {
+                service: service.into(),
+            };
+            if tx.send(message).await.is_err() {
+                return;
+            }
+        }
+    });
+    tokio_stream::wrappers::ReceiverStream::new(rx)
+}
+
 fn check() -> tonic::Request<HealthCheckRequest> {
     tonic::Request::new(HealthCheckRequest {
         service: String::new(),
@@ -474,19 +492,7 @@ async fn a_streamed_request_is_retried_after_a_refused_connection() {
     });
     // The messages are streamed, one every 20 ms, from a channel: the body
     // can be read once only.
-    let (tx, rx) = tokio::sync::mpsc::channel(1);
-    tokio::spawn(async move {
-        for service in ["a", "b", "c"] {
-            tokio::time::sleep(Duration::from_millis(20)).await;
-            let message = HealthCheckRequest {
-                service: service.into(),
-            };
-            if tx.send(message).await.is_err() {
-                return;
-            }
-        }
-    });
-    let messages = tokio_stream::wrappers::ReceiverStream::new(rx);
+    let messages = three_messages(Duration::from_millis(20));
 
     let response = guarded(async {
         grpc.ready().await.unwrap();
@@ -594,19 +600,7 @@ async fn a_stream_ended_early_by_unavailable_is_retried_whole() {
     let script = Script::new([Step::Status(14, None)]);
     let channel = server(&script).await;
     let mut grpc = tonic::client::Grpc::new(GrpcLayer::new(quick()).layer(channel));
-    let (tx, rx) = tokio::sync::mpsc::channel(1);
-    tokio::spawn(async move {
-        for service in ["a", "b", "c"] {
-            tokio::time::sleep(Duration::from_millis(100)).await;
-            let message = HealthCheckRequest {
-                service: service.into(),
-            };
-            if tx.send(message).await.is_err() {
-                return;
-            }
-        }
-    });
-    let messages = tokio_stream::wrappers::ReceiverStream::new(rx);
+    let messages = three_messages(Duration::from_millis(100));
     let response = guarded(async {
         grpc.ready().await.unwrap();
         grpc.client_streaming(
