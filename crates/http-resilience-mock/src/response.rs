@@ -107,8 +107,9 @@ pub enum Behaviour {
 /// is written, and a [`Behaviour`] that decides how (or whether) it reaches the client.
 ///
 /// On the wire, the status line is `HTTP/1.1`, the code, and the code's canonical reason
-/// phrase (empty for codes without one). Header fields are written in the order they were
-/// added, with lowercase names. A `Content-Length` field announcing the body length is
+/// phrase (empty for codes without one). Header fields are written with lowercase names,
+/// grouped by name: each name where it was first added, its values in the order they were
+/// added. A `Content-Length` field announcing the body length is
 /// added automatically unless the scripted headers already carry `Content-Length` or
 /// `Transfer-Encoding`, in which case they are written as given (which allows scripting a
 /// lying length or a pre-encoded chunked body).

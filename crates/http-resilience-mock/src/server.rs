@@ -453,7 +453,11 @@ async fn respond(
     let keep_alive = client_keep_alive && !response.closes_connection();
     let body: &[u8] = if head_only { &[] } else { response.body() };
     let behaviour = response.behaviour();
-    if behaviour != Behaviour::NoResponse && !response.head_delay().is_zero() {
+    let undelayed = matches!(
+        behaviour,
+        Behaviour::NoResponse | Behaviour::GoAwayUnprocessed
+    );
+    if !undelayed && !response.head_delay().is_zero() {
         tokio::time::sleep(response.head_delay()).await;
     }
     act(stream, response, body, keep_alive).await

@@ -902,3 +902,22 @@ async fn bodies_are_recorded_up_to_16_mib_by_default() {
     assert!(requests[1].is_body_truncated());
     assert_eq!(requests[1].body_len, DEFAULT as u64 + 1);
 }
+
+#[tokio::test]
+async fn an_unprocessed_goaway_on_http1_ignores_the_head_delay() {
+    let server = start().await;
+    server.enqueue(MockResponse::goaway_unprocessed().with_head_delay(Duration::from_secs(3)));
+    let mut client = TcpStream::connect(server.addr()).await.unwrap();
+    client
+        .write_all(b"GET / HTTP/1.1\r\nhost: x\r\n\r\n")
+        .await
+        .unwrap();
+    let start = Instant::now();
+    let mut read = Vec::new();
+    let _ = timeout(LIMIT, client.read_to_end(&mut read)).await.unwrap();
+    assert!(
+        start.elapsed() < Duration::from_secs(1),
+        "closed after {:?}: the head delay was waited",
+        start.elapsed()
+    );
+}

@@ -8,7 +8,8 @@
 //! builds the response from the [`Failure`]. Its body is made in memory
 //! ([`FallbackBody`], which is the inner service's body
 //! for every other response), and it carries a [`FellBack`] in its
-//! extensions, which says what it replaced.
+//! extensions, which says what it replaced, and the replaced response's
+//! [`Attempts`](crate::Attempts), so that the retries made still count.
 //!
 //! # Opting in
 //!

@@ -161,8 +161,15 @@ impl FallbackPolicy {
                 // NOTE: the response replaced goes now, its body unread, so
                 // that its connection is given back at once.
                 let replaced = Replaced::Response(response.status());
+                // NOTE: the attempts that came to the failure were made: the
+                // answer keeps their count, unless the builder set its own.
+                let attempts = response.extensions().get::<crate::Attempts>().copied();
                 drop(response);
-                Ok(answer(built, replaced))
+                let mut answered = answer(built, replaced);
+                if let Some(attempts) = attempts {
+                    answered.extensions_mut().get_or_insert(attempts);
+                }
+                Ok(answered)
             }
             Err(error) => {
                 let failure = Failure::of_error(&*error);

@@ -317,3 +317,22 @@ fn a_policy_shows_what_it_names() {
     let layer = FallbackLayer::new(policy.clone());
     assert!(format!("{layer:?}").contains("FallbackLayer"));
 }
+
+/// The fallback answer to a 503 after three attempts says how many attempts
+/// it replaced.
+#[tokio::test(flavor = "current_thread", start_paused = true)]
+async fn a_fallback_answer_keeps_the_attempts_of_the_response_it_replaced() {
+    let fallback = cached(|p| p.on_status(StatusCode::SERVICE_UNAVAILABLE));
+    for form in FORMS {
+        let upstream = Upstream::new(503, Duration::ZERO);
+        let svc = stack(form, &fallback, (), &upstream);
+        let response = call(&svc, true).await.unwrap();
+        assert!(response.extensions().get::<FellBack>().is_some());
+        assert_eq!(upstream.calls(), 3, "{form:?}");
+        assert_eq!(
+            Attempts::of(&response),
+            3,
+            "{form:?}: the fallback hides the retries"
+        );
+    }
+}
