@@ -5,6 +5,16 @@
 //! cargo run -p http-resilience --example axum_gateway
 //! ```
 //!
+//! Copied into a project of its own (as `src/main.rs`), it needs, besides
+//! the crates the README's "Use" section lists:
+//!
+//! ```toml
+//! axum = "0.8"
+//! http-resilience-mock = "0.1"
+//! hyper-util = { version = "0.1", features = ["client-legacy", "http1", "tokio"] }
+//! tower-http = { version = "0.6", features = ["trace", "request-id"] }
+//! ```
+//!
 //! [`gateway`] builds an axum [`Router`] whose fallback handler takes the
 //! incoming request, points it at the upstream (path and query kept), drops
 //! the hop-by-hop headers and sends it through one shared client stack,

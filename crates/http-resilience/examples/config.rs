@@ -5,6 +5,9 @@
 //! ```text
 //! cargo run -p http-resilience --example config
 //! ```
+//!
+//! Copied into a project of its own, it reads `clients.toml` from beside
+//! it: copy `examples/clients.toml` too.
 
 use http_resilience::config::{ClientPolicy, ClientsConfig};
 use std::time::Duration;

@@ -5,6 +5,14 @@
 //! ```text
 //! cargo run -p http-resilience --example demo
 //! ```
+//!
+//! Copied into a project of its own (as `src/main.rs`), it needs, besides
+//! the crates the README's "Use" section lists:
+//!
+//! ```toml
+//! http-resilience-mock = "0.1"
+//! hyper = "1"
+//! ```
 
 use bytes::Bytes;
 use http::{Request, Response};

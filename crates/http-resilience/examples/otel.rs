@@ -10,6 +10,16 @@
 //! ```text
 //! cargo run -p http-resilience --example otel
 //! ```
+//!
+//! Copied into a project of its own (as `src/main.rs`), it needs, besides
+//! the crates the README's "Use" section lists:
+//!
+//! ```toml
+//! opentelemetry = { version = "0.33", features = ["metrics"] }
+//! opentelemetry_sdk = { version = "0.33", features = ["metrics", "testing"] }
+//! tracing = "0.1"
+//! tracing-subscriber = "0.3"
+//! ```
 
 use http::{Request, Response, StatusCode};
 use http_resilience::{

@@ -5,6 +5,14 @@
 //! ```text
 //! cargo run -p http-resilience --example reqwest_client
 //! ```
+//!
+//! Copied into a project of its own (as `src/main.rs`), it needs, besides
+//! the crates the README's "Use" section lists:
+//!
+//! ```toml
+//! http-resilience-mock = "0.1"
+//! reqwest = "0.13"
+//! ```
 
 use http_body_util::BodyExt;
 use http_resilience::{

@@ -6,6 +6,17 @@
 //! ```text
 //! cargo run -p http-resilience --example reqwest_retry
 //! ```
+//!
+//! Copied into a project of its own (as `src/main.rs`), it needs, besides
+//! the crates the README's "Use" section lists:
+//!
+//! ```toml
+//! http-resilience-mock = "0.1"
+//! reqwest = { version = "0.13", features = ["stream"] }
+//! reqwest-middleware = "0.5"
+//! reqwest-retry = "0.9"
+//! tokio-stream = "0.1"
+//! ```
 
 use http_resilience::BoxError;
 use http_resilience_mock::{vacant_addr, MockResponse, MockServer};

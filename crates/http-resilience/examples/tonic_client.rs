@@ -5,6 +5,15 @@
 //! ```text
 //! cargo run -p http-resilience --example tonic_client
 //! ```
+//!
+//! Copied into a project of its own (as `src/main.rs`), it needs, besides
+//! the crates the README's "Use" section lists:
+//!
+//! ```toml
+//! tokio-stream = { version = "0.1", features = ["net"] }
+//! tonic = { version = "0.14", features = ["transport", "router"] }
+//! tonic-health = "0.14"
+//! ```
 
 use http_resilience::{grpc::GrpcLayer, policy::CallEvent, presets, Attempts, BoxError};
 use std::{

@@ -21,7 +21,6 @@
 //! # Example
 //!
 //! ```
-//! use http::StatusCode;
 //! use http_resilience::policy::{Decoder, FixedDelay, Retryer, StatusDecoder};
 //! use std::time::Duration;
 //!
@@ -32,7 +31,6 @@
 //!
 //! let mut retryer = FixedDelay::new(Duration::from_millis(10), 2).for_request();
 //! assert_eq!(retryer.next_delay(1, None), Some(Duration::from_millis(10)));
-//! # let _ = StatusCode::OK;
 //! # Ok::<(), http_resilience::BoxError>(())
 //! ```
 

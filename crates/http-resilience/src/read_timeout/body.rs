@@ -2,6 +2,9 @@
 //!
 //! # Example
 //!
+//! Besides the crates the README's "Use" section lists, the example needs
+//! `http-resilience-mock = "0.1"`, for its scripted body.
+//!
 //! ```
 //! use http_body_util::BodyExt;
 //! use http_resilience::read_timeout::{body::ReadTimeoutBody, error::ReadTimedOut};

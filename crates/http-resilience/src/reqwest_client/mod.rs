@@ -18,10 +18,18 @@
 //! `Layer<ReqwestService>` goes to [`ResilientClient::new`], and a service
 //! built otherwise to [`ResilientClient::from_service`].
 //!
+//! Besides the crates the README's "Use" section lists, the example needs
+//! `reqwest = { version = "0.13", features = ["json"] }` and `serde = {
+//! version = "1", features = ["derive"] }`.
+//!
 //! ```no_run
 //! use http_resilience::{presets, reqwest_client::ResilientClient, Attempts};
 //!
-//! # #[derive(serde::Serialize)] struct Order { id: u32 }
+//! #[derive(serde::Serialize)]
+//! struct Order {
+//!     id: u32,
+//! }
+//!
 //! # #[tokio::main]
 //! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
 //! // No timeout and no retries in reqwest: the layers do both.

@@ -84,6 +84,9 @@ use tower_service::Service;
 /// A name for the stack's type, for a field of a handler's state (axum's
 /// `State` holds it the same way; the gateway example does):
 ///
+/// Besides the crates the README's "Use" section lists, the example needs
+/// `hyper = "1"`, for the body type of an inbound request.
+///
 /// ```
 /// use http_resilience::{
 ///     body::ReplayBody,

@@ -89,6 +89,9 @@
 //! A download whose connection is reset after 4 bytes, resumed on the mock
 //! server:
 //!
+//! Besides the crates the README's "Use" section lists, the example needs
+//! `http-resilience-mock = "0.1"`, the loopback test server.
+//!
 //! ```
 //! use bytes::Bytes;
 //! use http_body_util::{BodyExt, Full};

@@ -40,6 +40,9 @@
 //!
 //! # Example
 //!
+//! Besides the crates the README's "Use" section lists, the example needs
+//! `http-resilience-mock = "0.1"`, the loopback test server.
+//!
 //! ```
 //! use bytes::Bytes;
 //! use http_body_util::{BodyExt, Full};

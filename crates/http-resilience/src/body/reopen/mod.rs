@@ -154,6 +154,10 @@ where
 /// body without a `Content-Length` (`411 Length Required`) takes every
 /// attempt.
 ///
+/// Besides the crates the README's "Use" section lists, the example needs
+/// `http-body = "1"` (for `Body::size_hint`) and `http-resilience-mock =
+/// "0.1"`, the loopback test server.
+///
 /// ```
 /// use http_body::Body;
 /// use http_resilience::{

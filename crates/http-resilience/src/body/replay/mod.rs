@@ -87,6 +87,9 @@ pub const DEFAULT_REPLAY_CAP: usize = 64 * 1024;
 ///
 /// # Example
 ///
+/// Besides the crates the README's "Use" section lists, the example needs
+/// `http-resilience-mock = "0.1"`, for its scripted body.
+///
 /// ```
 /// use http_body_util::BodyExt;
 /// use http_resilience::body::{ReplayBody, TryCloneBody};
